@@ -1,0 +1,280 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// ErrInvalidAgg is returned by ParseAgg for a name that is not an aggregate.
+// It lives here rather than in errors.go because this file was added
+// separately from the rest of the package.
+var ErrInvalidAgg = errors.New("model: invalid aggregate")
+
+// Agg is an aggregate function of a query (DESIGN.md section 10).
+type Agg uint8
+
+// The aggregate functions. The zero Agg is invalid.
+const (
+	AggCount Agg = iota + 1
+	AggSum
+	AggMin
+	AggMax
+	AggAvg
+	AggFirst
+	AggLast
+)
+
+var aggNames = [...]string{
+	AggCount: "count",
+	AggSum:   "sum",
+	AggMin:   "min",
+	AggMax:   "max",
+	AggAvg:   "avg",
+	AggFirst: "first",
+	AggLast:  "last",
+}
+
+// ParseAgg parses an aggregate name as used in the query API: count, sum,
+// min, max, avg, first or last.
+func ParseAgg(s string) (Agg, error) {
+	for a := AggCount; a <= AggLast; a++ {
+		if aggNames[a] == s {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %q (want one of %s)", ErrInvalidAgg, s, strings.Join(aggNames[AggCount:], ", "))
+}
+
+// String returns the aggregate's name as ParseAgg accepts it.
+func (a Agg) String() string {
+	if a >= AggCount && a <= AggLast {
+		return aggNames[a]
+	}
+	return fmt.Sprintf("agg(%d)", uint8(a))
+}
+
+// AggState is the mergeable partial state of the aggregates of one field in
+// one bucket. Partitions compute it over their rows and the front end merges
+// the states of all partitions with Merge; any order of Add and Merge calls
+// over the same values yields the same state (Sum up to float rounding).
+//
+// Count counts values of every kind; the numeric aggregates (sum, min, max,
+// avg, first, last) see only numeric values: floats, ints, and bools as 0
+// and 1. Min and Max propagate NaN (math.Min/math.Max), which keeps them
+// order-independent.
+type AggState struct {
+	// Count is the number of values of any kind.
+	Count int64
+	// N is the number of numeric values; strings count in Count only.
+	N int64
+	// Sum, Min and Max are over the numeric values; meaningful when N > 0.
+	Sum, Min, Max float64
+	// FirstTime, FirstSeries and First are the time, series and value of the
+	// earliest numeric value; ties on time go to the smaller series (and, for
+	// the same series and time, to the smaller value in IEEE total order).
+	FirstTime   int64
+	FirstSeries string
+	First       float64
+	// LastTime, LastSeries and Last are the latest numeric value; ties on
+	// time go to the larger series (then the larger value).
+	LastTime   int64
+	LastSeries string
+	Last       float64
+}
+
+// Add adds one value seen at time t in series.
+func (s *AggState) Add(t int64, series string, v Value) {
+	s.Count++
+	f, ok := v.Numeric()
+	if !ok {
+		return
+	}
+	if s.N == 0 {
+		s.N = 1
+		s.Sum, s.Min, s.Max = f, f, f
+		s.FirstTime, s.FirstSeries, s.First = t, series, f
+		s.LastTime, s.LastSeries, s.Last = t, series, f
+		return
+	}
+	s.N++
+	s.Sum += f
+	s.Min = math.Min(s.Min, f)
+	s.Max = math.Max(s.Max, f)
+	if pointLess(t, series, f, s.FirstTime, s.FirstSeries, s.First) {
+		s.FirstTime, s.FirstSeries, s.First = t, series, f
+	}
+	if pointLess(s.LastTime, s.LastSeries, s.Last, t, series, f) {
+		s.LastTime, s.LastSeries, s.Last = t, series, f
+	}
+}
+
+// Merge folds the partial state o into s.
+func (s *AggState) Merge(o *AggState) {
+	s.Count += o.Count
+	if o.N == 0 {
+		return
+	}
+	if s.N == 0 {
+		count := s.Count
+		*s = *o
+		s.Count = count
+		return
+	}
+	s.N += o.N
+	s.Sum += o.Sum
+	s.Min = math.Min(s.Min, o.Min)
+	s.Max = math.Max(s.Max, o.Max)
+	if pointLess(o.FirstTime, o.FirstSeries, o.First, s.FirstTime, s.FirstSeries, s.First) {
+		s.FirstTime, s.FirstSeries, s.First = o.FirstTime, o.FirstSeries, o.First
+	}
+	if pointLess(s.LastTime, s.LastSeries, s.Last, o.LastTime, o.LastSeries, o.Last) {
+		s.LastTime, s.LastSeries, s.Last = o.LastTime, o.LastSeries, o.Last
+	}
+}
+
+// Result returns the value of aggregate a. It reports false when there is no
+// value: no values at all for count, no numeric values for the others. avg
+// is Sum/N.
+func (s *AggState) Result(a Agg) (float64, bool) {
+	if a == AggCount {
+		return float64(s.Count), s.Count > 0
+	}
+	if s.N == 0 {
+		return 0, false
+	}
+	switch a {
+	case AggSum:
+		return s.Sum, true
+	case AggMin:
+		return s.Min, true
+	case AggMax:
+		return s.Max, true
+	case AggAvg:
+		return s.Sum / float64(s.N), true
+	case AggFirst:
+		return s.First, true
+	case AggLast:
+		return s.Last, true
+	}
+	return 0, false
+}
+
+// pointLess orders (time, series, value) triples; values compare in IEEE
+// total order so that every tie is broken the same way in any merge order.
+func pointLess(t1 int64, s1 string, f1 float64, t2 int64, s2 string, f2 float64) bool {
+	if t1 != t2 {
+		return t1 < t2
+	}
+	if s1 != s2 {
+		return s1 < s2
+	}
+	return totalOrderKey(f1) < totalOrderKey(f2)
+}
+
+// totalOrderKey maps a float64 to a uint64 whose order is the IEEE 754
+// total order (-NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN).
+func totalOrderKey(f float64) uint64 {
+	b := math.Float64bits(f)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
+}
+
+// FieldAgg is the partial state of one field in one bucket.
+type FieldAgg struct {
+	Name  string
+	State AggState
+}
+
+// BucketAgg holds the partial states of one time bucket.
+type BucketAgg struct {
+	// Start is the bucket's start time in nanoseconds.
+	Start int64
+	// Fields are sorted by name.
+	Fields []FieldAgg
+}
+
+// SeriesAgg holds the partial states of one series ("*" when all series
+// are grouped together).
+type SeriesAgg struct {
+	Series string
+	// Buckets are sorted by Start.
+	Buckets []BucketAgg
+}
+
+// MergeSeriesAggs merges two lists of partial results: states of the same
+// series, bucket start and field are merged with AggState.Merge. The result
+// is sorted by series, its buckets by start and their fields by name. The
+// inputs need not be sorted. dst's storage may be reused; src is not
+// modified and shares no memory with the result.
+func MergeSeriesAggs(dst, src []SeriesAgg) []SeriesAgg {
+	all := dst
+	for _, s := range src {
+		all = append(all, SeriesAgg{Series: s.Series, Buckets: cloneBuckets(s.Buckets)})
+	}
+	slices.SortStableFunc(all, func(a, b SeriesAgg) int { return strings.Compare(a.Series, b.Series) })
+	out := all[:0]
+	for i := 0; i < len(all); {
+		j := i + 1
+		buckets := all[i].Buckets
+		for ; j < len(all) && all[j].Series == all[i].Series; j++ {
+			buckets = append(buckets, all[j].Buckets...)
+		}
+		out = append(out, SeriesAgg{Series: all[i].Series, Buckets: mergeBuckets(buckets)})
+		i = j
+	}
+	clear(all[len(out):])
+	return out
+}
+
+func cloneBuckets(bs []BucketAgg) []BucketAgg {
+	out := make([]BucketAgg, len(bs))
+	for i, b := range bs {
+		out[i] = BucketAgg{Start: b.Start, Fields: slices.Clone(b.Fields)}
+	}
+	return out
+}
+
+// mergeBuckets sorts buckets by start and merges those with equal starts.
+func mergeBuckets(bs []BucketAgg) []BucketAgg {
+	slices.SortStableFunc(bs, func(a, b BucketAgg) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	out := bs[:0]
+	for i := 0; i < len(bs); {
+		j := i + 1
+		fields := bs[i].Fields
+		for ; j < len(bs) && bs[j].Start == bs[i].Start; j++ {
+			fields = append(fields, bs[j].Fields...)
+		}
+		out = append(out, BucketAgg{Start: bs[i].Start, Fields: mergeFields(fields)})
+		i = j
+	}
+	return out
+}
+
+// mergeFields sorts field states by name and merges those with equal names.
+func mergeFields(fs []FieldAgg) []FieldAgg {
+	slices.SortStableFunc(fs, func(a, b FieldAgg) int { return strings.Compare(a.Name, b.Name) })
+	out := fs[:0]
+	for i := 0; i < len(fs); {
+		st := fs[i].State
+		j := i + 1
+		for ; j < len(fs) && fs[j].Name == fs[i].Name; j++ {
+			st.Merge(&fs[j].State)
+		}
+		out = append(out, FieldAgg{Name: fs[i].Name, State: st})
+		i = j
+	}
+	return out
+}

@@ -1,0 +1,272 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+)
+
+type aggPoint struct {
+	t      int64
+	series string
+	v      Value
+}
+
+func randAggPoints(rng *rand.Rand, n int) []aggPoint {
+	series := []string{"a", "b", "c"}
+	ps := make([]aggPoint, n)
+	for i := range ps {
+		p := aggPoint{t: int64(rng.Intn(7) - 3), series: series[rng.Intn(len(series))]}
+		switch rng.Intn(8) {
+		case 0:
+			p.v = String("s")
+		case 1:
+			p.v = Bool(rng.Intn(2) == 1)
+		case 2:
+			p.v = Int(int64(rng.Intn(21) - 10))
+		case 3:
+			p.v = Float(math.Copysign(0, -1))
+		case 4:
+			if rng.Intn(10) == 0 {
+				p.v = Float(math.NaN())
+			} else {
+				p.v = Float(math.Inf(1 - 2*rng.Intn(2)))
+			}
+		default:
+			// Small integers keep Sum exact in any order.
+			p.v = Float(float64(rng.Intn(41) - 20))
+		}
+		ps[i] = p
+	}
+	return ps
+}
+
+// sameFloat treats all NaNs as equal and otherwise compares bit patterns,
+// so that -0 and +0 differ.
+func sameFloat(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Float64bits(a) == math.Float64bits(b)
+}
+
+func sameState(a, b *AggState) bool {
+	if a.Count != b.Count || a.N != b.N {
+		return false
+	}
+	if a.N == 0 {
+		return true
+	}
+	return sameFloat(a.Sum, b.Sum) && sameFloat(a.Min, b.Min) && sameFloat(a.Max, b.Max) &&
+		a.FirstTime == b.FirstTime && a.FirstSeries == b.FirstSeries && sameFloat(a.First, b.First) &&
+		a.LastTime == b.LastTime && a.LastSeries == b.LastSeries && sameFloat(a.Last, b.Last)
+}
+
+func onePass(ps []aggPoint) AggState {
+	var s AggState
+	for _, p := range ps {
+		s.Add(p.t, p.series, p.v)
+	}
+	return s
+}
+
+// mergeTree merges states in a random tree shape.
+func mergeTree(rng *rand.Rand, states []AggState) AggState {
+	for len(states) > 1 {
+		i := rng.Intn(len(states) - 1)
+		a, b := states[i], states[i+1]
+		if rng.Intn(2) == 0 {
+			a, b = b, a
+		}
+		a.Merge(&b)
+		states = append(states[:i], append([]AggState{a}, states[i+2:]...)...)
+	}
+	if len(states) == 0 {
+		return AggState{}
+	}
+	return states[0]
+}
+
+func TestAggStateMergeEqualsOnePass(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	for iter := 0; iter < 2000; iter++ {
+		ps := randAggPoints(rng, rng.Intn(30))
+		want := onePass(ps)
+
+		shuffled := append([]aggPoint(nil), ps...)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		if got := onePass(shuffled); !sameState(&got, &want) {
+			t.Fatalf("iter %d: Add order matters:\n got %+v\nwant %+v", iter, got, want)
+		}
+
+		k := 1 + rng.Intn(5)
+		parts := make([][]aggPoint, k)
+		for _, p := range shuffled {
+			j := rng.Intn(k)
+			parts[j] = append(parts[j], p)
+		}
+		states := make([]AggState, k)
+		for i := range parts {
+			states[i] = onePass(parts[i])
+		}
+		if got := mergeTree(rng, states); !sameState(&got, &want) {
+			t.Fatalf("iter %d: merge differs from one pass:\n got %+v\nwant %+v", iter, got, want)
+		}
+	}
+}
+
+func TestAggStateMergeCommutativeAssociative(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	for iter := 0; iter < 2000; iter++ {
+		a := onePass(randAggPoints(rng, rng.Intn(6)))
+		b := onePass(randAggPoints(rng, rng.Intn(6)))
+		c := onePass(randAggPoints(rng, rng.Intn(6)))
+
+		ab, ba := a, b
+		ab.Merge(&b)
+		ba.Merge(&a)
+		if !sameState(&ab, &ba) {
+			t.Fatalf("iter %d: not commutative:\n a+b %+v\n b+a %+v", iter, ab, ba)
+		}
+		left := ab
+		left.Merge(&c)
+		bc := b
+		bc.Merge(&c)
+		right := a
+		right.Merge(&bc)
+		if !sameState(&left, &right) {
+			t.Fatalf("iter %d: not associative:\n (a+b)+c %+v\n a+(b+c) %+v", iter, left, right)
+		}
+	}
+}
+
+func TestAggStateResult(t *testing.T) {
+	var s AggState
+	s.Add(20, "b", Float(4))
+	s.Add(10, "b", Int(1))
+	s.Add(10, "a", Bool(true))
+	s.Add(30, "a", String("x"))
+	s.Add(20, "c", Float(-2))
+	tests := []struct {
+		agg  Agg
+		want float64
+	}{
+		{AggCount, 5}, {AggSum, 4}, {AggMin, -2}, {AggMax, 4}, {AggAvg, 1},
+		{AggFirst, 1}, // t=10: series "a" (true = 1) wins the tie over "b"
+		{AggLast, -2}, // t=20: series "c" wins the tie over "b"
+	}
+	for _, tt := range tests {
+		got, ok := s.Result(tt.agg)
+		if !ok || got != tt.want {
+			t.Errorf("%s = %v, %v; want %v", tt.agg, got, ok, tt.want)
+		}
+	}
+	if s.FirstSeries != "a" || s.LastSeries != "c" {
+		t.Errorf("first series %q, last series %q; want a, c", s.FirstSeries, s.LastSeries)
+	}
+
+	var strs AggState
+	strs.Add(1, "a", String("x"))
+	if got, ok := strs.Result(AggCount); !ok || got != 1 {
+		t.Errorf("count over strings = %v, %v; want 1", got, ok)
+	}
+	for _, a := range []Agg{AggSum, AggMin, AggMax, AggAvg, AggFirst, AggLast} {
+		if _, ok := strs.Result(a); ok {
+			t.Errorf("%s over strings only reported a value", a)
+		}
+	}
+	var empty AggState
+	if _, ok := empty.Result(AggCount); ok {
+		t.Error("count over nothing reported a value")
+	}
+}
+
+func TestParseAgg(t *testing.T) {
+	for a := AggCount; a <= AggLast; a++ {
+		got, err := ParseAgg(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAgg(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	for _, bad := range []string{"", "COUNT", "median", "avg "} {
+		_, err := ParseAgg(bad)
+		if !errors.Is(err, ErrInvalidAgg) {
+			t.Errorf("ParseAgg(%q) error = %v; want ErrInvalidAgg", bad, err)
+		}
+	}
+	if _, err := ParseAgg("median"); err == nil || !contains(err.Error(), `"median"`) {
+		t.Errorf("error %v does not name the bad value", err)
+	}
+	if Agg(0).String() != "agg(0)" {
+		t.Errorf("Agg(0).String() = %q", Agg(0).String())
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+func st(vals ...float64) AggState {
+	var s AggState
+	for i, v := range vals {
+		s.Add(int64(i), "x", Float(v))
+	}
+	return s
+}
+
+func TestMergeSeriesAggs(t *testing.T) {
+	dst := []SeriesAgg{
+		{Series: "b", Buckets: []BucketAgg{{Start: 10, Fields: []FieldAgg{{Name: "f", State: st(1)}}}}},
+		{Series: "a", Buckets: []BucketAgg{{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(2)}}}}},
+	}
+	src := []SeriesAgg{
+		{Series: "b", Buckets: []BucketAgg{
+			{Start: 10, Fields: []FieldAgg{{Name: "g", State: st(5)}, {Name: "f", State: st(3)}}},
+			{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(7)}}},
+		}},
+		{Series: "c", Buckets: []BucketAgg{{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(9)}}}}},
+	}
+	srcCopy := cloneSeriesAggs(src)
+	got := MergeSeriesAggs(dst, src)
+
+	fb := st(1)
+	fb3 := st(3)
+	fb.Merge(&fb3)
+	want := []SeriesAgg{
+		{Series: "a", Buckets: []BucketAgg{{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(2)}}}}},
+		{Series: "b", Buckets: []BucketAgg{
+			{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(7)}}},
+			{Start: 10, Fields: []FieldAgg{{Name: "f", State: fb}, {Name: "g", State: st(5)}}},
+		}},
+		{Series: "c", Buckets: []BucketAgg{{Start: 0, Fields: []FieldAgg{{Name: "f", State: st(9)}}}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("MergeSeriesAggs:\n got %+v\nwant %+v", got, want)
+	}
+	if !reflect.DeepEqual(src, srcCopy) {
+		t.Fatal("MergeSeriesAggs modified src")
+	}
+	if got := MergeSeriesAggs(nil, nil); len(got) != 0 {
+		t.Fatalf("merge of nothing = %+v", got)
+	}
+}
+
+func cloneSeriesAggs(in []SeriesAgg) []SeriesAgg {
+	out := make([]SeriesAgg, len(in))
+	for i, s := range in {
+		out[i] = SeriesAgg{Series: s.Series, Buckets: cloneBuckets(s.Buckets)}
+	}
+	return out
+}
