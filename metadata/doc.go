@@ -1,0 +1,59 @@
+// Package metadata owns a table's coordination state (DESIGN.md sections 3
+// and 4): the TableConfig kept in etcd, the METADATA file that holds the
+// table's partition map, the pure operations that derive one file from the
+// next, the durable store of those files on each metadata server, and the
+// commit step that makes a new file current.
+//
+// # Model
+//
+// A table's partition map is the METADATA File of its current transaction.
+// Files form a chain through parent_txnid; each has a random 160-bit txnid
+// and a txnseq one above its parent's. TableConfig, a small JSON value at
+// <prefix>tables/<name> in etcd, names the current transaction
+// (metadata_txnid, metadata_txnseq, metadata_checksum) and the servers that
+// store the files (metadata_servers). The partition map itself never goes
+// into etcd.
+//
+// A file is encoded as compact JSON compressed by zstd (Encode); its
+// checksum is the SHA-256 of those bytes. Files are immutable: an op never
+// edits a file, it builds the next one.
+//
+// # Ops are pure
+//
+// Apply(base, newTxnID, op) is a pure, deterministic function: every choice
+// (partition ids, placement ids, servers, split points) is carried in the op,
+// so the same inputs give byte-identical output on any server. That is what
+// makes a store of the same txnid idempotent (only if the bytes match) and a
+// retried commit safe. Each op checks its preconditions and fails with
+// ErrInvalidOp; its result is validated (File.Validate) before it can be
+// stored.
+//
+// # Commit
+//
+// Committer runs a change on the coordinating metadata server:
+//
+//  1. read TableConfig; the requested base must be current (else ErrConflict);
+//  2. load the base file (checksum verified) and apply the op;
+//  3. store the new file locally, then on the other metadata servers through
+//     Peers, and wait until a majority (itself included) hold it durably
+//     (else ErrNoQuorum, and nothing is committed);
+//  4. compare-and-swap TableConfig on the ModRevision read in step 1;
+//  5. after any CAS error or timeout, re-read TableConfig: if it names the
+//     new txnid (or a successor of it), the commit succeeded; if the revision
+//     moved otherwise, ErrConflict; if nothing moved, the same CAS is
+//     re-issued, since at most one copy of it can land. If etcd cannot be
+//     reached in time the answer is ErrOutcomeUnknown, never a guess.
+//
+// No file is ever deleted inline: a losing file stays until
+// FileStore.Sweep, run in the background, removes files that are off the
+// committed chain and older than a grace period. That rule is what keeps a
+// committed file whose CAS reply was lost from being deleted.
+//
+// # Dependencies and concurrency
+//
+// The package imports only model from this module and stays free of pebble
+// and fasthttp; etcd is reached through the Store interface (EtcdStore uses
+// only Get and Txn). Store implementations, FileStore and Committer are safe
+// for concurrent use. Concurrent changes of one table are serialized by the
+// CAS alone; losers get ErrConflict and re-plan on the new current file.
+package metadata

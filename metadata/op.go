@@ -1,0 +1,208 @@
+package metadata
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// OpType names a METADATA operation (DESIGN.md section 4).
+type OpType string
+
+// The operations. Apply implements CREATE and SET_OFFLINE; the others are
+// declared so their wire names are fixed, and each will be one more case of
+// Apply with its own body field in Op.
+const (
+	OpCreate         OpType = "CREATE"
+	OpSplitBegin     OpType = "SPLIT_BEGIN"
+	OpSplitFinalize  OpType = "SPLIT_FINALIZE"
+	OpSplitAbort     OpType = "SPLIT_ABORT"
+	OpJoinServer     OpType = "JOIN_SERVER"
+	OpJoinFinalize   OpType = "JOIN_FINALIZE"
+	OpRemoveServer   OpType = "REMOVE_SERVER"
+	OpForceJoin      OpType = "FORCE_JOIN"
+	OpSetOffline     OpType = "SET_OFFLINE"
+	OpDropPartitions OpType = "DROP_PARTITIONS"
+)
+
+// Op is one METADATA operation. Exactly one body, the one matching Type, is
+// set. Every choice the op makes (ids, placements, servers, split points) is
+// carried in the body, so Apply is deterministic.
+type Op struct {
+	// Type selects the operation.
+	Type OpType `json:"type"`
+	// Create is the body of CREATE.
+	Create *CreateOp `json:"create,omitempty"`
+	// SetOffline is the body of SET_OFFLINE.
+	SetOffline *SetOfflineOp `json:"set_offline,omitempty"`
+}
+
+// CreateOp creates a table's first file: one partition covering the whole
+// time axis, held by Servers.
+type CreateOp struct {
+	// Table is the new table's name.
+	Table string `json:"table"`
+	// PartitionID is the id of the first partition.
+	PartitionID uuid.UUID `json:"partition_id"`
+	// Servers are the first partition's servers with fresh placement ids, in
+	// the order they will be listed.
+	Servers []Placement `json:"servers"`
+}
+
+// SetOfflineOp marks a current partition offline, or back online.
+type SetOfflineOp struct {
+	// PartitionID is the partition to change.
+	PartitionID uuid.UUID `json:"partition_id"`
+	// Offline is the new state.
+	Offline bool `json:"offline"`
+}
+
+// bodies counts the op bodies that are set.
+func (op Op) bodies() int {
+	n := 0
+	if op.Create != nil {
+		n++
+	}
+	if op.SetOffline != nil {
+		n++
+	}
+	return n
+}
+
+// Apply applies op to base and returns the new file named newTxnID. It is
+// pure: base is not modified, and the same (base, newTxnID, op) always
+// yields a file with identical encoding. base is nil only for CREATE. The
+// result has TxnSeq base.TxnSeq+1 (1 for CREATE) and ParentTxnID base.TxnID
+// ("" for CREATE), and is validated. Every failure wraps ErrInvalidOp and
+// says why.
+func Apply(base *File, newTxnID string, op Op) (*File, error) {
+	if err := checkApply(base, newTxnID, op); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOp, op.Type, err)
+	}
+	var next *File
+	var err error
+	switch op.Type {
+	case OpCreate:
+		next, err = applyCreate(base, newTxnID, op.Create)
+	case OpSetOffline:
+		next, err = applySetOffline(derive(base, newTxnID), op.SetOffline)
+	default:
+		err = fmt.Errorf("op type not supported")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOp, op.Type, err)
+	}
+	if err := next.Validate(); err != nil {
+		// An op whose preconditions passed must not produce a broken map;
+		// refusing it keeps the broken file out of every store.
+		return nil, fmt.Errorf("%w: %s produced an invalid file: %w", ErrInvalidOp, op.Type, err)
+	}
+	return next, nil
+}
+
+// checkApply checks what every op shares: the new txnid, the base, and that
+// exactly the body matching the type is set.
+func checkApply(base *File, newTxnID string, op Op) error {
+	if !ValidTxnID(newTxnID) {
+		return fmt.Errorf("new txnid %q is not 40 lowercase hex characters", newTxnID)
+	}
+	if op.Type != OpCreate && base == nil {
+		return fmt.Errorf("no base file")
+	}
+	if base != nil && base.TxnID == newTxnID {
+		return fmt.Errorf("new txnid equals the base txnid")
+	}
+	if op.bodies() != 1 {
+		return fmt.Errorf("want exactly one op body, got %d", op.bodies())
+	}
+	if !op.bodyMatchesType() {
+		return fmt.Errorf("the op body does not match the op type")
+	}
+	return nil
+}
+
+// bodyMatchesType reports whether the body of op.Type is the one set. An
+// unknown type passes here and is refused by Apply.
+func (op Op) bodyMatchesType() bool {
+	switch op.Type {
+	case OpCreate:
+		return op.Create != nil
+	case OpSetOffline:
+		return op.SetOffline != nil
+	}
+	return true
+}
+
+// derive returns a deep copy of base as the next transaction newTxnID.
+func derive(base *File, newTxnID string) *File {
+	next := base.Clone()
+	next.TxnID = newTxnID
+	next.TxnSeq = base.TxnSeq + 1
+	next.ParentTxnID = base.TxnID
+	return next
+}
+
+func applyCreate(base *File, newTxnID string, op *CreateOp) (*File, error) {
+	if base != nil {
+		return nil, fmt.Errorf("table %q already has a metadata file (txnid %s)", base.Table, base.TxnID)
+	}
+	if err := model.ValidateTableName(op.Table); err != nil {
+		return nil, err
+	}
+	if op.PartitionID == uuid.Nil {
+		return nil, fmt.Errorf("nil partition_id")
+	}
+	if err := checkNewPlacements(op.Servers); err != nil {
+		return nil, err
+	}
+	return &File{
+		Table:       op.Table,
+		TxnID:       newTxnID,
+		TxnSeq:      1,
+		ParentTxnID: "",
+		Partitions: []Partition{{
+			ID:      op.PartitionID,
+			Servers: clonePlacements(op.Servers),
+			Joining: []Placement{},
+		}},
+	}, nil
+}
+
+// checkNewPlacements checks a non-empty list of servers an op assigns: ids
+// set, no server twice, placement ids non-nil and distinct.
+func checkNewPlacements(ps []Placement) error {
+	if len(ps) == 0 {
+		return fmt.Errorf("no servers")
+	}
+	servers := make(map[string]bool, len(ps))
+	placements := make(map[uuid.UUID]bool, len(ps))
+	for i, p := range ps {
+		switch {
+		case p.ServerID == "":
+			return fmt.Errorf("servers[%d]: empty server_id", i)
+		case servers[p.ServerID]:
+			return fmt.Errorf("servers[%d]: duplicate server %q", i, p.ServerID)
+		case p.PlacementID == uuid.Nil:
+			return fmt.Errorf("servers[%d]: nil placement_id", i)
+		case placements[p.PlacementID]:
+			return fmt.Errorf("servers[%d]: duplicate placement_id %s", i, p.PlacementID)
+		}
+		servers[p.ServerID] = true
+		placements[p.PlacementID] = true
+	}
+	return nil
+}
+
+func applySetOffline(next *File, op *SetOfflineOp) (*File, error) {
+	p, ok := next.Partition(op.PartitionID)
+	if !ok {
+		return nil, fmt.Errorf("partition %s is not a current partition", op.PartitionID)
+	}
+	if p.Offline == op.Offline {
+		return nil, fmt.Errorf("partition %s already has offline=%t", op.PartitionID, op.Offline)
+	}
+	p.Offline = op.Offline
+	return next, nil
+}
