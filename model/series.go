@@ -12,10 +12,12 @@ type Tag struct {
 }
 
 // CanonicalSeries parses a series key written as InfluxDB line protocol's
-// "measurement,tag=value,..." (with its backslash escaping of ',', '=' and ' ')
-// and returns the canonical form: the measurement first, then the tags sorted
-// by key. "cpu,region=eu,host=a" becomes "cpu,host=a,region=eu". A key that is
-// already canonical is returned as is, without allocating.
+// "measurement,tag=value,..." and returns its one canonical form: the
+// measurement first, then the tags sorted by key, each part re-escaped by
+// BuildSeries. "cpu,region=eu,host=a" becomes "cpu,host=a,region=eu"; the
+// JSON series "cpu,host=a b" and line protocol's cpu,host=a\ b are the same
+// key. A key with no backslash or space whose tags are sorted is already
+// canonical and is returned as is, without allocating.
 func CanonicalSeries(s string) (string, error) {
 	if s == "" {
 		return "", ErrEmptySeries
@@ -34,9 +36,9 @@ func CanonicalSeries(s string) (string, error) {
 			break
 		}
 	}
-	if sorted {
-		// Escapes are kept as written, so a key whose tags are in order is
-		// already canonical.
+	if sorted && strings.IndexByte(s, '\\') < 0 && strings.IndexByte(s, ' ') < 0 {
+		// Nothing is escaped and ',' and '=' are all structural: BuildSeries
+		// would write the same bytes.
 		return s, nil
 	}
 	out, err := BuildSeries(meas, tags)
@@ -79,6 +81,8 @@ func SplitSeries(s string) (measurement string, tags []Tag, err error) {
 
 // scanToken reads from s[i:] up to the first unescaped byte in stops and
 // returns the unescaped token and the index of the stop byte (or len(s)).
+// A backslash escapes ',', ' ', '\\' and, outside the measurement, '='; before
+// any other byte it is a literal backslash.
 func scanToken(s string, i int, stops string, measurement bool) (string, int) {
 	start := i
 	escaped := false
@@ -101,7 +105,7 @@ func scanToken(s string, i int, stops string, measurement bool) (string, int) {
 	for j := start; j < i; j++ {
 		if s[j] == '\\' && j+1 < i {
 			n := s[j+1]
-			if n == ',' || n == ' ' || (!measurement && n == '=') {
+			if n == ',' || n == ' ' || n == '\\' || (!measurement && n == '=') {
 				b.WriteByte(n)
 				j++
 				continue
@@ -113,8 +117,10 @@ func scanToken(s string, i int, stops string, measurement bool) (string, int) {
 }
 
 // BuildSeries writes the canonical series key of a measurement and tags:
-// tags sorted by key, escaped as in line protocol. Two tags with the same key
-// are an error.
+// tags sorted by key, escaped as in line protocol (',' and ' ' in the
+// measurement, ',', '=' and ' ' in tag keys and values) and every backslash
+// doubled, so that SplitSeries gives back exactly the parts. Two tags with the
+// same key are an error.
 func BuildSeries(measurement string, tags []Tag) (string, error) {
 	if measurement == "" {
 		return "", fmt.Errorf("%w: empty measurement", ErrInvalidSeries)
@@ -124,7 +130,7 @@ func BuildSeries(measurement string, tags []Tag) (string, error) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Key < sorted[j].Key })
 	var b strings.Builder
 	b.Grow(len(measurement) + 16*len(tags))
-	writeEscaped(&b, measurement, ", ")
+	writeEscaped(&b, measurement, ", \\")
 	for i, t := range sorted {
 		if t.Key == "" || t.Value == "" {
 			return "", fmt.Errorf("%w: empty tag key or value", ErrInvalidSeries)
@@ -133,9 +139,9 @@ func BuildSeries(measurement string, tags []Tag) (string, error) {
 			return "", fmt.Errorf("%w: tag %q appears twice", ErrInvalidSeries, t.Key)
 		}
 		b.WriteByte(',')
-		writeEscaped(&b, t.Key, ",= ")
+		writeEscaped(&b, t.Key, ",= \\")
 		b.WriteByte('=')
-		writeEscaped(&b, t.Value, ",= ")
+		writeEscaped(&b, t.Value, ",= \\")
 	}
 	return b.String(), nil
 }
