@@ -1,0 +1,212 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// AggQuery selects rows and how to aggregate them. The partial states it
+// returns hold every aggregate (model.AggState); the caller picks one with
+// AggState.Result after merging partitions with model.MergeSeriesAggs.
+type AggQuery struct {
+	// From, To, Series, Prefix and Fields select rows as in ScanQuery
+	// (To == math.MaxInt64 is an open end).
+	From, To int64
+	Series   string
+	Prefix   bool
+	Fields   []string
+	// Step is the bucket width in ns: a value at t goes to the bucket
+	// starting at floor(t/Step)*Step (aligned to the epoch, also for
+	// negative t; a start below math.MinInt64 is clamped to it). Step 0
+	// means one bucket, starting at Origin. A negative Step is an error.
+	Step int64
+	// Origin is the start of the single bucket when Step is 0.
+	Origin int64
+	// GroupAll merges all series into one result with Series "*" (ties of
+	// first and last are broken by the real series).
+	GroupAll bool
+}
+
+// groupAllSeries is the series name of a GroupAll result.
+const groupAllSeries = "*"
+
+// Aggregate computes the partial aggregate states of the rows matching q,
+// sorted by series, bucket start and field name.
+func (r *Replica) Aggregate(q AggQuery) ([]model.SeriesAgg, error) {
+	if q.Step < 0 {
+		return nil, fmt.Errorf("%w: negative step %d", ErrInvalidQuery, q.Step)
+	}
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.store.gate.exit()
+	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	defer w.close()
+	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{},
+		seriesNames: interner{}, series: map[string]*aggSeries{}}
+	if err := w.walk(a.visit, func() bool { return true }); err != nil {
+		return nil, err
+	}
+	return a.result(), nil
+}
+
+// aggregator folds rows into per-series, per-bucket, per-field states.
+type aggregator struct {
+	q           AggQuery
+	keep        func([]byte) bool
+	names       interner
+	seriesNames interner
+	raw         rawRow
+
+	series map[string]*aggSeries
+	// cur and curName cache the state of the last row's series: inside a
+	// storage bucket rows come series by series.
+	cur     *aggSeries
+	curName string
+}
+
+// aggSeries holds one result series.
+type aggSeries struct {
+	buckets map[int64]*aggBucket
+	// cur caches the last row's bucket.
+	cur *aggBucket
+}
+
+// aggBucket holds the field states of one bucket of one result series.
+// Rows usually carry the same fields in the same (sorted) order, so the
+// state of a row's i-th field is first looked for at position i.
+type aggBucket struct {
+	start  int64
+	fields []model.FieldAgg
+	// index maps names to positions once there are many fields.
+	index map[string]int
+}
+
+// aggIndexAbove is the field count past which a bucket indexes its fields.
+const aggIndexAbove = 16
+
+// state returns the state of field name, adding it if missing. The pointer
+// is valid until the next call.
+func (b *aggBucket) state(name []byte, hint int, names interner) *model.AggState {
+	if hint < len(b.fields) && b.fields[hint].Name == string(name) {
+		return &b.fields[hint].State
+	}
+	if b.index != nil {
+		if i, ok := b.index[string(name)]; ok {
+			return &b.fields[i].State
+		}
+	} else {
+		for i := range b.fields {
+			if b.fields[i].Name == string(name) {
+				return &b.fields[i].State
+			}
+		}
+	}
+	b.fields = append(b.fields, model.FieldAgg{Name: names.get(name)})
+	i := len(b.fields) - 1
+	switch {
+	case b.index != nil:
+		b.index[b.fields[i].Name] = i
+	case len(b.fields) > aggIndexAbove:
+		b.index = make(map[string]int, len(b.fields))
+		for j := range b.fields {
+			b.index[b.fields[j].Name] = j
+		}
+	}
+	return &b.fields[i].State
+}
+
+func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
+	if err := decodeRaw(value, &a.raw); err != nil {
+		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
+	}
+	if a.keep != nil && !hasAnyField(&a.raw, a.keep) {
+		return true, nil // no bucket for a row without a selected field
+	}
+	if a.cur == nil || a.curName != string(series) {
+		a.curName = a.seriesNames.get(series)
+		key := a.curName
+		if a.q.GroupAll {
+			key = groupAllSeries
+		}
+		s, ok := a.series[key]
+		if !ok {
+			s = &aggSeries{buckets: map[int64]*aggBucket{}}
+			a.series[key] = s
+		}
+		a.cur = s
+	}
+	b := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin))
+	hint := 0
+	for i := range a.raw.fields {
+		f := &a.raw.fields[i]
+		if a.keep != nil && !a.keep(f.name) {
+			continue
+		}
+		b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())
+		hint++
+	}
+	return true, nil
+}
+
+func (s *aggSeries) bucket(start int64) *aggBucket {
+	if s.cur != nil && s.cur.start == start {
+		return s.cur
+	}
+	b, ok := s.buckets[start]
+	if !ok {
+		b = &aggBucket{start: start}
+		s.buckets[start] = b
+	}
+	s.cur = b
+	return b
+}
+
+// bucketOf returns the start of the aggregation bucket holding t.
+func bucketOf(t, step, origin int64) int64 {
+	if step == 0 {
+		return origin
+	}
+	q := t / step
+	if t%step != 0 && t < 0 {
+		q-- // floor, not truncation
+	}
+	if q < math.MinInt64/step {
+		return math.MinInt64 // floor(t/step)*step is below the int64 range
+	}
+	return q * step
+}
+
+// result returns the states sorted by series, bucket start and field.
+func (a *aggregator) result() []model.SeriesAgg {
+	out := make([]model.SeriesAgg, 0, len(a.series))
+	for name, s := range a.series {
+		sa := model.SeriesAgg{Series: name, Buckets: make([]model.BucketAgg, 0, len(s.buckets))}
+		for start, b := range s.buckets {
+			ba := model.BucketAgg{Start: start, Fields: b.fields}
+			slices.SortFunc(ba.Fields, func(x, y model.FieldAgg) int { return strings.Compare(x.Name, y.Name) })
+			sa.Buckets = append(sa.Buckets, ba)
+		}
+		slices.SortFunc(sa.Buckets, func(x, y model.BucketAgg) int { return cmpInt64(x.Start, y.Start) })
+		out = append(out, sa)
+	}
+	slices.SortFunc(out, func(x, y model.SeriesAgg) int { return strings.Compare(x.Series, y.Series) })
+	return out
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,306 @@
+package partition
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"math/rand"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// naiveBucket computes floor(t/step)*step exactly, clamped to MinInt64.
+func naiveBucket(t, step, origin int64) int64 {
+	if step == 0 {
+		return origin
+	}
+	q := new(big.Int).Div(big.NewInt(t), big.NewInt(step)) // Euclidean: floor for step > 0
+	q.Mul(q, big.NewInt(step))
+	if q.Cmp(big.NewInt(math.MinInt64)) < 0 {
+		return math.MinInt64
+	}
+	return q.Int64()
+}
+
+// naiveAggregate is the reference implementation of Aggregate.
+func naiveAggregate(all []model.Row, q AggQuery) []model.SeriesAgg {
+	type key struct {
+		series string
+		start  int64
+		field  string
+	}
+	states := map[key]*model.AggState{}
+	sq := ScanQuery{From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields}
+	rows, _ := naiveScan(all, sq)
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			k := key{r.Series, naiveBucket(r.Time, q.Step, q.Origin), f.Name}
+			if q.GroupAll {
+				k.series = "*"
+			}
+			st := states[k]
+			if st == nil {
+				st = &model.AggState{}
+				states[k] = st
+			}
+			st.Add(r.Time, r.Series, f.Value)
+		}
+	}
+	var out []model.SeriesAgg
+	for k, st := range states {
+		i := slices.IndexFunc(out, func(s model.SeriesAgg) bool { return s.Series == k.series })
+		if i < 0 {
+			out = append(out, model.SeriesAgg{Series: k.series})
+			i = len(out) - 1
+		}
+		sa := &out[i]
+		j := slices.IndexFunc(sa.Buckets, func(b model.BucketAgg) bool { return b.Start == k.start })
+		if j < 0 {
+			sa.Buckets = append(sa.Buckets, model.BucketAgg{Start: k.start})
+			j = len(sa.Buckets) - 1
+		}
+		sa.Buckets[j].Fields = append(sa.Buckets[j].Fields, model.FieldAgg{Name: k.field, State: *st})
+	}
+	for i := range out {
+		for j := range out[i].Buckets {
+			slices.SortFunc(out[i].Buckets[j].Fields, func(a, b model.FieldAgg) int { return strings.Compare(a.Name, b.Name) })
+		}
+		slices.SortFunc(out[i].Buckets, func(a, b model.BucketAgg) int { return cmpInt64(a.Start, b.Start) })
+	}
+	slices.SortFunc(out, func(a, b model.SeriesAgg) int { return strings.Compare(a.Series, b.Series) })
+	return out
+}
+
+func randAggQuery(rng *rand.Rand, times []int64) AggQuery {
+	sq := randScanQuery(rng, times)
+	q := AggQuery{From: sq.From, To: sq.To, Series: sq.Series, Prefix: sq.Prefix, Fields: sq.Fields,
+		GroupAll: rng.Intn(3) == 0}
+	q.Step = []int64{0, 1, 7, 1e9, 1 << bucketShift, 3600e9, 1 << 62, math.MaxInt64}[rng.Intn(8)]
+	if q.Step == 0 {
+		q.Origin = randTimeBound(rng, times)
+	}
+	return q
+}
+
+// TestAggregateRandomAgainstModel compares Aggregate with a naive
+// computation: all aggregates (the states hold every one), several steps,
+// negative times, GroupAll, Step 0 with an origin, and values of every
+// kind. Values are small integers and quarters, so sums are exact in any
+// order.
+func TestAggregateRandomAgainstModel(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 60)
+	m := naiveModel{}
+	for i := 0; i < 10; i++ {
+		batch := randRows(rng, 100, testSeries, times)
+		m.apply(batch)
+		mustApply(t, r, batch...)
+	}
+	all := m.rows()
+	nonEmpty := 0
+	for i := 0; i < 400; i++ {
+		q := randAggQuery(rng, times)
+		got, err := r.Aggregate(q)
+		if err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		want := naiveAggregate(all, q)
+		if len(got) == 0 && len(want) == 0 {
+			continue
+		}
+		nonEmpty++
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("query %+v:\n got %+v\nwant %+v", q, got, want)
+		}
+		checkResults(t, got)
+	}
+	if nonEmpty < 80 {
+		t.Fatalf("random queries too weak: %d non-empty", nonEmpty)
+	}
+}
+
+// checkResults calls Result for every aggregate (it must not panic and
+// must agree with the state's counts).
+func checkResults(t *testing.T, sas []model.SeriesAgg) {
+	t.Helper()
+	for _, sa := range sas {
+		for _, b := range sa.Buckets {
+			for _, f := range b.Fields {
+				for a := model.AggCount; a <= model.AggLast; a++ {
+					_, ok := f.State.Result(a)
+					if want := f.State.N > 0 || (a == model.AggCount && f.State.Count > 0); ok != want {
+						t.Fatalf("%s/%d/%s: %s reported %v with count %d, n %d", sa.Series, b.Start, f.Name, a, ok, f.State.Count, f.State.N)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAggregateMergesAcrossReplicas splits data between two replicas by
+// time, as a partition split does, and checks that merging their partial
+// states equals aggregating everything in one.
+func TestAggregateMergesAcrossReplicas(t *testing.T) {
+	s := openTestStore(t, "")
+	whole, left, right := createTestReplica(t, s), createTestReplica(t, s), createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 40)
+	split := int64(12345)
+	for i := 0; i < 5; i++ {
+		batch := randRows(rng, 80, testSeries, times)
+		mustApply(t, whole, batch...)
+		var l, rr []model.Row
+		for _, row := range batch {
+			if row.Time < split {
+				l = append(l, row)
+			} else {
+				rr = append(rr, row)
+			}
+		}
+		mustApply(t, left, l...)
+		mustApply(t, right, rr...)
+	}
+	for _, q := range []AggQuery{
+		{From: minTime, To: maxTime, Step: 1e9},
+		{From: minTime, To: maxTime, Step: 0, Origin: -5},
+		{From: -1 << 40, To: 1 << 40, Step: 3600e9, GroupAll: true},
+		{From: minTime, To: maxTime, Step: 1 << 62, Series: "cpu", Prefix: true, Fields: []string{"a", "c"}},
+	} {
+		want, err := whole.Aggregate(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lq, rq := q, q
+		lq.To, rq.From = split, split
+		lp, err := left.Aggregate(lq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp, err := right.Aggregate(rq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := model.MergeSeriesAggs(lp, rp); !reflect.DeepEqual(got, want) {
+			t.Fatalf("query %+v: merged partials differ:\n got %+v\nwant %+v", q, got, want)
+		}
+	}
+}
+
+func TestAggregateKnownValues(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	b := func(v bool) model.Field { return model.Field{Name: "up", Value: model.Bool(v), Version: ver(1)} }
+	str := model.Field{Name: "msg", Value: model.String("hi"), Version: ver(1)}
+	mustApply(t, r,
+		row("a", -15, fl("v", 1, 1), b(true)),
+		row("a", -5, fl("v", 3, 1), str),
+		row("a", 5, fl("v", 10, 1), b(false)),
+		row("b", -5, fl("v", 7, 1)),
+	)
+	got, err := r.Aggregate(AggQuery{From: minTime, To: maxTime, Step: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type cell struct {
+		series string
+		start  int64
+		field  string
+		agg    model.Agg
+		want   float64
+	}
+	cells := []cell{
+		{"a", -20, "v", model.AggSum, 1},
+		{"a", -20, "up", model.AggAvg, 1},
+		{"a", -10, "v", model.AggFirst, 3},
+		{"a", -10, "msg", model.AggCount, 1},
+		{"a", 0, "up", model.AggMax, 0},
+		{"b", -10, "v", model.AggLast, 7},
+	}
+	for _, c := range cells {
+		v, ok := lookupAgg(got, c.series, c.start, c.field, c.agg)
+		if !ok || v != c.want {
+			t.Errorf("%s bucket %d %s %s = %v, %v; want %v", c.series, c.start, c.field, c.agg, v, ok, c.want)
+		}
+	}
+	if _, ok := lookupAgg(got, "a", -10, "msg", model.AggSum); ok {
+		t.Error("sum over a string field reported a value")
+	}
+
+	all, err := r.Aggregate(AggQuery{From: -10, To: 10, GroupAll: true, Origin: 42, Fields: []string{"v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].Series != "*" || len(all[0].Buckets) != 1 || all[0].Buckets[0].Start != 42 {
+		t.Fatalf("GroupAll with Step 0: %+v", all)
+	}
+	st := all[0].Buckets[0].Fields[0].State
+	// First at t=-5 is a tie between a (3) and b (7): the smaller series wins;
+	// last at t=5 is a's 10.
+	if st.Count != 3 || st.First != 3 || st.FirstSeries != "a" || st.Last != 10 || st.Sum != 20 {
+		t.Fatalf("GroupAll state %+v", st)
+	}
+	if _, err := r.Aggregate(AggQuery{From: minTime, To: maxTime, Step: -1}); !errors.Is(err, ErrInvalidQuery) {
+		t.Fatalf("negative step: %v", err)
+	}
+}
+
+func lookupAgg(sas []model.SeriesAgg, series string, start int64, field string, a model.Agg) (float64, bool) {
+	for _, sa := range sas {
+		if sa.Series != series {
+			continue
+		}
+		for _, b := range sa.Buckets {
+			if b.Start != start {
+				continue
+			}
+			for _, f := range b.Fields {
+				if f.Name == field {
+					return f.State.Result(a)
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+func TestBucketOf(t *testing.T) {
+	tests := []struct{ t, step, origin, want int64 }{
+		{0, 10, 0, 0}, {9, 10, 0, 0}, {10, 10, 0, 10}, {-1, 10, 0, -10}, {-10, 10, 0, -10}, {-11, 10, 0, -20},
+		{math.MinInt64, 3, 0, math.MinInt64}, {math.MinInt64, 1, 0, math.MinInt64}, {math.MaxInt64, 10, 0, math.MaxInt64 - 7},
+		{123, 0, -7, -7}, {math.MinInt64 + 1, math.MaxInt64, 0, -math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := bucketOf(tt.t, tt.step, tt.origin); got != tt.want {
+			t.Errorf("bucketOf(%d, %d, %d) = %d, want %d", tt.t, tt.step, tt.origin, got, tt.want)
+		}
+		if got := naiveBucket(tt.t, tt.step, tt.origin); got != tt.want {
+			t.Errorf("naiveBucket(%d, %d, %d) = %d, want %d", tt.t, tt.step, tt.origin, got, tt.want)
+		}
+	}
+}
+
+func TestAggBucketManyFields(t *testing.T) {
+	rng := newSeededRand(t)
+	var b aggBucket
+	want := map[string]int64{}
+	names := interner{}
+	for i := 0; i < 2000; i++ {
+		name := []byte{byte('a' + rng.Intn(26)), byte('a' + rng.Intn(3))}
+		b.state(name, rng.Intn(80), names).Add(int64(i), "s", model.Int(1))
+		want[string(name)]++
+	}
+	if len(b.fields) != len(want) || b.index == nil {
+		t.Fatalf("%d fields (indexed %v), want %d", len(b.fields), b.index != nil, len(want))
+	}
+	for _, f := range b.fields {
+		if f.State.Count != want[f.Name] {
+			t.Fatalf("field %s count %d, want %d", f.Name, f.State.Count, want[f.Name])
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package partition
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// ApplyResult reports what an Apply stored.
+type ApplyResult struct {
+	// Changed is the number of rows whose stored value changed (each got a
+	// new sequence).
+	Changed int
+	// LastSeq is the replica's high sequence right after this Apply's batch:
+	// every row of the call is stored at a sequence <= LastSeq (its own new
+	// one if it changed the row, an earlier write's if it tied or lost), and
+	// LastSeq is synced when Apply returns.
+	LastSeq uint64
+}
+
+// applyEntry is one distinct row key of an Apply call. It is kept small
+// because sorting moves it.
+type applyEntry struct {
+	koff, klen int32 // the row key in applyScratch.keys
+	row        int32 // index of the first input row with this key
+}
+
+// applyScratch holds the reusable buffers of one Apply call.
+type applyScratch struct {
+	keys    []byte
+	entries []applyEntry
+	// fields[i] are the incoming fields of input row i, sorted by name
+	// without duplicates; for the first row of a duplicated key, merged
+	// over all its duplicates.
+	fields [][]model.Field
+	raw    rawRow
+	merged []encField
+	enc    valueEncoder
+	val    []byte
+	seqKey []byte
+	seqVal []byte
+	// written are the input rows written, in key order (their sequences
+	// are prev+1, prev+2, ...); oldSeqs the index entries they supersede.
+	written []int32
+	oldSeqs []uint64
+}
+
+var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
+
+// maxPooledKeys bounds the key arena kept in the pool.
+const maxPooledKeys = 4 << 20
+
+func (sc *applyScratch) release() {
+	if cap(sc.keys) > maxPooledKeys {
+		sc.keys = nil
+	}
+	sc.entries = sc.entries[:0]
+	sc.written = sc.written[:0]
+	sc.oldSeqs = sc.oldSeqs[:0]
+	clear(sc.fields) // drop references to the caller's fields
+	sc.fields = sc.fields[:0]
+	clear(sc.merged)
+	sc.merged = sc.merged[:0]
+	clear(sc.raw.fields) // they alias pebble's memory
+	sc.raw.fields = sc.raw.fields[:0]
+	applyScratchPool.Put(sc)
+}
+
+func (sc *applyScratch) key(e *applyEntry) []byte {
+	return sc.keys[e.koff : e.koff+e.klen : e.koff+e.klen]
+}
+
+// sortKey is the part of a row key that differs between rows of one
+// replica: everything after prefix|'r'.
+func (sc *applyScratch) sortKey(e *applyEntry) []byte {
+	return sc.keys[e.koff+prefixLen+1 : e.koff+e.klen]
+}
+
+// Apply merges rows into the replica (field-wise last-writer-wins by
+// version) and returns once every change is durable (WAL synced). A row
+// whose fields all tie or lose is not written and gets no sequence; even
+// then Apply returns only after every earlier change is synced, so a tie
+// with an unsynced write is never acknowledged early (DESIGN.md section 12,
+// rule 1). Concurrent Applies share WAL fsyncs.
+//
+// A row with an empty series, a NUL byte in its series, no fields, an
+// empty field name, a zero version or an unknown kind rejects the whole
+// call with ErrInvalidRow before anything is written. Fields need not be
+// sorted; a row naming a field twice is normalized as model.Row.Normalize
+// does. Apply does not modify rows.
+func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
+	if err := validateRows(rows); err != nil {
+		return ApplyResult{}, err
+	}
+	if err := r.enter(); err != nil {
+		return ApplyResult{}, err
+	}
+	defer r.store.gate.exit()
+	sc := applyScratchPool.Get().(*applyScratch)
+	defer sc.release()
+	sc.prepare(&r.ks, rows)
+
+	res, batch, err := r.applyLocked(sc, rows)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if batch != nil {
+		// Outside applyMu: concurrent Applies wait for the same fsync.
+		err := batch.SyncWait()
+		r.synced.done(res.LastSeq-uint64(res.Changed)+1, err)
+		_ = batch.Close()
+		if err != nil {
+			return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+		}
+	}
+	if err := r.synced.wait(res.LastSeq); err != nil {
+		return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+	}
+	return res, nil
+}
+
+// maxBatchKeyBytes bounds the row keys of one Apply call (offsets into
+// the key arena are int32).
+const maxBatchKeyBytes = math.MaxInt32
+
+// validateRows checks what Apply needs to store rows safely.
+func validateRows(rows []model.Row) error {
+	keyBytes := 0
+	for i := range rows {
+		row := &rows[i]
+		if keyBytes += rowKeyOverhead + len(row.Series); keyBytes > maxBatchKeyBytes {
+			return fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
+		}
+		if row.Series == "" {
+			return fmt.Errorf("%w: row %d: empty series", ErrInvalidRow, i)
+		}
+		if strings.IndexByte(row.Series, 0) >= 0 {
+			return fmt.Errorf("%w: row %d: series contains a NUL byte", ErrInvalidRow, i)
+		}
+		if len(row.Fields) == 0 {
+			return fmt.Errorf("%w: row %d (%s): no fields", ErrInvalidRow, i, row.Series)
+		}
+		for j := range row.Fields {
+			f := &row.Fields[j]
+			switch {
+			case f.Name == "":
+				return fmt.Errorf("%w: row %d (%s): empty field name", ErrInvalidRow, i, row.Series)
+			case f.Version.IsZero():
+				return fmt.Errorf("%w: row %d (%s): field %q has a zero version", ErrInvalidRow, i, row.Series, f.Name)
+			case f.Value.Kind < model.KindFloat || f.Value.Kind > model.KindString:
+				return fmt.Errorf("%w: row %d (%s): field %q has %s", ErrInvalidRow, i, row.Series, f.Name, f.Value.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+// prepare builds the row keys, sorts them and merges duplicates (step 1,
+// outside the lock).
+func (sc *applyScratch) prepare(ks *keyspace, rows []model.Row) {
+	sc.keys = sc.keys[:0]
+	sc.entries = sc.entries[:0]
+	sorted := true
+	for i := range rows {
+		off := len(sc.keys)
+		sc.keys = ks.appendRowKey(sc.keys, rows[i].Series, rows[i].Time)
+		sc.fields = append(sc.fields, normalized(rows[i].Fields))
+		e := applyEntry{koff: int32(off), klen: int32(len(sc.keys) - off), row: int32(i)}
+		if sorted && len(sc.entries) > 0 && bytes.Compare(sc.sortKey(&sc.entries[len(sc.entries)-1]), sc.sortKey(&e)) >= 0 {
+			sorted = false
+		}
+		sc.entries = append(sc.entries, e)
+	}
+	if !sorted {
+		slices.SortFunc(sc.entries, func(a, b applyEntry) int {
+			if c := bytes.Compare(sc.sortKey(&a), sc.sortKey(&b)); c != 0 {
+				return c
+			}
+			return int(a.row - b.row) // input order among duplicates
+		})
+		sc.mergeDuplicates()
+	}
+}
+
+// mergeDuplicates folds entries with equal keys (adjacent, in input order)
+// into the first: a later field replaces an earlier one only with a
+// strictly greater version.
+func (sc *applyScratch) mergeDuplicates() {
+	out := sc.entries[:0]
+	for i := range sc.entries {
+		e := sc.entries[i]
+		if n := len(out); n > 0 && bytes.Equal(sc.key(&out[n-1]), sc.key(&e)) {
+			first := out[n-1].row
+			sc.fields[first] = mergeIncoming(sc.fields[first], sc.fields[e.row])
+			continue
+		}
+		out = append(out, e)
+	}
+	sc.entries = out
+}
+
+// normalized returns fields sorted by name without duplicates; it copies
+// only when fs is not already so.
+func normalized(fs []model.Field) []model.Field {
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].Name >= fs[i].Name {
+			row := model.Row{Fields: slices.Clone(fs)}
+			row.Normalize()
+			return row.Fields
+		}
+	}
+	return fs
+}
+
+// mergeIncoming merges the later write b into the earlier a (both sorted
+// and unique) into a new slice.
+func mergeIncoming(a, b []model.Field) []model.Field {
+	out := make([]model.Field, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Name < b[j].Name):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || a[i].Name > b[j].Name:
+			out = append(out, b[j])
+			j++
+		default:
+			if a[i].Version.Less(b[j].Version) {
+				out = append(out, b[j])
+			} else {
+				out = append(out, a[i])
+			}
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// applyLocked is steps 2 and 3: under applyMu, merge each row with the
+// stored one, assign sequences to the changed rows and make the batch
+// visible. It returns the batch to SyncWait on, or nil when nothing
+// changed.
+func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, *pebble.Batch, error) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return ApplyResult{}, nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	if err := r.synced.failed(); err != nil {
+		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: earlier sync failed: %w", r.info.Placement, err)
+	}
+	db := r.store.db
+	prev := r.high.Load()
+	batch := db.NewBatch()
+	changed, err := r.buildBatch(sc, rows, batch, prev)
+	if err != nil || changed == 0 {
+		_ = batch.Close()
+		return ApplyResult{LastSeq: prev}, nil, err
+	}
+	last := prev + uint64(changed)
+	if err := db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
+		_ = batch.Close()
+		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: apply: %w", r.info.Placement, err)
+	}
+	r.synced.add(prev+1, last)
+	r.high.Store(last)
+	for i := range rows {
+		r.applyMu.maxTime = max(r.applyMu.maxTime, rows[i].Time)
+	}
+	return ApplyResult{Changed: changed, LastSeq: last}, batch, nil
+}
+
+// buildBatch merges every entry with the stored row and adds the changed
+// rows to batch with sequences prev+1, prev+2, ... It returns the number of
+// changed rows. A row newer than every stored row (the usual case of
+// time-ordered ingest) is new without a lookup; the others are looked up
+// with one iterator, created when first needed, whose seeks are monotone.
+func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) (int, error) {
+	var it *pebble.Iterator
+	defer func() {
+		if it != nil {
+			_ = it.Close()
+		}
+	}()
+	sc.written = sc.written[:0]
+	sc.oldSeqs = sc.oldSeqs[:0]
+	seq := prev
+	for i := range sc.entries {
+		e := &sc.entries[i]
+		key := sc.key(e)
+		row := &rows[e.row]
+		fields := sc.fields[e.row]
+		var (
+			merged []encField
+			oldSeq uint64
+			exists bool
+			err    error
+		)
+		if row.Time > r.applyMu.maxTime {
+			merged = sc.newFields(fields)
+		} else {
+			if it == nil {
+				if it, err = r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+				}
+			}
+			merged, oldSeq, exists, err = sc.mergeStored(it, key, fields)
+			if err != nil {
+				return 0, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, key, err)
+			}
+			if merged == nil {
+				continue
+			}
+		}
+		seq++
+		sc.val = sc.enc.appendValue(sc.val[:0], seq, merged)
+		if err := batch.Set(key, sc.val, nil); err != nil {
+			return 0, fmt.Errorf("partition: batch set: %w", err)
+		}
+		sc.written = append(sc.written, e.row)
+		if exists {
+			sc.oldSeqs = append(sc.oldSeqs, oldSeq)
+		}
+	}
+	if it != nil {
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+		}
+	}
+	return len(sc.written), r.addSeqIndex(sc, rows, batch, prev)
+}
+
+// addSeqIndex adds the sequence index changes after all the rows. Each key
+// range is written in ascending order because pebble's memtable inserter
+// caches its last skiplist position: ascending keys that follow each other
+// insert in about constant time, while alternating between the row and
+// index ranges would search the skiplist from the top for every key.
+func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
+	for i, ri := range sc.written {
+		row := &rows[ri]
+		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+1+uint64(i))
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time)
+		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
+			return fmt.Errorf("partition: batch set: %w", err)
+		}
+	}
+	slices.Sort(sc.oldSeqs)
+	for _, old := range sc.oldSeqs {
+		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], old)
+		if err := batch.Delete(sc.seqKey, nil); err != nil {
+			return fmt.Errorf("partition: batch delete: %w", err)
+		}
+	}
+	return nil
+}
+
+// newFields returns the encoding fields of a row that is not stored yet.
+func (sc *applyScratch) newFields(in []model.Field) []encField {
+	sc.merged = sc.merged[:0]
+	for i := range in {
+		sc.merged = append(sc.merged, encFromModel(&in[i]))
+	}
+	return sc.merged
+}
+
+// mergeStored looks key up with it (seeks are monotone, so most are cheap
+// or no-ops) and merges the incoming fields into the stored row. It
+// returns the fields to write, or nil when nothing changed, and the stored
+// row's sequence when there is one. The result aliases the iterator's
+// value and is valid until the next positioning call.
+func (sc *applyScratch) mergeStored(it *pebble.Iterator, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists bool, err error) {
+	sc.merged = sc.merged[:0]
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		if err := it.Error(); err != nil {
+			return nil, 0, false, err
+		}
+		return sc.newFields(in), 0, false, nil
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	raw := &sc.raw
+	if err := decodeRaw(v, raw); err != nil {
+		return nil, 0, false, err
+	}
+	changed := false
+	i, j := 0, 0
+	for i < len(raw.fields) || j < len(in) {
+		var c int
+		switch {
+		case j == len(in):
+			c = -1
+		case i == len(raw.fields):
+			c = 1
+		default:
+			c = compareName(raw.fields[i].name, in[j].Name)
+		}
+		switch {
+		case c < 0:
+			sc.merged = append(sc.merged, encFromRaw(raw, &raw.fields[i]))
+			i++
+		case c > 0:
+			sc.merged = append(sc.merged, encFromModel(&in[j]))
+			changed = true
+			j++
+		default:
+			if raw.versions[raw.fields[i].ver].Less(in[j].Version) {
+				sc.merged = append(sc.merged, encFromModel(&in[j]))
+				changed = true
+			} else {
+				sc.merged = append(sc.merged, encFromRaw(raw, &raw.fields[i]))
+			}
+			i++
+			j++
+		}
+	}
+	if !changed {
+		return nil, raw.seq, true, nil
+	}
+	return sc.merged, raw.seq, true, nil
+}
+
+// compareName compares a stored field name with an incoming one without
+// allocating (the compiler does not copy for string(b) in comparisons).
+func compareName(b []byte, s string) int {
+	switch {
+	case string(b) == s:
+		return 0
+	case string(b) < s:
+		return -1
+	}
+	return 1
+}

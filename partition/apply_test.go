@@ -1,0 +1,450 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+func TestApplyLastWriterWins(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+
+	res := mustApply(t, r, row("cpu", 10, fl("a", 1, 5), fl("b", 1, 5)))
+	if res.Changed != 1 || res.LastSeq != 1 {
+		t.Fatalf("first write: %+v, want 1 change at seq 1", res)
+	}
+
+	tests := []struct {
+		name        string
+		write       model.Row
+		wantChanged int
+		want        model.Row
+	}{
+		{"newer version wins per field", row("cpu", 10, fl("a", 2, 6)), 1,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 1, 5))},
+		{"older version loses", row("cpu", 10, fl("a", 3, 4), fl("b", 3, 4)), 0,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 1, 5))},
+		{"tie changes nothing", row("cpu", 10, fl("a", 9, 6)), 0,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 1, 5))},
+		{"other field at the same point is kept", row("cpu", 10, fl("c", 7, 1)), 1,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 1, 5), fl("c", 7, 1))},
+		{"mixed: one field wins, one loses", row("cpu", 10, fl("a", 0, 3), fl("b", 8, 9)), 1,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 8, 9), fl("c", 7, 1))},
+		{"higher node breaks a wall tie", row("cpu", 10, model.Field{Name: "c", Value: model.Int(4), Version: model.Version{Wall: 1, Node: 2}}), 1,
+			row("cpu", 10, fl("a", 2, 6), fl("b", 8, 9), model.Field{Name: "c", Value: model.Int(4), Version: model.Version{Wall: 1, Node: 2}})},
+	}
+	for _, tt := range tests {
+		high := r.HighSeq()
+		res := mustApply(t, r, tt.write)
+		if res.Changed != tt.wantChanged {
+			t.Errorf("%s: changed %d, want %d", tt.name, res.Changed, tt.wantChanged)
+		}
+		wantHigh := high + uint64(tt.wantChanged)
+		if r.HighSeq() != wantHigh || res.LastSeq != wantHigh {
+			t.Errorf("%s: HighSeq %d, LastSeq %d, want %d (no sequence without a change)", tt.name, r.HighSeq(), res.LastSeq, wantHigh)
+		}
+		if err := sameRows(scanAll(t, r), []model.Row{tt.want}); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+}
+
+func TestApplyReplayIsIdempotent(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	batch := randRows(rng, 200, testSeries, testTimes(rng, 30))
+	mustApply(t, r, batch...)
+	high := r.HighSeq()
+	before := scanAll(t, r)
+	res := mustApply(t, r, batch...)
+	if res.Changed != 0 || r.HighSeq() != high || res.LastSeq != high {
+		t.Fatalf("replay: %+v, HighSeq %d; want no change at %d", res, r.HighSeq(), high)
+	}
+	if err := sameRows(scanAll(t, r), before); err != nil {
+		t.Fatalf("replay changed data: %v", err)
+	}
+}
+
+// TestApplyDuplicatesInBatch checks that duplicates of one key inside a
+// call merge in input order, ties keeping the earlier value.
+func TestApplyDuplicatesInBatch(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	res := mustApply(t, r,
+		row("m", 1, fl("a", 1, 5)),
+		row("m", 2, fl("a", 100, 1)),
+		row("m", 1, fl("a", 2, 5), fl("b", 2, 5)), // a ties: keeps 1
+		row("m", 1, fl("b", 3, 6)),                // b newer: 3
+		row("m", 1, fl("a", 4, 4)),                // a older: loses
+	)
+	if res.Changed != 2 || res.LastSeq != 2 {
+		t.Fatalf("result %+v, want 2 changes", res)
+	}
+	want := []model.Row{row("m", 1, fl("a", 1, 5), fl("b", 3, 6)), row("m", 2, fl("a", 100, 1))}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApplyUnsortedAndDuplicateFields(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	in := row("m", 1, fl("z", 1, 1), fl("a", 2, 1), fl("z", 3, 1))
+	orig := append([]model.Field(nil), in.Fields...)
+	mustApply(t, r, in)
+	// As model.Row.Normalize: the later "z" wins an equal version.
+	want := []model.Row{row("m", 1, fl("a", 2, 1), fl("z", 3, 1))}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameRow(in, model.Row{Time: 1, Series: "m", Fields: orig}); err != nil {
+		t.Fatalf("Apply modified its input: %v", err)
+	}
+}
+
+func TestApplyRejectsInvalidRows(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	good := row("ok", 1, fl("a", 1, 1))
+	tests := []struct {
+		name string
+		bad  model.Row
+	}{
+		{"empty series", row("", 1, fl("a", 1, 1))},
+		{"NUL in series", row("a\x00b", 1, fl("a", 1, 1))},
+		{"no fields", row("m", 1)},
+		{"zero version", row("m", 1, model.Field{Name: "a", Value: model.Float(1)})},
+		{"empty field name", row("m", 1, fl("", 1, 1))},
+		{"invalid kind", row("m", 1, model.Field{Name: "a", Version: ver(1)})},
+		{"unknown kind", row("m", 1, model.Field{Name: "a", Value: model.Value{Kind: 9}, Version: ver(1)})},
+	}
+	for _, tt := range tests {
+		_, err := r.Apply([]model.Row{good, tt.bad})
+		if !errors.Is(err, ErrInvalidRow) {
+			t.Errorf("%s: err %v, want ErrInvalidRow", tt.name, err)
+		}
+	}
+	if rows := scanAll(t, r); len(rows) != 0 || r.HighSeq() != 0 {
+		t.Fatalf("rejected batches wrote %d rows, HighSeq %d", len(rows), r.HighSeq())
+	}
+	if res, err := r.Apply(nil); err != nil || res.Changed != 0 {
+		t.Fatalf("empty Apply: %+v, %v", res, err)
+	}
+}
+
+// TestApplyRandomAgainstModel applies random overlapping batches and checks
+// the stored rows and change counts against the naive model.
+func TestApplyRandomAgainstModel(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 25)
+	m := naiveModel{}
+	for i := 0; i < 40; i++ {
+		batch := randRows(rng, 1+rng.Intn(60), testSeries, times)
+		want := m.apply(batch)
+		high := r.HighSeq()
+		res := mustApply(t, r, batch...)
+		if res.Changed != want || res.LastSeq != high+uint64(want) {
+			t.Fatalf("batch %d: %+v, want %d changes after seq %d", i, res, want, high)
+		}
+	}
+	if err := sameRows(scanAll(t, r), m.rows()); err != nil {
+		t.Fatal(err)
+	}
+	checkSeqIndex(t, r)
+}
+
+// checkSeqIndex reads the whole log and checks it holds every live row
+// exactly once, at distinct sequences, with the row's current value.
+func checkSeqIndex(t *testing.T, r *Replica) {
+	t.Helper()
+	log, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatalf("ReadLog: %v", err)
+	}
+	rows := scanAll(t, r)
+	if len(log) != len(rows) {
+		t.Fatalf("log has %d entries for %d live rows", len(log), len(rows))
+	}
+	var logRows []model.Row
+	for i, e := range log {
+		if i > 0 && e.Seq <= log[i-1].Seq {
+			t.Fatalf("log not in ascending sequence order at %d", i)
+		}
+		if e.Seq > r.SyncedSeq() {
+			t.Fatalf("log entry %d above the synced watermark %d", e.Seq, r.SyncedSeq())
+		}
+		logRows = append(logRows, e.Row)
+	}
+	sortRows(logRows)
+	if err := sameRows(logRows, rows); err != nil {
+		t.Fatalf("log vs rows: %v", err)
+	}
+	if len(log) > 0 && log[len(log)-1].Seq != r.HighSeq() {
+		t.Fatalf("last log entry %d, HighSeq %d", log[len(log)-1].Seq, r.HighSeq())
+	}
+}
+
+func TestSeqIndexCoversLiveRowsOnly(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	mustApply(t, r, row("a", 1, fl("x", 1, 1)), row("b", 1, fl("x", 1, 1)), row("c", 1, fl("x", 1, 1))) // seqs 1-3
+	mustApply(t, r, row("a", 1, fl("x", 2, 2)))                                                         // seq 4 supersedes a's
+	mustApply(t, r, row("b", 1, fl("y", 3, 1)))                                                         // seq 5 supersedes b's
+	mustApply(t, r, row("a", 1, fl("x", 9, 1)))                                                         // loses: no seq
+
+	log, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range log {
+		got = append(got, fmt.Sprintf("%d:%s", e.Seq, e.Row.Series))
+	}
+	if fmt.Sprint(got) != "[3:c 4:a 5:b]" {
+		t.Fatalf("log = %v, want [3:c 4:a 5:b]", got)
+	}
+	// The entry carries the latest version of every field.
+	if err := sameRow(log[2].Row, row("b", 1, fl("x", 1, 1), fl("y", 3, 1))); err != nil {
+		t.Fatal(err)
+	}
+	// Reading after a sequence and with a limit.
+	log, err = r.ReadLog(3, 1)
+	if err != nil || len(log) != 1 || log[0].Seq != 4 {
+		t.Fatalf("ReadLog(3, 1) = %+v, %v", log, err)
+	}
+	log, err = r.ReadLog(5, 10)
+	if err != nil || len(log) != 0 {
+		t.Fatalf("ReadLog(5, 10) = %+v, %v", log, err)
+	}
+	// The raw index holds exactly the three live entries.
+	it, err := s.DB().NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.SeekGE(r.ks.seqLo); ok && string(it.Key()) < string(r.ks.seqHi); ok = it.Next() {
+		n++
+	}
+	if n != 3 {
+		t.Fatalf("sequence index holds %d entries, want 3", n)
+	}
+}
+
+// TestGroupCommit applies from many goroutines at once and checks that
+// every row is stored, sequences are unique and dense, and the watermark
+// catches up.
+func TestGroupCommit(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const writers, batches, perBatch = 8, 10, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	results := make(chan ApplyResult, writers*batches)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for b := 0; b < batches; b++ {
+				rows := make([]model.Row, perBatch)
+				for i := range rows {
+					rows[i] = row(fmt.Sprintf("s%d", w), int64(b*perBatch+i), fl("v", float64(i), 1))
+				}
+				res, err := r.Apply(rows)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if r.SyncedSeq() < res.LastSeq {
+					errs <- fmt.Errorf("Apply returned before its rows were synced: %d < %d", r.SyncedSeq(), res.LastSeq)
+					return
+				}
+				results <- res
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	close(results)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[uint64]bool{}
+	for res := range results {
+		if res.Changed != perBatch {
+			t.Fatalf("batch changed %d rows, want %d", res.Changed, perBatch)
+		}
+		for q := res.LastSeq - perBatch + 1; q <= res.LastSeq; q++ {
+			if seen[q] {
+				t.Fatalf("sequence %d assigned twice", q)
+			}
+			seen[q] = true
+		}
+	}
+	const total = writers * batches * perBatch
+	for q := uint64(1); q <= total; q++ {
+		if !seen[q] {
+			t.Fatalf("sequence %d missing: not dense", q)
+		}
+	}
+	if r.HighSeq() != total || r.SyncedSeq() != total {
+		t.Fatalf("HighSeq %d, SyncedSeq %d, want %d", r.HighSeq(), r.SyncedSeq(), total)
+	}
+	if rows := scanAll(t, r); len(rows) != total {
+		t.Fatalf("%d rows stored, want %d", len(rows), total)
+	}
+	checkSeqIndex(t, r)
+}
+
+// TestConcurrentOverwrites races writers on the same keys: the result must
+// equal the model whatever the interleaving, since LWW is order-free.
+func TestConcurrentOverwrites(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 12)
+	var all [][]model.Row
+	for i := 0; i < 24; i++ {
+		rows := randRows(rng, 30, testSeries[:3], times)
+		// As with real versions, one version always carries one value,
+		// so a tie between concurrent batches is the same write twice.
+		for _, r := range rows {
+			for j := range r.Fields {
+				v := r.Fields[j].Version
+				r.Fields[j].Value = model.Float(float64(v.Wall*10) + float64(v.Node))
+			}
+		}
+		all = append(all, rows)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(all))
+	for _, b := range all {
+		wg.Add(1)
+		go func(b []model.Row) {
+			defer wg.Done()
+			if _, err := r.Apply(b); err != nil {
+				errs <- err
+			}
+		}(b)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	m := naiveModel{}
+	for _, b := range all {
+		m.apply(b)
+	}
+	if err := sameRows(scanAll(t, r), m.rows()); err != nil {
+		t.Fatal(err)
+	}
+	if r.SyncedSeq() != r.HighSeq() {
+		t.Fatalf("SyncedSeq %d != HighSeq %d", r.SyncedSeq(), r.HighSeq())
+	}
+	checkSeqIndex(t, r)
+}
+
+func TestSyncTracker(t *testing.T) {
+	tr := newSyncTracker(10)
+	tr.add(11, 12)
+	tr.add(13, 15)
+	tr.add(16, 16)
+	tr.done(13, nil) // out of order: no advance past the gap
+	if got := tr.synced.Load(); got != 10 {
+		t.Fatalf("synced %d, want 10", got)
+	}
+	done := make(chan error)
+	go func() { done <- tr.wait(15) }()
+	tr.done(11, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.synced.Load(); got != 15 {
+		t.Fatalf("synced %d, want 15", got)
+	}
+	boom := errors.New("boom")
+	go func() { done <- tr.wait(16) }()
+	tr.done(16, boom)
+	if err := <-done; !errors.Is(err, boom) {
+		t.Fatalf("wait after failure: %v", err)
+	}
+	if err := tr.wait(15); err != nil {
+		t.Fatalf("wait below the watermark: %v", err)
+	}
+}
+
+// TestApplyFindsStoredRowsAfterReopen guards the lookup shortcut for rows
+// newer than everything stored: after a reopen the bound comes from the
+// last storage bucket, so an overwrite of the newest row must still merge
+// with it (and supersede its index entry).
+func TestApplyFindsStoredRowsAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := createTestReplica(t, s)
+	p := r.Info().Placement
+	last := int64(5<<bucketShift + 12345)
+	mustApply(t, r, row("a", 100, fl("x", 1, 1)), row("a", last, fl("x", 1, 1)), row("b", last-1, fl("x", 1, 1)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	r, _ = s.Replica(p)
+	res := mustApply(t, r, row("a", last, fl("y", 2, 1)), row("b", last-1, fl("x", 9, 0)), row("c", last+1, fl("x", 3, 1)))
+	if res.Changed != 2 {
+		t.Fatalf("changed %d, want 2", res.Changed)
+	}
+	// Time-ordered writes after the reopen, then a late one below them.
+	mustApply(t, r, row("a", last+10, fl("x", 4, 1)))
+	mustApply(t, r, row("a", last+10, fl("x", 5, 2)), row("a", 100, fl("z", 6, 1)))
+	want := []model.Row{
+		row("a", 100, fl("x", 1, 1), fl("z", 6, 1)),
+		row("b", last-1, fl("x", 1, 1)),
+		row("a", last, fl("x", 1, 1), fl("y", 2, 1)),
+		row("c", last+1, fl("x", 3, 1)),
+		row("a", last+10, fl("x", 5, 2)),
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatal(err)
+	}
+	checkSeqIndex(t, r)
+}
+
+// TestApplyTimeOrderedAgainstModel mixes mostly time-ordered batches with
+// late and repeated rows, the pattern the lookup shortcut serves.
+func TestApplyTimeOrderedAgainstModel(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	m := naiveModel{}
+	now := int64(-3 << bucketShift)
+	for i := 0; i < 60; i++ {
+		var times []int64
+		for j := 0; j < 5; j++ {
+			now += rng.Int63n(20e9)
+			times = append(times, now)
+		}
+		if rng.Intn(3) == 0 {
+			times = append(times, now-rng.Int63n(200e9)) // a late row
+		}
+		batch := randRows(rng, 1+rng.Intn(30), testSeries, times)
+		want := m.apply(batch)
+		if res := mustApply(t, r, batch...); res.Changed != want {
+			t.Fatalf("batch %d: changed %d, want %d", i, res.Changed, want)
+		}
+	}
+	if err := sameRows(scanAll(t, r), m.rows()); err != nil {
+		t.Fatal(err)
+	}
+	checkSeqIndex(t, r)
+}

@@ -1,0 +1,308 @@
+package partition
+
+// Benchmarks of the write and read paths. Run without -race:
+//
+//	go test -run '^$' -bench . -benchmem ./partition/
+//
+// Rows have the shape of a typical metric: series
+// "cpu,host=host_N,region=eu-west" (N in 0..999) and three float fields;
+// a batch is 1000 rows, one per host, at one timestamp, and successive
+// batches move forward in time (new rows, time-ordered ingest).
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+const (
+	benchBatch    = 1000
+	benchInterval = int64(10e9) // 10 s between batches
+)
+
+var benchFieldNames = []string{"usage_idle", "usage_system", "usage_user"}
+
+func benchSeries(n int) string { return fmt.Sprintf("cpu,host=host_%d,region=eu-west", n) }
+
+// benchRows returns a reusable batch template; setBenchTime stamps it.
+func benchRows() []model.Row {
+	rows := make([]model.Row, benchBatch)
+	for i := range rows {
+		rows[i] = model.Row{Series: benchSeries(i), Fields: make([]model.Field, len(benchFieldNames))}
+		for j, name := range benchFieldNames {
+			rows[i].Fields[j] = model.Field{Name: name, Value: model.Float(float64(i*3 + j))}
+		}
+	}
+	return rows
+}
+
+func setBenchTime(rows []model.Row, t int64) {
+	v := model.Version{Wall: 1_700_000_000_000_000_000 + t, Node: 0x9e3779b97f4a7c15}
+	for i := range rows {
+		rows[i].Time = t
+		for j := range rows[i].Fields {
+			rows[i].Fields[j].Version = v
+			rows[i].Fields[j].Value.F += 0.5
+		}
+	}
+}
+
+func openBenchStore(b *testing.B) *Store {
+	b.Helper()
+	s, err := Open(Options{Dir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// runWriters runs b.N batches spread over the given number of goroutines;
+// write(w, i) writes the batch with global index i from writer w. It
+// reports rows/s.
+func runWriters(b *testing.B, s *Store, writers int, write func(w int, i int64) error) {
+	m0 := s.Metrics().Total()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	b.ResetTimer()
+	cpu0 := processCPU()
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				if err := write(w, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)*benchBatch/elapsed.Seconds(), "rows/s")
+	rows := float64(b.N) * benchBatch
+	b.ReportMetric(float64(cpu.Nanoseconds())/rows, "cpu-ns/row")
+	m := s.Metrics().Total()
+	b.ReportMetric(float64(m.TableBytesFlushed-m0.TableBytesFlushed)/rows, "flushB/row")
+	b.ReportMetric(float64(m.TableBytesCompacted-m0.TableBytesCompacted)/rows, "compactB/row")
+}
+
+// processCPU returns the CPU time (user + system) of the whole process,
+// background compactions included. Unlike rows/s it hardly depends on
+// what else runs on the machine.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPebbleCeiling is the raw ceiling: synced pebble batches of 1000
+// keys with exactly the key and value bytes Apply writes for these rows
+// (row keys only), committed with Batch.Commit(pebble.Sync). The
+// sub-benchmark with_seq_index adds the sequence index entry Apply also
+// writes per row, i.e. the same bytes as Apply without the read-merge.
+func BenchmarkPebbleCeiling(b *testing.B) {
+	for _, withSeq := range []bool{false, true} {
+		for _, writers := range []int{1, 4} {
+			name := fmt.Sprintf("writers=%d", writers)
+			if withSeq {
+				name = "with_seq_index/" + name
+			}
+			b.Run(name, func(b *testing.B) {
+				s := openBenchStore(b)
+				ks := newKeyspace(uuid.New())
+				var seq atomic.Uint64
+				templates := make([][]model.Row, writers)
+				for w := range templates {
+					templates[w] = benchRows()
+				}
+				b.ReportAllocs()
+				runWriters(b, s, writers, func(w int, i int64) error {
+					rows := templates[w]
+					setBenchTime(rows, i*benchInterval)
+					return ceilingBatch(s.DB(), &ks, rows, withSeq, seq.Add(benchBatch)-benchBatch)
+				})
+			})
+		}
+	}
+}
+
+// ceilingBatch writes rows as raw keys and values in one synced batch.
+func ceilingBatch(db *pebble.DB, ks *keyspace, rows []model.Row, withSeq bool, firstSeq uint64) error {
+	var (
+		enc  valueEncoder
+		key  []byte
+		val  []byte
+		efs  []encField
+		sk   []byte
+		sval []byte
+	)
+	batch := db.NewBatch()
+	defer batch.Close()
+	for i := range rows {
+		r := &rows[i]
+		seq := firstSeq + uint64(i) + 1
+		key = ks.appendRowKey(key[:0], r.Series, r.Time)
+		efs = efs[:0]
+		for j := range r.Fields {
+			efs = append(efs, encFromModel(&r.Fields[j]))
+		}
+		val = enc.appendValue(val[:0], seq, efs)
+		if err := batch.Set(key, val, nil); err != nil {
+			return err
+		}
+	}
+	// As Apply: the index entries after the rows, each range ascending.
+	for i := 0; withSeq && i < len(rows); i++ {
+		r := &rows[i]
+		sk = ks.appendSeqKey(sk[:0], firstSeq+uint64(i)+1)
+		sval = appendSeqValue(sval[:0], r.Series, r.Time)
+		if err := batch.Set(sk, sval, nil); err != nil {
+			return err
+		}
+	}
+	return batch.Commit(pebble.Sync)
+}
+
+// BenchmarkApply measures Replica.Apply of 1000-row batches of new,
+// time-ordered rows: writers on one replica (they contend on its applyMu
+// and share fsyncs), and 4 writers each on its own replica.
+func BenchmarkApply(b *testing.B) {
+	cases := []struct{ writers, replicas int }{{1, 1}, {4, 1}, {4, 4}}
+	for _, c := range cases {
+		b.Run(fmt.Sprintf("writers=%d/replicas=%d", c.writers, c.replicas), func(b *testing.B) {
+			s := openBenchStore(b)
+			reps := make([]*Replica, c.replicas)
+			for i := range reps {
+				reps[i] = createTestReplica(b, s)
+			}
+			templates := make([][]model.Row, c.writers)
+			for w := range templates {
+				templates[w] = benchRows()
+			}
+			b.ReportAllocs()
+			runWriters(b, s, c.writers, func(w int, i int64) error {
+				rows := templates[w]
+				setBenchTime(rows, i*benchInterval)
+				res, err := reps[w%c.replicas].Apply(rows)
+				if err == nil && res.Changed != benchBatch {
+					err = fmt.Errorf("batch changed %d rows", res.Changed)
+				}
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkApplyReplay measures a batch whose rows are all already stored
+// (a replication replay or client retry): all ties, nothing written.
+func BenchmarkApplyReplay(b *testing.B) {
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := benchRows()
+	setBenchTime(rows, 0)
+	if _, err := r.Apply(rows); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	runWriters(b, s, 1, func(int, int64) error {
+		res, err := r.Apply(rows)
+		if err == nil && res.Changed != 0 {
+			err = fmt.Errorf("replay changed %d rows", res.Changed)
+		}
+		return err
+	})
+}
+
+// loadBenchData stores 100 series x 1000 points (100k rows, 10 s apart,
+// about 146 storage buckets) and flushes them to sstables.
+func loadBenchData(b *testing.B) *Replica {
+	b.Helper()
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := benchRows()[:100]
+	for i := int64(0); i < 1000; i++ {
+		setBenchTime(rows, i*benchInterval)
+		if _, err := r.Apply(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.DB().Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+func BenchmarkScan(b *testing.B) {
+	r := loadBenchData(b)
+	cases := []struct {
+		name string
+		q    ScanQuery
+		want int
+	}{
+		{"all_series", ScanQuery{From: minTime, To: maxTime}, 100_000},
+		{"one_series", ScanQuery{From: minTime, To: maxTime, Series: benchSeries(7)}, 1000},
+		{"one_series_10pct_time", ScanQuery{From: 0, To: 100 * benchInterval, Series: benchSeries(7)}, 100},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				rows, _, err := r.Scan(c.q)
+				if err != nil || len(rows) != c.want {
+					b.Fatalf("%d rows, %v; want %d", len(rows), err, c.want)
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(c.want)/time.Since(start).Seconds(), "rows/s")
+		})
+	}
+}
+
+func BenchmarkAggregate(b *testing.B) {
+	r := loadBenchData(b)
+	cases := []struct {
+		name string
+		q    AggQuery
+		rows int
+	}{
+		{"per_series_step_60s", AggQuery{From: minTime, To: maxTime, Step: 60e9}, 100_000},
+		{"group_all_step_60s", AggQuery{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
+		{"one_series_one_field", AggQuery{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				if _, err := r.Aggregate(c.q); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)*float64(c.rows)/time.Since(start).Seconds(), "rows/s")
+		})
+	}
+}

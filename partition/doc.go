@@ -1,0 +1,69 @@
+// Package partition stores the partition replicas of one server in one
+// pebble DB (DESIGN.md section 5). The byte layout is specified in
+// docs/storage-format.md.
+//
+// # Model
+//
+// A Store owns the DB and a registry of replicas. A Replica is identified by
+// its placement id, never by its partition id or time range: every key of
+// the replica starts with 0x01|placement, so dropping it is one DeleteRange
+// and its size one EstimateDiskUsage. Rows are keyed by (time bucket of
+// about 68.7 s, series, time) so that time-range scans of one or all series
+// are contiguous per bucket.
+//
+// A row is identified by (series, time). Apply merges a write into the
+// stored row field by field: a field is replaced only by a strictly greater
+// model.Version; ties and older versions change nothing (so replays and
+// retries are idempotent).
+//
+// # Invariants
+//
+//   - Every stored row change gets the next per-replica sequence number,
+//     written in the same batch as the row. A write that changes nothing
+//     gets none.
+//   - The sequence index covers live rows only: the batch that overwrites a
+//     row deletes the index entry of the sequence it supersedes, and the
+//     row value records its own sequence.
+//   - Sequences are assigned and batches made visible in sequence order, so
+//     at any moment the visible changes are exactly 1..HighSeq.
+//   - SyncedSeq <= HighSeq, and every change with sequence <= SyncedSeq is
+//     durable. SyncedSeq advances only over a contiguous prefix of synced
+//     batches. At Open both equal the last key of the sequence index.
+//   - Apply returns only after its own changes, and every change before
+//     them, are synced; ReadLog returns only synced changes (DESIGN.md
+//     section 12, rule 1).
+//   - A dropped placement leaves a tombstone and is never created again
+//     (rule 4).
+//
+// # Concurrency
+//
+// All methods of Store and Replica are safe for concurrent use. Apply is
+// a pipeline: building and sorting keys happens outside any lock; merging
+// with the stored rows, assigning sequences and pebble's ApplyNoSyncWait
+// (which returns once the batch is visible) happen under the replica's
+// applyMu; the WAL fsync wait (Batch.SyncWait) happens outside it, so
+// concurrent Applies on any replicas share fsyncs (group commit). Scan and
+// Aggregate take no replica lock: they read pebble's consistent iterator
+// view, which may include visible changes whose sync is still pending.
+//
+// Inside the lock, a row newer than every stored row (the replica keeps an
+// upper bound of its stored times; after Open it is the end of the last
+// non-empty storage bucket) cannot exist and is not looked up, so
+// time-ordered ingest does no reads. The batch holds the rows first, then
+// the sequence index entries, each in ascending key order, which lets
+// pebble's memtable inserter reuse its skiplist position.
+//
+// ReadLog takes a DB snapshot under applyMu (so it holds exactly the
+// changes up to HighSeq) and waits until they are all synced before
+// reading it: reading the synced part of a newer state could miss a row
+// whose synced change was superseded by an unsynced one.
+//
+// Close refuses new operations with ErrClosed, waits for those in flight,
+// then closes the DB. The DB escape hatch (Store.DB) is for benchmarks and
+// diagnostics only: writes through it bypass every invariant above.
+//
+// # Lock order
+//
+// Store.mu (registry) → Replica.applyMu → syncTracker.mu. The store's gate
+// is entered before any of them and never while holding one.
+package partition

@@ -1,0 +1,29 @@
+package partition
+
+import "errors"
+
+// Sentinel errors of the partition store. Callers test them with errors.Is;
+// the store wraps them with context (which replica, which row).
+var (
+	// ErrClosed is returned by every operation on a closed Store.
+	ErrClosed = errors.New("partition: store closed")
+	// ErrDropped is returned for a replica that was dropped: by Apply, reads
+	// and ReadLog on a dropped Replica, and by CreateReplica for a placement
+	// that was ever dropped (DESIGN.md section 12, rule 4).
+	ErrDropped = errors.New("partition: replica dropped")
+	// ErrInvalidRow is returned by Apply for a row that cannot be stored
+	// (empty series, a NUL byte in the series, no fields, a zero version or
+	// an unknown value kind). The whole batch is rejected.
+	ErrInvalidRow = errors.New("partition: invalid row")
+	// ErrInvalidReplica is returned by CreateReplica for unusable info (nil
+	// placement, bad table name, begin >= end).
+	ErrInvalidReplica = errors.New("partition: invalid replica info")
+	// ErrReplicaConflict is returned by CreateReplica when the placement is
+	// already registered for another table, partition or range.
+	ErrReplicaConflict = errors.New("partition: placement registered with different info")
+	// ErrInvalidQuery is returned by Scan and Aggregate for a malformed query
+	// (negative step).
+	ErrInvalidQuery = errors.New("partition: invalid query")
+	// ErrCorrupt is returned when a stored key or value does not decode.
+	ErrCorrupt = errors.New("partition: corrupt value")
+)

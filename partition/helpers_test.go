@@ -1,0 +1,213 @@
+package partition
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// openTestStore opens a store in dir (a fresh temp dir when empty) and
+// closes it at the end of the test.
+func openTestStore(t testing.TB, dir string) *Store {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func testInfo(p uuid.UUID) ReplicaInfo {
+	return ReplicaInfo{Placement: p, Table: "metrics", PartitionID: uuid.New()}
+}
+
+func createTestReplica(t testing.TB, s *Store) *Replica {
+	t.Helper()
+	r, err := s.CreateReplica(testInfo(uuid.New()))
+	if err != nil {
+		t.Fatalf("CreateReplica: %v", err)
+	}
+	return r
+}
+
+func ver(wall int64) model.Version { return model.Version{Wall: wall, Node: 1} }
+
+func fl(name string, v float64, wall int64) model.Field {
+	return model.Field{Name: name, Value: model.Float(v), Version: ver(wall)}
+}
+
+func row(series string, t int64, fields ...model.Field) model.Row {
+	return model.Row{Time: t, Series: series, Fields: fields}
+}
+
+func mustApply(t testing.TB, r *Replica, rows ...model.Row) ApplyResult {
+	t.Helper()
+	res, err := r.Apply(rows)
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	return res
+}
+
+func scanAll(t testing.TB, r *Replica) []model.Row {
+	t.Helper()
+	rows, truncated, err := r.Scan(ScanQuery{From: minTime, To: maxTime})
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	if truncated {
+		t.Fatal("Scan without a limit reported truncated")
+	}
+	return rows
+}
+
+const (
+	minTime = -1 << 63
+	maxTime = 1<<63 - 1
+)
+
+func newSeededRand(t testing.TB) *rand.Rand {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewSource(seed))
+}
+
+// rowKey identifies a row in the naive model.
+type rowKey struct {
+	series string
+	t      int64
+}
+
+// naiveModel is the reference the tests compare the store with: a map of
+// rows merged field by field under last-writer-wins.
+type naiveModel map[rowKey]map[string]model.Field
+
+// apply merges rows and reports how many rows changed.
+func (m naiveModel) apply(rows []model.Row) int {
+	changed := map[rowKey]bool{}
+	for _, r := range rows {
+		k := rowKey{r.Series, r.Time}
+		fs := m[k]
+		if fs == nil {
+			fs = map[string]model.Field{}
+			m[k] = fs
+		}
+		for _, f := range r.Fields {
+			old, ok := fs[f.Name]
+			if !ok || old.Version.Less(f.Version) {
+				fs[f.Name] = f
+				changed[k] = true
+			}
+		}
+	}
+	return len(changed)
+}
+
+// rows returns the model's rows sorted by (time, series), fields by name.
+func (m naiveModel) rows() []model.Row {
+	var out []model.Row
+	for k, fs := range m {
+		r := model.Row{Time: k.t, Series: k.series}
+		for _, f := range fs {
+			r.Fields = append(r.Fields, f)
+		}
+		slices.SortFunc(r.Fields, func(a, b model.Field) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, r)
+	}
+	sortRows(out)
+	return out
+}
+
+func sortRows(rows []model.Row) {
+	slices.SortFunc(rows, func(a, b model.Row) int {
+		if a.Time != b.Time {
+			return cmpInt64(a.Time, b.Time)
+		}
+		return strings.Compare(a.Series, b.Series)
+	})
+}
+
+// sameRows compares rows exactly, floats by bit pattern.
+func sameRows(a, b []model.Row) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d rows, want %d", len(a), len(b))
+	}
+	for i := range a {
+		if err := sameRow(a[i], b[i]); err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func sameRow(a, b model.Row) error {
+	if a.Time != b.Time || a.Series != b.Series || len(a.Fields) != len(b.Fields) {
+		return fmt.Errorf("got %s@%d with %d fields, want %s@%d with %d fields",
+			a.Series, a.Time, len(a.Fields), b.Series, b.Time, len(b.Fields))
+	}
+	for j := range a.Fields {
+		fa, fb := a.Fields[j], b.Fields[j]
+		if fa.Name != fb.Name || fa.Version != fb.Version || !fa.Value.Equal(fb.Value) {
+			return fmt.Errorf("%s@%d: field %d = %+v, want %+v", a.Series, a.Time, j, fa, fb)
+		}
+	}
+	return nil
+}
+
+// randValue returns a random value of any kind.
+func randValue(rng *rand.Rand) model.Value {
+	switch rng.Intn(4) {
+	case 0:
+		return model.Int(int64(rng.Intn(200) - 100))
+	case 1:
+		return model.Bool(rng.Intn(2) == 0)
+	case 2:
+		return model.String([]string{"", "a", "bb", "ccc"}[rng.Intn(4)])
+	}
+	return model.Float(float64(rng.Intn(200)-100) / 4)
+}
+
+// randRows returns n random rows over a small key space so that rows
+// collide and overwrite each other. Times spread over many storage buckets
+// on both sides of 0.
+func randRows(rng *rand.Rand, n int, series []string, times []int64) []model.Row {
+	fields := []string{"a", "b", "c", "d"}
+	rows := make([]model.Row, n)
+	for i := range rows {
+		r := model.Row{Series: series[rng.Intn(len(series))], Time: times[rng.Intn(len(times))]}
+		for _, f := range fields {
+			if rng.Intn(2) == 0 {
+				r.Fields = append(r.Fields, model.Field{Name: f, Value: randValue(rng),
+					Version: model.Version{Wall: int64(1 + rng.Intn(5)), Node: uint64(1 + rng.Intn(2))}})
+			}
+		}
+		if len(r.Fields) == 0 {
+			r.Fields = append(r.Fields, model.Field{Name: "a", Value: randValue(rng), Version: ver(1)})
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+var testSeries = []string{"cpu", "cpu,host=a", "cpu,host=b", "cpu,host=b,region=eu", "disk", "disk,host=a", "mem"}
+
+// testTimes spans many storage buckets, negative times and the extremes.
+func testTimes(rng *rand.Rand, n int) []int64 {
+	times := []int64{minTime, minTime + 1, -1, 0, 1, maxTime - 1, maxTime, 1 << bucketShift, 1<<bucketShift - 1}
+	for len(times) < n {
+		bucket := int64(rng.Intn(20) - 10)
+		times = append(times, bucket<<bucketShift+rng.Int63n(1<<bucketShift))
+	}
+	return times
+}

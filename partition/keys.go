@@ -1,0 +1,149 @@
+package partition
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// Key layout; docs/storage-format.md is the reference.
+const (
+	nsData      byte = 0x01 // 0x01|placement|... : all data of a replica
+	nsRegistry  byte = 0x02 // 0x02|placement     : JSON ReplicaInfo
+	nsTombstone byte = 0x03 // 0x03|placement     : dropped, never re-created
+
+	kindCursor byte = 'c' // reserved for replication cursors
+	kindSeq    byte = 'q' // sequence index
+	kindRow    byte = 'r' // rows
+
+	placementLen = 16
+	prefixLen    = 1 + placementLen // 0x01|placement
+	rowHeaderLen = prefixLen + 1 + 4
+	seqKeyLen    = prefixLen + 1 + 8
+	timeLen      = 8
+
+	// rowKeyOverhead is the length of a row key minus its series.
+	rowKeyOverhead = rowHeaderLen + 1 + timeLen
+
+	// bucketShift gives time buckets of 2^36 ns (about 68.7 s).
+	bucketShift = 36
+)
+
+// orderedTime maps an int64 time to a uint64 with the same order.
+func orderedTime(t int64) uint64 { return uint64(t) ^ (1 << 63) }
+
+// timeFromOrdered inverts orderedTime.
+func timeFromOrdered(u uint64) int64 { return int64(u ^ (1 << 63)) }
+
+// timeBucket returns the storage time bucket holding t.
+func timeBucket(t int64) uint32 { return uint32(orderedTime(t) >> bucketShift) }
+
+// bucketStart returns the smallest time in bucket b.
+func bucketStart(b uint32) int64 { return timeFromOrdered(uint64(b) << bucketShift) }
+
+// maxBucket is the bucket of math.MaxInt64.
+const maxBucket = uint32(1<<(64-bucketShift) - 1)
+
+// keyspace holds the precomputed key prefixes and bounds of one replica. It
+// is immutable after construction.
+type keyspace struct {
+	prefix   []byte // 0x01|placement
+	dataEnd  []byte // successor of prefix
+	rowLo    []byte // prefix|'r'
+	rowHi    []byte // prefix|'s'
+	seqLo    []byte // prefix|'q'
+	seqHi    []byte // prefix|'r'
+	registry []byte // 0x02|placement
+	tomb     []byte // 0x03|placement
+}
+
+func newKeyspace(p uuid.UUID) keyspace {
+	prefix := append([]byte{nsData}, p[:]...)
+	with := func(b byte) []byte { return append(append([]byte(nil), prefix...), b) }
+	return keyspace{
+		prefix:   prefix,
+		dataEnd:  prefixSuccessor(prefix),
+		rowLo:    with(kindRow),
+		rowHi:    with(kindRow + 1),
+		seqLo:    with(kindSeq),
+		seqHi:    with(kindSeq + 1),
+		registry: registryKey(p),
+		tomb:     tombstoneKey(p),
+	}
+}
+
+func registryKey(p uuid.UUID) []byte  { return append([]byte{nsRegistry}, p[:]...) }
+func tombstoneKey(p uuid.UUID) []byte { return append([]byte{nsTombstone}, p[:]...) }
+
+// prefixSuccessor returns the smallest key greater than every key starting
+// with p, or nil when there is none (p is all 0xff).
+func prefixSuccessor(p []byte) []byte {
+	out := append([]byte(nil), p...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] != 0xff {
+			out[i]++
+			return out[:i+1]
+		}
+	}
+	return nil
+}
+
+// appendRowKey appends the row key of (series, t) to dst.
+func (ks *keyspace) appendRowKey(dst []byte, series string, t int64) []byte {
+	u := orderedTime(t)
+	dst = append(dst, ks.rowLo...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(u>>bucketShift))
+	dst = append(dst, series...)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint64(dst, u)
+}
+
+// appendBucketSeriesKey appends prefix|'r'|bucket|series (no terminator);
+// with an empty series it is the first key of the bucket.
+func (ks *keyspace) appendBucketSeriesKey(dst []byte, b uint32, series string) []byte {
+	dst = append(dst, ks.rowLo...)
+	dst = binary.BigEndian.AppendUint32(dst, b)
+	return append(dst, series...)
+}
+
+// appendSeqKey appends the sequence index key of seq to dst.
+func (ks *keyspace) appendSeqKey(dst []byte, seq uint64) []byte {
+	dst = append(dst, ks.seqLo...)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// rowKeyParts splits a row key (with its replica prefix) into bucket, series
+// bytes (aliasing key) and time.
+func rowKeyParts(key []byte) (bucket uint32, series []byte, t int64, err error) {
+	if len(key) < rowKeyOverhead+1 || key[prefixLen] != kindRow || key[len(key)-timeLen-1] != 0 {
+		return 0, nil, 0, fmt.Errorf("%w: bad row key %x", ErrCorrupt, key)
+	}
+	bucket = binary.BigEndian.Uint32(key[prefixLen+1:])
+	series = key[rowHeaderLen : len(key)-timeLen-1]
+	t = timeFromOrdered(binary.BigEndian.Uint64(key[len(key)-timeLen:]))
+	return bucket, series, t, nil
+}
+
+// seqFromKey decodes the sequence of a sequence index key.
+func seqFromKey(key []byte) (uint64, error) {
+	if len(key) != seqKeyLen || key[prefixLen] != kindSeq {
+		return 0, fmt.Errorf("%w: bad sequence key %x", ErrCorrupt, key)
+	}
+	return binary.BigEndian.Uint64(key[prefixLen+1:]), nil
+}
+
+// appendSeqValue appends the sequence index value of (series, t).
+func appendSeqValue(dst []byte, series string, t int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
+	return append(dst, series...)
+}
+
+// seqValueParts decodes a sequence index value into time and series bytes
+// (aliasing v).
+func seqValueParts(v []byte) (t int64, series []byte, err error) {
+	if len(v) < timeLen+1 {
+		return 0, nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	}
+	return timeFromOrdered(binary.BigEndian.Uint64(v)), v[timeLen:], nil
+}

@@ -1,0 +1,171 @@
+package partition
+
+import (
+	"bytes"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+type keyTuple struct {
+	series string
+	t      int64
+}
+
+func compareTuples(a, b keyTuple) int {
+	if ba, bb := timeBucket(a.t), timeBucket(b.t); ba != bb {
+		if ba < bb {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(a.series, b.series); c != 0 {
+		return c
+	}
+	return cmpInt64(a.t, b.t)
+}
+
+func randKeyTime(rng *rand.Rand) int64 {
+	switch rng.Intn(6) {
+	case 0:
+		return []int64{minTime, minTime + 1, -1, 0, 1, maxTime - 1, maxTime}[rng.Intn(7)]
+	case 1:
+		return int64(rng.Uint64()) // anywhere, either sign
+	case 2:
+		// Near a bucket boundary.
+		return int64(rng.Intn(9)-4)<<bucketShift + int64(rng.Intn(5)-2)
+	}
+	return rng.Int63n(1<<40) - 1<<39
+}
+
+func randKeySeries(rng *rand.Rand) string {
+	alphabet := []byte{'a', 'b', ',', '=', 0x01, 0xff, 'z'}
+	n := 1 + rng.Intn(6)
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+// TestRowKeyOrder checks that byte order of row keys equals the order of
+// (bucket, series, time) and that keys decode back to their parts.
+func TestRowKeyOrder(t *testing.T) {
+	rng := newSeededRand(t)
+	ks := newKeyspace(uuid.New())
+	for i := 0; i < 20000; i++ {
+		a := keyTuple{randKeySeries(rng), randKeyTime(rng)}
+		b := keyTuple{randKeySeries(rng), randKeyTime(rng)}
+		if rng.Intn(4) == 0 {
+			b.series = a.series
+		}
+		ka := ks.appendRowKey(nil, a.series, a.t)
+		kb := ks.appendRowKey(nil, b.series, b.t)
+		if got, want := bytes.Compare(ka, kb), compareTuples(a, b); got != want {
+			t.Fatalf("%+v vs %+v: key order %d, tuple order %d", a, b, got, want)
+		}
+		for _, tc := range []struct {
+			key []byte
+			tup keyTuple
+		}{{ka, a}, {kb, b}} {
+			bucket, series, tm, err := rowKeyParts(tc.key)
+			if err != nil || bucket != timeBucket(tc.tup.t) || string(series) != tc.tup.series || tm != tc.tup.t {
+				t.Fatalf("rowKeyParts(%+v) = %d, %q, %d, %v", tc.tup, bucket, series, tm, err)
+			}
+			if !bytes.HasPrefix(tc.key, ks.rowLo) || bytes.Compare(tc.key, ks.rowHi) >= 0 {
+				t.Fatalf("key %x outside the row range", tc.key)
+			}
+		}
+	}
+}
+
+func TestTimeBuckets(t *testing.T) {
+	tests := []struct {
+		t      int64
+		bucket uint32
+	}{
+		{minTime, 0},
+		{minTime + 1<<bucketShift - 1, 0},
+		{minTime + 1<<bucketShift, 1},
+		{-1, 1<<27 - 1},
+		{0, 1 << 27},
+		{1<<bucketShift - 1, 1 << 27},
+		{1 << bucketShift, 1<<27 + 1},
+		{maxTime, maxBucket},
+	}
+	for _, tt := range tests {
+		if got := timeBucket(tt.t); got != tt.bucket {
+			t.Errorf("timeBucket(%d) = %d, want %d", tt.t, got, tt.bucket)
+		}
+		if start := bucketStart(tt.bucket); timeBucket(start) != tt.bucket || (start != minTime && timeBucket(start-1) == tt.bucket) {
+			t.Errorf("bucketStart(%d) = %d is not the bucket's first time", tt.bucket, start)
+		}
+	}
+	for _, tm := range []int64{minTime, -1, 0, 1, maxTime, 12345678901234} {
+		if got := timeFromOrdered(orderedTime(tm)); got != tm {
+			t.Errorf("ordered time round trip of %d = %d", tm, got)
+		}
+	}
+}
+
+func TestSeqKeyAndValue(t *testing.T) {
+	ks := newKeyspace(uuid.New())
+	prev := []byte(nil)
+	for _, seq := range []uint64{0, 1, 2, 255, 256, 1 << 32, 1<<64 - 1} {
+		k := ks.appendSeqKey(nil, seq)
+		got, err := seqFromKey(k)
+		if err != nil || got != seq {
+			t.Fatalf("seqFromKey(seqKey(%d)) = %d, %v", seq, got, err)
+		}
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			t.Fatalf("sequence keys out of order at %d", seq)
+		}
+		if bytes.Compare(k, ks.seqLo) < 0 || bytes.Compare(k, ks.seqHi) >= 0 {
+			t.Fatalf("sequence key %x outside its range", k)
+		}
+		prev = k
+	}
+	for _, tm := range []int64{minTime, -5, 0, maxTime} {
+		v := appendSeqValue(nil, "cpu,host=a", tm)
+		gt, gs, err := seqValueParts(v)
+		if err != nil || gt != tm || string(gs) != "cpu,host=a" {
+			t.Fatalf("seq value round trip of %d = %d, %q, %v", tm, gt, gs, err)
+		}
+	}
+	if _, _, err := seqValueParts([]byte{1, 2}); err == nil {
+		t.Fatal("short sequence value decoded")
+	}
+	if _, err := seqFromKey([]byte{1}); err == nil {
+		t.Fatal("short sequence key decoded")
+	}
+	if _, _, _, err := rowKeyParts([]byte{1, 2, 3}); err == nil {
+		t.Fatal("short row key decoded")
+	}
+}
+
+func TestKeyspaceRanges(t *testing.T) {
+	max := uuid.UUID{}
+	for i := range max {
+		max[i] = 0xff
+	}
+	for _, p := range []uuid.UUID{uuid.New(), max, {}} {
+		ks := newKeyspace(p)
+		// Every kind range lies inside the data range.
+		for _, k := range [][]byte{ks.rowLo, ks.rowHi, ks.seqLo, ks.seqHi} {
+			if bytes.Compare(k, ks.prefix) < 0 || bytes.Compare(k, ks.dataEnd) >= 0 {
+				t.Fatalf("placement %s: key %x outside [%x, %x)", p, k, ks.prefix, ks.dataEnd)
+			}
+		}
+		if bytes.Compare(ks.dataEnd, []byte{nsRegistry}) > 0 {
+			t.Fatalf("placement %s: data range end %x reaches the registry", p, ks.dataEnd)
+		}
+	}
+	if got := prefixSuccessor([]byte{1, 0xff, 0xff}); !bytes.Equal(got, []byte{2}) {
+		t.Fatalf("prefixSuccessor = %x", got)
+	}
+	if got := prefixSuccessor([]byte{0xff}); got != nil {
+		t.Fatalf("prefixSuccessor(ff) = %x", got)
+	}
+}

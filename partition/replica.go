@@ -1,0 +1,171 @@
+package partition
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Replica is one partition replica stored in the Store's DB. Its methods
+// are safe for concurrent use.
+type Replica struct {
+	store *Store
+	info  ReplicaInfo // immutable
+	ks    keyspace    // immutable
+
+	// applyMu serializes the read-merge-write of Apply, DropReplica and
+	// the snapshot taken by ReadLog: sequences are assigned and batches
+	// made visible in sequence order under it.
+	applyMu struct {
+		sync.Mutex
+		// maxTime is an upper bound of the time of every stored row
+		// (math.MinInt64 while there is none): Apply skips the lookup of a
+		// row newer than it, which cannot exist.
+		maxTime int64
+	}
+	// high is the last assigned sequence. Written under applyMu only after
+	// the batch holding it is visible; read without a lock.
+	high atomic.Uint64
+	// dropped is set under applyMu by DropReplica.
+	dropped atomic.Bool
+	// synced tracks the synced watermark.
+	synced *syncTracker
+}
+
+// ReplicaStats is a cheap summary of a replica for statistics reports.
+type ReplicaStats struct {
+	// HighSeq is the last assigned sequence.
+	HighSeq uint64
+	// SyncedSeq is the synced watermark.
+	SyncedSeq uint64
+	// Bytes is the estimated disk usage (0 if it could not be estimated).
+	Bytes uint64
+}
+
+func newReplica(s *Store, info ReplicaInfo) *Replica {
+	return &Replica{store: s, info: info, ks: newKeyspace(info.Placement)}
+}
+
+// initSeq sets the high sequence and the watermark at creation or load
+// (everything in the DB at Open is durable), and the bound of stored times.
+func (r *Replica) initSeq(high uint64, maxTime int64) {
+	r.high.Store(high)
+	r.synced = newSyncTracker(high)
+	r.applyMu.maxTime = maxTime
+}
+
+// storedTimeBound returns an upper bound of the stored row times: the end
+// of the last storage bucket holding a row, or math.MinInt64 when there is
+// no row. Reading the exact maximum would mean scanning that bucket.
+func (r *Replica) storedTimeBound() (int64, error) {
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return math.MinInt64, it.Error()
+	}
+	b, _, _, err := rowKeyParts(it.Key())
+	if err != nil {
+		return 0, err
+	}
+	if b == maxBucket {
+		return math.MaxInt64, nil
+	}
+	return bucketStart(b+1) - 1, nil
+}
+
+// lastSeq reads the highest sequence of the replica's sequence index.
+func (r *Replica) lastSeq() (uint64, error) {
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: read sequence index: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	return seqFromKey(it.Key())
+}
+
+// Info returns the replica's registry entry (a copy).
+func (r *Replica) Info() ReplicaInfo { return r.info.clone() }
+
+// SyncedSeq returns the synced watermark: every sequence <= it is durable.
+func (r *Replica) SyncedSeq() uint64 { return r.synced.synced.Load() }
+
+// HighSeq returns the last assigned sequence (possibly not yet synced).
+func (r *Replica) HighSeq() uint64 { return r.high.Load() }
+
+// DiskUsage estimates the bytes the replica's data takes on disk (pebble
+// EstimateDiskUsage over its key range; data still in the memtable counts
+// as 0).
+func (r *Replica) DiskUsage() (uint64, error) {
+	if err := r.enter(); err != nil {
+		return 0, err
+	}
+	defer r.store.gate.exit()
+	n, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	return n, nil
+}
+
+// Stats returns the replica's sequences and estimated size.
+func (r *Replica) Stats() ReplicaStats {
+	st := ReplicaStats{HighSeq: r.HighSeq(), SyncedSeq: r.SyncedSeq()}
+	if n, err := r.DiskUsage(); err == nil {
+		st.Bytes = n
+	}
+	return st
+}
+
+// enter passes the store's gate and checks that the replica is live. On
+// success the caller must call r.store.gate.exit.
+func (r *Replica) enter() error {
+	if err := r.store.gate.enter(); err != nil {
+		return err
+	}
+	if r.dropped.Load() {
+		r.store.gate.exit()
+		return fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	return nil
+}
+
+// drop marks the replica dropped and deletes it in one synced batch. The
+// caller holds the store's registry lock.
+func (r *Replica) drop() error {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	wasDropped := r.dropped.Swap(true)
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	if err := r.dropOps(b); err != nil {
+		r.dropped.Store(wasDropped)
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		r.dropped.Store(wasDropped)
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}
+
+func (r *Replica) dropOps(b *pebble.Batch) error {
+	if err := b.DeleteRange(r.ks.prefix, r.ks.dataEnd, nil); err != nil {
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	if err := b.Delete(r.ks.registry, nil); err != nil {
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	if err := b.Set(r.ks.tomb, nil, nil); err != nil {
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}

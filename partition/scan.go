@@ -1,0 +1,277 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// ScanQuery selects raw rows.
+type ScanQuery struct {
+	// From and To bound the time range [From, To) in ns; pass
+	// math.MinInt64 and math.MaxInt64 for open ends. To == math.MaxInt64
+	// is an open end: it includes a row at time math.MaxInt64.
+	From, To int64
+	// Series is "" for all series, else an exact series key, or a prefix
+	// when Prefix is true.
+	Series string
+	// Prefix makes Series a prefix.
+	Prefix bool
+	// Fields is the projection; nil or empty means all fields. Rows holding
+	// none of the fields are omitted.
+	Fields []string
+	// Limit is the most rows returned; <= 0 means no limit.
+	Limit int
+}
+
+// Scan returns the rows matching q ordered by (Time, Series), and whether
+// more rows matched than Limit allowed.
+//
+// Scan reads the latest visible state, which may include changes whose
+// WAL sync (and so whose Apply) has not finished yet.
+func (r *Replica) Scan(q ScanQuery) (rows []model.Row, truncated bool, err error) {
+	if err := r.enter(); err != nil {
+		return nil, false, err
+	}
+	defer r.store.gate.exit()
+	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
+	if err != nil || w == nil {
+		return nil, false, err
+	}
+	defer w.close()
+	s := scanner{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: interner{}}
+	if err := w.walk(s.visit, s.endBucket); err != nil {
+		return nil, false, err
+	}
+	return s.out, s.truncated, nil
+}
+
+// scanner collects the rows of one Scan, a bucket at a time.
+type scanner struct {
+	q      ScanQuery
+	keep   func([]byte) bool
+	names  interner
+	series interner
+	raw    rawRow
+	slab   fieldSlab
+
+	bucket []model.Row // rows of the current storage bucket, in key order
+	// order holds the sort keys of bucket. Inside a bucket rows come in
+	// key order, series by series, so the rank of a row's series in the
+	// bucket orders series like the strings do and the sort compares
+	// integers only.
+	order      []scanOrder
+	rank       int32
+	lastSeries string
+
+	out       []model.Row
+	full      bool // out holds Limit rows; looking for one more
+	truncated bool
+}
+
+func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
+	if err := decodeRaw(value, &s.raw); err != nil {
+		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
+	}
+	if s.keep != nil && !hasAnyField(&s.raw, s.keep) {
+		return true, nil
+	}
+	if s.full {
+		s.truncated = true
+		return false, nil
+	}
+	if len(s.bucket) == 0 || string(series) != s.lastSeries {
+		s.lastSeries = s.series.get(series)
+		s.rank++
+	}
+	s.order = append(s.order, scanOrder{t: t, rank: s.rank, idx: int32(len(s.bucket))})
+	s.bucket = append(s.bucket, toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, &s.slab))
+	return true, nil
+}
+
+// scanOrder is the sort key of one row of a bucket.
+type scanOrder struct {
+	t         int64
+	rank, idx int32
+}
+
+// endBucket sorts the finished bucket's rows into the output. It returns
+// false once the output is full.
+func (s *scanner) endBucket() bool {
+	if s.full {
+		return !s.truncated
+	}
+	slices.SortFunc(s.order, func(a, b scanOrder) int {
+		if a.t != b.t {
+			return cmpInt64(a.t, b.t)
+		}
+		return int(a.rank - b.rank)
+	})
+	order := s.order
+	if s.q.Limit > 0 && len(s.out)+len(order) >= s.q.Limit {
+		n := s.q.Limit - len(s.out)
+		s.truncated = len(order) > n
+		order = order[:n]
+		s.full = true
+	}
+	for _, o := range order {
+		s.out = append(s.out, s.bucket[o.idx])
+	}
+	clear(s.bucket)
+	s.bucket = s.bucket[:0]
+	s.order = s.order[:0]
+	s.rank = 0
+	return !s.truncated
+}
+
+func hasAnyField(r *rawRow, keep func([]byte) bool) bool {
+	for i := range r.fields {
+		if keep(r.fields[i].name) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldFilter returns a projection predicate, or nil for all fields.
+func fieldFilter(fields []string) func([]byte) bool {
+	if len(fields) == 0 {
+		return nil
+	}
+	set := make(map[string]struct{}, len(fields))
+	for _, f := range fields {
+		set[f] = struct{}{}
+	}
+	return func(name []byte) bool {
+		_, ok := set[string(name)]
+		return ok
+	}
+}
+
+// walker visits the stored rows of a time range and series filter, one
+// storage bucket after another, in key order (series, then time) inside
+// each bucket. Empty buckets cost nothing: each seek lands on the next
+// stored key.
+type walker struct {
+	it       *pebble.Iterator
+	ks       *keyspace
+	from, to int64
+	toOpen   bool // to is math.MaxInt64: no upper bound
+	series   string
+	seriesB  []byte
+	prefix   bool
+	first    uint32 // bucket of from
+	last     uint32 // bucket of to-1
+	seek     []byte
+}
+
+// newWalker returns a walker, or nil when the range is empty.
+func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker, error) {
+	toOpen := to == math.MaxInt64
+	if from >= to && !toOpen {
+		return nil, nil
+	}
+	w := &walker{ks: &r.ks, from: from, to: to, toOpen: toOpen, series: series, seriesB: []byte(series),
+		prefix: prefix, first: timeBucket(from), last: maxBucket}
+	if !toOpen {
+		w.last = timeBucket(to - 1)
+	}
+	lower := r.ks.appendBucketSeriesKey(nil, w.first, "")
+	upper := r.ks.rowHi
+	if w.last < maxBucket {
+		upper = r.ks.appendBucketSeriesKey(nil, w.last+1, "")
+	}
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
+	}
+	w.it = it
+	return w, nil
+}
+
+func (w *walker) close() { _ = w.it.Close() }
+
+// walk calls visit for every row in range whose series matches, and
+// endBucket after each storage bucket that had keys. visit returns false
+// to stop; endBucket returns false to stop.
+func (w *walker) walk(visit func(series []byte, t int64, value []byte) (bool, error), endBucket func() bool) error {
+	b := w.first
+	for {
+		w.seek = w.ks.appendBucketSeriesKey(w.seek[:0], b, w.series)
+		if !w.it.SeekGE(w.seek) {
+			break
+		}
+		kb, _, _, err := rowKeyParts(w.it.Key())
+		if err != nil {
+			return err
+		}
+		if kb != b {
+			b = kb // skip empty buckets; seek to the series in kb
+			continue
+		}
+		more, err := w.walkBucket(b, visit)
+		if err != nil {
+			return err
+		}
+		if !endBucket() || !more || b >= w.last {
+			break
+		}
+		b++
+	}
+	return w.it.Error()
+}
+
+// walkBucket visits the matching rows of bucket b, starting at the
+// iterator's position. It returns false when visit asked to stop.
+func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, error)) (bool, error) {
+	for valid := w.it.Valid(); valid; {
+		kb, series, t, err := rowKeyParts(w.it.Key())
+		if err != nil {
+			return false, err
+		}
+		if kb != b || !w.seriesMatches(series) {
+			return true, nil
+		}
+		switch {
+		case t < w.from:
+			// Only in the first bucket, which is from's bucket: jump to
+			// the series' first row in range.
+			key := w.it.Key()
+			w.seek = append(w.seek[:0], key[:len(key)-timeLen]...)
+			w.seek = binary.BigEndian.AppendUint64(w.seek, orderedTime(w.from))
+			valid = w.it.SeekGE(w.seek)
+			continue
+		case t >= w.to && !w.toOpen:
+			// Only in the last bucket: jump to the next series.
+			key := w.it.Key()
+			w.seek = append(append(w.seek[:0], key[:len(key)-timeLen-1]...), 1)
+			valid = w.it.SeekGE(w.seek)
+			continue
+		}
+		v, err := w.it.ValueAndErr()
+		if err != nil {
+			return false, err
+		}
+		if more, err := visit(series, t, v); err != nil || !more {
+			return false, err
+		}
+		valid = w.it.Next()
+	}
+	return true, nil
+}
+
+func (w *walker) seriesMatches(series []byte) bool {
+	switch {
+	case w.series == "":
+		return true
+	case w.prefix:
+		return bytes.HasPrefix(series, w.seriesB)
+	}
+	return string(series) == w.series
+}

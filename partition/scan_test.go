@@ -1,0 +1,178 @@
+package partition
+
+import (
+	"errors"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// naiveScan is the reference implementation of Scan over all, the rows
+// of a naiveModel sorted by (time, series).
+func naiveScan(all []model.Row, q ScanQuery) ([]model.Row, bool) {
+	var out []model.Row
+	for _, r := range all {
+		if r.Time < q.From || (r.Time >= q.To && q.To != maxTime) {
+			continue
+		}
+		if !naiveSeriesMatch(r.Series, q.Series, q.Prefix) {
+			continue
+		}
+		if len(q.Fields) > 0 {
+			var kept []model.Field
+			for _, f := range r.Fields {
+				for _, name := range q.Fields {
+					if f.Name == name {
+						kept = append(kept, f)
+						break
+					}
+				}
+			}
+			if len(kept) == 0 {
+				continue
+			}
+			r.Fields = kept
+		}
+		out = append(out, r)
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		return out[:q.Limit], true
+	}
+	return out, false
+}
+
+func naiveSeriesMatch(series, want string, prefix bool) bool {
+	switch {
+	case want == "":
+		return true
+	case prefix:
+		return strings.HasPrefix(series, want)
+	}
+	return series == want
+}
+
+func randTimeBound(rng *rand.Rand, times []int64) int64 {
+	switch rng.Intn(5) {
+	case 0:
+		return minTime
+	case 1:
+		return maxTime
+	case 2:
+		return times[rng.Intn(len(times))] + int64(rng.Intn(3)-1)
+	}
+	return times[rng.Intn(len(times))]
+}
+
+func randScanQuery(rng *rand.Rand, times []int64) ScanQuery {
+	q := ScanQuery{From: randTimeBound(rng, times), To: randTimeBound(rng, times)}
+	if rng.Intn(3) == 0 && q.From > q.To {
+		q.From, q.To = q.To, q.From
+	}
+	switch rng.Intn(4) {
+	case 0:
+		q.Series = testSeries[rng.Intn(len(testSeries))]
+	case 1:
+		q.Series = []string{"cpu", "cpu,host=b", "d", "x", "cpu,"}[rng.Intn(5)]
+		q.Prefix = true
+	case 2:
+		q.Series = "nope"
+	}
+	q.Fields = [][]string{nil, nil, {"a"}, {"b", "d"}, {"zz"}, {}}[rng.Intn(6)]
+	q.Limit = []int{0, 0, 1, 3, 10, 1000}[rng.Intn(6)]
+	return q
+}
+
+// TestScanRandomAgainstModel compares Scan with the naive model on random
+// data spread over many storage buckets, negative times and the extremes.
+func TestScanRandomAgainstModel(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 60)
+	m := naiveModel{}
+	for i := 0; i < 10; i++ {
+		batch := randRows(rng, 100, testSeries, times)
+		m.apply(batch)
+		mustApply(t, r, batch...)
+	}
+	all := m.rows()
+	nonEmpty, truncs := 0, 0
+	for i := 0; i < 600; i++ {
+		q := randScanQuery(rng, times)
+		got, truncated, err := r.Scan(q)
+		if err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		want, wantTrunc := naiveScan(all, q)
+		if err := sameRows(got, want); err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		if truncated != wantTrunc {
+			t.Fatalf("query %+v: truncated %v, want %v", q, truncated, wantTrunc)
+		}
+		if len(got) > 0 {
+			nonEmpty++
+		}
+		if truncated {
+			truncs++
+		}
+	}
+	t.Logf("%d of 600 queries returned rows, %d truncated", nonEmpty, truncs)
+	if nonEmpty < 100 || truncs < 20 {
+		t.Fatalf("random queries too weak: %d non-empty, %d truncated", nonEmpty, truncs)
+	}
+}
+
+func TestScanDenseBuckets(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	m := naiveModel{}
+	// Three series, a point every 7 s over ~10 storage buckets around 0.
+	var batch []model.Row
+	for ts := int64(-350e9); ts < 350e9; ts += 7e9 {
+		for _, series := range []string{"a", "b", "c"} {
+			batch = append(batch, row(series, ts, fl("v", float64(ts/1e9), 1)))
+		}
+	}
+	m.apply(batch)
+	mustApply(t, r, batch...)
+	tests := []ScanQuery{
+		{From: -100e9, To: 100e9},
+		{From: -100e9, To: 100e9, Series: "b"},
+		{From: -1, To: 1},
+		{From: -100e9 + 1, To: 200e9 - 1, Series: "c", Limit: 5},
+		{From: minTime, To: maxTime, Limit: 300},
+		{From: 5, To: 5},
+		{From: 5, To: 4},
+	}
+	for _, q := range tests {
+		got, truncated, err := r.Scan(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantTrunc := naiveScan(m.rows(), q)
+		if err := sameRows(got, want); err != nil || truncated != wantTrunc {
+			t.Fatalf("query %+v: %v, truncated %v want %v", q, err, truncated, wantTrunc)
+		}
+	}
+}
+
+func TestScanOnDroppedReplica(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	mustApply(t, r, row("a", 1, fl("v", 1, 1)))
+	if err := s.DropReplica(r.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Scan(ScanQuery{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
+		t.Fatalf("Scan after drop: %v, want ErrDropped", err)
+	}
+	if _, err := r.Aggregate(AggQuery{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
+		t.Fatalf("Aggregate after drop: %v, want ErrDropped", err)
+	}
+	if _, err := r.ReadLog(0, 0); !errors.Is(err, ErrDropped) {
+		t.Fatalf("ReadLog after drop: %v, want ErrDropped", err)
+	}
+}

@@ -1,0 +1,351 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Dir is the pebble directory; it is created if missing. Required.
+	Dir string
+	// Logger receives the store's and pebble's log lines (pebble's
+	// informational lines at debug level). nil discards them.
+	Logger *slog.Logger
+	// MemTableSize is pebble's memtable size in bytes; 0 means 64 MiB.
+	MemTableSize uint64
+	// CacheSize is the block cache size in bytes; 0 means 128 MiB.
+	CacheSize int64
+}
+
+const (
+	defaultMemTableSize = 64 << 20
+	defaultCacheSize    = 128 << 20
+)
+
+// Store holds the partition replicas of one server in one pebble DB.
+type Store struct {
+	db   *pebble.DB
+	log  *slog.Logger
+	gate gate
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu struct {
+		sync.Mutex
+		// replicas are the live replicas by placement. Creating and
+		// dropping hold mu for the whole registry write, so the map and
+		// the registry agree.
+		replicas map[uuid.UUID]*Replica
+	}
+}
+
+// ReplicaInfo is the registry entry of a replica: which placement of which
+// partition it stores.
+type ReplicaInfo struct {
+	// Placement identifies the replica; all its keys start with it.
+	Placement uuid.UUID `json:"placement_id"`
+	// Table is the table the partition belongs to.
+	Table string `json:"table"`
+	// PartitionID is the partition the placement is a replica of.
+	PartitionID uuid.UUID `json:"partition_id"`
+	// Begin is the partition's inclusive start in ns; nil is open (−inf).
+	Begin *int64 `json:"begin"`
+	// End is the partition's exclusive end in ns; nil is open (+inf).
+	End *int64 `json:"end"`
+	// CreatedAt is when the replica was created on this server.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// clone returns a deep copy (Begin and End are not shared).
+func (i ReplicaInfo) clone() ReplicaInfo {
+	i.Begin = cloneInt(i.Begin)
+	i.End = cloneInt(i.End)
+	return i
+}
+
+func cloneInt(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func sameBound(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// sameIdentity reports whether two infos describe the same replica
+// (CreatedAt aside).
+func (i ReplicaInfo) sameIdentity(o ReplicaInfo) bool {
+	return i.Placement == o.Placement && i.Table == o.Table && i.PartitionID == o.PartitionID &&
+		sameBound(i.Begin, o.Begin) && sameBound(i.End, o.End)
+}
+
+func (i ReplicaInfo) validate() error {
+	if i.Placement == uuid.Nil {
+		return fmt.Errorf("%w: nil placement id", ErrInvalidReplica)
+	}
+	if i.PartitionID == uuid.Nil {
+		return fmt.Errorf("%w: nil partition id", ErrInvalidReplica)
+	}
+	if err := model.ValidateTableName(i.Table); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidReplica, err)
+	}
+	if i.Begin != nil && i.End != nil && *i.Begin >= *i.End {
+		return fmt.Errorf("%w: begin %d is not before end %d", ErrInvalidReplica, *i.Begin, *i.End)
+	}
+	return nil
+}
+
+// Open opens or creates the DB in opts.Dir and loads the replica registry.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("partition: Options.Dir is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cache := pebble.NewCache(orDefault(opts.CacheSize, defaultCacheSize))
+	defer cache.Unref() // the DB holds its own reference
+	db, err := pebble.Open(opts.Dir, pebbleOptions(opts, cache, log))
+	if err != nil {
+		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
+	}
+	s := &Store{db: db, log: log}
+	s.mu.replicas = make(map[uuid.UUID]*Replica)
+	if err := s.loadRegistry(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
+	return s, nil
+}
+
+func orDefault[T int64 | uint64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// loadRegistry reads every registry entry and the high sequence of each
+// replica.
+func (s *Store) loadRegistry() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsRegistry}, UpperBound: []byte{nsRegistry + 1}})
+	if err != nil {
+		return fmt.Errorf("partition: read registry: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("partition: read registry: %w", err)
+		}
+		var info ReplicaInfo
+		if err := json.Unmarshal(v, &info); err != nil {
+			return fmt.Errorf("%w: registry entry %x: %w", ErrCorrupt, it.Key(), err)
+		}
+		if !bytes.Equal(it.Key(), registryKey(info.Placement)) {
+			return fmt.Errorf("%w: registry key %x holds placement %s", ErrCorrupt, it.Key(), info.Placement)
+		}
+		r := newReplica(s, info)
+		high, err := r.lastSeq()
+		if err != nil {
+			return err
+		}
+		bound, err := r.storedTimeBound()
+		if err != nil {
+			return err
+		}
+		r.initSeq(high, bound)
+		s.mu.replicas[info.Placement] = r
+	}
+	return it.Error()
+}
+
+// Close waits for in-flight operations (an Apply returns only after its
+// sync) and closes the DB. Later calls return nil; every other method
+// fails with ErrClosed once Close has begun.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.gate.close()
+		if err := s.db.Close(); err != nil {
+			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
+		}
+		s.log.Info("partition store closed")
+	})
+	return s.closeErr
+}
+
+// Metrics returns pebble's metrics for the /metrics exporter. It returns
+// nil after Close.
+func (s *Store) Metrics() *pebble.Metrics {
+	if err := s.gate.enter(); err != nil {
+		return nil
+	}
+	defer s.gate.exit()
+	return s.db.Metrics()
+}
+
+// DB returns the underlying pebble DB. It is an escape hatch for
+// benchmarks and diagnostics only: writing through it bypasses sequences,
+// the merge rule and the sync watermark, and it must not be used after
+// Close.
+func (s *Store) DB() *pebble.DB { return s.db }
+
+// CreateReplica registers a replica durably (synced) and returns it. It is
+// idempotent: when the placement is already registered with the same
+// table, partition and range, the existing replica is returned (its
+// CreatedAt is kept). It fails with ErrDropped if the placement was ever
+// dropped (DESIGN.md section 12, rule 4) and with ErrReplicaConflict if it
+// is registered with different info. A zero CreatedAt is set to now.
+func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
+	if err := info.validate(); err != nil {
+		return nil, err
+	}
+	if err := s.gate.enter(); err != nil {
+		return nil, err
+	}
+	defer s.gate.exit()
+	info = info.clone()
+	if info.CreatedAt.IsZero() {
+		info.CreatedAt = time.Now().UTC()
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.mu.replicas[info.Placement]; ok {
+		if !r.info.sameIdentity(info) {
+			return nil, fmt.Errorf("%w: placement %s", ErrReplicaConflict, info.Placement)
+		}
+		return r, nil
+	}
+	dropped, err := s.isDropped(info.Placement)
+	if err != nil {
+		return nil, err
+	}
+	if dropped {
+		return nil, fmt.Errorf("create replica %s: %w", info.Placement, ErrDropped)
+	}
+	enc, err := json.Marshal(info)
+	if err != nil {
+		return nil, fmt.Errorf("partition: encode replica info: %w", err)
+	}
+	r := newReplica(s, info)
+	// A placement that was never registered has no data, so the registry
+	// entry is all there is to write.
+	if err := s.db.Set(r.ks.registry, enc, pebble.Sync); err != nil {
+		return nil, fmt.Errorf("partition: register replica %s: %w", info.Placement, err)
+	}
+	r.initSeq(0, math.MinInt64)
+	s.mu.replicas[info.Placement] = r
+	s.log.Info("replica created", "placement", info.Placement, "table", info.Table, "partition", info.PartitionID)
+	return r, nil
+}
+
+func (s *Store) isDropped(p uuid.UUID) (bool, error) {
+	_, closer, err := s.db.Get(tombstoneKey(p))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("partition: read tombstone of %s: %w", p, err)
+	}
+	_ = closer.Close()
+	return true, nil
+}
+
+// Replica returns the live replica of a placement.
+func (s *Store) Replica(placement uuid.UUID) (*Replica, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.mu.replicas[placement]
+	return r, ok
+}
+
+// Replicas returns all live replicas, sorted by placement.
+func (s *Store) Replicas() []*Replica {
+	s.mu.Lock()
+	out := make([]*Replica, 0, len(s.mu.replicas))
+	for _, r := range s.mu.replicas {
+		out = append(out, r)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Replica) int { return bytes.Compare(a.info.Placement[:], b.info.Placement[:]) })
+	return out
+}
+
+// DropReplica deletes a replica's data and registry entry and writes its
+// tombstone, in one synced batch, under the replica's apply lock: Applies
+// after it fail with ErrDropped, and the placement is never created again.
+// Dropping an unknown or already dropped placement writes the tombstone
+// (and removes any stray data) and succeeds. The replication safety checks
+// of DESIGN.md section 12 rule 3 are the caller's.
+func (s *Store) DropReplica(placement uuid.UUID) error {
+	if err := s.gate.enter(); err != nil {
+		return err
+	}
+	defer s.gate.exit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.mu.replicas[placement]
+	if !ok {
+		r = newReplica(s, ReplicaInfo{Placement: placement})
+	}
+	if err := r.drop(); err != nil {
+		return err
+	}
+	delete(s.mu.replicas, placement)
+	s.log.Info("replica dropped", "placement", placement)
+	return nil
+}
+
+// gate counts in-flight operations so Close can wait for them, and refuses
+// new ones once closing.
+type gate struct {
+	mu struct {
+		sync.Mutex
+		closed bool
+	}
+	// wg counts operations inside the gate; Add happens under mu while
+	// closed is false, so it never races with Wait.
+	wg sync.WaitGroup
+}
+
+func (g *gate) enter() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return ErrClosed
+	}
+	g.wg.Add(1)
+	return nil
+}
+
+func (g *gate) exit() { g.wg.Done() }
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.mu.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}

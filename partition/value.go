@@ -1,0 +1,369 @@
+package partition
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// rawRow is a decoded row value whose names and strings alias the encoded
+// bytes: decoding allocates nothing once the slices have grown.
+type rawRow struct {
+	seq      uint64
+	versions []model.Version
+	fields   []rawField
+}
+
+// rawField is one field of a rawRow.
+type rawField struct {
+	name []byte
+	ver  int // index into rawRow.versions
+	kind model.Kind
+	num  uint64 // float bits (KindFloat) or int64 bits (KindInt, KindBool)
+	str  []byte // KindString
+}
+
+// numeric returns the field as a float64 for aggregation, and false for a
+// string.
+func (f *rawField) numeric() (float64, bool) {
+	switch f.kind {
+	case model.KindFloat:
+		return math.Float64frombits(f.num), true
+	case model.KindInt, model.KindBool:
+		return float64(int64(f.num)), true
+	}
+	return 0, false
+}
+
+// value returns the field's model.Value; a string value is copied.
+func (f *rawField) value() model.Value {
+	switch f.kind {
+	case model.KindFloat:
+		return model.Value{Kind: model.KindFloat, F: math.Float64frombits(f.num)}
+	case model.KindInt, model.KindBool:
+		return model.Value{Kind: f.kind, I: int64(f.num)}
+	}
+	return model.Value{Kind: model.KindString, S: string(f.str)}
+}
+
+// aggValue returns the field's value for model.AggState.Add without copying
+// a string (aggregation only counts strings).
+func (f *rawField) aggValue() model.Value {
+	if f.kind == model.KindString {
+		return model.Value{Kind: model.KindString}
+	}
+	return f.value()
+}
+
+func corrupt(what string) error { return fmt.Errorf("%w: %s", ErrCorrupt, what) }
+
+// decodeRaw decodes an encoded row value into r, reusing r's slices. It
+// never panics on malformed input.
+func decodeRaw(v []byte, r *rawRow) error {
+	r.versions = r.versions[:0]
+	r.fields = r.fields[:0]
+	d := decoder{b: v}
+	r.seq = d.uvarint()
+	nv := d.count(9) // a version takes at least 9 bytes
+	for i := 0; i < nv && d.err == nil; i++ {
+		wall := d.varint()
+		node := d.fixed64()
+		r.versions = append(r.versions, model.Version{Wall: wall, Node: node})
+	}
+	nf := d.count(4) // a field takes at least 4 bytes
+	for i := 0; i < nf && d.err == nil; i++ {
+		var f rawField
+		f.name = d.bytes()
+		vi := d.uvarint()
+		if d.err == nil && vi >= uint64(len(r.versions)) {
+			return corrupt("version index out of range")
+		}
+		f.ver = int(vi)
+		f.kind = model.Kind(d.byte())
+		switch f.kind {
+		case model.KindFloat:
+			f.num = d.fixed64()
+		case model.KindInt:
+			f.num = uint64(d.varint())
+		case model.KindBool:
+			b := d.byte()
+			if d.err == nil && b > 1 {
+				return corrupt("bool payload out of range")
+			}
+			f.num = uint64(b)
+		case model.KindString:
+			f.str = d.bytes()
+		default:
+			if d.err == nil {
+				return corrupt(fmt.Sprintf("unknown kind %d", f.kind))
+			}
+		}
+		r.fields = append(r.fields, f)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return corrupt("trailing bytes")
+	}
+	return nil
+}
+
+// decoder reads the primitives of a row value; the first error sticks and
+// later reads return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = corrupt(what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uvarint() uint64 {
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *decoder) varint() int64 {
+	x, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+// count reads a uvarint element count and checks it against the bytes
+// left, given the smallest encoded size of one element.
+func (d *decoder) count(minSize int) int {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)/minSize) {
+		d.fail("count exceeds value length")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) fixed64() uint64 {
+	if len(d.b) < 8 {
+		d.fail("truncated fixed64")
+		return 0
+	}
+	x := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return x
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("truncated byte")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail("truncated bytes")
+		return nil
+	}
+	out := d.b[:n:n]
+	d.b = d.b[n:]
+	return out
+}
+
+// encField is one field to encode, taken either from an incoming
+// model.Field (nameS, strS) or from a stored rawField (nameB, strB); the
+// other pair is empty, so encoding needs no conversion.
+type encField struct {
+	nameS string
+	nameB []byte
+	ver   model.Version
+	kind  model.Kind
+	num   uint64
+	strS  string
+	strB  []byte
+}
+
+// encFromModel converts an incoming field. The kind must be valid.
+func encFromModel(f *model.Field) encField {
+	e := encField{nameS: f.Name, ver: f.Version, kind: f.Value.Kind}
+	switch f.Value.Kind {
+	case model.KindFloat:
+		e.num = math.Float64bits(f.Value.F)
+	case model.KindInt:
+		e.num = uint64(f.Value.I)
+	case model.KindBool:
+		if f.Value.I != 0 {
+			e.num = 1
+		}
+	case model.KindString:
+		e.strS = f.Value.S
+	}
+	return e
+}
+
+// encFromRaw converts a stored field of r.
+func encFromRaw(r *rawRow, f *rawField) encField {
+	return encField{nameB: f.name, ver: r.versions[f.ver], kind: f.kind, num: f.num, strB: f.str}
+}
+
+// valueEncoder encodes row values, reusing its version table between rows.
+type valueEncoder struct {
+	vers   []model.Version
+	idx    []int
+	verMap map[model.Version]int
+}
+
+// mapVersionsAbove is the table size past which versions are looked up in a
+// map instead of by a linear search.
+const mapVersionsAbove = 16
+
+// appendValue appends the encoding of a row value. fields must be sorted by
+// name without duplicates.
+func (e *valueEncoder) appendValue(dst []byte, seq uint64, fields []encField) []byte {
+	e.buildVersionTable(fields)
+	dst = binary.AppendUvarint(dst, seq)
+	dst = binary.AppendUvarint(dst, uint64(len(e.vers)))
+	for _, v := range e.vers {
+		dst = binary.AppendVarint(dst, v.Wall)
+		dst = binary.LittleEndian.AppendUint64(dst, v.Node)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(fields)))
+	for i := range fields {
+		f := &fields[i]
+		dst = binary.AppendUvarint(dst, uint64(len(f.nameS)+len(f.nameB)))
+		dst = append(dst, f.nameS...)
+		dst = append(dst, f.nameB...)
+		dst = binary.AppendUvarint(dst, uint64(e.idx[i]))
+		dst = append(dst, byte(f.kind))
+		switch f.kind {
+		case model.KindFloat:
+			dst = binary.LittleEndian.AppendUint64(dst, f.num)
+		case model.KindInt:
+			dst = binary.AppendVarint(dst, int64(f.num))
+		case model.KindBool:
+			dst = append(dst, byte(f.num))
+		case model.KindString:
+			dst = binary.AppendUvarint(dst, uint64(len(f.strS)+len(f.strB)))
+			dst = append(dst, f.strS...)
+			dst = append(dst, f.strB...)
+		}
+	}
+	return dst
+}
+
+// buildVersionTable fills e.vers with the distinct versions of fields in
+// order of first use and e.idx with each field's index into it.
+func (e *valueEncoder) buildVersionTable(fields []encField) {
+	e.vers = e.vers[:0]
+	e.idx = e.idx[:0]
+	clear(e.verMap)
+	last := -1
+	for i := range fields {
+		v := fields[i].ver
+		if last >= 0 && e.vers[last] == v {
+			e.idx = append(e.idx, last)
+			continue
+		}
+		last = e.findVersion(v)
+		e.idx = append(e.idx, last)
+	}
+}
+
+func (e *valueEncoder) findVersion(v model.Version) int {
+	if len(e.vers) <= mapVersionsAbove {
+		for j, w := range e.vers {
+			if w == v {
+				return j
+			}
+		}
+	} else if j, ok := e.verMap[v]; ok {
+		return j
+	}
+	e.vers = append(e.vers, v)
+	j := len(e.vers) - 1
+	if len(e.vers) > mapVersionsAbove {
+		if e.verMap == nil {
+			e.verMap = make(map[model.Version]int)
+		}
+		if len(e.verMap) == 0 {
+			for k, w := range e.vers {
+				e.verMap[w] = k
+			}
+		}
+		e.verMap[v] = j
+	}
+	return j
+}
+
+// interner hands out one string per distinct byte sequence, so decoding
+// many rows allocates each field name and series once per query.
+type interner map[string]string
+
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+// fieldSlab hands out field slices carved from larger allocations, so a
+// scan allocates once per few hundred fields instead of once per row.
+type fieldSlab struct {
+	buf []model.Field
+}
+
+const fieldSlabSize = 512
+
+// take returns an empty slice with capacity n; appending past n never
+// touches another row's fields.
+func (s *fieldSlab) take(n int) []model.Field {
+	if cap(s.buf)-len(s.buf) < n {
+		s.buf = make([]model.Field, 0, max(fieldSlabSize, n))
+	}
+	start := len(s.buf)
+	s.buf = s.buf[:start+n]
+	return s.buf[start : start : start+n]
+}
+
+// toModelRow converts a decoded value into a model.Row. With a non-nil
+// keep, only the fields it accepts are returned.
+func toModelRow(series string, t int64, r *rawRow, names interner, keep func([]byte) bool, slab *fieldSlab) model.Row {
+	n := 0
+	for i := range r.fields {
+		if keep == nil || keep(r.fields[i].name) {
+			n++
+		}
+	}
+	row := model.Row{Time: t, Series: series}
+	if n == 0 {
+		return row
+	}
+	row.Fields = slab.take(n)
+	for i := range r.fields {
+		f := &r.fields[i]
+		if keep != nil && !keep(f.name) {
+			continue
+		}
+		row.Fields = append(row.Fields, model.Field{Name: names.get(f.name), Value: f.value(), Version: r.versions[f.ver]})
+	}
+	return row
+}
