@@ -1,0 +1,60 @@
+// Command tsdb is the one binary of tsdb: `tsdb server` runs a server,
+// `tsdb dev` runs a whole local cluster (embedded etcd plus servers on
+// loopback). It only parses flags, builds components and runs them until a
+// signal; the logic lives in the packages it wires.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCmd()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "tsdb: %v\n", err)
+		stop()
+		os.Exit(2)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tsdb",
+		Short: "tsdb: a distributed time-series storage engine",
+		Long: `tsdb stores time-series rows in range-partitioned tables.
+
+  tsdb dev      start a local cluster: embedded etcd plus servers on loopback
+  tsdb server   run one server against an etcd cluster
+
+Run 'tsdb COMMAND --help' for a command's flags.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath())
+	})
+	root.AddCommand(newServerCmd(), newDevCmd(), newVersionCmd())
+	return root
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "tsdb", version)
+		},
+	}
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/node"
+)
+
+func newServerCmd() *cobra.Command {
+	var (
+		id, listen, data, etcd, prefix, tokenFile string
+		maxBody                                   int
+		logs                                      logFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
+		Short: "Run one tsdb server",
+		Long: `Run one tsdb server. It stores the partition replicas assigned to it in a
+pebble database under --data, keeps its tables' METADATA files there too, and
+serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return fmt.Errorf("--id is required")
+			}
+			if data == "" {
+				return fmt.Errorf("--data is required")
+			}
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return fmt.Errorf("--listen %q: want host:port", listen)
+			}
+			if maxBody < 1024 {
+				return fmt.Errorf("--max-body-bytes %d: want at least 1024", maxBody)
+			}
+			endpoints := splitList(etcd)
+			if len(endpoints) == 0 {
+				return fmt.Errorf("--etcd: at least one URL is required")
+			}
+			log, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			token, err := readSecretFile("auth-token-file", tokenFile)
+			if err != nil {
+				return err
+			}
+			n, err := node.Start(cmd.Context(), node.Config{
+				ID: id, Listen: listen, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
+				AuthToken: token, MaxBodyBytes: maxBody, Logger: log,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tsdb server %s listening on %s\n", id, n.URL())
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return n.Stop(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "", "server id, unique in the cluster and stable across restarts (required)")
+	f.StringVar(&listen, "listen", "127.0.0.1:8080", "HTTP listen address host:port")
+	f.StringVar(&data, "data", "", "data directory (required)")
+	f.StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "comma-separated etcd client URLs")
+	f.StringVar(&prefix, "etcd-prefix", "/tsdb/", "prefix of every etcd key")
+	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
+	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
+	logs.register(f)
+	return cmd
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

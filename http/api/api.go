@@ -1,0 +1,128 @@
+// Package api holds the wire types of tsdb's public HTTP API (DESIGN.md
+// section 10) and a small client for them. The load test and the tests speak
+// only this package; the server (package http) encodes the same types.
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Error codes of ErrorBody.Code. Each maps to one HTTP status.
+const (
+	CodeBadRequest       = "bad_request"            // 400
+	CodeInvalidTableName = "invalid_table_name"     // 400
+	CodeInvalidRow       = "invalid_row"            // 400
+	CodeInvalidQuery     = "invalid_query"          // 400
+	CodeUnauthorized     = "unauthorized"           // 401
+	CodeNotFound         = "not_found"              // 404
+	CodeTableNotFound    = "table_not_found"        // 404
+	CodeMethodNotAllowed = "method_not_allowed"     // 405
+	CodeTableExists      = "table_exists"           // 409
+	CodeTooLarge         = "payload_too_large"      // 413
+	CodeUnsupportedMedia = "unsupported_media_type" // 415
+	CodeInternal         = "internal"               // 500
+	CodeUnavailable      = "unavailable"            // 503
+)
+
+// ErrorResponse is the body of every error answer:
+// {"error": {"code": "...", "message": "..."}}.
+type ErrorResponse struct {
+	Error ErrorBody `json:"error"`
+}
+
+// ErrorBody names the problem: a stable code and a human message.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("120s"); on input an integer number of nanoseconds is accepted too.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string such as "2m0s".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string or an integer number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("invalid duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("invalid duration %s: want a string like \"120s\" or integer nanoseconds", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// SmearRequest sets a table's insert smearing (DESIGN.md section 7).
+type SmearRequest struct {
+	Enabled           *bool     `json:"enabled,omitempty"`
+	MaxDelay          *Duration `json:"max_delay,omitempty"`
+	KeyrangeThreshold *Duration `json:"keyrange_threshold,omitempty"`
+}
+
+// CreateTableRequest is the body of POST /api/v1/tables. Absent fields take
+// their defaults.
+type CreateTableRequest struct {
+	Name                string        `json:"name"`
+	ReplicationFactor   int           `json:"replication_factor,omitempty"`
+	PartitionSizeTarget int64         `json:"partition_size_target,omitempty"`
+	Retention           *Duration     `json:"retention,omitempty"`
+	Smear               *SmearRequest `json:"smear,omitempty"`
+}
+
+// InsertResponse answers a JSON or NDJSON insert.
+type InsertResponse struct {
+	Rows int `json:"rows"`
+}
+
+// Row is one row of a raw query answer (and of a JSON insert, where Time may
+// also be an RFC 3339 string).
+type Row struct {
+	Time   int64          `json:"time"`
+	Series string         `json:"series"`
+	Fields map[string]any `json:"fields"`
+}
+
+// RawQueryResponse answers a query without agg: rows sorted by (time, series).
+type RawQueryResponse struct {
+	Rows      []Row `json:"rows"`
+	Truncated bool  `json:"truncated"`
+	Partial   bool  `json:"partial,omitempty"`
+}
+
+// Bucket is one step bucket of an aggregate answer.
+type Bucket struct {
+	Time   int64              `json:"time"`
+	Values map[string]float64 `json:"values"`
+}
+
+// SeriesResult is the aggregate answer of one series ("*" for group=none).
+type SeriesResult struct {
+	Series  string   `json:"series"`
+	Buckets []Bucket `json:"buckets"`
+}
+
+// AggQueryResponse answers a query with agg.
+type AggQueryResponse struct {
+	Series  []SeriesResult `json:"series"`
+	Partial bool           `json:"partial,omitempty"`
+}
+
+// Headers of the insert and query API.
+const (
+	HeaderConsistency = "X-TSDB-Consistency"
+	HeaderSmear       = "X-TSDB-Smear"
+)

@@ -1,0 +1,157 @@
+package http
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// appendRawAnswer writes {"rows":[...],"truncated":b} without reflection.
+func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
+	b = append(b, `{"rows":[`...)
+	for i := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		r := &rows[i]
+		b = append(b, `{"time":`...)
+		b = strconv.AppendInt(b, r.Time, 10)
+		b = append(b, `,"series":`...)
+		b = appendString(b, r.Series)
+		b = append(b, `,"fields":{`...)
+		for j := range r.Fields {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, r.Fields[j].Name)
+			b = append(b, ':')
+			b = appendValue(b, r.Fields[j].Value)
+		}
+		b = append(b, "}}"...)
+	}
+	b = append(b, `],"truncated":`...)
+	b = strconv.AppendBool(b, truncated)
+	return append(b, '}')
+}
+
+// appendAggAnswer writes {"series":[{"series":s,"buckets":[{"time":t,"values":{...}}]}]}.
+// A field with no value for the aggregate (e.g. min over strings) is left out
+// of its bucket.
+func appendAggAnswer(b []byte, res []model.SeriesAgg, agg model.Agg) []byte {
+	b = append(b, `{"series":[`...)
+	for i := range res {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"series":`...)
+		b = appendString(b, res[i].Series)
+		b = append(b, `,"buckets":[`...)
+		for j := range res[i].Buckets {
+			bk := &res[i].Buckets[j]
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"time":`...)
+			b = strconv.AppendInt(b, bk.Start, 10)
+			b = append(b, `,"values":{`...)
+			first := true
+			for k := range bk.Fields {
+				v, ok := bk.Fields[k].State.Result(agg)
+				if !ok {
+					continue
+				}
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				b = appendString(b, bk.Fields[k].Name)
+				b = append(b, ':')
+				b = appendFloat(b, v)
+			}
+			b = append(b, "}}"...)
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, "]}"...)
+}
+
+func appendValue(b []byte, v model.Value) []byte {
+	switch v.Kind {
+	case model.KindFloat:
+		return appendFloat(b, v.F)
+	case model.KindInt:
+		return strconv.AppendInt(b, v.I, 10)
+	case model.KindBool:
+		return strconv.AppendBool(b, v.I != 0)
+	case model.KindString:
+		return appendString(b, v.S)
+	}
+	return append(b, "null"...)
+}
+
+// appendFloat writes a JSON number; NaN and ±Inf, which JSON cannot hold,
+// are written as null.
+func appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		// Integral floats print without exponent or fraction, as encoding/json does.
+		return strconv.AppendFloat(b, f, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string; invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

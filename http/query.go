@@ -1,0 +1,189 @@
+package http
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/http/ingest"
+	"github.com/tsdb/tsdb/model"
+)
+
+// Query limits.
+const (
+	// DefaultQueryLimit is the raw row limit when the query names none.
+	DefaultQueryLimit = 10_000
+	// MaxQueryLimit is the largest raw row limit accepted.
+	MaxQueryLimit = 1_000_000
+	// MaxBuckets is the most step buckets one aggregate query may produce.
+	MaxBuckets = 100_000
+)
+
+// queryParams is a parsed query string.
+type queryParams struct {
+	raw      RawQuery
+	agg      model.Agg
+	hasAgg   bool
+	step     int64
+	groupAll bool
+}
+
+// parseQuery reads and validates the query parameters of
+// GET /api/v1/tables/{t}/query.
+func parseQuery(args *fasthttp.Args) (queryParams, error) {
+	q := queryParams{raw: RawQuery{From: math.MinInt64, To: math.MaxInt64, Limit: DefaultQueryLimit}}
+	fromSet, toSet := false, false
+	var err error
+	if v := args.Peek("from"); len(v) > 0 {
+		if q.raw.From, err = ingest.ParseTime(string(v)); err != nil {
+			return q, badQuery("from: %v", err)
+		}
+		fromSet = true
+	}
+	if v := args.Peek("to"); len(v) > 0 {
+		if q.raw.To, err = ingest.ParseTime(string(v)); err != nil {
+			return q, badQuery("to: %v", err)
+		}
+		toSet = true
+	}
+	if q.raw.From > q.raw.To {
+		return q, badQuery("from (%d) is after to (%d)", q.raw.From, q.raw.To)
+	}
+	if v := string(args.Peek("series")); v != "" {
+		if strings.HasSuffix(v, "*") {
+			q.raw.Series, q.raw.Prefix = strings.TrimSuffix(v, "*"), true
+		} else {
+			s, err := model.CanonicalSeries(v)
+			if err != nil {
+				return q, badQuery("series: %v", err)
+			}
+			q.raw.Series = s
+		}
+	}
+	if v := string(args.Peek("fields")); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				q.raw.Fields = append(q.raw.Fields, f)
+			}
+		}
+	}
+	if v := string(args.Peek("limit")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > MaxQueryLimit {
+			return q, badQuery("limit %q: want an integer from 1 to %d", v, MaxQueryLimit)
+		}
+		q.raw.Limit = n
+	}
+	if v := string(args.Peek("agg")); v != "" {
+		if q.agg, err = model.ParseAgg(v); err != nil {
+			return q, badQuery("agg: %v", err)
+		}
+		q.hasAgg = true
+	}
+	switch v := string(args.Peek("group")); v {
+	case "", "series":
+	case "none":
+		q.groupAll = true
+	default:
+		return q, badQuery("group %q: want series or none", v)
+	}
+	if v := string(args.Peek("step")); v != "" {
+		if !q.hasAgg {
+			return q, badQuery("step needs agg")
+		}
+		step, err := parseStep(v)
+		if err != nil {
+			return q, err
+		}
+		if !fromSet || !toSet {
+			return q, badQuery("step needs both from and to (to bound the number of buckets)")
+		}
+		if n := bucketCount(q.raw.From, q.raw.To, step); n > MaxBuckets {
+			return q, badQuery("step %s over [from, to) makes %d buckets, the limit is %d", v, n, MaxBuckets)
+		}
+		q.step = step
+	}
+	return q, nil
+}
+
+// parseStep reads a Go duration ("1m") or integer nanoseconds; it must be > 0.
+func parseStep(v string) (int64, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, badQuery("step %q must be positive", v)
+		}
+		return n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, badQuery("step %q: want a duration like 10s or integer nanoseconds", v)
+	}
+	if d <= 0 {
+		return 0, badQuery("step %q must be positive", v)
+	}
+	return int64(d), nil
+}
+
+// bucketCount is the number of epoch-aligned step buckets [from, to) touches.
+func bucketCount(from, to, step int64) uint64 {
+	if from >= to {
+		return 0
+	}
+	first := floorDiv(from, step)
+	last := floorDiv(to-1, step)
+	return uint64(last-first) + 1
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	args := ctx.QueryArgs()
+	if string(ctx.Method()) == "POST" {
+		args = ctx.PostArgs()
+	}
+	q, err := parseQuery(args)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	if !q.hasAgg {
+		rows, truncated, err := s.backend.Query(rctx, table, q.raw)
+		if err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+		s.metrics.queryRows.Add(float64(len(rows)))
+		ctx.SetContentType("application/json")
+		ctx.SetBody(appendRawAnswer(make([]byte, 0, 64+len(rows)*96), rows, truncated))
+		return
+	}
+	aq := AggQuery{From: q.raw.From, To: q.raw.To, Series: q.raw.Series, Prefix: q.raw.Prefix,
+		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll}
+	res, err := s.backend.Aggregate(rctx, table, aq)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	n := 0
+	for i := range res {
+		n += len(res[i].Buckets)
+	}
+	s.metrics.queryBuckets.Add(float64(n))
+	ctx.SetContentType("application/json")
+	ctx.SetBody(appendAggAnswer(make([]byte, 0, 64+n*64), res, q.agg))
+}

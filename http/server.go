@@ -1,0 +1,303 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+)
+
+// DefaultMaxBodyBytes is the default limit of a request body, both as sent
+// and after decompression.
+const DefaultMaxBodyBytes = 32 << 20
+
+// Backend is what the API needs from the rest of the server.
+type Backend interface {
+	// CreateTable creates a table and returns its TableConfig.
+	CreateTable(ctx context.Context, req api.CreateTableRequest) (metadata.TableConfig, error)
+	// ListTables returns every table's config, sorted by name.
+	ListTables(ctx context.Context) ([]metadata.TableConfig, error)
+	// Table returns a table's config and current METADATA.
+	Table(ctx context.Context, name string) (metadata.TableConfig, *metadata.File, error)
+	// Insert writes validated rows and returns once they are durable.
+	Insert(ctx context.Context, table string, rows []model.Row) error
+	// Query answers a raw query.
+	Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error)
+	// Aggregate answers an aggregate query with merged partial states.
+	Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error)
+	// Cluster describes the servers of the cluster.
+	Cluster(ctx context.Context) (any, error)
+}
+
+// RawQuery selects rows: [From, To), a series or series prefix, fields and a
+// row limit.
+type RawQuery struct {
+	From, To int64
+	Series   string
+	Prefix   bool
+	Fields   []string
+	Limit    int
+}
+
+// AggQuery selects aggregates per step bucket; Step 0 is one bucket starting
+// at From.
+type AggQuery struct {
+	From, To int64
+	Series   string
+	Prefix   bool
+	Fields   []string
+	Step     int64
+	GroupAll bool
+}
+
+// Config configures the server.
+type Config struct {
+	// AuthToken, when set, is required as "Authorization: Bearer <token>" on
+	// every endpoint but /healthz and /metrics.
+	AuthToken string
+	// MaxBodyBytes limits request bodies, as sent and decompressed.
+	MaxBodyBytes int
+	// Registry receives the server's metrics and is served on /metrics.
+	Registry *prometheus.Registry
+	// Logger receives request errors; nil discards.
+	Logger *slog.Logger
+	// Now returns the current time in ns, for line-protocol rows without a
+	// timestamp; nil means the system clock.
+	Now func() int64
+}
+
+// Server is the public HTTP API of one tsdb server.
+type Server struct {
+	cfg     Config
+	backend Backend
+	log     *slog.Logger
+	metrics *metrics
+	srv     *fasthttp.Server
+	prom    fasthttp.RequestHandler
+	zstd    *zstd.Decoder // shared by requests; DecodeAll is concurrency-safe
+}
+
+// NewServer builds a server around a backend.
+func NewServer(cfg Config, backend Backend) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() int64 { return time.Now().UnixNano() }
+	}
+	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.metrics = newMetrics(cfg.Registry)
+	s.zstd = newZstdDecoder(cfg.MaxBodyBytes)
+	s.prom = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+	s.srv = &fasthttp.Server{
+		Handler:            s.Handle,
+		Name:               "tsdb",
+		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadTimeout:        60 * time.Second,
+		WriteTimeout:       60 * time.Second,
+		IdleTimeout:        120 * time.Second,
+		ErrorHandler:       s.handleTransportError,
+		ExpectHandler:      s.handleExpect,
+		Logger:             fasthttpLogger{s.log},
+		NoDefaultDate:      true,
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting connections and waits for open requests.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.ShutdownWithContext(ctx)
+	s.zstd.Close()
+	return err
+}
+
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug(fmt.Sprintf(format, args...))
+}
+
+// handleTransportError answers errors fasthttp meets before a handler runs,
+// such as a body over MaxRequestBodySize, in the API's JSON error form.
+func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+		s.writeError(ctx, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, s.cfg.MaxBodyBytes))
+		return
+	}
+	s.writeError(ctx, fmt.Errorf("%w: %v", ErrBadRequest, err))
+}
+
+// handleExpect answers "Expect: 100-continue" (curl sends it for bodies over
+// 1 MiB): a body declared larger than the limit is refused with 413 before
+// the client sends it. Without Expect, a body over the limit is refused as
+// soon as its Content-Length is read and the connection is closed; a client
+// still writing the body may then see the reset before the 413.
+func (s *Server) handleExpect(ctx *fasthttp.RequestCtx) int {
+	if n := ctx.Request.Header.ContentLength(); n > s.cfg.MaxBodyBytes {
+		// fasthttp writes the response as it stands after this returns; the
+		// JSON body tells the client why.
+		s.writeError(ctx, fmt.Errorf("%w: %d bytes declared, the limit is %d bytes", ErrBodyTooLarge, n, s.cfg.MaxBodyBytes))
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
+}
+
+// Handle is the fasthttp handler of every route.
+func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	path := string(ctx.Path())
+	route := s.route(ctx, path)
+	s.metrics.observe(route, ctx.Response.StatusCode(), time.Since(start))
+}
+
+// route dispatches one request and returns the route's name for metrics.
+func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
+	switch path {
+	case "/healthz":
+		ctx.SetContentType("application/json")
+		ctx.SetBodyString(`{"status":"ok"}`)
+		return "healthz"
+	case "/metrics":
+		s.prom(ctx)
+		return "metrics"
+	}
+	if !s.authorized(ctx) {
+		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tsdb"`)
+		s.writeAPIError(ctx, 401, api.CodeUnauthorized, "missing or invalid bearer token")
+		return "unauthorized"
+	}
+	switch {
+	case path == "/write" || path == "/api/v2/write":
+		if !s.method(ctx, "POST") {
+			return "write"
+		}
+		s.handleWrite(ctx, path == "/api/v2/write")
+		return "write"
+	case path == "/api/v1/tables":
+		switch string(ctx.Method()) {
+		case "POST":
+			s.handleCreateTable(ctx)
+		case "GET":
+			s.handleListTables(ctx)
+		default:
+			s.methodNotAllowed(ctx, "GET, POST")
+		}
+		return "tables"
+	case path == "/api/v1/cluster":
+		if s.method(ctx, "GET") {
+			s.handleCluster(ctx)
+		}
+		return "cluster"
+	case strings.HasPrefix(path, "/api/v1/tables/"):
+		rest := path[len("/api/v1/tables/"):]
+		table, action, _ := strings.Cut(rest, "/")
+		switch action {
+		case "":
+			if s.method(ctx, "GET") {
+				s.handleGetTable(ctx, table)
+			}
+			return "table"
+		case "insert":
+			if s.method(ctx, "POST") {
+				s.handleInsert(ctx, table)
+			}
+			return "insert"
+		case "query":
+			if s.method(ctx, "GET", "POST") {
+				s.handleQuery(ctx, table)
+			}
+			return "query"
+		}
+	}
+	s.writeAPIError(ctx, 404, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))
+	return "not_found"
+}
+
+func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
+	if s.cfg.AuthToken == "" {
+		return true
+	}
+	h := ctx.Request.Header.Peek("Authorization")
+	const prefix = "Bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(string(h[:len(prefix)]), prefix) {
+		return false
+	}
+	return subtle.ConstantTimeCompare(bytes.TrimSpace(h[len(prefix):]), []byte(s.cfg.AuthToken)) == 1
+}
+
+func (s *Server) method(ctx *fasthttp.RequestCtx, allowed ...string) bool {
+	m := string(ctx.Method())
+	for _, a := range allowed {
+		if m == a {
+			return true
+		}
+	}
+	s.methodNotAllowed(ctx, strings.Join(allowed, ", "))
+	return false
+}
+
+func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
+	ctx.Response.Header.Set("Allow", allow)
+	s.writeAPIError(ctx, 405, api.CodeMethodNotAllowed,
+		fmt.Sprintf("method %s not allowed on %s (allowed: %s)", ctx.Method(), ctx.Path(), allow))
+}
+
+// writeError answers err with its status and the JSON error body.
+func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
+	status, code, msg := classify(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
+	}
+	s.writeAPIError(ctx, status, code, msg)
+}
+
+func (s *Server) writeAPIError(ctx *fasthttp.RequestCtx, status int, code, msg string) {
+	body, _ := json.Marshal(api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
+	ctx.ResetBody()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.writeError(ctx, fmt.Errorf("encode answer: %w", err))
+		return
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+// requestContext bounds a backend call by the server's write timeout.
+func requestContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 55*time.Second)
+}

@@ -1,0 +1,93 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+)
+
+// TableResponse answers GET /api/v1/tables/{t}: the TableConfig and the
+// partitions of the current METADATA, sorted by begin.
+type TableResponse struct {
+	Config     metadata.TableConfig `json:"config"`
+	Partitions []metadata.Partition `json:"partitions"`
+}
+
+// TablesResponse answers GET /api/v1/tables.
+type TablesResponse struct {
+	Tables []metadata.TableConfig `json:"tables"`
+}
+
+func (s *Server) handleCreateTable(ctx *fasthttp.RequestCtx) {
+	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	defer release()
+	var req api.CreateTableRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.writeError(ctx, fmt.Errorf("%w: table definition: %v", ErrBadRequest, err))
+		return
+	}
+	if err := model.ValidateTableName(req.Name); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	cfg, err := s.backend.CreateTable(rctx, req)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, 201, cfg)
+}
+
+func (s *Server) handleListTables(ctx *fasthttp.RequestCtx) {
+	rctx, cancel := requestContext()
+	defer cancel()
+	tables, err := s.backend.ListTables(rctx)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if tables == nil {
+		tables = []metadata.TableConfig{}
+	}
+	s.writeJSON(ctx, 200, TablesResponse{Tables: tables})
+}
+
+func (s *Server) handleGetTable(ctx *fasthttp.RequestCtx, table string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	cfg, file, err := s.backend.Table(rctx, table)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, 200, TableResponse{Config: cfg, Partitions: file.Partitions})
+}
+
+func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
+	rctx, cancel := requestContext()
+	defer cancel()
+	c, err := s.backend.Cluster(rctx)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, 200, c)
+}
