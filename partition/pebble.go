@@ -23,6 +23,7 @@ func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
 		Cache:                       cache,
 		Logger:                      logger,
+		FS:                          opts.FS,
 		EventListener: &pebble.EventListener{
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 				logger.log.Warn("write stall", "reason", info.Reason)

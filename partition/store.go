@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
@@ -28,6 +29,9 @@ type Options struct {
 	MemTableSize uint64
 	// CacheSize is the block cache size in bytes; 0 means 128 MiB.
 	CacheSize int64
+	// FS is the filesystem pebble uses; nil means the real one. Tests pass
+	// pebble's vfs/errorfs to inject failures.
+	FS vfs.FS
 }
 
 const (

@@ -1,0 +1,123 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// TestAppendStringMatchesEncodingJSON checks the hand-written JSON string
+// encoder against encoding/json: both decode to the same string (invalid
+// UTF-8 becoming U+FFFD in both) on random bytes.
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	cases := []string{"", "plain", `q"uote`, `back\slash`, "ctl\x00\x1f\n\r\t", "é ü 中", "\xff\xfe", "\u2028\u2029", "<&>"}
+	for i := 0; i < 5000; i++ {
+		b := make([]byte, rng.Intn(20))
+		for j := range b {
+			b[j] = byte(rng.Intn(256))
+		}
+		cases = append(cases, string(b))
+	}
+	for _, s := range cases {
+		enc := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(enc, &got); err != nil {
+			t.Fatalf("%q encodes to invalid JSON %s: %v", s, enc, err)
+		}
+		want := strings.ToValidUTF8(s, "\ufffd")
+		if !utf8.ValidString(s) {
+			// encoding/json replaces each invalid byte; compare with it.
+			ref, _ := json.Marshal(s)
+			json.Unmarshal(ref, &want)
+		}
+		if got != want {
+			t.Fatalf("%q: decoded %q, want %q", s, got, want)
+		}
+	}
+}
+
+func TestAppendRawAnswer(t *testing.T) {
+	rows := []model.Row{{Time: -1, Series: `cpu,host=a\ b`, Fields: []model.Field{
+		{Name: "f", Value: model.Float(1.5)}, {Name: "i", Value: model.Int(math.MinInt64)},
+		{Name: "b", Value: model.Bool(true)}, {Name: "s", Value: model.String("x\"y")},
+		{Name: "n", Value: model.Float(math.NaN())}, {Name: "big", Value: model.Float(1e300)},
+	}}}
+	var got struct {
+		Rows []struct {
+			Time   int64
+			Series string
+			Fields map[string]any
+		}
+		Truncated bool
+	}
+	out := appendRawAnswer(nil, rows, true)
+	d := json.NewDecoder(strings.NewReader(string(out)))
+	d.UseNumber()
+	if err := d.Decode(&got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	f := got.Rows[0].Fields
+	if !got.Truncated || got.Rows[0].Time != -1 || got.Rows[0].Series != `cpu,host=a\ b` ||
+		f["f"].(json.Number) != "1.5" || f["i"].(json.Number) != "-9223372036854775808" ||
+		f["b"] != true || f["s"] != "x\"y" || f["n"] != nil || f["big"].(json.Number) != "1e+300" {
+		t.Fatalf("decoded %+v from %s", got, out)
+	}
+}
+
+func args(q string) *fasthttp.Args {
+	var a fasthttp.Args
+	a.Parse(q)
+	return &a
+}
+
+func TestParseQuery(t *testing.T) {
+	q, err := parseQuery(args("from=2026-01-01T00:00:00Z&to=1767225660000000000&series=cpu,region=eu,host=a&fields=a,,b&agg=avg&step=10s&group=none&limit=5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.raw.From != 1767225600000000000 || q.raw.To != 1767225660000000000 || q.raw.Series != "cpu,host=a,region=eu" ||
+		q.raw.Prefix || len(q.raw.Fields) != 2 || q.agg != model.AggAvg || q.step != int64(10*time.Second) ||
+		!q.groupAll || q.raw.Limit != 5 {
+		t.Fatalf("%+v", q)
+	}
+	q, err = parseQuery(args("series=cpu*"))
+	if err != nil || q.raw.Series != "cpu" || !q.raw.Prefix || q.raw.From != math.MinInt64 || q.raw.To != math.MaxInt64 ||
+		q.raw.Limit != DefaultQueryLimit || q.hasAgg {
+		t.Fatalf("%+v %v", q, err)
+	}
+	for _, bad := range []string{
+		"from=10&to=5", "from=x", "to=x", "agg=median", "agg=sum&step=0&from=0&to=1", "agg=sum&step=-5&from=0&to=1",
+		"agg=sum&step=1ns&from=0&to=100001", "agg=sum&step=1s", "step=1s&from=0&to=1", "limit=0", "limit=1000001",
+		"limit=x", "group=host", "series=cpu,h", "agg=sum&step=soon&from=0&to=1",
+	} {
+		if _, err := parseQuery(args(bad)); !errors.Is(err, ErrInvalidQuery) {
+			t.Errorf("%s: %v, want ErrInvalidQuery", bad, err)
+		}
+	}
+}
+
+func TestBucketCount(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, step int64
+		want           uint64
+	}{
+		{0, 10, 10, 1}, {0, 11, 10, 2}, {5, 15, 10, 2}, {-5, 5, 10, 2}, {-10, 0, 10, 1}, {3, 3, 10, 0},
+		{math.MinInt64, math.MaxInt64, math.MaxInt64, 3},
+	} {
+		if got := bucketCount(tc.from, tc.to, tc.step); got != tc.want {
+			t.Errorf("bucketCount(%d, %d, %d) = %d, want %d", tc.from, tc.to, tc.step, got, tc.want)
+		}
+	}
+}
