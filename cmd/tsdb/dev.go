@@ -134,7 +134,7 @@ Try it (in another terminal):
        -d '[{"time":"2026-01-01T00:00:00Z","series":"cpu,host=b","fields":{"usage":3.5}}]'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?series=cpu*'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?agg=avg&fields=usage&group=none'
-  ETCDCTL_API=3 etcdctl --endpoints=%[3]s get --prefix /tsdb/tables/
+  ./bin/etcdctl --endpoints=%[3]s get --prefix /tsdb/tables/   # after 'make etcdctl'
 Press Ctrl-C to stop.
 `, u, auth, etcdURL)
 }
