@@ -7,12 +7,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/tsdb/tsdb/cluster/embedetcd"
 )
 
 func run(args ...string) (string, error) {
@@ -171,5 +175,70 @@ func TestDevRunsAndStops(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("server still answers after stop")
+	}
+}
+
+// TestServerCommand runs `tsdb server` against a real etcd, checks it
+// serves with the bearer token from --auth-token-file, and stops it the way
+// SIGTERM does (the command's context ends).
+func TestServerCommand(t *testing.T) {
+	e, err := embedetcd.Start(embedetcd.Config{Dir: t.TempDir(), Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetArgs([]string{"server", "--id", "s1", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--data", t.TempDir(), "--etcd", e.Endpoint(), "--auth-token-file", tokenFile, "--log-level", "error"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "listening on") {
+		select {
+		case err := <-done:
+			t.Fatalf("tsdb server exited early: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("tsdb server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func(path, token string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get("/api/v1/tables", ""); s != 401 {
+		t.Fatalf("without the token: %d, want 401", s)
+	}
+	if s := get("/api/v1/tables", "s3cret"); s != 200 {
+		t.Fatalf("with the token: %d, want 200", s)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tsdb server stopped with %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("tsdb server did not stop")
 	}
 }
