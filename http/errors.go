@@ -57,7 +57,7 @@ func classify(err error) (int, string, string) {
 		return http.StatusBadRequest, api.CodeBadRequest, err.Error()
 	case errors.Is(err, ErrInvalidQuery):
 		return http.StatusBadRequest, api.CodeInvalidQuery, err.Error()
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, metadata.ErrFileNotFound):
 		return http.StatusServiceUnavailable, api.CodeUnavailable, err.Error()
 	}
 	return http.StatusInternalServerError, api.CodeInternal, "internal error: " + err.Error()

@@ -42,7 +42,7 @@ type Backend interface {
 	// Aggregate answers an aggregate query with merged partial states.
 	Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error)
 	// Cluster describes the servers of the cluster.
-	Cluster(ctx context.Context) (any, error)
+	Cluster(ctx context.Context) (api.ClusterResponse, error)
 }
 
 // RawQuery selects rows: [From, To), a series or series prefix, fields and a

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -360,4 +361,35 @@ func shapeDiff(path string, want, got any) string {
 		}
 	}
 	return ""
+}
+
+// TestStartsWithOneBadTable deletes one table's METADATA file while the
+// server is down: the server still starts, serves the other table, and
+// answers the broken one with 503 instead of failing to start.
+func TestStartsWithOneBadTable(t *testing.T) {
+	e := testEtcd(t)
+	dir := t.TempDir()
+	n := startNode(t, e, "s1", dir)
+	c := &client{t: t, base: n.URL()}
+	createTable(c, "good")
+	createTable(c, "bad")
+	c.must(204, c.do("POST", "/write?db=good", []byte("m v=1 1\n")), nil)
+	stopNode(t, n)
+	if err := os.RemoveAll(filepath.Join(dir, "metadata", "bad")); err != nil {
+		t.Fatal(err)
+	}
+	n2 := startNode(t, e, "s1", dir)
+	c2 := &client{t: t, base: n2.URL()}
+	if got := queryRaw(c2, "good", ""); len(got.Rows) != 1 {
+		t.Fatalf("good table: %+v", got)
+	}
+	r := c2.do("GET", "/api/v1/tables/bad/query", nil)
+	if r.status != 503 || !strings.Contains(string(r.body), "bad") {
+		t.Fatalf("bad table: %d %s, want 503 naming it", r.status, r.body)
+	}
+	var cl api.ClusterResponse
+	c2.must(200, c2.do("GET", "/api/v1/cluster", nil), &cl)
+	if len(cl.Servers) != 1 || cl.Servers[0].ID != "s1" || cl.Servers[0].Replicas != 2 {
+		t.Fatalf("cluster: %+v", cl)
+	}
 }

@@ -196,23 +196,25 @@ func (n *Node) goAttach(f func()) {
 // loadTables loads the METADATA of every table this server is a metadata
 // server of and makes sure its local replicas exist (they are re-opened from
 // the partition store's registry; a placement assigned while this server was
-// down is created now).
+// down is created now). Without etcd the server cannot start; a table that
+// fails to load is logged and retried on its first use, so one bad table does
+// not keep the others down.
 func (n *Node) loadTables(ctx context.Context) error {
 	tables, err := n.meta.ListTables(ctx)
 	if err != nil {
 		return fmt.Errorf("node: list tables: %w", err)
 	}
-	for _, cfg := range tables {
-		if !contains(cfg.MetadataServers, n.cfg.ID) {
+	for _, t := range tables {
+		if !contains(t.MetadataServers, n.cfg.ID) {
 			continue
 		}
-		cfg, file, err := n.committer.Load(ctx, cfg.Name)
-		if err != nil {
-			return fmt.Errorf("node: load table %s: %w", cfg.Name, err)
+		cfg, file, err := n.committer.Load(ctx, t.Name)
+		if err == nil {
+			n.router.Update(cfg, file)
+			_, err = n.router.EnsureLocalReplicas(file)
 		}
-		n.router.Update(cfg, file)
-		if _, err := n.router.EnsureLocalReplicas(file); err != nil {
-			return fmt.Errorf("node: %w", err)
+		if err != nil {
+			n.log.Error("table not loaded at start; retried on first use", "table", t.Name, "err", err)
 		}
 	}
 	return nil
@@ -380,22 +382,9 @@ func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuer
 	})
 }
 
-// ServerInfo describes one server in GET /api/v1/cluster.
-type ServerInfo struct {
-	ID        string    `json:"id"`
-	Addr      string    `json:"addr"`
-	StartedAt time.Time `json:"started_at"`
-	Replicas  int       `json:"replicas"`
-}
-
-// ClusterInfo answers GET /api/v1/cluster.
-type ClusterInfo struct {
-	Servers []ServerInfo `json:"servers"`
-}
-
-func (b backend) Cluster(ctx context.Context) (any, error) {
+func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	n := b.n
-	return ClusterInfo{Servers: []ServerInfo{{
+	return api.ClusterResponse{Servers: []api.ServerInfo{{
 		ID: n.cfg.ID, Addr: n.Addr(), StartedAt: n.started, Replicas: len(n.store.Replicas()),
 	}}}, nil
 }

@@ -121,6 +121,19 @@ type AggQueryResponse struct {
 	Partial bool           `json:"partial,omitempty"`
 }
 
+// ServerInfo describes one server in GET /api/v1/cluster.
+type ServerInfo struct {
+	ID        string    `json:"id"`
+	Addr      string    `json:"addr"`
+	StartedAt time.Time `json:"started_at"`
+	Replicas  int       `json:"replicas"`
+}
+
+// ClusterResponse answers GET /api/v1/cluster.
+type ClusterResponse struct {
+	Servers []ServerInfo `json:"servers"`
+}
+
 // Headers of the insert and query API.
 const (
 	HeaderConsistency = "X-TSDB-Consistency"
