@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -169,12 +170,21 @@ func (s *Server) handleExpect(ctx *fasthttp.RequestCtx) int {
 	return fasthttp.StatusContinue
 }
 
-// Handle is the fasthttp handler of every route.
+// Handle is the fasthttp handler of every route. A panic in a handler is a
+// bug; it is logged with its stack and answered with 500 instead of taking
+// the whole server down (fasthttp does not recover panics).
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	path := string(ctx.Path())
-	route := s.route(ctx, path)
-	s.metrics.observe(route, ctx.Response.StatusCode(), time.Since(start))
+	route := "panic"
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("BUG: handler panicked", "method", string(ctx.Method()), "path", string(ctx.Path()),
+				"panic", p, "stack", string(debug.Stack()))
+			s.writeAPIError(ctx, 500, api.CodeInternal, "internal error (logged)")
+		}
+		s.metrics.observe(route, ctx.Response.StatusCode(), time.Since(start))
+	}()
+	route = s.route(ctx, string(ctx.Path()))
 }
 
 // route dispatches one request and returns the route's name for metrics.
