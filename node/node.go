@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,9 +201,12 @@ func (n *Node) goAttach(f func()) {
 // fails to load is logged and retried on its first use, so one bad table does
 // not keep the others down.
 func (n *Node) loadTables(ctx context.Context) error {
-	tables, err := n.meta.ListTables(ctx)
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	tables, err := n.meta.ListTables(lctx)
+	cancel()
 	if err != nil {
-		return fmt.Errorf("node: list tables: %w", err)
+		return fmt.Errorf("node: list tables in etcd at %s (is etcd running there?): %w",
+			strings.Join(n.cfg.EtcdEndpoints, ","), err)
 	}
 	for _, t := range tables {
 		if !contains(t.MetadataServers, n.cfg.ID) {
