@@ -49,6 +49,15 @@
 // committed chain and older than a grace period. That rule is what keeps a
 // committed file whose CAS reply was lost from being deleted.
 //
+// # Partition discovery
+//
+// Discover is the pure function of DESIGN.md section 4 that tells a server
+// what to do with one of its local replicas under a given file: SERVE,
+// LOAD (joining, or a split child not yet finalized) or UNLOAD (the id or
+// the placement left the map), with the servers it must push to. Servers
+// evaluate it locally on every new file; metadata servers answer it for a
+// server that has no copy of the file.
+//
 // # Dependencies and concurrency
 //
 // The package imports only model from this module and stays free of pebble

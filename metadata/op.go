@@ -11,9 +11,7 @@ import (
 // OpType names a METADATA operation (DESIGN.md section 4).
 type OpType string
 
-// The operations. Apply implements CREATE and SET_OFFLINE; the others are
-// declared so their wire names are fixed, and each will be one more case of
-// Apply with its own body field in Op.
+// The operations, each one case of Apply with its own body field in Op.
 const (
 	OpCreate         OpType = "CREATE"
 	OpSplitBegin     OpType = "SPLIT_BEGIN"
@@ -37,6 +35,22 @@ type Op struct {
 	Create *CreateOp `json:"create,omitempty"`
 	// SetOffline is the body of SET_OFFLINE.
 	SetOffline *SetOfflineOp `json:"set_offline,omitempty"`
+	// SplitBegin is the body of SPLIT_BEGIN.
+	SplitBegin *SplitBeginOp `json:"split_begin,omitempty"`
+	// SplitFinalize is the body of SPLIT_FINALIZE.
+	SplitFinalize *SplitFinalizeOp `json:"split_finalize,omitempty"`
+	// SplitAbort is the body of SPLIT_ABORT.
+	SplitAbort *SplitAbortOp `json:"split_abort,omitempty"`
+	// JoinServer is the body of JOIN_SERVER.
+	JoinServer *JoinServerOp `json:"join_server,omitempty"`
+	// JoinFinalize is the body of JOIN_FINALIZE.
+	JoinFinalize *JoinFinalizeOp `json:"join_finalize,omitempty"`
+	// RemoveServer is the body of REMOVE_SERVER.
+	RemoveServer *RemoveServerOp `json:"remove_server,omitempty"`
+	// ForceJoin is the body of FORCE_JOIN.
+	ForceJoin *ForceJoinOp `json:"force_join,omitempty"`
+	// DropPartitions is the body of DROP_PARTITIONS.
+	DropPartitions *DropPartitionsOp `json:"drop_partitions,omitempty"`
 }
 
 // CreateOp creates a table's first file: one partition covering the whole
@@ -62,11 +76,15 @@ type SetOfflineOp struct {
 // bodies counts the op bodies that are set.
 func (op Op) bodies() int {
 	n := 0
-	if op.Create != nil {
-		n++
-	}
-	if op.SetOffline != nil {
-		n++
+	for _, set := range []bool{
+		op.Create != nil, op.SetOffline != nil,
+		op.SplitBegin != nil, op.SplitFinalize != nil, op.SplitAbort != nil,
+		op.JoinServer != nil, op.JoinFinalize != nil, op.RemoveServer != nil,
+		op.ForceJoin != nil, op.DropPartitions != nil,
+	} {
+		if set {
+			n++
+		}
 	}
 	return n
 }
@@ -88,6 +106,22 @@ func Apply(base *File, newTxnID string, op Op) (*File, error) {
 		next, err = applyCreate(base, newTxnID, op.Create)
 	case OpSetOffline:
 		next, err = applySetOffline(derive(base, newTxnID), op.SetOffline)
+	case OpSplitBegin:
+		next, err = applySplitBegin(derive(base, newTxnID), op.SplitBegin)
+	case OpSplitFinalize:
+		next, err = applySplitFinalize(derive(base, newTxnID), op.SplitFinalize)
+	case OpSplitAbort:
+		next, err = applySplitAbort(derive(base, newTxnID), op.SplitAbort)
+	case OpJoinServer:
+		next, err = applyJoinServer(derive(base, newTxnID), op.JoinServer)
+	case OpJoinFinalize:
+		next, err = applyJoinFinalize(derive(base, newTxnID), op.JoinFinalize)
+	case OpRemoveServer:
+		next, err = applyRemoveServer(derive(base, newTxnID), op.RemoveServer)
+	case OpForceJoin:
+		next, err = applyForceJoin(derive(base, newTxnID), op.ForceJoin)
+	case OpDropPartitions:
+		next, err = applyDropPartitions(derive(base, newTxnID), op.DropPartitions)
 	default:
 		err = fmt.Errorf("op type not supported")
 	}
@@ -131,6 +165,22 @@ func (op Op) bodyMatchesType() bool {
 		return op.Create != nil
 	case OpSetOffline:
 		return op.SetOffline != nil
+	case OpSplitBegin:
+		return op.SplitBegin != nil
+	case OpSplitFinalize:
+		return op.SplitFinalize != nil
+	case OpSplitAbort:
+		return op.SplitAbort != nil
+	case OpJoinServer:
+		return op.JoinServer != nil
+	case OpJoinFinalize:
+		return op.JoinFinalize != nil
+	case OpRemoveServer:
+		return op.RemoveServer != nil
+	case OpForceJoin:
+		return op.ForceJoin != nil
+	case OpDropPartitions:
+		return op.DropPartitions != nil
 	}
 	return true
 }

@@ -79,7 +79,7 @@ func TestApplyCreateInvalid(t *testing.T) {
 		{"short txnid", nil, "abc", func() Op { o := createOp(); return Op{Type: OpCreate, Create: &o} }, "new txnid"},
 		{"uppercase txnid", nil, testTxn('A'), func() Op { o := createOp(); return Op{Type: OpCreate, Create: &o} }, "new txnid"},
 		{"unknown type", base, testTxn('1'), func() Op { return Op{Type: "EXPLODE", SetOffline: &SetOfflineOp{}} }, "op type not supported"},
-		{"declared but not implemented", base, testTxn('1'), func() Op { return Op{Type: OpSplitBegin, SetOffline: &SetOfflineOp{}} }, "SPLIT_BEGIN: op type not supported"},
+		{"body of another type", base, testTxn('1'), func() Op { return Op{Type: OpSplitBegin, SetOffline: &SetOfflineOp{}} }, "SPLIT_BEGIN: the op body does not match the op type"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := Encode(base)
