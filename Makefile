@@ -6,7 +6,8 @@
 # bench share one build cache.
 
 GO      ?= go
-export GOFLAGS := -tags=pebblegozstd
+GOFLAGS += -tags=pebblegozstd
+export GOFLAGS
 BIN     := bin/tsdb
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 # Extra flags for `make run`, e.g. make run ARGS="--servers 3".
