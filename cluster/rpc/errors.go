@@ -1,0 +1,67 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors of the client. Each is matched with errors.Is.
+var (
+	// ErrUnauthorized means the server answered 401: the cluster secret is
+	// missing or wrong. A *StatusError with status 401 matches it. Never retried.
+	ErrUnauthorized = errors.New("rpc: unauthorized (wrong or missing cluster secret)")
+	// ErrUnavailable means every attempt failed with a retryable error. It
+	// wraps the last attempt's error (a transport error, ErrTimeout or a
+	// *StatusError with status 429, 502, 503 or 504).
+	ErrUnavailable = errors.New("rpc: unavailable")
+	// ErrTimeout means one attempt took longer than Config.Timeout. Retried.
+	ErrTimeout = errors.New("rpc: attempt timed out")
+	// ErrResponseTooLarge means an answer was over Config.MaxResponseBytes,
+	// as sent or once decompressed. Not retried: the next answer would be
+	// just as large.
+	ErrResponseTooLarge = errors.New("rpc: response too large")
+	// ErrBadResponse means a 2xx answer could not be decoded (corrupt zstd,
+	// invalid JSON, unknown Content-Encoding). Not retried.
+	ErrBadResponse = errors.New("rpc: undecodable response")
+	// ErrClosed means Call was made on a closed Client.
+	ErrClosed = errors.New("rpc: client closed")
+)
+
+// Sentinel errors of the server helpers; DecodeRequest has already answered
+// the request with the status named here when it returns one of them.
+var (
+	// ErrRequestTooLarge: the body is over the handler's limit, as sent or
+	// once decompressed (413).
+	ErrRequestTooLarge = errors.New("rpc: request body too large")
+	// ErrUnsupportedEncoding: the Content-Encoding is neither zstd nor
+	// identity, or the Content-Type is not JSON (415).
+	ErrUnsupportedEncoding = errors.New("rpc: unsupported request encoding")
+	// ErrBadRequest: the body is empty, corrupt, not JSON, has unknown fields
+	// or trailing data (400).
+	ErrBadRequest = errors.New("rpc: bad request")
+)
+
+// StatusError is a non-2xx answer. Code and Message come from the JSON
+// error body {"error": {"code", "message"}} when the server sent one;
+// otherwise Code is empty and Message holds the start of the body as text.
+type StatusError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Code is the stable error code of the body, such as "bad_request".
+	Code string
+	// Message is the human-readable message of the body.
+	Message string
+}
+
+// Error formats the status, code and message.
+func (e *StatusError) Error() string {
+	if e.Code == "" {
+		return fmt.Sprintf("rpc: status %d: %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("rpc: status %d (%s): %s", e.Status, e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, ErrUnauthorized) true for a 401 answer.
+func (e *StatusError) Is(target error) bool {
+	return target == ErrUnauthorized && e.Status == 401
+}
