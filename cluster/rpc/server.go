@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/http/api"
 )
 
 // SecretHeader carries the cluster secret on every internal request.
@@ -22,27 +24,23 @@ const SecretHeader = "X-TSDB-Cluster-Secret"
 // a limit of zero or less.
 const DefaultMaxRequestBytes = 32 << 20
 
-// Error codes this package writes. They are the codes of the public API
-// (package http/api), so that one vocabulary covers both.
+// Error codes this package writes: those of the public API (package
+// http/api), so that one vocabulary covers both.
 const (
-	CodeBadRequest       = "bad_request"            // 400
-	CodeUnauthorized     = "unauthorized"           // 401
-	CodeTooLarge         = "payload_too_large"      // 413
-	CodeUnsupportedMedia = "unsupported_media_type" // 415
-	CodeInternal         = "internal"               // 500
-	CodeUnavailable      = "unavailable"            // 503
+	CodeBadRequest       = api.CodeBadRequest       // 400
+	CodeUnauthorized     = api.CodeUnauthorized     // 401
+	CodeTooLarge         = api.CodeTooLarge         // 413
+	CodeUnsupportedMedia = api.CodeUnsupportedMedia // 415
+	CodeInternal         = api.CodeInternal         // 500
+	CodeUnavailable      = api.CodeUnavailable      // 503
 )
 
 // errorResponse is the error body {"error": {"code": "...", "message": "..."}},
-// the same shape as the public API's.
-type errorResponse struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
+// the public API's own type.
+type (
+	errorResponse = api.ErrorResponse
+	errorBody     = api.ErrorBody
+)
 
 // Authorized reports whether the request carries the cluster secret in
 // SecretHeader. The comparison takes the same time whatever the header holds
