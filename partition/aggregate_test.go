@@ -92,17 +92,7 @@ func randAggQuery(rng *rand.Rand, times []int64) AggQuery {
 // kind. Values are small integers and quarters, so sums are exact in any
 // order.
 func TestAggregateRandomAgainstModel(t *testing.T) {
-	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
-	rng := newSeededRand(t)
-	times := testTimes(rng, 60)
-	m := naiveModel{}
-	for i := 0; i < 10; i++ {
-		batch := randRows(rng, 100, testSeries, times)
-		m.apply(batch)
-		mustApply(t, r, batch...)
-	}
-	all := m.rows()
+	r, all, rng, times := randomReplica(t)
 	nonEmpty := 0
 	for i := 0; i < 400; i++ {
 		q := randAggQuery(rng, times)

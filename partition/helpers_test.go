@@ -211,3 +211,21 @@ func testTimes(rng *rand.Rand, n int) []int64 {
 	}
 	return times
 }
+
+// randomReplica fills a new replica with 1000 random rows (10 batches over
+// testSeries and 60 random times) and returns it with the rows the naive
+// model holds, the seeded source and the times used.
+func randomReplica(t testing.TB) (*Replica, []model.Row, *rand.Rand, []int64) {
+	t.Helper()
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 60)
+	m := naiveModel{}
+	for i := 0; i < 10; i++ {
+		batch := randRows(rng, 100, testSeries, times)
+		m.apply(batch)
+		mustApply(t, r, batch...)
+	}
+	return r, m.rows(), rng, times
+}

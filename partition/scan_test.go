@@ -87,17 +87,7 @@ func randScanQuery(rng *rand.Rand, times []int64) ScanQuery {
 // TestScanRandomAgainstModel compares Scan with the naive model on random
 // data spread over many storage buckets, negative times and the extremes.
 func TestScanRandomAgainstModel(t *testing.T) {
-	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
-	rng := newSeededRand(t)
-	times := testTimes(rng, 60)
-	m := naiveModel{}
-	for i := 0; i < 10; i++ {
-		batch := randRows(rng, 100, testSeries, times)
-		m.apply(batch)
-		mustApply(t, r, batch...)
-	}
-	all := m.rows()
+	r, all, rng, times := randomReplica(t)
 	nonEmpty, truncs := 0, 0
 	for i := 0; i < 600; i++ {
 		q := randScanQuery(rng, times)
