@@ -30,6 +30,9 @@ func (panicky) Aggregate(context.Context, string, AggQuery) ([]model.SeriesAgg, 
 	panic("bug")
 }
 func (panicky) Cluster(context.Context) (api.ClusterResponse, error) { panic("bug") }
+func (panicky) Metadata(context.Context, string, string) (metadata.TableConfig, *metadata.File, error) {
+	panic("bug")
+}
 
 // TestHandlerPanicIsA500 checks a bug behind a handler answers 500 and the
 // server keeps serving.

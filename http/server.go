@@ -44,6 +44,9 @@ type Backend interface {
 	Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error)
 	// Cluster describes the servers of the cluster.
 	Cluster(ctx context.Context) (api.ClusterResponse, error)
+	// Metadata returns a table's config and the decoded METADATA file of
+	// txnID (empty: the current one).
+	Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error)
 }
 
 // RawQuery selects rows: [From, To), a series or series prefix, fields and a
@@ -78,6 +81,12 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Logger receives request errors; nil discards.
 	Logger *slog.Logger
+	// ClusterSecret, when set, is required in the X-TSDB-Cluster-Secret
+	// header of every /internal/ request (401 without it). The bearer token
+	// does not apply to the internal API.
+	ClusterSecret string
+	// Internal serves /internal/; nil answers 404 there.
+	Internal Internal
 	// Now returns the current time in ns, for line-protocol rows without a
 	// timestamp; nil means the system clock.
 	Now func() int64

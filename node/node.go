@@ -41,6 +41,9 @@ type Config struct {
 	EtcdPrefix string
 	// AuthToken, when set, is required on the public API.
 	AuthToken string
+	// ClusterSecret, when set, is sent on every internal call and required
+	// on every internal request.
+	ClusterSecret string
 	// MaxBodyBytes limits request bodies; default tsdbhttp.DefaultMaxBodyBytes.
 	MaxBodyBytes int
 	// SweepInterval and SweepGrace drive the metadata file sweep; defaults
@@ -384,6 +387,10 @@ func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuer
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Step: q.Step, GroupAll: q.GroupAll,
 	})
+}
+
+func (b backend) Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error) {
+	return metadata.TableConfig{}, nil, errors.New("not implemented yet")
 }
 
 func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
