@@ -1,7 +1,11 @@
 // Package http serves tsdb's public API (DESIGN.md section 10) on fasthttp:
 // table creation and inspection, inserts as a JSON array, NDJSON or InfluxDB
 // line protocol (gzip or zstd bodies accepted), raw and aggregate queries,
-// /healthz and Prometheus /metrics.
+// the decoded METADATA file of a table, /healthz and Prometheus /metrics.
+// The same server answers the internal API (/internal/…) that servers call
+// on each other, behind the Internal interface: authenticated by the
+// cluster secret only, bodies and answers in package cluster/rpc's wire
+// format (zstd JSON), errors mapped to the codes of package http/api.
 //
 // The package owns decoding, validation and the mapping of errors to HTTP
 // statuses; everything else is behind the Backend interface, which the node

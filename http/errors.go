@@ -57,10 +57,43 @@ func classify(err error) (int, string, string) {
 		return http.StatusBadRequest, api.CodeBadRequest, err.Error()
 	case errors.Is(err, ErrInvalidQuery):
 		return http.StatusBadRequest, api.CodeInvalidQuery, err.Error()
-	case errors.Is(err, ErrUnavailable), errors.Is(err, metadata.ErrFileNotFound):
+	}
+	// The commit sentinels come before "unavailable": a no-quorum error may
+	// wrap a peer's missing file, and it is the no-quorum the caller must see.
+	if status, code, ok := classifyMetadata(err); ok {
+		return status, code, err.Error()
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, metadata.ErrFileNotFound) {
 		return http.StatusServiceUnavailable, api.CodeUnavailable, err.Error()
 	}
 	return http.StatusInternalServerError, api.CodeInternal, "internal error: " + err.Error()
+}
+
+// classifyMetadata maps the metadata package's commit and file sentinels
+// (met mostly on the internal API, but also by table creation) to their
+// status and code. The more specific sentinels come first: an op whose
+// result fails validation is an invalid op, not a bad request.
+func classifyMetadata(err error) (int, string, bool) {
+	switch {
+	case errors.Is(err, metadata.ErrConflict):
+		return http.StatusConflict, api.CodeConflict, true
+	case errors.Is(err, metadata.ErrTxnMismatch):
+		return http.StatusConflict, api.CodeTxnMismatch, true
+	case errors.Is(err, metadata.ErrInvalidOp):
+		return http.StatusBadRequest, api.CodeInvalidOp, true
+	case errors.Is(err, metadata.ErrInvalidFile), errors.Is(err, metadata.ErrCorruptFile),
+		errors.Is(err, metadata.ErrChecksum):
+		return http.StatusBadRequest, api.CodeBadRequest, true
+	case errors.Is(err, metadata.ErrNotMetadataServer):
+		return http.StatusMisdirectedRequest, api.CodeNotMetadataServer, true
+	case errors.Is(err, metadata.ErrNoQuorum):
+		return http.StatusServiceUnavailable, api.CodeNoQuorum, true
+	case errors.Is(err, metadata.ErrOutcomeUnknown):
+		return http.StatusServiceUnavailable, api.CodeOutcomeUnknown, true
+	case errors.Is(err, metadata.ErrStale):
+		return http.StatusConflict, api.CodeStale, true
+	}
+	return 0, "", false
 }
 
 func badQuery(format string, args ...any) error {

@@ -2,8 +2,18 @@ package http
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 )
 
 // Internal is what the internal API (/internal/…, DESIGN.md section 10)
@@ -22,3 +32,211 @@ type Internal interface {
 	// Discover runs partition discovery for another server's replicas.
 	Discover(ctx context.Context, req api.DiscoveryRequest) (api.DiscoveryResponse, error)
 }
+
+// internalRoute is one endpoint of the internal API: its metrics route name
+// and its handler.
+type internalRoute struct {
+	name  string
+	serve func(s *Server, ctx *fasthttp.RequestCtx)
+}
+
+// internalRoutes are the endpoints under /internal/, by path.
+var internalRoutes = map[string]internalRoute{
+	api.PathMetadataFetch:  {"internal_metadata_fetch", (*Server).handleInternalFetch},
+	api.PathMetadataStore:  {"internal_metadata_store", (*Server).handleInternalStore},
+	api.PathMetadataChange: {"internal_metadata_change", (*Server).handleInternalChange},
+	api.PathMetadataJoin:   {"internal_metadata_join", (*Server).handleInternalJoin},
+	api.PathDiscovery:      {"internal_discovery", (*Server).handleInternalDiscovery},
+}
+
+// routeInternal serves a path under /internal/ and returns the route's name
+// for metrics. The public bearer token plays no part here: the cluster
+// secret, when configured, is the only credential.
+func (s *Server) routeInternal(ctx *fasthttp.RequestCtx, path string) string {
+	if s.cfg.Internal == nil {
+		rpc.WriteError(ctx, http.StatusNotFound, api.CodeNotFound, "this server does not serve the internal API")
+		return "internal_not_found"
+	}
+	if !rpc.Authorized(ctx, s.cfg.ClusterSecret) {
+		rpc.WriteError(ctx, http.StatusUnauthorized, api.CodeUnauthorized,
+			"missing or invalid cluster secret (header "+rpc.SecretHeader+")")
+		return "internal_unauthorized"
+	}
+	r, ok := internalRoutes[path]
+	if !ok {
+		rpc.WriteError(ctx, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))
+		return "internal_not_found"
+	}
+	if s.method(ctx, "POST") {
+		r.serve(s, ctx)
+	}
+	return r.name
+}
+
+// serveInternal decodes a request with rpc.DecodeRequest under the server's
+// body limit, checks it, calls the backend and answers with status and its
+// result (a nil result answers with an empty body).
+func serveInternal[Req, Resp any](s *Server, ctx *fasthttp.RequestCtx, status int,
+	check func(*Req) error, call func(context.Context, Req) (Resp, error)) {
+	var req Req
+	if rpc.DecodeRequest(ctx, s.cfg.MaxBodyBytes, &req) != nil {
+		return // already answered
+	}
+	if err := check(&req); err != nil {
+		s.writeInternalError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	resp, err := call(rctx, req)
+	if err != nil {
+		s.writeInternalError(ctx, err)
+		return
+	}
+	rpc.WriteResponse(ctx, status, resp)
+}
+
+// writeInternalError answers an internal request with err's status and the
+// JSON error body, uncompressed.
+func (s *Server) writeInternalError(ctx *fasthttp.RequestCtx, err error) {
+	status, code, msg := classify(err)
+	if status >= 500 {
+		s.log.Error("internal request failed", "path", string(ctx.Path()), "err", err)
+	}
+	rpc.WriteError(ctx, status, code, msg)
+}
+
+func (s *Server) handleInternalFetch(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkFetch,
+		func(c context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error) {
+			resp, err := s.cfg.Internal.FetchMetadata(c, req)
+			if errors.Is(err, metadata.ErrFileNotFound) {
+				// Here it means "I do not hold it": the caller asks
+				// another metadata server instead of retrying this one.
+				return resp, &apiError{http.StatusNotFound, api.CodeNotFound, err.Error()}
+			}
+			return resp, err
+		})
+}
+
+func (s *Server) handleInternalStore(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusNoContent, checkStore,
+		func(c context.Context, req api.StoreMetadataRequest) (any, error) {
+			return nil, s.cfg.Internal.StoreMetadata(c, req)
+		})
+}
+
+func (s *Server) handleInternalChange(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkChange, s.cfg.Internal.ChangeMetadata)
+}
+
+func (s *Server) handleInternalJoin(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkJoin, s.cfg.Internal.JoinMetadata)
+}
+
+func (s *Server) handleInternalDiscovery(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkDiscovery, s.cfg.Internal.Discover)
+}
+
+func checkFetch(r *api.FetchMetadataRequest) error {
+	return joinProblems(checkTable(r.Table), checkTxnID("txnid", r.TxnID, false))
+}
+
+func checkStore(r *api.StoreMetadataRequest) error {
+	p := []error{checkTable(r.Table), checkTxnID("txnid", r.TxnID, true)}
+	if len(r.Encoded) == 0 {
+		p = append(p, badRequest("encoded: required"))
+	}
+	return joinProblems(p...)
+}
+
+func checkChange(r *api.ChangeMetadataRequest) error {
+	p := []error{checkTable(r.Table), checkTxnID("base_txnid", r.BaseTxnID, true),
+		checkTxnID("new_txnid", r.NewTxnID, true)}
+	if r.BaseTxnID != "" && r.BaseTxnID == r.NewTxnID {
+		p = append(p, badRequest("new_txnid: equals base_txnid"))
+	}
+	if r.Op.Type == "" {
+		p = append(p, badRequest("op.type: required"))
+	}
+	return joinProblems(p...)
+}
+
+func checkJoin(r *api.JoinMetadataRequest) error {
+	return checkTable(r.Table)
+}
+
+func checkDiscovery(r *api.DiscoveryRequest) error {
+	p := []error{checkTable(r.Table)}
+	if r.Server == "" {
+		p = append(p, badRequest("server: required"))
+	}
+	for i, ref := range r.Replicas {
+		if ref.PartitionID == uuid.Nil {
+			p = append(p, badRequest("replicas[%d].partition_id: required", i))
+		}
+		if ref.PlacementID == uuid.Nil {
+			p = append(p, badRequest("replicas[%d].placement_id: required", i))
+		}
+	}
+	return joinProblems(p...)
+}
+
+// checkTable checks the table field of an internal request.
+func checkTable(table string) error {
+	if table == "" {
+		return badRequest("table: required")
+	}
+	if err := model.ValidateTableName(table); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	return nil
+}
+
+// checkTxnID checks a txnid field: 40 lowercase hex characters, or empty
+// when the field is optional.
+func checkTxnID(field, id string, required bool) error {
+	switch {
+	case id == "" && required:
+		return badRequest("%s: required", field)
+	case id != "" && !metadata.ValidTxnID(id):
+		return badRequest("%s: %q is not 40 lowercase hex characters", field, id)
+	}
+	return nil
+}
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, args...)...)
+}
+
+// joinProblems returns nil, the one non-nil error, or an error listing all
+// of them on one line (errors.Join's newlines read badly in an HTTP error
+// message) that errors.Is matches against each.
+func joinProblems(errs ...error) error {
+	var p problems
+	for _, err := range errs {
+		if err != nil {
+			p = append(p, err)
+		}
+	}
+	switch len(p) {
+	case 0:
+		return nil
+	case 1:
+		return p[0]
+	}
+	return p
+}
+
+// problems is several validation errors reported together.
+type problems []error
+
+func (p problems) Error() string {
+	msgs := make([]string, len(p))
+	for i, err := range p {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (p problems) Unwrap() []error { return p }

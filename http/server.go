@@ -207,6 +207,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 		s.prom(ctx)
 		return "metrics"
 	}
+	if strings.HasPrefix(path, "/internal/") {
+		return s.routeInternal(ctx, path)
+	}
 	if !s.authorized(ctx) {
 		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tsdb"`)
 		s.writeAPIError(ctx, 401, api.CodeUnauthorized, "missing or invalid bearer token")
@@ -253,6 +256,11 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 				s.handleQuery(ctx, table)
 			}
 			return "query"
+		case "metadata":
+			if s.method(ctx, "GET") {
+				s.handleTableMetadata(ctx, table)
+			}
+			return "table_metadata"
 		}
 	}
 	s.writeAPIError(ctx, 404, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))

@@ -3,7 +3,10 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -17,6 +20,13 @@ import (
 type TableResponse struct {
 	Config     metadata.TableConfig `json:"config"`
 	Partitions []metadata.Partition `json:"partitions"`
+}
+
+// MetadataResponse answers GET /api/v1/tables/{t}/metadata: the
+// TableConfig and one METADATA file, decoded, in its own JSON form.
+type MetadataResponse struct {
+	Config   metadata.TableConfig `json:"config"`
+	Metadata *metadata.File       `json:"metadata"`
 }
 
 // TablesResponse answers GET /api/v1/tables.
@@ -90,4 +100,35 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.writeJSON(ctx, 200, c)
+}
+
+// handleTableMetadata answers GET /api/v1/tables/{t}/metadata[?txnid=X]:
+// the current METADATA file, or the one of transaction X while a metadata
+// server still keeps it.
+func (s *Server) handleTableMetadata(ctx *fasthttp.RequestCtx, table string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	txnID := string(ctx.QueryArgs().Peek("txnid"))
+	if txnID != "" && !metadata.ValidTxnID(txnID) {
+		s.writeError(ctx, fmt.Errorf("%w: txnid: %q is not 40 lowercase hex characters", ErrBadRequest, txnID))
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	cfg, file, err := s.backend.Metadata(rctx, table, txnID)
+	if txnID != "" && errors.Is(err, metadata.ErrFileNotFound) {
+		msg := err.Error()
+		if !strings.Contains(msg, txnID) {
+			msg = fmt.Sprintf("txnid %s of table %q: %s", txnID, table, msg)
+		}
+		s.writeAPIError(ctx, http.StatusNotFound, api.CodeNotFound, msg)
+		return
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, http.StatusOK, MetadataResponse{Config: cfg, Metadata: file})
 }

@@ -35,6 +35,11 @@ func (f *logFlags) logger() (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", f.format)
 }
 
+// clusterSecretUsage documents --cluster-secret-file on the commands that
+// run servers.
+const clusterSecretUsage = "file holding the cluster secret that servers send to each other and require on the internal API " +
+	"(/internal/..., header X-TSDB-Cluster-Secret); the same file on every server of the cluster"
+
 // readSecretFile reads a token from a file, trimming surrounding space. An
 // empty path means no token.
 func readSecretFile(flag, path string) (string, error) {

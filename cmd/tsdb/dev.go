@@ -19,9 +19,9 @@ import (
 
 func newDevCmd() *cobra.Command {
 	var (
-		servers, port, etcdPort int
-		data, tokenFile         string
-		logs                    logFlags
+		servers, port, etcdPort     int
+		data, tokenFile, secretFile string
+		logs                        logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -54,8 +54,12 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			if err != nil {
 				return err
 			}
+			secret, err := readSecretFile("cluster-secret-file", secretFile)
+			if err != nil {
+				return err
+			}
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
-				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, log: log,
+				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
 			})
 		},
 	}
@@ -65,13 +69,14 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.IntVar(&etcdPort, "etcd-port", 2379, "client port of the embedded etcd")
 	f.StringVar(&data, "data", "./tsdb-data", "directory for all data (etcd and each server)")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires")
+	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
 	logs.register(f)
 	return cmd
 }
 
 type devConfig struct {
 	servers, port, etcdPort int
-	data, token             string
+	data, token, secret     string
 	log                     *slog.Logger
 }
 
@@ -102,6 +107,7 @@ func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
 			DataDir:       filepath.Join(c.data, id),
 			EtcdEndpoints: []string{etcd.Endpoint()},
 			AuthToken:     c.token,
+			ClusterSecret: c.secret,
 			MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
 			Logger:        c.log,
 		})
@@ -122,9 +128,10 @@ func printDevBanner(out io.Writer, etcdURL string, nodes []*node.Node, c devConf
 		fmt.Fprintf(out, "  server %-4s %s\n", n.ID(), n.URL())
 	}
 	u := nodes[0].URL()
-	auth := ""
+	auth, adminAuth := "", ""
 	if c.token != "" {
 		auth = ` -H "Authorization: Bearer $(cat TOKEN_FILE)"`
+		adminAuth = " --auth-token-file TOKEN_FILE"
 	}
 	fmt.Fprintf(out, `
 Try it (in another terminal):
@@ -134,7 +141,8 @@ Try it (in another terminal):
        -d '[{"time":"2026-01-01T00:00:00Z","series":"cpu,host=b","fields":{"usage":3.5}}]'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?series=cpu*'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?agg=avg&fields=usage&group=none'
+  ./bin/tsdb admin metadata metrics --server %[1]s%[4]s
   ./bin/etcdctl --endpoints=%[3]s get --prefix /tsdb/tables/   # after 'make etcdctl'
 Press Ctrl-C to stop.
-`, u, auth, etcdURL)
+`, u, auth, etcdURL, adminAuth)
 }

@@ -1,11 +1,12 @@
 // Command tsdb is the one binary of tsdb: `tsdb server` runs a server,
 // `tsdb dev` runs a whole local cluster (embedded etcd plus servers on
-// loopback). It only parses flags, builds components and runs them until a
+// loopback), `tsdb admin` inspects a running cluster over HTTP. It only parses flags, builds components and runs them until a
 // signal; the logic lives in the packages it wires.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -21,8 +22,19 @@ func main() {
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "tsdb: %v\n", err)
 		stop()
-		os.Exit(2)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode is the process status for a command's error: 1 when a request
+// of `tsdb admin` failed (the server refused it or could not be reached),
+// 2 for a usage error or a server that could not run.
+func exitCode(err error) int {
+	var re *requestError
+	if errors.As(err, &re) {
+		return 1
+	}
+	return 2
 }
 
 func newRootCmd() *cobra.Command {
@@ -33,6 +45,7 @@ func newRootCmd() *cobra.Command {
 
   tsdb dev      start a local cluster: embedded etcd plus servers on loopback
   tsdb server   run one server against an etcd cluster
+  tsdb admin    inspect a running cluster (tables, METADATA files)
 
 Run 'tsdb COMMAND --help' for a command's flags.`,
 		SilenceUsage:  true,
@@ -41,7 +54,7 @@ Run 'tsdb COMMAND --help' for a command's flags.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath())
 	})
-	root.AddCommand(newServerCmd(), newDevCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newVersionCmd())
 	return root
 }
 

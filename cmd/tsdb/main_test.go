@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
@@ -36,30 +37,46 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{"server", "dev"} {
+	for _, c := range []string{"server", "dev", "admin"} {
 		if !strings.Contains(out, c) {
 			t.Errorf("tsdb --help does not mention %q:\n%s", c, out)
 		}
 	}
-	root := newRootCmd()
-	for _, cmd := range root.Commands() {
-		out, err := run(cmd.Name(), "--help")
-		if err != nil {
-			t.Fatalf("%s --help: %v", cmd.Name(), err)
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			args := append(strings.Fields(sub.CommandPath())[1:], "--help")
+			out, err := run(args...)
+			if err != nil {
+				t.Fatalf("%s: %v", sub.CommandPath(), err)
+			}
+			for _, grand := range sub.Commands() {
+				if !strings.Contains(out, grand.Name()) {
+					t.Errorf("%s --help does not mention %q", sub.CommandPath(), grand.Name())
+				}
+			}
+			check := func(f *pflag.Flag) {
+				if f.Usage == "" {
+					t.Errorf("%s --%s has no description", sub.CommandPath(), f.Name)
+				}
+				if !strings.Contains(out, "--"+f.Name) {
+					t.Errorf("%s --help does not list --%s", sub.CommandPath(), f.Name)
+				}
+			}
+			sub.LocalFlags().VisitAll(check)
+			sub.InheritedFlags().VisitAll(check)
+			walk(sub)
 		}
-		cmd.Flags().VisitAll(func(f *pflag.Flag) {
-			if f.Usage == "" {
-				t.Errorf("%s --%s has no description", cmd.Name(), f.Name)
-			}
-			if !strings.Contains(out, "--"+f.Name) {
-				t.Errorf("%s --help does not list --%s", cmd.Name(), f.Name)
-			}
-		})
 	}
+	walk(newRootCmd())
 }
 
 // TestBadFlagsAreOneLineErrors checks a bad flag value gives one clear line.
 func TestBadFlagsAreOneLineErrors(t *testing.T) {
+	emptyFile := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(emptyFile, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -70,6 +87,14 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"dev", "--etcd-port", "8080"}, "--etcd-port"},
 		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
 		{[]string{"dev", "--auth-token-file", "/nonexistent/token"}, "--auth-token-file"},
+		{[]string{"dev", "--cluster-secret-file", "/nonexistent/secret"}, "--cluster-secret-file"},
+		{[]string{"dev", "--cluster-secret-file", emptyFile}, "--cluster-secret-file"},
+		{[]string{"server", "--id", "s1", "--data", "x", "--cluster-secret-file", emptyFile}, "--cluster-secret-file"},
+		{[]string{"admin", "tables", "--server", "127.0.0.1:8080"}, "--server"},
+		{[]string{"admin", "tables", "--timeout", "0s"}, "--timeout"},
+		{[]string{"admin", "tables", "--auth-token-file", emptyFile}, "--auth-token-file"},
+		{[]string{"admin", "metadata"}, "arg"},
+		{[]string{"admin", "tables", "extra"}, "extra"},
 		{[]string{"server", "--data", "x", "--etcd", "http://127.0.0.1:1"}, "--id"},
 		{[]string{"server", "--id", "s1", "--etcd", "http://127.0.0.1:1"}, "--data"},
 		{[]string{"server", "--id", "s1", "--data", "x", "--listen", "nope"}, "--listen"},
@@ -87,6 +112,9 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		}
 		if strings.Contains(out, "Usage:") {
 			t.Errorf("%v: printed the usage instead of one line: %s", tc.args, out)
+		}
+		if exitCode(err) != 2 {
+			t.Errorf("%v: exit code %d, want 2 for a usage error", tc.args, exitCode(err))
 		}
 	}
 }
@@ -128,8 +156,12 @@ func TestDevRunsAndStops(t *testing.T) {
 	var out syncBuffer
 	root := newRootCmd()
 	root.SetOut(&out)
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("cluster-s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	root.SetArgs([]string{"dev", "--port", fmt.Sprint(port), "--etcd-port", fmt.Sprint(etcdPort),
-		"--data", t.TempDir(), "--log-level", "error"})
+		"--data", t.TempDir(), "--cluster-secret-file", secretFile, "--log-level", "error"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
@@ -163,6 +195,12 @@ func TestDevRunsAndStops(t *testing.T) {
 	}
 	if s := post("/write?db=metrics", "cpu,host=a usage=1"); s != 204 {
 		t.Fatalf("write: %d", s)
+	}
+	if s := internalStatus(t, base, "", ""); s != http.StatusUnauthorized {
+		t.Fatalf("internal API without --cluster-secret-file's secret: %d, want 401", s)
+	}
+	if s := internalStatus(t, base, "cluster-s3cret", ""); s != http.StatusOK {
+		t.Fatalf("internal API with the cluster secret: %d, want 200", s)
 	}
 	cancel()
 	select {

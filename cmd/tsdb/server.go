@@ -15,9 +15,9 @@ import (
 
 func newServerCmd() *cobra.Command {
 	var (
-		id, listen, data, etcd, prefix, tokenFile string
-		maxBody                                   int
-		logs                                      logFlags
+		id, listen, data, etcd, prefix, tokenFile, secretFile string
+		maxBody                                               int
+		logs                                                  logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
@@ -51,9 +51,13 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			if err != nil {
 				return err
 			}
+			secret, err := readSecretFile("cluster-secret-file", secretFile)
+			if err != nil {
+				return err
+			}
 			n, err := node.Start(cmd.Context(), node.Config{
 				ID: id, Listen: listen, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
-				AuthToken: token, MaxBodyBytes: maxBody, Logger: log,
+				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
 			})
 			if err != nil {
 				return err
@@ -72,6 +76,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "comma-separated etcd client URLs")
 	f.StringVar(&prefix, "etcd-prefix", "/tsdb/", "prefix of every etcd key")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
+	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
 	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
 	logs.register(f)
 	return cmd

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
+)
+
+// Defaults of the admin flags.
+const (
+	defaultServer  = "http://127.0.0.1:8080"
+	serverEnv      = "TSDB_SERVER"
+	defaultTimeout = 10 * time.Second
+	// maxAnswerBytes bounds an answer the admin commands read.
+	maxAnswerBytes = 256 << 20
+)
+
+// requestError is a failed admin request: the server refused it or could
+// not be reached. main exits with status 1 for it (2 is for usage errors).
+type requestError struct{ err error }
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// adminFlags are the persistent flags of `tsdb admin`.
+type adminFlags struct {
+	server    string
+	tokenFile string
+	timeout   time.Duration
+	json      bool
+}
+
+func newAdminCmd() *cobra.Command {
+	var f adminFlags
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Inspect a running cluster through a server's HTTP API",
+		Long: `Inspect a running cluster through the public HTTP API of any one of its servers
+(--server, or the ` + serverEnv + ` environment variable).
+
+A refused request prints the server's error message and exits with status 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.server, "server", defaultServer, "URL of any tsdb server of the cluster; $"+serverEnv+" when the flag is not given")
+	pf.StringVar(&f.tokenFile, "auth-token-file", "", "file holding the bearer token the server requires, if any")
+	pf.DurationVar(&f.timeout, "timeout", defaultTimeout, "time limit of each request")
+	pf.BoolVar(&f.json, "json", false, "print the server's answer as indented JSON instead of a table")
+	cmd.AddCommand(newAdminTablesCmd(&f), newAdminMetadataCmd(&f))
+	return cmd
+}
+
+func newAdminTablesCmd(f *adminFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "tables",
+		Short: "List the tables: replication factor, current METADATA transaction, metadata servers",
+		Long: `List every table (GET /api/v1/tables) with its replication factor (RF), the
+txnseq and txnid (first 12 hex digits) of its current METADATA transaction,
+its metadata servers and its creation time. --json prints the TableConfigs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			body, err := c.get(cmd.Context(), "/api/v1/tables", nil)
+			if err != nil {
+				return err
+			}
+			var resp tsdbhttp.TablesResponse
+			if err := json.Unmarshal(body, &resp); err != nil {
+				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
+			}
+			if f.json {
+				return printJSON(cmd.OutOrStdout(), resp.Tables)
+			}
+			return printTables(cmd.OutOrStdout(), resp.Tables)
+		},
+	}
+}
+
+func newAdminMetadataCmd(f *adminFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "metadata TABLE [TXNID]",
+		Short: "Print a table's METADATA file (its partition map), decoded",
+		Long: `Print a table's TableConfig and METADATA file (GET /api/v1/tables/{t}/metadata):
+the current transaction's, or TXNID's while a metadata server still keeps it.
+Each partition is one line: id, range (RFC 3339, -inf/+inf for an open end),
+servers and joining servers as id(placement-id prefix), split children, and
+whether it is offline. --json prints the server's answer, indented.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.client(cmd)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			if len(args) == 2 {
+				q.Set("txnid", args[1])
+			}
+			body, err := c.get(cmd.Context(), "/api/v1/tables/"+url.PathEscape(args[0])+"/metadata", q)
+			if err != nil {
+				return err
+			}
+			if f.json {
+				return printIndented(cmd.OutOrStdout(), body)
+			}
+			var resp tsdbhttp.MetadataResponse
+			if err := json.Unmarshal(body, &resp); err != nil {
+				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
+			}
+			return printMetadata(cmd.OutOrStdout(), resp)
+		},
+	}
+}
+
+// adminClient makes the admin commands' requests.
+type adminClient struct {
+	base  string // the server URL, without a trailing slash
+	token string
+	hc    *http.Client
+}
+
+// client checks the flags and builds the client. --server falls back on
+// $TSDB_SERVER when it is not given.
+func (f *adminFlags) client(cmd *cobra.Command) (*adminClient, error) {
+	server := f.server
+	if fl := cmd.Flags().Lookup("server"); (fl == nil || !fl.Changed) && os.Getenv(serverEnv) != "" {
+		server = os.Getenv(serverEnv)
+	}
+	base, err := parseServerURL(server)
+	if err != nil {
+		return nil, err
+	}
+	if f.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
+	}
+	token, err := readSecretFile("auth-token-file", f.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	return &adminClient{base: base, token: token, hc: &http.Client{Timeout: f.timeout}}, nil
+}
+
+// parseServerURL checks a --server value: an http or https URL with a host.
+func parseServerURL(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("--server %q: want a URL such as %s", s, defaultServer)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// get fetches path and returns the body of a 2xx answer. Any failure is a
+// *requestError with a one-line message: the server's own message for an
+// error answer, or what went wrong reaching it.
+func (c *adminClient) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	if ctx == nil { // a command run with Execute rather than ExecuteContext
+		ctx = context.Background()
+	}
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &requestError{fmt.Errorf("GET %s: %w", u, err)}
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, &requestError{c.transportError(err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return nil, &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, err)}
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, &requestError{answerError(resp.StatusCode, body)}
+	}
+	return body, nil
+}
+
+// transportError names the server URL and, for the common cases, the
+// likely cause in plain words.
+func (c *adminClient) transportError(err error) error {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("cannot connect to the tsdb server at %s: connection refused (is it running? set --server or $%s)", c.base, serverEnv)
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("no answer from the tsdb server at %s within %v (--timeout)", c.base, c.hc.Timeout)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // its message repeats the whole URL
+	}
+	return fmt.Errorf("cannot reach the tsdb server at %s: %v", c.base, err)
+}
+
+// answerError is the error of a non-2xx answer: the server's message and
+// code, or the start of a body that is not the API's JSON error.
+func answerError(status int, body []byte) error {
+	var eb api.ErrorResponse
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Message != "" {
+		return fmt.Errorf("%s (HTTP %d, %s)", eb.Error.Message, status, eb.Error.Code)
+	}
+	text := strings.Join(strings.Fields(string(body[:min(len(body), 200)])), " ")
+	if text == "" {
+		text = http.StatusText(status)
+	}
+	return fmt.Errorf("HTTP %d: %s", status, text)
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+func printIndented(w io.Writer, body []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, body, "", "  "); err != nil {
+		return &requestError{fmt.Errorf("undecodable answer: %w", err)}
+	}
+	buf.WriteByte('\n')
+	_, err := buf.WriteTo(w)
+	return err
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// shortTxn is how many hex digits of a txnid the tables listing shows.
+const shortTxn = 12
+
+// shortPlacement is how many characters of a placement id are shown.
+const shortPlacement = 8
+
+// printTables writes one row per table.
+func printTables(w io.Writer, tables []metadata.TableConfig) error {
+	if len(tables) == 0 {
+		_, err := fmt.Fprintln(w, "no tables")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tRF\tTXNSEQ\tTXNID\tMETADATA SERVERS\tCREATED")
+	for _, t := range tables {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", t.Name, t.ReplicationFactor, t.MetadataTxnSeq,
+			orDash(prefix(t.MetadataTxnID, shortTxn)), orDash(strings.Join(t.MetadataServers, ",")),
+			t.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// printMetadata writes the TableConfig as indented JSON, then the decoded
+// METADATA file: its header and one line per partition.
+func printMetadata(w io.Writer, resp tsdbhttp.MetadataResponse) error {
+	if err := printJSON(w, resp.Config); err != nil {
+		return err
+	}
+	f := resp.Metadata
+	if f == nil {
+		_, err := fmt.Fprintln(w, "\nMETADATA: none")
+		return err
+	}
+	fmt.Fprintf(w, "\nMETADATA:\n  table:   %s\n  txnid:   %s\n  txnseq:  %d\n  parent:  %s\n  partitions: %d\n\n",
+		f.Table, f.TxnID, f.TxnSeq, orDash(f.ParentTxnID), len(f.Partitions))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tBEGIN\tEND\tSERVERS\tJOINING\tSPLIT\tOFFLINE")
+	for _, p := range f.Partitions {
+		offline := "-"
+		if p.Offline {
+			offline = "yes"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, bound(p.Begin, "-inf"), bound(p.End, "+inf"),
+			orDash(placements(p.Servers)), orDash(placements(p.Joining)), splitText(p.Split), offline)
+	}
+	return tw.Flush()
+}
+
+// bound formats a range bound as RFC 3339 (UTC, nanoseconds when needed),
+// or open for an open end.
+func bound(b *int64, open string) string {
+	if b == nil {
+		return open
+	}
+	return time.Unix(0, *b).UTC().Format(time.RFC3339Nano)
+}
+
+// placements formats servers as "id(placement-id prefix)", comma-separated.
+func placements(ps []metadata.Placement) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("%s(%s)", p.ServerID, prefix(p.PlacementID.String(), shortPlacement))
+	}
+	return strings.Join(parts, ",")
+}
+
+// splitText formats a split in progress: each child's id, range and
+// servers, separated by " | ".
+func splitText(s *metadata.Split) string {
+	if s == nil {
+		return "-"
+	}
+	parts := make([]string, len(s.Children))
+	for i, c := range s.Children {
+		parts[i] = fmt.Sprintf("%s [%s, %s) %s", c.ID, bound(c.Begin, "-inf"), bound(c.End, "+inf"), orDash(placements(c.Servers)))
+	}
+	return fmt.Sprintf("%d children: %s", len(s.Children), strings.Join(parts, " | "))
+}
+
+func prefix(s string, n int) string {
+	return s[:min(len(s), n)]
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
