@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// Peers is how a coordinator reaches the other metadata servers of a table
-// (HTTP in a later issue). The Committer calls it concurrently.
+// Peers is how a Committer reaches the other metadata servers of a table
+// (the internal HTTP API in production). The Committer calls it
+// concurrently.
 type Peers interface {
 	// StoreFile stores the encoded file of (table, txnID) on serverID and
 	// returns nil only once it is durable there. The receiver checks the
@@ -22,12 +23,25 @@ type Peers interface {
 	// Committer cancels the stores still running after a majority answered
 	// and waits for them to return.
 	StoreFile(ctx context.Context, serverID, table, txnID string, encoded []byte) error
+	// FetchFile returns the encoded file of (table, txnID) as stored on
+	// serverID: its local copy only (the serving side answers with
+	// Committer.LocalFile), so two servers that both lack a file never ask
+	// each other in a loop. An error wrapping ErrFileNotFound means serverID
+	// does not hold it. The answer is NOT trusted: callers verify it
+	// (VerifyFile) before they use or store it. It must return promptly
+	// once ctx is cancelled.
+	FetchFile(ctx context.Context, serverID, table, txnID string) ([]byte, error)
 }
 
 // Defaults of the Committer's timing knobs.
 const (
 	DefaultStragglerWait  = 100 * time.Millisecond
 	DefaultResolveTimeout = 10 * time.Second
+	// DefaultFetchTimeout bounds one fetch of a file from one peer.
+	DefaultFetchTimeout = 5 * time.Second
+	// DefaultListChangeAttempts bounds the read → CAS rounds of
+	// JoinMetadataServer and RemoveMetadataServer.
+	DefaultListChangeAttempts = 20
 )
 
 // Committer runs the commit step of a METADATA transaction on the
@@ -41,12 +55,21 @@ const (
 // FileStore.Sweep removes it. A Committer holds no state of its own and is
 // safe for concurrent use; concurrent changes of one table are serialized
 // by the CAS, and the losers get ErrConflict.
+//
+// A server that lacks a file it needs (the current file for Load and
+// Current, the base of a Change) fetches it from the table's other metadata
+// servers through Peers, verifies it against TableConfig, and, if it is a
+// metadata server of the table, stores it before it answers (fetch.go).
+// Metadata servers join and leave a table's list with JoinMetadataServer
+// and RemoveMetadataServer (servers.go).
 type Committer struct {
 	// Store holds the TableConfigs.
 	Store Store
 	// Files is this server's file store.
 	Files *FileStore
-	// Peers reaches the other metadata servers; nil when Self is alone.
+	// Peers reaches the other metadata servers, to store new files and
+	// fetch missing ones; nil when Self is alone (then a missing file is
+	// simply ErrFileNotFound).
 	Peers Peers
 	// Self is this server's id.
 	Self string
@@ -61,6 +84,19 @@ type Committer struct {
 	// a failed CAS; they run even if the caller's ctx has expired. 0 means
 	// DefaultResolveTimeout.
 	ResolveTimeout time.Duration
+	// FetchTimeout bounds each fetch of a missing file from one peer. 0
+	// means DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// ListChangeAttempts bounds the read → CAS rounds of JoinMetadataServer
+	// and RemoveMetadataServer. 0 means DefaultListChangeAttempts.
+	ListChangeAttempts int
+	// BeforeCAS is a fault-injection hook for tests; production leaves it
+	// nil. Create and Change call it after the new file is stored on a
+	// majority and before the CAS of TableConfig. A non-nil error aborts
+	// the commit with that error wrapped, as if the coordinator died there:
+	// nothing is committed, and the stored files stay as orphans for the
+	// sweep.
+	BeforeCAS func(table, txnID string) error
 }
 
 func (c *Committer) logger() *slog.Logger {
@@ -98,6 +134,9 @@ func (c *Committer) Create(ctx context.Context, cfg TableConfig, op CreateOp) (T
 		return TableConfig{}, nil, err
 	}
 	if err := c.storeOnMajority(ctx, cfg.MetadataServers, cfg.Name, txnID, enc); err != nil {
+		return TableConfig{}, nil, err
+	}
+	if err := c.beforeCAS(cfg.Name, txnID); err != nil {
 		return TableConfig{}, nil, err
 	}
 	cfg.MetadataServers = slices.Clone(cfg.MetadataServers)
@@ -140,8 +179,9 @@ func (c *Committer) checkCreate(cfg TableConfig, op CreateOp) error {
 // by the requester, so a retried request is recognised). It fails with
 // ErrConflict when baseTxnID is not the current transaction or another
 // commit wins the CAS; if newTxnID is already the current one (a retry of a
-// request that committed), it returns that file. The base file must be in
-// Files. After a CAS error or timeout it re-reads TableConfig: if it names
+// request that committed), it returns that file. A base file missing from
+// Files is fetched from the other metadata servers, verified and stored.
+// After a CAS error or timeout it re-reads TableConfig: if it names
 // newTxnID, the change is committed.
 func (c *Committer) Change(ctx context.Context, table, baseTxnID, newTxnID string, op Op) (*File, error) {
 	if err := c.check(); err != nil {
@@ -155,7 +195,7 @@ func (c *Committer) Change(ctx context.Context, table, baseTxnID, newTxnID strin
 		return nil, err
 	}
 	if cfg.MetadataTxnID == newTxnID {
-		return c.alreadyCommitted(cfg, baseTxnID, op)
+		return c.alreadyCommitted(ctx, cfg, baseTxnID, op)
 	}
 	if cfg.MetadataTxnID != baseTxnID {
 		return nil, fmt.Errorf("%w: %q: base %s is not the current txn %s (txnseq %d)", ErrConflict, table, baseTxnID, cfg.MetadataTxnID, cfg.MetadataTxnSeq)
@@ -163,11 +203,14 @@ func (c *Committer) Change(ctx context.Context, table, baseTxnID, newTxnID strin
 	if !slices.Contains(cfg.MetadataServers, c.Self) {
 		return nil, fmt.Errorf("%w: %q is not in metadata_servers %v of %q", ErrNotMetadataServer, c.Self, cfg.MetadataServers, table)
 	}
-	next, enc, err := c.applyOnCurrent(cfg, newTxnID, op)
+	next, enc, err := c.applyOnCurrent(ctx, cfg, newTxnID, op)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.storeOnMajority(ctx, cfg.MetadataServers, table, newTxnID, enc); err != nil {
+		return nil, err
+	}
+	if err := c.beforeCAS(table, newTxnID); err != nil {
 		return nil, err
 	}
 	newCfg := cfg
@@ -181,10 +224,10 @@ func (c *Committer) Change(ctx context.Context, table, baseTxnID, newTxnID strin
 	return next, nil
 }
 
-// applyOnCurrent loads the current file named by cfg, applies op and encodes
-// the result.
-func (c *Committer) applyOnCurrent(cfg TableConfig, newTxnID string, op Op) (*File, []byte, error) {
-	base, err := c.loadFile(cfg)
+// applyOnCurrent loads the current file named by cfg (fetching and storing
+// it if this server lacks it), applies op and encodes the result.
+func (c *Committer) applyOnCurrent(ctx context.Context, cfg TableConfig, newTxnID string, op Op) (*File, []byte, error) {
+	base, _, err := c.currentFile(ctx, cfg, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,16 +243,22 @@ func (c *Committer) applyOnCurrent(cfg TableConfig, newTxnID string, op Op) (*Fi
 }
 
 // alreadyCommitted answers a retried Change whose newTxnID is already
-// current. It returns the committed file from Files, or rebuilds it from the
-// base (ops are deterministic) and checks it against the recorded checksum.
-func (c *Committer) alreadyCommitted(cfg TableConfig, baseTxnID string, op Op) (*File, error) {
+// current. It returns the committed file from Files; else it rebuilds it
+// from the local base (ops are deterministic) and checks it against the
+// recorded checksum, which also proves the retry carries the same op; else
+// it fetches the committed file from the other metadata servers (verified)
+// and checks that its parent is baseTxnID.
+func (c *Committer) alreadyCommitted(ctx context.Context, cfg TableConfig, baseTxnID string, op Op) (*File, error) {
 	f, err := c.loadFile(cfg)
 	if !errors.Is(err, ErrFileNotFound) {
 		return f, err
 	}
 	b, err := c.Files.Get(cfg.Name, baseTxnID)
+	if errors.Is(err, ErrFileNotFound) {
+		return c.fetchCommitted(ctx, cfg, baseTxnID)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("txn %s is committed but not stored here: %w", cfg.MetadataTxnID, err)
+		return nil, err
 	}
 	base, err := CheckEncoded(cfg.Name, baseTxnID, b)
 	if err != nil {
@@ -226,15 +275,35 @@ func (c *Committer) alreadyCommitted(cfg TableConfig, baseTxnID string, op Op) (
 	if Checksum(enc) != cfg.MetadataChecksum {
 		return nil, fmt.Errorf("%w: rebuilt %s/%s does not match the committed file", ErrChecksum, cfg.Name, cfg.MetadataTxnID)
 	}
-	if err := c.Files.Put(cfg.Name, cfg.MetadataTxnID, enc); err != nil {
-		return nil, err
+	if c.isMetadataServer(cfg) {
+		if err := c.Files.Put(cfg.Name, cfg.MetadataTxnID, enc); err != nil {
+			return nil, err
+		}
 	}
 	return next, nil
 }
 
-// Load returns the table's current config and its current file from Files,
-// verified against metadata_checksum. ErrFileNotFound means this server
-// does not hold the current file (it must fetch it from a peer).
+// fetchCommitted fetches the committed file cfg names for a retried Change
+// when neither it nor its base is stored here, and checks that it was built
+// on baseTxnID. Without the base the op itself cannot be compared.
+func (c *Committer) fetchCommitted(ctx context.Context, cfg TableConfig, baseTxnID string) (*File, error) {
+	f, _, err := c.currentFile(ctx, cfg, c.isMetadataServer(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("txn %s is committed but neither it nor its base %s could be loaded: %w", cfg.MetadataTxnID, baseTxnID, err)
+	}
+	if f.ParentTxnID != baseTxnID {
+		return nil, fmt.Errorf("%w: %q: txn %s is committed on base %s, not %s", ErrConflict, cfg.Name, cfg.MetadataTxnID, f.ParentTxnID, baseTxnID)
+	}
+	return f, nil
+}
+
+// Load returns the table's current config and its current file, verified
+// against metadata_checksum. A file missing from Files is fetched from the
+// table's other metadata servers (random order, each try bounded by
+// FetchTimeout, the first verified copy wins) and, if Self is a metadata
+// server of the table, stored durably before Load returns; a plain front
+// end fetches without storing. An error wrapping ErrFileNotFound means no
+// metadata server could supply a verified copy; it lists each one's error.
 func (c *Committer) Load(ctx context.Context, table string) (TableConfig, *File, error) {
 	if err := c.check(); err != nil {
 		return TableConfig{}, nil, err
@@ -243,7 +312,7 @@ func (c *Committer) Load(ctx context.Context, table string) (TableConfig, *File,
 	if err != nil {
 		return TableConfig{}, nil, err
 	}
-	f, err := c.loadFile(cfg)
+	f, _, err := c.currentFile(ctx, cfg, c.isMetadataServer(cfg))
 	if err != nil {
 		return TableConfig{}, nil, err
 	}
@@ -275,19 +344,23 @@ func VerifyFile(cfg TableConfig, encoded []byte) (*File, error) {
 	return f, nil
 }
 
-// storeOnMajority stores the file on Self, then on the other servers in
-// parallel, and returns once a majority of servers (Self included) hold it.
-// It fails with ErrNoQuorum, listing each peer's error, if that cannot
-// happen. Peer stores still running after the majority get StragglerWait
-// more, then are cancelled; none outlives the call.
+// storeOnMajority stores the file on Self (if Self is one of servers),
+// then on the other servers in parallel, and returns once a majority of
+// servers hold it. It fails with ErrNoQuorum, listing each peer's error, if
+// that cannot happen. Peer stores still running after the majority get
+// StragglerWait more, then are cancelled; none outlives the call.
 func (c *Committer) storeOnMajority(ctx context.Context, servers []string, table, txnID string, enc []byte) error {
-	if err := c.Files.Put(table, txnID, enc); err != nil {
-		return fmt.Errorf("metadata: store %s/%s locally: %w", table, txnID, err)
-	}
 	need := len(servers)/2 + 1
+	local := 0
+	if slices.Contains(servers, c.Self) {
+		if err := c.Files.Put(table, txnID, enc); err != nil {
+			return fmt.Errorf("metadata: store %s/%s locally: %w", table, txnID, err)
+		}
+		local = 1
+	}
 	peers := slices.DeleteFunc(slices.Clone(servers), func(s string) bool { return s == c.Self })
-	stored, errs := c.storeOnPeers(ctx, peers, need-1, table, txnID, enc)
-	stored++ // self
+	stored, errs := c.storeOnPeers(ctx, peers, need-local, table, txnID, enc)
+	stored += local
 	if stored < need {
 		return fmt.Errorf("%w: %s/%s is on %d of %d metadata servers, %d needed: %w",
 			ErrNoQuorum, table, txnID, stored, len(servers), need, errors.Join(errs...))
@@ -365,6 +438,17 @@ func (c *Committer) collect(ctx context.Context, results <-chan peerResult, pend
 		}
 	}
 	return stored, errs
+}
+
+// beforeCAS runs the BeforeCAS hook, if any.
+func (c *Committer) beforeCAS(table, txnID string) error {
+	if c.BeforeCAS == nil {
+		return nil
+	}
+	if err := c.BeforeCAS(table, txnID); err != nil {
+		return fmt.Errorf("metadata: %s/%s: aborted before the CAS: %w", table, txnID, err)
+	}
+	return nil
 }
 
 func (c *Committer) stragglerWait() time.Duration {

@@ -18,31 +18,49 @@ import (
 	"github.com/tsdb/tsdb/metadata"
 )
 
-// fakePeers stores files in per-server FileStores, like the HTTP transport
-// will, and can be told to fail or hang.
+// fakePeers stores and fetches files in per-server FileStores, like the
+// HTTP transport does, and can be told to fail, hang or lie.
 type fakePeers struct {
-	files map[string]*metadata.FileStore
-	calls atomic.Int64
-	mu    struct {
+	files   map[string]*metadata.FileStore
+	dirs    map[string]string // server → its FileStore's directory
+	calls   atomic.Int64      // StoreFile calls
+	fetches atomic.Int64      // FetchFile calls
+	mu      struct {
 		sync.Mutex
-		down map[string]error // server → error it answers
-		hang map[string]bool  // server → blocks until ctx ends
+		down    map[string]error // server → error it answers
+		hang    map[string]bool  // server → blocks until ctx ends
+		corrupt map[string]bool  // server → FetchFile answers damaged bytes
 	}
 }
 
 var errPeerDown = errors.New("peer down")
 
-func newFakePeers(t *testing.T, servers ...string) *fakePeers {
-	p := &fakePeers{files: map[string]*metadata.FileStore{}}
-	p.mu.down, p.mu.hang = map[string]error{}, map[string]bool{}
+func newFakePeers(t testing.TB, servers ...string) *fakePeers {
+	p := &fakePeers{files: map[string]*metadata.FileStore{}, dirs: map[string]string{}}
+	p.mu.down, p.mu.hang, p.mu.corrupt = map[string]error{}, map[string]bool{}, map[string]bool{}
 	for _, s := range servers {
-		fs, err := metadata.OpenFileStore(t.TempDir())
+		dir := t.TempDir()
+		fs, err := metadata.OpenFileStore(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.files[s] = fs
+		p.files[s], p.dirs[s] = fs, dir
 	}
 	return p
+}
+
+// setCorrupt makes FetchFile from server answer damaged bytes.
+func (p *fakePeers) setCorrupt(server string, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.corrupt[server] = on
+}
+
+// state returns how server behaves right now.
+func (p *fakePeers) state(server string) (down error, hang, corrupt bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.down[server], p.mu.hang[server], p.mu.corrupt[server]
 }
 
 func (p *fakePeers) setDown(err error, servers ...string) {
@@ -65,9 +83,7 @@ func (p *fakePeers) setHang(server string) {
 
 func (p *fakePeers) StoreFile(ctx context.Context, serverID, table, txnID string, encoded []byte) error {
 	p.calls.Add(1)
-	p.mu.Lock()
-	down, hang := p.mu.down[serverID], p.mu.hang[serverID]
-	p.mu.Unlock()
+	down, hang, _ := p.state(serverID)
 	if hang {
 		<-ctx.Done()
 		return ctx.Err()
@@ -83,6 +99,31 @@ func (p *fakePeers) StoreFile(ctx context.Context, serverID, table, txnID string
 		return err
 	}
 	return fs.Put(table, txnID, encoded)
+}
+
+// FetchFile answers from serverID's FileStore only, as the internal fetch
+// endpoint does (Committer.LocalFile).
+func (p *fakePeers) FetchFile(ctx context.Context, serverID, table, txnID string) ([]byte, error) {
+	p.fetches.Add(1)
+	down, hang, corrupt := p.state(serverID)
+	if hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if down != nil {
+		return nil, down
+	}
+	fs, ok := p.files[serverID]
+	if !ok {
+		return nil, fmt.Errorf("unknown server %q", serverID)
+	}
+	b, err := fs.Get(table, txnID)
+	if err != nil || !corrupt {
+		return b, err
+	}
+	b = bytes.Clone(b)
+	b[len(b)/2] ^= 0xff
+	return b, nil
 }
 
 // env is one metadata server "m1" on a real etcd.

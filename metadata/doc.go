@@ -49,6 +49,29 @@
 // committed chain and older than a grace period. That rule is what keeps a
 // committed file whose CAS reply was lost from being deleted.
 //
+// # Missing files, metadata server join and leave
+//
+// A server that lacks a file it needs (the current file for Load and
+// Current, the base of a Change, the committed file of a retried Change)
+// fetches it through Peers from the table's other metadata servers, each
+// answering with its local copy only (LocalFile), verifies it against
+// TableConfig, and, if it is a metadata server of the table, stores it
+// durably before it answers. Current refuses (ErrStale) to hand out a view
+// older than the txnseq a requester names.
+//
+// JoinMetadataServer adds Self to metadata_servers once it holds the
+// current file; RemoveMetadataServer removes a server once a majority of
+// the remaining ones hold it (DESIGN.md rule 5). Both are CASes on the
+// revision read and start over, bounded, when a commit or another list
+// change wins; a Change racing them loses its CAS the same way.
+//
+// # Change notification
+//
+// WatchTables follows every TableConfig: it reads the prefix, watches from
+// the read's revision + 1, and after any watch failure, compaction, or
+// every resync period reads again and delivers only what differs from what
+// it already delivered (DESIGN.md rule 10).
+//
 // # Partition discovery
 //
 // Discover is the pure function of DESIGN.md section 4 that tells a server
@@ -62,7 +85,8 @@
 //
 // The package imports only model from this module and stays free of pebble
 // and fasthttp; etcd is reached through the Store interface (EtcdStore uses
-// only Get and Txn). Store implementations, FileStore and Committer are safe
-// for concurrent use. Concurrent changes of one table are serialized by the
+// only Get and Txn) and, for TableWatcher, Get and Watch. Store
+// implementations, FileStore and Committer are safe for concurrent use; a
+// TableWatcher owns one goroutine, which Stop ends and waits for. Concurrent changes of one table are serialized by the
 // CAS alone; losers get ErrConflict and re-plan on the new current file.
 package metadata

@@ -38,4 +38,8 @@ var (
 	// happened. The requester re-reads TableConfig: if it names the new txnid
 	// the change is committed.
 	ErrOutcomeUnknown = errors.New("metadata: commit outcome unknown")
+	// ErrStale: the TableConfig this server reads names an older txnseq
+	// than the requester asked for (DESIGN.md rule 8); the requester retries
+	// later or asks another metadata server.
+	ErrStale = errors.New("metadata: view older than requested txnseq")
 )

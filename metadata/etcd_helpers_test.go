@@ -12,7 +12,7 @@ import (
 
 // startEtcd starts a real embedded etcd for the test and returns a client;
 // both are closed when the test ends.
-func startEtcd(t *testing.T) *clientv3.Client {
+func startEtcd(t testing.TB) *clientv3.Client {
 	t.Helper()
 	e, err := embedetcd.Start(embedetcd.Config{Dir: t.TempDir(), Fast: true})
 	if err != nil {
@@ -28,7 +28,7 @@ func startEtcd(t *testing.T) *clientv3.Client {
 }
 
 // testCtx returns a context that bounds one test's calls.
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

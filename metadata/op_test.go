@@ -37,58 +37,39 @@ func TestApplyCreate(t *testing.T) {
 }
 
 func TestApplyCreateInvalid(t *testing.T) {
+	runInvalid(t, createInvalidCases())
+}
+
+// createInvalidCases also holds the failures every op shares (txnid, base,
+// op bodies, op type).
+func createInvalidCases() []opCase {
 	base := fourPartitions()
-	for _, tc := range []struct {
-		name  string
-		base  *File
-		txnID string
-		op    func() Op
-		want  string
-	}{
-		{"non-nil base", base, testTxn('1'), func() Op { o := createOp(); return Op{Type: OpCreate, Create: &o} }, "already has a metadata file"},
-		{"no body", nil, testTxn('1'), func() Op { return Op{Type: OpCreate} }, "want exactly one op body, got 0"},
-		{"two bodies", nil, testTxn('1'), func() Op {
-			o := createOp()
-			return Op{Type: OpCreate, Create: &o, SetOffline: &SetOfflineOp{PartitionID: testID("x")}}
-		}, "want exactly one op body, got 2"},
-		{"wrong body", nil, testTxn('1'), func() Op { return Op{Type: OpCreate, SetOffline: &SetOfflineOp{}} }, "does not match the op type"},
-		{"empty servers", nil, testTxn('1'), func() Op { o := createOp(); o.Servers = nil; return Op{Type: OpCreate, Create: &o} }, "no servers"},
-		{"duplicate server", nil, testTxn('1'), func() Op {
-			o := createOp()
-			o.Servers[2].ServerID = "s2"
-			return Op{Type: OpCreate, Create: &o}
-		}, `duplicate server "s2"`},
-		{"duplicate placement", nil, testTxn('1'), func() Op {
-			o := createOp()
-			o.Servers[1].PlacementID = o.Servers[0].PlacementID
-			return Op{Type: OpCreate, Create: &o}
-		}, "duplicate placement_id"},
-		{"nil placement", nil, testTxn('1'), func() Op {
-			o := createOp()
-			o.Servers[1].PlacementID = uuid.Nil
-			return Op{Type: OpCreate, Create: &o}
-		}, "servers[1]: nil placement_id"},
-		{"empty server id", nil, testTxn('1'), func() Op {
-			o := createOp()
-			o.Servers[0].ServerID = ""
-			return Op{Type: OpCreate, Create: &o}
-		}, "servers[0]: empty server_id"},
-		{"nil partition id", nil, testTxn('1'), func() Op { o := createOp(); o.PartitionID = uuid.Nil; return Op{Type: OpCreate, Create: &o} }, "nil partition_id"},
-		{"bad table name", nil, testTxn('1'), func() Op { o := createOp(); o.Table = "Bad-Name"; return Op{Type: OpCreate, Create: &o} }, "invalid table name"},
-		{"empty table name", nil, testTxn('1'), func() Op { o := createOp(); o.Table = ""; return Op{Type: OpCreate, Create: &o} }, "invalid table name"},
-		{"short txnid", nil, "abc", func() Op { o := createOp(); return Op{Type: OpCreate, Create: &o} }, "new txnid"},
-		{"uppercase txnid", nil, testTxn('A'), func() Op { o := createOp(); return Op{Type: OpCreate, Create: &o} }, "new txnid"},
-		{"unknown type", base, testTxn('1'), func() Op { return Op{Type: "EXPLODE", SetOffline: &SetOfflineOp{}} }, "op type not supported"},
-		{"body of another type", base, testTxn('1'), func() Op { return Op{Type: OpSplitBegin, SetOffline: &SetOfflineOp{}} }, "SPLIT_BEGIN: the op body does not match the op type"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before, _ := Encode(base)
-			_, err := Apply(tc.base, tc.txnID, tc.op())
-			wantErr(t, err, ErrInvalidOp, tc.want)
-			if after, _ := Encode(base); !bytes.Equal(before, after) {
-				t.Fatal("Apply modified the base")
-			}
-		})
+	create := func(edit func(o *CreateOp)) Op { o := createOp(); edit(&o); return Op{Type: OpCreate, Create: &o} }
+	nop := func(*CreateOp) {}
+	return []opCase{
+		{name: "non-nil base", base: base, op: create(nop), err: `table "cpu" already has a metadata file (txnid ` + base.TxnID + ")"},
+		{name: "no body", op: Op{Type: OpCreate}, err: "want exactly one op body, got 0"},
+		{name: "two bodies", op: Op{Type: OpCreate, Create: create(nop).Create, SetOffline: &SetOfflineOp{PartitionID: testID("x")}},
+			err: "want exactly one op body, got 2"},
+		{name: "wrong body", op: Op{Type: OpCreate, SetOffline: &SetOfflineOp{}}, err: "CREATE: the op body does not match the op type"},
+		{name: "empty servers", op: create(func(o *CreateOp) { o.Servers = nil }), err: "CREATE: no servers"},
+		{name: "duplicate server", op: create(func(o *CreateOp) { o.Servers[2].ServerID = "s2" }), err: `servers[2]: duplicate server "s2"`},
+		{name: "duplicate placement", op: create(func(o *CreateOp) { o.Servers[1].PlacementID = o.Servers[0].PlacementID }),
+			err: "servers[1]: duplicate placement_id " + testID("a").String()},
+		{name: "nil placement", op: create(func(o *CreateOp) { o.Servers[1].PlacementID = uuid.Nil }), err: "servers[1]: nil placement_id"},
+		{name: "empty server id", op: create(func(o *CreateOp) { o.Servers[0].ServerID = "" }), err: "servers[0]: empty server_id"},
+		{name: "nil partition id", op: create(func(o *CreateOp) { o.PartitionID = uuid.Nil }), err: "CREATE: nil partition_id"},
+		{name: "bad table name", op: create(func(o *CreateOp) { o.Table = "Bad-Name" }), err: "invalid table name"},
+		{name: "empty table name", op: create(func(o *CreateOp) { o.Table = "" }), err: "invalid table name"},
+		{name: "short txnid", txn: "abc", op: create(nop), err: `new txnid "abc" is not 40 lowercase hex characters`},
+		{name: "uppercase txnid", txn: testTxn('A'), op: create(nop), err: "new txnid"},
+		{name: "unknown type", base: base, op: Op{Type: "EXPLODE", SetOffline: &SetOfflineOp{}}, err: "EXPLODE: op type not supported"},
+		{name: "body of another type", base: base, op: Op{Type: OpSplitBegin, SetOffline: &SetOfflineOp{}},
+			err: "SPLIT_BEGIN: the op body does not match the op type"},
+		{name: "no base for a change", op: Op{Type: OpSetOffline, SetOffline: &SetOfflineOp{PartitionID: testID("p2")}},
+			err: "SET_OFFLINE: no base file"},
+		{name: "new txnid equals the base", base: base, txn: base.TxnID, op: Op{Type: OpSetOffline, SetOffline: &SetOfflineOp{PartitionID: testID("p2"), Offline: true}},
+			err: "new txnid equals the base txnid"},
 	}
 }
 
@@ -140,21 +121,24 @@ func TestApplySetOffline(t *testing.T) {
 	if err != nil || back.Partitions[2].Offline || back.TxnSeq != 4 {
 		t.Fatalf("back online: %+v %v", back, err)
 	}
-	for _, tc := range []struct {
-		name string
-		base *File
-		txn  string
-		op   Op
-		want string
-	}{
-		{"nil base", nil, testTxn('c'), op, "no base file"},
-		{"same txnid", base, base.TxnID, op, "equals the base txnid"},
-		{"unknown partition", base, testTxn('c'), Op{Type: OpSetOffline, SetOffline: &SetOfflineOp{PartitionID: testID("zz"), Offline: true}}, "not a current partition"},
-		{"no change", f, testTxn('d'), op, "already has offline=true"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Apply(tc.base, tc.txn, tc.op)
-			wantErr(t, err, ErrInvalidOp, tc.want)
-		})
+	runInvalid(t, setOfflineInvalidCases())
+}
+
+func setOfflineInvalidCases() []opCase {
+	off := fourPartitions()
+	off.Partitions[2].Offline = true
+	// A base that breaks an invariant no op checks (two partitions share
+	// an id): the result fails validation and is refused.
+	broken := fourPartitions()
+	broken.Partitions[3].ID = broken.Partitions[0].ID
+	setOffline := func(id string, on bool) Op {
+		return Op{Type: OpSetOffline, SetOffline: &SetOfflineOp{PartitionID: testID(id), Offline: on}}
+	}
+	return []opCase{
+		{name: "unknown partition", base: fourPartitions(), op: setOffline("zz", true), err: "partition " + testID("zz").String() + " is not a current partition"},
+		{name: "split child id", base: splitting(), op: setOffline("c1", true), err: "partition " + testID("c1").String() + " is not a current partition"},
+		{name: "no change", base: off, op: setOffline("p2", true), err: "partition " + testID("p2").String() + " already has offline=true"},
+		{name: "already online", base: fourPartitions(), op: setOffline("p2", false), err: "already has offline=false"},
+		{name: "result fails validation", base: broken, op: setOffline("p2", true), err: "SET_OFFLINE produced an invalid file"},
 	}
 }

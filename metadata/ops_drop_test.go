@@ -42,8 +42,12 @@ func TestApplyDropPartitionsValid(t *testing.T) {
 }
 
 func TestApplyDropPartitionsInvalid(t *testing.T) {
+	runInvalid(t, dropPartitionsInvalidCases())
+}
+
+func dropPartitionsInvalidCases() []opCase {
 	four, sp := fourPartitions(), splitting()
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "no ids", base: four, op: dropPartitions(1000), err: "no partition ids"},
 		{name: "every partition", base: four, op: dropPartitions(1000, "p0", "p1", "p2", "p3"), err: "would drop 4 of 4 partitions; at least one must remain"},
 		{name: "the only partition", base: single(), op: dropPartitions(1000, "only"), err: "would drop 1 of 1 partitions"},
@@ -60,7 +64,7 @@ func TestApplyDropPartitionsInvalid(t *testing.T) {
 			err: "partition " + testID("p1").String() + " is splitting; it cannot be dropped"},
 		{name: "nil id", base: four, op: Op{Type: OpDropPartitions, DropPartitions: &DropPartitionsOp{PartitionIDs: []uuid.UUID{uuid.Nil}, Before: 1000}},
 			err: "partition " + uuid.Nil.String() + " is not a current partition"},
-	})
+	}
 }
 
 // single returns a valid file of one partition covering the whole axis.

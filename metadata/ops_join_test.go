@@ -87,9 +87,13 @@ func TestApplyJoinValid(t *testing.T) {
 }
 
 func TestApplyJoinServerInvalid(t *testing.T) {
+	runInvalid(t, joinServerInvalidCases())
+}
+
+func joinServerInvalidCases() []opCase {
 	four, j, sp := fourPartitions(), withJoining(), splitting()
 	p2 := testID("p2").String()
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: four, op: joinServer("zz", pl("s3", "new")), err: "partition " + testID("zz").String() + " is not a current partition"},
 		{name: "split child id", base: sp, op: joinServer("c1", pl("s4", "new")), err: "is a split child of " + testID("p1").String()},
 		{name: "splitting", base: sp, op: joinServer("p1", pl("s3", "new")), err: "partition " + testID("p1").String() + " is splitting; JOIN_SERVER waits"},
@@ -103,25 +107,33 @@ func TestApplyJoinServerInvalid(t *testing.T) {
 			err: "placement_id " + testID("p2s3").String()},
 		{name: "placement used by a split child", base: sp, op: joinServer("p2", pl("s3", "c1s3")),
 			err: "placement_id " + testID("c1s3").String()},
-	})
+	}
 }
 
 func TestApplyJoinFinalizeInvalid(t *testing.T) {
+	runInvalid(t, joinFinalizeInvalidCases())
+}
+
+func joinFinalizeInvalidCases() []opCase {
 	p2 := testID("p2").String()
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: withJoining(), op: joinFinalize("zz", "s3"), err: "is not a current partition"},
 		{name: "split child id", base: splitting(), op: joinFinalize("c1", "s1"), err: "is a split child of " + testID("p1").String()},
 		{name: "not joining", base: withJoining(), op: joinFinalize("p2", "s9"), err: `server "s9" is not joining partition ` + p2},
 		{name: "already a server", base: withJoining(), op: joinFinalize("p2", "s1"), err: `server "s1" already serves partition ` + p2},
 		{name: "nobody joining", base: fourPartitions(), op: joinFinalize("p2", "s3"), err: `server "s3" is not joining`},
-	})
+	}
 }
 
 func TestApplyRemoveServerInvalid(t *testing.T) {
+	runInvalid(t, removeServerInvalidCases())
+}
+
+func removeServerInvalidCases() []opCase {
 	p2 := testID("p2").String()
 	single := fourPartitions()
 	single.Partitions[2].Servers = single.Partitions[2].Servers[:1]
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: fourPartitions(), op: removeServer("zz", "s1", false, 1), err: "is not a current partition"},
 		{name: "split child id", base: splitting(), op: removeServer("c1", "s1", true, 1), err: "is a split child of " + testID("p1").String()},
 		{name: "replication factor 0", base: fourPartitions(), op: removeServer("p2", "s1", false, 0), err: "replication_factor 0 must be at least 1"},
@@ -133,14 +145,18 @@ func TestApplyRemoveServerInvalid(t *testing.T) {
 			err: "would leave 2 in servers ∪ joining of partition " + p2 + ", below the replication factor 3"},
 		{name: "last server with nobody joining", base: single, op: removeServer("p2", "s1", false, 1),
 			err: `server "s1" is the last server of partition ` + p2 + " and nobody is joining"},
-	})
+	}
 }
 
 func TestApplyForceJoinInvalid(t *testing.T) {
+	runInvalid(t, forceJoinInvalidCases())
+}
+
+func forceJoinInvalidCases() []opCase {
 	p2 := testID("p2").String()
 	spLost := splitting()
 	spLost.Partitions[1].Servers = []Placement{}
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: lost(), op: forceJoin("zz", pl("s5", "new")), err: "is not a current partition"},
 		{name: "split child id", base: splitting(), op: forceJoin("c1", pl("s5", "new")), err: "is a split child of " + testID("p1").String()},
 		{name: "servers not empty", base: fourPartitions(), op: forceJoin("p2", pl("s5", "new")),
@@ -150,5 +166,5 @@ func TestApplyForceJoinInvalid(t *testing.T) {
 		{name: "empty server id", base: lost(), op: forceJoin("p2", pl("", "new")), err: "placement: empty server_id"},
 		{name: "nil placement id", base: lost(), op: forceJoin("p2", Placement{ServerID: "s5", PlacementID: uuid.Nil}), err: "nil placement_id"},
 		{name: "placement used", base: lost(), op: forceJoin("p2", pl("s5", "p3s1")), err: "placement_id " + testID("p3s1").String() + ` for server "s5" is already used`},
-	})
+	}
 }

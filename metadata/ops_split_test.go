@@ -23,14 +23,23 @@ import (
 // nextTxn is the txnid every op test applies under.
 var nextTxn = testTxn('c')
 
-// opCase is one op applied to a base. A valid case sets want (the exact
-// expected file); an invalid one sets err (a substring of the message).
+// opCase is one op applied to a base under txn (nextTxn when empty). A
+// valid case sets want (the exact expected file); an invalid one sets err (a
+// substring of the message).
 type opCase struct {
 	name string
 	base *File
+	txn  string
 	op   Op
 	want *File
 	err  string
+}
+
+func (tc opCase) txnID() string {
+	if tc.txn == "" {
+		return nextTxn
+	}
+	return tc.txn
 }
 
 // wantNext returns the file an op applied to base under nextTxn must
@@ -73,13 +82,13 @@ func runInvalid(t *testing.T, cases []opCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := mustEncode(t, tc.base)
-			f, err := Apply(tc.base, nextTxn, tc.op)
+			before := jsonOf(tc.base) // a base may be invalid on purpose, so not Encode
+			f, err := Apply(tc.base, tc.txnID(), tc.op)
 			wantErr(t, err, ErrInvalidOp, tc.err)
 			if f != nil {
 				t.Fatal("a failed op returned a file")
 			}
-			if !bytes.Equal(before, mustEncode(t, tc.base)) {
+			if before != jsonOf(tc.base) {
 				t.Fatal("Apply modified the base")
 			}
 		})
@@ -295,11 +304,15 @@ func TestApplySplitBeginCopiesTheOp(t *testing.T) {
 }
 
 func TestApplySplitBeginInvalid(t *testing.T) {
+	runInvalid(t, splitBeginInvalidCases())
+}
+
+func splitBeginInvalidCases() []opCase {
 	four, sp := fourPartitions(), splitting()
 	noServers := fourPartitions()
 	noServers.Partitions[1].Servers = nil
 	with := func(edit func(o *SplitBeginOp)) Op { o := sizeSplit(); edit(&o); return splitBegin(o) }
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: four, op: with(func(o *SplitBeginOp) { o.PartitionID = testID("zz") }),
 			err: "partition " + testID("zz").String() + " is not a current partition"},
 		{name: "split child id", base: sp, op: with(func(o *SplitBeginOp) { o.PartitionID = testID("c1") }),
@@ -372,15 +385,19 @@ func TestApplySplitBeginInvalid(t *testing.T) {
 		{name: "child placement repeated across children", base: four, op: with(func(o *SplitBeginOp) {
 			o.Children[1].Servers[1] = pl("s4", "n1s1")
 		}), err: "children[1]: servers[1]: placement_id " + testID("n1s1").String() + ` of server "s4" is already used in the file or by another child`},
-	})
+	}
 }
 
 func TestApplySplitFinalizeInvalid(t *testing.T) {
+	runInvalid(t, splitFinalizeInvalidCases())
+}
+
+func splitFinalizeInvalidCases() []opCase {
 	four, sp := fourPartitions(), splitting()
 	all := map[string][]string{"c1": {"s1", "s2", "s3"}, "c2": {"s2", "s3", "s4"}}
 	two := splitting()
 	two.Partitions[1].Split.Children[0].Servers = two.Partitions[1].Split.Children[0].Servers[:2]
-	runInvalid(t, []opCase{
+	return []opCase{
 		{name: "unknown partition", base: sp, op: splitFinalize("zz", all), err: "is not a current partition"},
 		{name: "split child id", base: sp, op: splitFinalize("c1", all), err: "is a split child of " + testID("p1").String()},
 		{name: "not splitting", base: four, op: splitFinalize("p1", all), err: "partition " + testID("p1").String() + " is not splitting"},
@@ -402,15 +419,20 @@ func TestApplySplitFinalizeInvalid(t *testing.T) {
 		{name: "half is not a majority", base: two, op: splitFinalize("p1", map[string][]string{
 			"c1": {"s1"}, "c2": {"s2", "s3"},
 		}), err: "child " + testID("c1").String() + ": 1 of its 2 servers confirmed, a majority (2) must"},
-	})
+	}
 }
 
 func TestApplySplitAbortInvalid(t *testing.T) {
-	runInvalid(t, []opCase{
+	runInvalid(t, splitAbortInvalidCases())
+}
+
+func splitAbortInvalidCases() []opCase {
+	return []opCase{
 		{name: "unknown partition", base: splitting(), op: splitAbort("zz"), err: "partition " + testID("zz").String() + " is not a current partition"},
 		{name: "split child id", base: splitting(), op: splitAbort("c2"), err: "is a split child of " + testID("p1").String()},
 		{name: "not splitting", base: splitting(), op: splitAbort("p2"), err: "partition " + testID("p2").String() + " is not splitting"},
-	})
+		{name: "aborted already", base: fourPartitions(), op: splitAbort("p1"), err: "partition " + testID("p1").String() + " is not splitting"},
+	}
 }
 
 // TestApplySplitFinalizeConfirmedMessageDeterministic checks that several
