@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +20,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -50,8 +54,27 @@ type Config struct {
 	// 10 min and 1 h. SweepKeep is how many committed ancestors to keep (10).
 	SweepInterval, SweepGrace time.Duration
 	SweepKeep                 int
+	// Advertise is the address other servers reach this one at; default
+	// the listener's address, with a wildcard host (":8080", "0.0.0.0")
+	// replaced by the machine's hostname.
+	Advertise string
+	// RegistrationTTL is the lease TTL of the membership key; default 10s.
+	RegistrationTTL time.Duration
+	// ReconcileInterval is how often every table is re-checked against
+	// etcd (rule 10); default 30s.
+	ReconcileInterval time.Duration
+	// SyncTimeout bounds the loading of one table's METADATA; default 10s.
+	SyncTimeout time.Duration
+	// RPCTimeout bounds one internal call attempt; default 5s.
+	RPCTimeout time.Duration
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
+
+	// onTableSynced, set by tests, is called after each table sync with the
+	// txnseq the server now holds.
+	onTableSynced func(table string, txnSeq uint64)
+	// beforeCAS, set by tests, is the committer's fault-injection hook.
+	beforeCAS func(table, txnID string) error
 }
 
 func (c *Config) ensureDefaults() {
@@ -69,6 +92,12 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.SweepKeep <= 0 {
 		c.SweepKeep = 10
+	}
+	if c.ReconcileInterval <= 0 {
+		c.ReconcileInterval = 30 * time.Second
+	}
+	if c.SyncTimeout <= 0 {
+		c.SyncTimeout = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -106,6 +135,17 @@ type Node struct {
 	ln        net.Listener
 	registry  *prometheus.Registry
 	started   time.Time
+	rpc       *rpc.Client
+	dir       *directory
+	reg       *membership.Registration
+
+	mu struct {
+		sync.Mutex
+		// synced is the txnseq of each table's last processed METADATA.
+		synced map[string]uint64
+		// replicas is the last discovery answer of each local replica.
+		replicas map[uuid.UUID]ReplicaStatus
+	}
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
@@ -151,7 +191,17 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	n.committer = &metadata.Committer{Store: n.meta, Files: n.files, Self: cfg.ID, Logger: n.log}
+	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout})
+	closers = append(closers, n.rpc.Close)
+	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
+	n.committer = &metadata.Committer{
+		Store:     n.meta,
+		Files:     n.files,
+		Peers:     peers{dir: n.dir, rpc: n.rpc},
+		Self:      cfg.ID,
+		Logger:    n.log,
+		BeforeCAS: cfg.beforeCAS,
+	}
 	n.router = router.New(router.Config{
 		Self:   cfg.ID,
 		Meta:   n.committer,
@@ -159,6 +209,40 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Clock:  model.NewClock(cfg.ID, nil),
 		Logger: n.log,
 	})
+	n.mu.synced = make(map[string]uint64)
+	n.mu.replicas = make(map[uuid.UUID]ReplicaStatus)
+
+	n.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
+	}
+	closers = append(closers, func() { n.ln.Close() })
+	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	closers = append(closers, func() { cancel(); n.wg.Wait() })
+	// Register before loading tables: peers resolve this server's address
+	// from the list, and its own fetches resolve theirs.
+	n.reg, err = membership.Register(ctx, membership.Config{
+		Client:  n.etcd,
+		Prefix:  cfg.EtcdPrefix,
+		Self:    membership.Info{ID: cfg.ID, Addr: advertise, StartedAt: n.started},
+		TTL:     cfg.RegistrationTTL,
+		Summary: n.summary,
+		Logger:  n.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node: register in etcd: %w", err)
+	}
+	closers = append(closers, func() { n.reg.Close(context.Background()) })
+	if _, err := n.dir.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("node: read the server list: %w", err)
+	}
+	servers := membership.Watch(bg, n.etcd, cfg.EtcdPrefix, n.dir.set, membership.WithLogger(n.log))
+	n.goAttach(servers.Wait)
 	if err := n.loadTables(ctx); err != nil {
 		return nil, err
 	}
@@ -167,25 +251,54 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(n.registry, n.store)
 	n.api = tsdbhttp.NewServer(tsdbhttp.Config{
-		AuthToken:    cfg.AuthToken,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Registry:     n.registry,
-		Logger:       n.log,
+		AuthToken:     cfg.AuthToken,
+		ClusterSecret: cfg.ClusterSecret,
+		Internal:      internal{n},
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Registry:      n.registry,
+		Logger:        n.log,
 	}, backend{n})
-	n.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
-	}
-	bg, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
 	n.goAttach(func() {
 		if err := n.api.Serve(n.ln); err != nil {
 			n.log.Error("http server stopped", "err", err)
 		}
 	})
+	tables := metadata.WatchTables(bg, n.etcd, cfg.EtcdPrefix, func(ev metadata.TableEvent) { n.onTableEvent(bg, ev) },
+		metadata.WithWatchLogger(n.log))
+	n.goAttach(tables.Wait)
 	n.goAttach(func() { n.sweepLoop(bg) })
-	n.log.Info("server started", "addr", n.Addr(), "data", cfg.DataDir)
+	n.goAttach(func() { n.reconcileLoop(bg) })
+	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
 	return n, nil
+}
+
+// advertiseAddr is the address peers reach this server at.
+func advertiseAddr(configured string, ln net.Addr) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	host, port, err := net.SplitHostPort(ln.String())
+	if err != nil {
+		return "", fmt.Errorf("node: listener address %s: %w", ln, err)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if host, err = os.Hostname(); err != nil {
+			return "", fmt.Errorf("node: listening on all interfaces and no hostname to advertise (set Advertise): %w", err)
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// summary is the load this server publishes in its membership key.
+func (n *Node) summary() membership.Summary {
+	reps := n.store.Replicas()
+	s := membership.Summary{Partitions: len(reps)}
+	for _, r := range reps {
+		if b, err := r.DiskUsage(); err == nil {
+			s.Bytes += b
+		}
+	}
+	return s
 }
 
 // goAttach runs f in a goroutine that Stop waits for.
@@ -197,31 +310,33 @@ func (n *Node) goAttach(f func()) {
 	}()
 }
 
-// loadTables loads the METADATA of every table this server is a metadata
-// server of and makes sure its local replicas exist (they are re-opened from
-// the partition store's registry; a placement assigned while this server was
-// down is created now). Without etcd the server cannot start; a table that
-// fails to load is logged and retried on its first use, so one bad table does
-// not keep the others down.
+// loadTables loads, before the server serves anything, the METADATA of
+// every table it is a metadata server of or holds replicas of, fetching
+// from the other metadata servers the transactions committed while it was
+// down (DESIGN.md section 4: a metadata server that lacks the current txn
+// serves nothing until it has fetched it). Local replicas are re-opened from
+// the partition store's registry, and placements assigned meanwhile are
+// created. Without etcd the server cannot start; a table that fails to load
+// is logged and retried by the watch and the reconciliation, so one bad
+// table does not keep the others down.
 func (n *Node) loadTables(ctx context.Context) error {
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
 	tables, err := n.meta.ListTables(lctx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("node: list tables in etcd at %s (is etcd running there?): %w",
 			strings.Join(n.cfg.EtcdEndpoints, ","), err)
 	}
+	local := make(map[string]bool)
+	for _, rep := range n.store.Replicas() {
+		local[rep.Info().Table] = true
+	}
 	for _, t := range tables {
-		if !contains(t.MetadataServers, n.cfg.ID) {
+		if !contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] {
 			continue
 		}
-		cfg, file, err := n.committer.Load(ctx, t.Name)
-		if err == nil {
-			n.router.Update(cfg, file)
-			_, err = n.router.EnsureLocalReplicas(file)
-		}
-		if err != nil {
-			n.log.Error("table not loaded at start; retried on first use", "table", t.Name, "err", err)
+		if err := n.syncTable(ctx, t.Name); err != nil {
+			n.log.Error("table not loaded at start; retried in the background", "table", t.Name, "err", err)
 		}
 	}
 	return nil
@@ -290,6 +405,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		n.cancel()
 		n.wg.Wait()
+		if err := n.reg.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leave the server list: %w", err))
+		}
+		n.rpc.Close()
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partition store: %w", err))
 		}
@@ -307,18 +426,52 @@ type backend struct{ n *Node }
 
 var _ tsdbhttp.Backend = backend{}
 
-// liveServers is the number of servers a new table may be placed on. Until
-// membership arrives (issue 4) a table lives on the server that creates it.
-func (b backend) liveServers() int { return 1 }
-
+// CreateTable creates a table on the cluster (DESIGN.md section 4): the
+// replication factor (default min(3, live servers)) picks that many live
+// servers, least loaded first, for the first partition; the metadata servers
+// are as many, this server (the coordinator) and the partition's servers.
 func (b backend) CreateTable(ctx context.Context, req api.CreateTableRequest) (metadata.TableConfig, error) {
 	n := b.n
-	live := b.liveServers()
+	live, err := n.dir.refresh(ctx)
+	if err != nil {
+		return metadata.TableConfig{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
+	}
+	if !slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == n.cfg.ID }) {
+		return metadata.TableConfig{}, fmt.Errorf("%w: this server's own registration is not live", tsdbhttp.ErrUnavailable)
+	}
+	cfg, err := tableConfigFromRequest(req, len(live))
+	if err != nil {
+		return metadata.TableConfig{}, err
+	}
+	chosen := pickServers(live, cfg.ReplicationFactor, rand.IntN)
+	op := metadata.CreateOp{Table: cfg.Name, PartitionID: uuid.New()}
+	cfg.MetadataServers = []string{n.cfg.ID}
+	for _, s := range chosen {
+		op.Servers = append(op.Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
+		if s.ID != n.cfg.ID && len(cfg.MetadataServers) < cfg.ReplicationFactor {
+			cfg.MetadataServers = append(cfg.MetadataServers, s.ID)
+		}
+	}
+	cfg, file, err := n.committer.Create(ctx, cfg, op)
+	if err != nil {
+		return metadata.TableConfig{}, err
+	}
+	n.router.Update(cfg, file)
+	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
+		return metadata.TableConfig{}, err
+	}
+	n.log.Info("table created", "table", cfg.Name, "txnid", cfg.MetadataTxnID,
+		"servers", op.Servers, "metadata_servers", cfg.MetadataServers)
+	return cfg, nil
+}
+
+// tableConfigFromRequest builds and validates a new table's config for a
+// cluster of live servers.
+func tableConfigFromRequest(req api.CreateTableRequest, live int) (metadata.TableConfig, error) {
 	cfg := metadata.TableConfig{
 		Name:                req.Name,
 		ReplicationFactor:   req.ReplicationFactor,
 		PartitionSizeTarget: req.PartitionSizeTarget,
-		MetadataServers:     []string{n.cfg.ID},
 		CreatedAt:           time.Now().UTC(),
 	}
 	if cfg.ReplicationFactor == 0 {
@@ -346,20 +499,6 @@ func (b backend) CreateTable(ctx context.Context, req api.CreateTableRequest) (m
 		return metadata.TableConfig{}, fmt.Errorf("%w: replication_factor %d exceeds the %d live server(s)",
 			metadata.ErrInvalidConfig, cfg.ReplicationFactor, live)
 	}
-	op := metadata.CreateOp{
-		Table:       cfg.Name,
-		PartitionID: uuid.New(),
-		Servers:     []metadata.Placement{{ServerID: n.cfg.ID, PlacementID: uuid.New()}},
-	}
-	cfg, file, err := n.committer.Create(ctx, cfg, op)
-	if err != nil {
-		return metadata.TableConfig{}, err
-	}
-	n.router.Update(cfg, file)
-	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
-		return metadata.TableConfig{}, err
-	}
-	n.log.Info("table created", "table", cfg.Name, "txnid", cfg.MetadataTxnID)
 	return cfg, nil
 }
 
@@ -389,13 +528,48 @@ func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuer
 	})
 }
 
+// Metadata returns the current METADATA (re-read from etcd) or, for a
+// named txn, the file as held here or by one of the table's metadata
+// servers, verified to be the named txn of the table.
 func (b backend) Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error) {
-	return metadata.TableConfig{}, nil, errors.New("not implemented yet")
+	n := b.n
+	cfg, cur, err := n.committer.Load(ctx, table)
+	if err != nil || txnID == "" || txnID == cfg.MetadataTxnID {
+		return cfg, cur, err
+	}
+	if enc, err := n.committer.LocalFile(table, txnID); err == nil {
+		f, err := metadata.CheckEncoded(table, txnID, enc)
+		return cfg, f, err
+	}
+	var errs []error
+	p := peers{dir: n.dir, rpc: n.rpc}
+	for _, id := range cfg.MetadataServers {
+		if id == n.cfg.ID {
+			continue
+		}
+		enc, err := p.FetchFile(ctx, id, table, txnID)
+		if err == nil {
+			f, err := metadata.CheckEncoded(table, txnID, enc)
+			return cfg, f, err
+		}
+		if !errors.Is(err, metadata.ErrFileNotFound) {
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return cfg, nil, fmt.Errorf("%w: txn %s of %q: %w", tsdbhttp.ErrUnavailable, txnID, table, errors.Join(errs...))
+	}
+	return cfg, nil, fmt.Errorf("%w: txn %s of %q is held by no metadata server (it never existed, or the sweep removed it)", metadata.ErrFileNotFound, txnID, table)
 }
 
 func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
-	n := b.n
-	return api.ClusterResponse{Servers: []api.ServerInfo{{
-		ID: n.cfg.ID, Addr: n.Addr(), StartedAt: n.started, Replicas: len(n.store.Replicas()),
-	}}}, nil
+	live, err := b.n.dir.refresh(ctx)
+	if err != nil {
+		return api.ClusterResponse{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
+	}
+	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
+	for _, i := range live {
+		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt, Replicas: i.Summary.Partitions})
+	}
+	return resp, nil
 }

@@ -98,6 +98,7 @@ func TestBadFlagsAreOneLineErrors(t *testing.T) {
 		{[]string{"server", "--data", "x", "--etcd", "http://127.0.0.1:1"}, "--id"},
 		{[]string{"server", "--id", "s1", "--etcd", "http://127.0.0.1:1"}, "--data"},
 		{[]string{"server", "--id", "s1", "--data", "x", "--listen", "nope"}, "--listen"},
+		{[]string{"server", "--id", "s1", "--data", "x", "--advertise", "nope"}, "--advertise"},
 		{[]string{"server", "--id", "s1", "--data", "x", "--max-body-bytes", "1"}, "--max-body-bytes"},
 		{[]string{"server", "--bogus"}, "bogus"},
 	} {

@@ -15,9 +15,9 @@ import (
 
 func newServerCmd() *cobra.Command {
 	var (
-		id, listen, data, etcd, prefix, tokenFile, secretFile string
-		maxBody                                               int
-		logs                                                  logFlags
+		id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
+		maxBody                                                          int
+		logs                                                             logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
@@ -35,6 +35,11 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			}
 			if _, _, err := net.SplitHostPort(listen); err != nil {
 				return fmt.Errorf("--listen %q: want host:port", listen)
+			}
+			if advertise != "" {
+				if _, _, err := net.SplitHostPort(advertise); err != nil {
+					return fmt.Errorf("--advertise %q: want host:port", advertise)
+				}
 			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body-bytes %d: want at least 1024", maxBody)
@@ -56,7 +61,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 				return err
 			}
 			n, err := node.Start(cmd.Context(), node.Config{
-				ID: id, Listen: listen, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
+				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
 			})
 			if err != nil {
@@ -72,6 +77,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "server id, unique in the cluster and stable across restarts (required)")
 	f.StringVar(&listen, "listen", "127.0.0.1:8080", "HTTP listen address host:port")
+	f.StringVar(&advertise, "advertise", "", "address other servers reach this one at, host:port (default: the listen address; a wildcard host is replaced by the hostname)")
 	f.StringVar(&data, "data", "", "data directory (required)")
 	f.StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "comma-separated etcd client URLs")
 	f.StringVar(&prefix, "etcd-prefix", "/tsdb/", "prefix of every etcd key")

@@ -1,0 +1,157 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// maxChangeAttempts bounds how often RequestChange re-plans after a
+// conflict.
+const maxChangeAttempts = 8
+
+// Planner plans one change of a table from its current config and METADATA.
+type Planner func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, error)
+
+// RequestChange commits one METADATA change planned by plan (DESIGN.md
+// section 4): it reads the current transaction, asks a metadata server of
+// the table (this one when it is one) to commit {base, new txnid, op}, and
+// when another change won it re-reads and re-plans, up to a bound. A
+// metadata server that cannot be reached is replaced by the next one with
+// the same request, so the change commits at most once. It returns the
+// committed file; this server's caches are refreshed before it returns.
+func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*metadata.File, error) {
+	var last error
+	for attempt := range maxChangeAttempts {
+		if attempt > 0 && !sleepJitter(ctx, attempt) {
+			break
+		}
+		cfg, file, err := n.committer.Load(ctx, table)
+		if err != nil {
+			return nil, err
+		}
+		op, err := plan(cfg, file)
+		if err != nil {
+			return nil, err
+		}
+		req := api.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
+		f, err := n.sendChange(ctx, cfg, req)
+		if err == nil {
+			if err := n.syncTable(ctx, table); err != nil {
+				n.log.Warn("committed change not yet visible locally", "table", table, "txnid", f.TxnID, "err", err)
+			}
+			return f, nil
+		}
+		if !errors.Is(err, metadata.ErrConflict) {
+			return nil, err
+		}
+		last = err
+	}
+	if last == nil {
+		last = ctx.Err()
+	}
+	return nil, fmt.Errorf("change of %q not committed after %d attempts: %w", table, maxChangeAttempts, last)
+}
+
+// sendChange sends req to the table's metadata servers, this one first, the
+// others in random order, until one gives a definitive answer.
+func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api.ChangeMetadataRequest) (*metadata.File, error) {
+	order := make([]string, 0, len(cfg.MetadataServers))
+	for _, id := range cfg.MetadataServers {
+		if id == n.cfg.ID {
+			order = append([]string{id}, order...)
+		} else {
+			order = append(order, id)
+		}
+	}
+	if len(order) > 1 && order[0] == n.cfg.ID {
+		rand.Shuffle(len(order)-1, func(i, j int) { order[i+1], order[j+1] = order[j+1], order[i+1] })
+	} else {
+		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	var errs []error
+	for _, id := range order {
+		f, err := n.changeOn(ctx, id, req)
+		if err == nil {
+			return f, nil
+		}
+		if definitive(err) {
+			return nil, err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		if errors.Is(err, metadata.ErrOutcomeUnknown) {
+			if f, ok := n.committedAs(ctx, req); ok {
+				return f, nil
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%w: no metadata server of %q committed the change: %w", metadata.ErrNoQuorum, req.Table, errors.Join(errs...))
+}
+
+// changeOn asks metadata server id to coordinate req.
+func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRequest) (*metadata.File, error) {
+	if id == n.cfg.ID {
+		return n.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
+	}
+	addr, err := n.dir.addr(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var resp api.ChangeMetadataResponse
+	if err := n.rpc.Call(ctx, addr, api.PathMetadataChange, req, &resp); err != nil {
+		return nil, mapRPCError(err)
+	}
+	f, err := metadata.CheckEncoded(req.Table, resp.TxnID, resp.Encoded)
+	if err != nil {
+		return nil, fmt.Errorf("change answer of %s: %w", id, err)
+	}
+	return f, nil
+}
+
+// committedAs learns by re-reading TableConfig whether req committed.
+func (n *Node) committedAs(ctx context.Context, req api.ChangeMetadataRequest) (*metadata.File, bool) {
+	cfg, file, err := n.committer.Load(ctx, req.Table)
+	if err != nil || cfg.MetadataTxnID != req.NewTxnID {
+		return nil, false
+	}
+	return file, true
+}
+
+// definitive reports whether a change error is an answer about the change
+// itself (it conflicts, is invalid, or the table is gone) rather than about
+// the coordinator that was asked.
+func definitive(err error) bool {
+	switch {
+	case errors.Is(err, metadata.ErrConflict), errors.Is(err, metadata.ErrInvalidOp),
+		errors.Is(err, metadata.ErrTableNotFound), errors.Is(err, metadata.ErrInvalidFile):
+		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	var se *rpc.StatusError
+	return errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 421
+}
+
+// sleepJitter waits before attempt (25 ms doubling to 1 s, with jitter) and
+// reports false if ctx ended first.
+func sleepJitter(ctx context.Context, attempt int) bool {
+	d := min(25*time.Millisecond<<min(attempt, 6), time.Second)
+	d = d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,185 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// ReplicaStatus is what partition discovery last answered for one local
+// replica, and under which transaction.
+type ReplicaStatus struct {
+	// Table is the replica's table.
+	Table string
+	// Placement is the replica's placement id.
+	Placement uuid.UUID
+	// PartitionID is the replica's partition id.
+	PartitionID uuid.UUID
+	// TxnSeq is the txnseq of the METADATA the answer was computed from.
+	TxnSeq uint64
+	// Discovery is the answer.
+	Discovery metadata.Discovery
+}
+
+// onTableEvent handles one change of a TableConfig seen by the watch: the
+// table's METADATA is fetched once, the router's cache refreshed, and every
+// local replica of the table re-discovered (DESIGN.md section 4, change
+// notification). A failure is logged and retried by the reconciliation.
+func (n *Node) onTableEvent(ctx context.Context, ev metadata.TableEvent) {
+	if ev.Deleted {
+		n.router.Forget(ev.Name)
+		n.mu.Lock()
+		delete(n.mu.synced, ev.Name)
+		n.mu.Unlock()
+		n.log.Info("table deleted from etcd", "table", ev.Name)
+		return
+	}
+	n.mu.Lock()
+	done := n.mu.synced[ev.Name] >= ev.Config.MetadataTxnSeq
+	n.mu.Unlock()
+	if done {
+		return
+	}
+	if err := n.syncTable(ctx, ev.Name); err != nil && ctx.Err() == nil {
+		n.log.Warn("table change not applied; retried by reconciliation", "table", ev.Name, "txnseq", ev.Config.MetadataTxnSeq, "err", err)
+	}
+}
+
+// syncTable loads the table's current METADATA (fetching it from a metadata
+// server if this server lacks it; a metadata server also stores it),
+// refreshes the router, creates the local replicas the file assigns here
+// (rule 4) and runs partition discovery for every local replica of the table.
+func (n *Node) syncTable(ctx context.Context, table string) error {
+	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
+	defer cancel()
+	cfg, file, err := n.committer.Load(lctx, table)
+	if err != nil {
+		return fmt.Errorf("load METADATA of %q: %w", table, err)
+	}
+	n.router.Update(cfg, file)
+	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
+		return err
+	}
+	n.discoverLocal(file)
+	n.mu.Lock()
+	if file.TxnSeq > n.mu.synced[table] {
+		n.mu.synced[table] = file.TxnSeq
+	}
+	n.mu.Unlock()
+	if n.cfg.onTableSynced != nil {
+		n.cfg.onTableSynced(table, file.TxnSeq)
+	}
+	return nil
+}
+
+// discoverLocal evaluates partition discovery for each local replica of
+// file's table and records the answers. Acting on them (pushing, dropping)
+// belongs to replication; here the answers are kept for it and logged when
+// they change.
+func (n *Node) discoverLocal(file *metadata.File) {
+	for _, rep := range n.store.Replicas() {
+		info := rep.Info()
+		if info.Table != file.Table {
+			continue
+		}
+		d := metadata.Discover(file, n.cfg.ID, metadata.ReplicaRef{
+			PartitionID: info.PartitionID, PlacementID: info.Placement, Begin: info.Begin, End: info.End,
+		})
+		st := ReplicaStatus{Table: info.Table, Placement: info.Placement, PartitionID: info.PartitionID, TxnSeq: file.TxnSeq, Discovery: d}
+		n.mu.Lock()
+		old, had := n.mu.replicas[info.Placement]
+		if had && old.TxnSeq > st.TxnSeq {
+			n.mu.Unlock()
+			continue
+		}
+		n.mu.replicas[info.Placement] = st
+		n.mu.Unlock()
+		if !had || old.Discovery.Status != d.Status {
+			n.log.Info("replica status", "table", info.Table, "partition", info.PartitionID,
+				"placement", info.Placement, "status", d.Status, "txnseq", file.TxnSeq, "targets", len(d.Targets))
+		}
+	}
+}
+
+// ReplicaStatuses returns the last discovery answer of every local replica,
+// sorted by table and placement.
+func (n *Node) ReplicaStatuses() []ReplicaStatus {
+	n.mu.Lock()
+	out := make([]ReplicaStatus, 0, len(n.mu.replicas))
+	for _, st := range n.mu.replicas {
+		out = append(out, st)
+	}
+	n.mu.Unlock()
+	slices.SortFunc(out, func(a, b ReplicaStatus) int {
+		return cmp.Or(cmp.Compare(a.Table, b.Table), slices.Compare(a.Placement[:], b.Placement[:]))
+	})
+	return out
+}
+
+// reconcileLoop re-checks every table against etcd every ReconcileInterval
+// (rule 10: a missed or failed notification delays but never strands).
+func (n *Node) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.ReconcileInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := n.reconcile(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("reconciliation incomplete", "err", err)
+		}
+	}
+}
+
+// reconcile checks every table against etcd: a table whose txn this server
+// has not processed is synced; for the others discovery runs again on the
+// cached file, so local replicas created or re-opened since are covered.
+func (n *Node) reconcile(ctx context.Context) error {
+	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
+	tables, err := n.meta.ListTables(lctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	var errs []error
+	for _, t := range tables {
+		n.mu.Lock()
+		done := n.mu.synced[t.Name] >= t.MetadataTxnSeq
+		n.mu.Unlock()
+		if done {
+			if _, file, err := n.router.Table(ctx, t.Name); err == nil && file.TxnSeq >= t.MetadataTxnSeq {
+				n.discoverLocal(file)
+				continue
+			}
+		}
+		if err := n.syncTable(ctx, t.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pickServers chooses k servers among live for a new partition: the least
+// loaded by partition count, ties broken at random so that tables created
+// together spread out.
+func pickServers(live []membership.Info, k int, rnd func(int) int) []membership.Info {
+	c := slices.Clone(live)
+	for i := len(c) - 1; i > 0; i-- { // shuffle, then a stable sort by load
+		j := rnd(i + 1)
+		c[i], c[j] = c[j], c[i]
+	}
+	slices.SortStableFunc(c, func(a, b membership.Info) int {
+		return cmp.Compare(a.Summary.Partitions, b.Summary.Partitions)
+	})
+	return c[:min(k, len(c))]
+}
