@@ -319,6 +319,18 @@ func (c *Committer) Load(ctx context.Context, table string) (TableConfig, *File,
 	return cfg, f, nil
 }
 
+// LoadFile returns the file cfg names, like Load but for a TableConfig the
+// caller already holds (a watch event): no etcd read. The file comes from
+// Files or, if missing, is fetched from cfg's metadata servers, verified, and
+// kept when Self is one of them.
+func (c *Committer) LoadFile(ctx context.Context, cfg TableConfig) (*File, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	f, _, err := c.currentFile(ctx, cfg, c.isMetadataServer(cfg))
+	return f, err
+}
+
 // loadFile reads the file cfg names from Files and verifies it.
 func (c *Committer) loadFile(cfg TableConfig) (*File, error) {
 	b, err := c.Files.Get(cfg.Name, cfg.MetadataTxnID)

@@ -43,7 +43,10 @@ func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*
 		req := api.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
 		f, err := n.sendChange(ctx, cfg, req)
 		if err == nil {
-			if err := n.syncTable(ctx, table); err != nil {
+			// The CAS changed exactly these three fields of cfg.
+			next := cfg
+			next.MetadataTxnID, next.MetadataTxnSeq = f.TxnID, f.TxnSeq
+			if err := n.installCommitted(next, f); err != nil {
 				n.log.Warn("committed change not yet visible locally", "table", table, "txnid", f.TxnID, "err", err)
 			}
 			return f, nil
@@ -57,6 +60,20 @@ func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*
 		last = ctx.Err()
 	}
 	return nil, fmt.Errorf("change of %q not committed after %d attempts: %w", table, maxChangeAttempts, last)
+}
+
+// installCommitted installs a file this server's change committed, so the
+// requester reads its own write before the watch brings it.
+func (n *Node) installCommitted(cfg metadata.TableConfig, f *metadata.File) error {
+	enc, err := metadata.Encode(f)
+	if err != nil {
+		return err
+	}
+	cfg.MetadataChecksum = metadata.Checksum(enc)
+	if _, err := metadata.VerifyFile(cfg, enc); err != nil {
+		return err
+	}
+	return n.install(cfg, f)
 }
 
 // sendChange sends req to the table's metadata servers, this one first, the

@@ -42,13 +42,7 @@ func (n *Node) onTableEvent(ctx context.Context, ev metadata.TableEvent) {
 		n.log.Info("table deleted from etcd", "table", ev.Name)
 		return
 	}
-	n.mu.Lock()
-	done := n.mu.synced[ev.Name] >= ev.Config.MetadataTxnSeq
-	n.mu.Unlock()
-	if done {
-		return
-	}
-	if err := n.syncTable(ctx, ev.Name); err != nil && ctx.Err() == nil {
+	if err := n.syncTableAt(ctx, ev.Config); err != nil && ctx.Err() == nil {
 		n.log.Warn("table change not applied; retried by reconciliation", "table", ev.Name, "txnseq", ev.Config.MetadataTxnSeq, "err", err)
 	}
 }
@@ -64,6 +58,29 @@ func (n *Node) syncTable(ctx context.Context, table string) error {
 	if err != nil {
 		return fmt.Errorf("load METADATA of %q: %w", table, err)
 	}
+	return n.install(cfg, file)
+}
+
+// syncTableAt is syncTable for a TableConfig already read (a watch event):
+// it costs no etcd read, and no file read either when the router already
+// holds the file cfg names (the config may still have changed, e.g. its
+// metadata servers).
+func (n *Node) syncTableAt(ctx context.Context, cfg metadata.TableConfig) error {
+	if _, file, ok := n.router.Cached(cfg.Name); ok && file.TxnID == cfg.MetadataTxnID {
+		return n.install(cfg, file)
+	}
+	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
+	defer cancel()
+	file, err := n.committer.LoadFile(lctx, cfg)
+	if err != nil {
+		return fmt.Errorf("load METADATA %s of %q: %w", cfg.MetadataTxnID, cfg.Name, err)
+	}
+	return n.install(cfg, file)
+}
+
+// install makes file the table's METADATA on this server.
+func (n *Node) install(cfg metadata.TableConfig, file *metadata.File) error {
+	table := cfg.Name
 	n.router.Update(cfg, file)
 	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
 		return err

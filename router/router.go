@@ -98,6 +98,18 @@ func (r *Router) Update(cfg metadata.TableConfig, file *metadata.File) *tableEnt
 	return e
 }
 
+// Cached returns the cached TableConfig and METADATA of a table without
+// loading them; ok is false when the table is not cached.
+func (r *Router) Cached(table string) (metadata.TableConfig, *metadata.File, bool) {
+	r.mu.Lock()
+	e := r.mu.tables[table]
+	r.mu.Unlock()
+	if e == nil {
+		return metadata.TableConfig{}, nil, false
+	}
+	return e.cfg, e.file, true
+}
+
 // Forget drops a table from the cache; the next use reloads it.
 func (r *Router) Forget(table string) {
 	r.mu.Lock()
