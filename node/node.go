@@ -266,8 +266,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	tables := metadata.WatchTables(bg, n.etcd, cfg.EtcdPrefix, func(ev metadata.TableEvent) { n.onTableEvent(bg, ev) },
 		metadata.WithWatchLogger(n.log))
 	n.goAttach(tables.Wait)
-	n.goAttach(func() { n.sweepLoop(bg) })
-	n.goAttach(func() { n.reconcileLoop(bg) })
+	n.goAttach(func() { n.every(bg, cfg.SweepInterval, "metadata sweep", n.sweepOnce) })
+	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
 	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
 	return n, nil
 }
@@ -332,7 +332,7 @@ func (n *Node) loadTables(ctx context.Context) error {
 		local[rep.Info().Table] = true
 	}
 	for _, t := range tables {
-		if !contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] {
+		if !slices.Contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] {
 			continue
 		}
 		if err := n.syncTable(ctx, t.Name); err != nil {
@@ -342,19 +342,11 @@ func (n *Node) loadTables(ctx context.Context) error {
 	return nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sweepLoop removes METADATA files off the committed chain (DESIGN.md
-// section 4, rule 6) until ctx ends.
-func (n *Node) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.SweepInterval)
+// every runs f every interval until ctx ends, logging its failures as
+// what. It is how the node's periodic duties (the METADATA sweep, the
+// reconciliation) run.
+func (n *Node) every(ctx context.Context, interval time.Duration, what string, f func(context.Context) error) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -362,12 +354,14 @@ func (n *Node) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := n.sweepOnce(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("metadata sweep failed", "err", err)
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn(what+" failed", "err", err)
 		}
 	}
 }
 
+// sweepOnce removes METADATA files off the committed chain (DESIGN.md
+// section 4, rule 6).
 func (n *Node) sweepOnce(ctx context.Context) error {
 	tables, err := n.meta.ListTables(ctx)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -141,24 +140,8 @@ func (n *Node) ReplicaStatuses() []ReplicaStatus {
 	return out
 }
 
-// reconcileLoop re-checks every table against etcd every ReconcileInterval
-// (rule 10: a missed or failed notification delays but never strands).
-func (n *Node) reconcileLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.ReconcileInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if err := n.reconcile(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("reconciliation incomplete", "err", err)
-		}
-	}
-}
-
-// reconcile checks every table against etcd: a table whose txn this server
+// reconcile checks every table against etcd (rule 10: a missed or failed
+// notification delays but never strands; it runs every ReconcileInterval): a table whose txn this server
 // has not processed is synced; for the others discovery runs again on the
 // cached file, so local replicas created or re-opened since are covered.
 func (n *Node) reconcile(ctx context.Context) error {
