@@ -464,3 +464,28 @@ func TestClusterSecret(t *testing.T) {
 func (n *Node) backendMetadata(table, txnID string) (metadata.TableConfig, *metadata.File, error) {
 	return backend{n}.Metadata(context.Background(), table, txnID)
 }
+
+// TestClusterReconcileCatchesMissedNotification: a server whose watch misses
+// every notification still reaches the committed txn, its replicas created
+// and discovered, through the periodic reconciliation (rule 10).
+func TestClusterReconcileCatchesMissedNotification(t *testing.T) {
+	c := startCluster(t, 3, func(cfg *Config) {
+		if cfg.ID == "s3" {
+			cfg.missEvent = func(metadata.TableEvent) bool { return true }
+			cfg.ReconcileInterval = 100 * time.Millisecond
+		}
+	})
+	cfg := c.createTable("s1", "cpu", 3)
+	f, err := c.nodes["s2"].RequestChange(context.Background(), "cpu", toggle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "s3 reaching the change", func() bool { return c.nodes["s3"].syncedSeq("cpu") == f.TxnSeq })
+	if !c.holds("s3", "cpu", f.TxnID) && slices.Contains(cfg.MetadataServers, "s3") {
+		t.Fatal("s3, a metadata server, did not keep the file it caught up on")
+	}
+	waitFor(t, "s3's replica discovered", func() bool {
+		sts := c.nodes["s3"].ReplicaStatuses()
+		return len(sts) == 1 && sts[0].TxnSeq == f.TxnSeq && sts[0].Discovery.Status == metadata.StatusServe
+	})
+}

@@ -73,6 +73,9 @@ type Config struct {
 	// onTableSynced, set by tests, is called after each table sync with the
 	// txnseq the server now holds.
 	onTableSynced func(table string, txnSeq uint64)
+	// missEvent, set by tests, makes the table watch drop an event, as if
+	// the notification had been missed.
+	missEvent func(metadata.TableEvent) bool
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
 }

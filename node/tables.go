@@ -33,6 +33,9 @@ type ReplicaStatus struct {
 // local replica of the table re-discovered (DESIGN.md section 4, change
 // notification). A failure is logged and retried by the reconciliation.
 func (n *Node) onTableEvent(ctx context.Context, ev metadata.TableEvent) {
+	if n.cfg.missEvent != nil && n.cfg.missEvent(ev) {
+		return
+	}
 	if ev.Deleted {
 		n.router.Forget(ev.Name)
 		n.mu.Lock()
