@@ -132,7 +132,7 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
-	if err := s.backend.Insert(rctx, table, rows); err != nil {
+	if err := s.backend.Insert(rctx, table, rows, InsertOptions{}); err != nil {
 		s.writeError(ctx, err)
 		return
 	}

@@ -31,6 +31,14 @@ type Internal interface {
 	JoinMetadata(ctx context.Context, req api.JoinMetadataRequest) (api.JoinMetadataResponse, error)
 	// Discover runs partition discovery for another server's replicas.
 	Discover(ctx context.Context, req api.DiscoveryRequest) (api.DiscoveryResponse, error)
+	// Replicate applies a push from another replica (204 once synced).
+	Replicate(ctx context.Context, req api.PushRequest) error
+	// ForwardInsert coordinates an insert a front end forwarded.
+	ForwardInsert(ctx context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error)
+	// SubQuery answers one partition replica's part of a query.
+	SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error)
+	// Replicas lists this server's local replicas and their replication state.
+	Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error)
 }
 
 // internalRoute is one endpoint of the internal API: its metrics route name

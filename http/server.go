@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,17 +37,32 @@ type Backend interface {
 	ListTables(ctx context.Context) ([]metadata.TableConfig, error)
 	// Table returns a table's config and current METADATA.
 	Table(ctx context.Context, name string) (metadata.TableConfig, *metadata.File, error)
-	// Insert writes validated rows and returns once they are durable.
-	Insert(ctx context.Context, table string, rows []model.Row) error
+	// Insert writes validated rows and returns once they are durable on as
+	// many replicas as opts.Consistency asks.
+	Insert(ctx context.Context, table string, rows []model.Row, opts InsertOptions) error
 	// Query answers a raw query.
 	Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error)
 	// Aggregate answers an aggregate query with merged partial states.
 	Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error)
 	// Cluster describes the servers of the cluster.
 	Cluster(ctx context.Context) (api.ClusterResponse, error)
+	// Replicas returns every partition of a table with its replicas' states.
+	Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error)
+	// JoinServer commits JOIN_SERVER (FORCE_JOIN with req.Force) of
+	// req.Server to a partition.
+	JoinServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)
+	// RemoveServer commits REMOVE_SERVER of req.Server from a partition.
+	RemoveServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)
 	// Metadata returns a table's config and the decoded METADATA file of
 	// txnID (empty: the current one).
 	Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error)
+}
+
+// InsertOptions are an insert's per-request settings.
+type InsertOptions struct {
+	// Consistency is api.ConsistencyOne, Quorum (the default when empty)
+	// or All: how many replicas must hold the rows before the answer.
+	Consistency string
 }
 
 // RawQuery selects rows: [From, To), a series or series prefix, fields and a

@@ -507,7 +507,7 @@ func (b backend) Table(ctx context.Context, name string) (metadata.TableConfig, 
 	return b.n.router.Table(ctx, name)
 }
 
-func (b backend) Insert(ctx context.Context, table string, rows []model.Row) error {
+func (b backend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
 	_, err := b.n.router.Insert(ctx, table, rows)
 	return err
 }

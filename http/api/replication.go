@@ -1,0 +1,183 @@
+package api
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// Internal paths of replication and of the front end's forwarding
+// (DESIGN.md sections 5 and 10).
+const (
+	// PathReplicate takes a PushRequest; 204 once the rows are synced on
+	// the receiver (409 stale_placement when it does not hold ToPlacement
+	// as LOAD or SERVE).
+	PathReplicate = "/internal/replicate"
+	// PathInsert takes a ForwardInsertRequest from a front end to the
+	// replica that coordinates the insert; answers ForwardInsertResponse.
+	PathInsert = "/internal/insert"
+	// PathQuery takes a SubQueryRequest for one partition replica; answers
+	// SubQueryResponse.
+	PathQuery = "/internal/query"
+	// PathReplicas takes a ReplicasRequest; answers ReplicasResponse (the
+	// server's local replicas and their replication state).
+	PathReplicas = "/internal/replicas"
+)
+
+// Error codes of replication and forwarding.
+const (
+	// CodeStalePlacement (409): the receiver does not hold the named
+	// placement as LOAD or SERVE (dropped, never created, or UNLOAD). The
+	// sender re-runs discovery.
+	CodeStalePlacement = "stale_placement"
+	// CodeMoved (409): the partition is not served by the receiver under
+	// the sender's view (split, moved, UNLOAD); the front end refreshes its
+	// METADATA and retries.
+	CodeMoved = "moved"
+	// CodeOutcomeUnknownRows (503): the rows were written by the
+	// coordinator but not confirmed by enough replicas before the
+	// deadline; they may still appear.
+	CodeOutcomeUnknownRows = "insert_outcome_unknown"
+)
+
+// Consistency levels of X-TSDB-Consistency.
+const (
+	ConsistencyOne    = "one"
+	ConsistencyQuorum = "quorum"
+	ConsistencyAll    = "all"
+)
+
+// PushRequest carries rows from one replica to another (DESIGN.md section
+// 5). Rows is replication's binary row encoding (with every field's
+// version).
+type PushRequest struct {
+	Table string `json:"table"`
+	// PartitionID is the target's partition (or split child) id.
+	PartitionID uuid.UUID `json:"partition_id"`
+	// FromServer and FromPlacement name the sending replica.
+	FromServer    string    `json:"from_server"`
+	FromPlacement uuid.UUID `json:"from_placement"`
+	// ToPlacement is the receiving replica.
+	ToPlacement uuid.UUID `json:"to_placement"`
+	// TxnSeq is the txnseq of the sender's METADATA (rule 8).
+	TxnSeq uint64 `json:"txnseq"`
+	// Rows holds Count rows.
+	Rows  []byte `json:"rows,omitempty"`
+	Count int    `json:"count"`
+	// LastSeq is the sender's sequence this push covers up to: once
+	// confirmed, the sender's cursor for the target moves to it.
+	LastSeq uint64 `json:"last_seq"`
+	// Complete tells a joining target that it has received everything
+	// the sender had when it first saw the join (its fixed mark).
+	Complete bool `json:"complete,omitempty"`
+}
+
+// ForwardInsertRequest asks the replica ToPlacement of a partition to
+// coordinate an insert: stamp versions, write synced, and acknowledge when
+// the consistency level's count of replicas has the rows.
+type ForwardInsertRequest struct {
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	ToPlacement uuid.UUID `json:"to_placement"`
+	TxnSeq      uint64    `json:"txnseq"`
+	Consistency string    `json:"consistency"`
+	// Rows is replication's binary row encoding (versions unset).
+	Rows  []byte `json:"rows"`
+	Count int    `json:"count"`
+}
+
+// ForwardInsertResponse acknowledges a forwarded insert.
+type ForwardInsertResponse struct {
+	Rows int `json:"rows"`
+}
+
+// SubQueryRequest asks one replica of a partition for its part of a query,
+// clipped to [From, To) ∩ the partition's range by the caller.
+type SubQueryRequest struct {
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	ToPlacement uuid.UUID `json:"to_placement"`
+	TxnSeq      uint64    `json:"txnseq"`
+	From        int64     `json:"from"`
+	To          int64     `json:"to"`
+	Series      string    `json:"series,omitempty"`
+	Prefix      bool      `json:"prefix,omitempty"`
+	Fields      []string  `json:"fields,omitempty"`
+	// Limit bounds raw rows (0: none). Agg selects aggregates instead.
+	Limit    int   `json:"limit,omitempty"`
+	Agg      bool  `json:"agg,omitempty"`
+	Step     int64 `json:"step,omitempty"`
+	GroupAll bool  `json:"group_all,omitempty"`
+}
+
+// SubQueryResponse holds raw rows (replication's row encoding) or partial
+// aggregate states (replication's aggregate encoding).
+type SubQueryResponse struct {
+	Rows      []byte `json:"rows,omitempty"`
+	Count     int    `json:"count,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	Aggs      []byte `json:"aggs,omitempty"`
+}
+
+// ReplicasRequest asks a server for its local replicas, of one table or
+// (empty) of all.
+type ReplicasRequest struct {
+	Table string `json:"table,omitempty"`
+}
+
+// ReplicasResponse lists a server's local replicas.
+type ReplicasResponse struct {
+	Server   string          `json:"server"`
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// ReplicaStatus is one replica's state for inspection (tsdb admin
+// partitions, GET /api/v1/tables/{t}?replicas=1).
+type ReplicaStatus struct {
+	Server      string    `json:"server"`
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	Placement   uuid.UUID `json:"placement_id"`
+	Begin       *int64    `json:"begin"`
+	End         *int64    `json:"end"`
+	// Status is the last discovery answer (LOAD, SERVE, UNLOAD).
+	Status metadata.DiscoveryStatus `json:"status"`
+	TxnSeq uint64                   `json:"txnseq"`
+	// Rows is the number of live rows (-1 if not counted).
+	Rows      int64  `json:"rows"`
+	Bytes     uint64 `json:"bytes"`
+	HighSeq   uint64 `json:"high_seq"`
+	SyncedSeq uint64 `json:"synced_seq"`
+	// Targets is the replication state towards each target.
+	Targets []TargetStatus `json:"targets"`
+}
+
+// TargetStatus is the replication state from one replica to one target.
+type TargetStatus struct {
+	Server    string              `json:"server"`
+	Placement uuid.UUID           `json:"placement_id"`
+	Kind      metadata.TargetKind `json:"kind"`
+	Confirmed uint64              `json:"confirmed"`
+	// Lag is the sender's synced sequence minus Confirmed.
+	Lag       uint64    `json:"lag"`
+	LastError string    `json:"last_error,omitempty"`
+	LastPush  time.Time `json:"last_push,omitempty"`
+}
+
+// ServerChangeRequest is the body of POST
+// /api/v1/tables/{t}/partitions/{p}/join and …/leave.
+type ServerChangeRequest struct {
+	Server string `json:"server"`
+	// Force (join only) is FORCE_JOIN: straight into servers[], for a
+	// partition whose replicas are all gone.
+	Force bool `json:"force,omitempty"`
+}
+
+// PartitionReplicas is one partition with its replicas' states, in the
+// answer of GET /api/v1/tables/{t}?replicas=1.
+type PartitionReplicas struct {
+	metadata.Partition
+	Replicas []ReplicaStatus `json:"replicas"`
+}
