@@ -95,6 +95,9 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 // call with ErrInvalidRow before anything is written. Fields need not be
 // sorted; a row naming a field twice is normalized as model.Row.Normalize
 // does. Apply does not modify rows.
+//
+// Apply fails with ErrDropped on a dropped replica, with ErrUnloading
+// after Unload (until Resume) and with ErrClosed after Close.
 func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	if err := validateRows(rows); err != nil {
 		return ApplyResult{}, err
@@ -255,8 +258,14 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	if r.dropped.Load() {
 		return ApplyResult{}, nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
+	if r.unloading.Load() {
+		return ApplyResult{}, nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrUnloading)
+	}
 	if err := r.synced.failed(); err != nil {
 		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: earlier sync failed: %w", r.info.Placement, err)
+	}
+	if r.hookApplyLocked != nil {
+		r.hookApplyLocked()
 	}
 	db := r.store.db
 	prev := r.high.Load()

@@ -306,3 +306,17 @@ func BenchmarkAggregate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkChecksum hashes the 100k rows of loadBenchData.
+func BenchmarkChecksum(b *testing.B) {
+	r := loadBenchData(b)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		c, err := r.Checksum()
+		if err != nil || c.Rows != 100_000 {
+			b.Fatalf("%+v, %v", c, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*100_000/time.Since(start).Seconds(), "rows/s")
+}

@@ -34,6 +34,14 @@
 //     section 12, rule 1).
 //   - A dropped placement leaves a tombstone and is never created again
 //     (rule 4).
+//   - Replication cursors (target placement → highest confirmed sequence)
+//     are kept in memory and under the replica prefix, never decrease
+//     while the process runs and never exceed SyncedSeq when written.
+//     Their writes are not synced: a lost cursor only causes a re-push.
+//   - After Unload returns, no Apply assigns a sequence until Resume; the
+//     flag is not persisted.
+//   - DropReplicaIf evaluates its condition and deletes the replica under
+//     the apply lock, so no Apply changes what the condition saw (rule 3).
 //
 // # Concurrency
 //
@@ -64,6 +72,10 @@
 //
 // # Lock order
 //
-// Store.mu (registry) → Replica.applyMu → syncTracker.mu. The store's gate
-// is entered before any of them and never while holding one.
+// Store.mu (registry) → Replica.applyMu → Replica.cursors → syncTracker.mu.
+// The store's gate is entered before any of them and never while holding
+// one. SetConfirmed takes Replica.cursors alone and holds it across its
+// (unsynced) pebble write; a drop takes it under applyMu, so every cursor
+// write lands before the drop's DeleteRange or not at all. Checksum, like
+// Scan, takes no replica lock.
 package partition

@@ -24,6 +24,14 @@ var (
 	// ErrInvalidQuery is returned by Scan and Aggregate for a malformed query
 	// (negative step).
 	ErrInvalidQuery = errors.New("partition: invalid query")
+	// ErrUnloading is returned by Apply on a replica that was told it is
+	// UNLOAD (Replica.Unload): it refuses client writes and pushes
+	// (DESIGN.md section 12, rule 3).
+	ErrUnloading = errors.New("partition: replica is unloading")
+	// ErrCursorAhead is returned by SetConfirmed for a sequence above the
+	// replica's synced watermark: no target can hold a change that was not
+	// pushed, and only synced changes are pushed (rule 1).
+	ErrCursorAhead = errors.New("partition: cursor above the synced watermark")
 	// ErrCorrupt is returned when a stored key or value does not decode.
 	ErrCorrupt = errors.New("partition: corrupt value")
 )

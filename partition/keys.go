@@ -13,7 +13,7 @@ const (
 	nsRegistry  byte = 0x02 // 0x02|placement     : JSON ReplicaInfo
 	nsTombstone byte = 0x03 // 0x03|placement     : dropped, never re-created
 
-	kindCursor byte = 'c' // reserved for replication cursors
+	kindCursor byte = 'c' // replication cursors
 	kindSeq    byte = 'q' // sequence index
 	kindRow    byte = 'r' // rows
 
@@ -21,6 +21,8 @@ const (
 	prefixLen    = 1 + placementLen // 0x01|placement
 	rowHeaderLen = prefixLen + 1 + 4
 	seqKeyLen    = prefixLen + 1 + 8
+	cursorKeyLen = prefixLen + 1 + placementLen
+	cursorValLen = 8
 	timeLen      = 8
 
 	// rowKeyOverhead is the length of a row key minus its series.
@@ -50,6 +52,8 @@ const maxBucket = uint32(1<<(64-bucketShift) - 1)
 type keyspace struct {
 	prefix   []byte // 0x01|placement
 	dataEnd  []byte // successor of prefix
+	curLo    []byte // prefix|'c'
+	curHi    []byte // prefix|'d'
 	rowLo    []byte // prefix|'r'
 	rowHi    []byte // prefix|'s'
 	seqLo    []byte // prefix|'q'
@@ -64,6 +68,8 @@ func newKeyspace(p uuid.UUID) keyspace {
 	return keyspace{
 		prefix:   prefix,
 		dataEnd:  prefixSuccessor(prefix),
+		curLo:    with(kindCursor),
+		curHi:    with(kindCursor + 1),
 		rowLo:    with(kindRow),
 		rowHi:    with(kindRow + 1),
 		seqLo:    with(kindSeq),
@@ -111,6 +117,30 @@ func (ks *keyspace) appendBucketSeriesKey(dst []byte, b uint32, series string) [
 func (ks *keyspace) appendSeqKey(dst []byte, seq uint64) []byte {
 	dst = append(dst, ks.seqLo...)
 	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// appendCursorKey appends the replication cursor key of target to dst.
+func (ks *keyspace) appendCursorKey(dst []byte, target uuid.UUID) []byte {
+	dst = append(dst, ks.curLo...)
+	return append(dst, target[:]...)
+}
+
+// appendCursorValue appends the encoding of a confirmed sequence.
+func appendCursorValue(dst []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// cursorParts decodes a replication cursor key and value.
+func cursorParts(key, value []byte) (uuid.UUID, uint64, error) {
+	if len(key) != cursorKeyLen || key[prefixLen] != kindCursor {
+		return uuid.Nil, 0, fmt.Errorf("%w: bad cursor key %x", ErrCorrupt, key)
+	}
+	if len(value) != cursorValLen {
+		return uuid.Nil, 0, fmt.Errorf("%w: bad cursor value %x", ErrCorrupt, value)
+	}
+	var target uuid.UUID
+	copy(target[:], key[prefixLen+1:])
+	return target, binary.BigEndian.Uint64(value), nil
 }
 
 // rowKeyParts splits a row key (with its replica prefix) into bucket, series

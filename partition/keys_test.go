@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"strings"
 	"testing"
@@ -145,6 +146,32 @@ func TestSeqKeyAndValue(t *testing.T) {
 	}
 }
 
+func TestCursorKeyAndValue(t *testing.T) {
+	ks := newKeyspace(uuid.New())
+	target := uuid.New()
+	key := ks.appendCursorKey(nil, target)
+	if !bytes.HasPrefix(key, ks.curLo) || bytes.Compare(key, ks.curHi) >= 0 {
+		t.Fatalf("cursor key %x outside [%x, %x)", key, ks.curLo, ks.curHi)
+	}
+	for _, seq := range []uint64{0, 1, 1 << 40, 1<<64 - 1} {
+		got, gotSeq, err := cursorParts(key, appendCursorValue(nil, seq))
+		if err != nil || got != target || gotSeq != seq {
+			t.Fatalf("cursorParts = %s, %d, %v; want %s, %d", got, gotSeq, err, target, seq)
+		}
+	}
+	bad := []struct{ key, value []byte }{
+		{key[:len(key)-1], appendCursorValue(nil, 1)},
+		{ks.appendSeqKey(nil, 1)[:cursorKeyLen-8], appendCursorValue(nil, 1)},
+		{append(append([]byte(nil), ks.seqLo...), target[:]...), appendCursorValue(nil, 1)},
+		{key, []byte{1, 2, 3}},
+	}
+	for i, b := range bad {
+		if _, _, err := cursorParts(b.key, b.value); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("bad cursor %d decoded: %v", i, err)
+		}
+	}
+}
+
 func TestKeyspaceRanges(t *testing.T) {
 	max := uuid.UUID{}
 	for i := range max {
@@ -153,7 +180,7 @@ func TestKeyspaceRanges(t *testing.T) {
 	for _, p := range []uuid.UUID{uuid.New(), max, {}} {
 		ks := newKeyspace(p)
 		// Every kind range lies inside the data range.
-		for _, k := range [][]byte{ks.rowLo, ks.rowHi, ks.seqLo, ks.seqHi} {
+		for _, k := range [][]byte{ks.rowLo, ks.rowHi, ks.seqLo, ks.seqHi, ks.curLo, ks.curHi} {
 			if bytes.Compare(k, ks.prefix) < 0 || bytes.Compare(k, ks.dataEnd) >= 0 {
 				t.Fatalf("placement %s: key %x outside [%x, %x)", p, k, ks.prefix, ks.dataEnd)
 			}

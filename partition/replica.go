@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 )
 
 // Replica is one partition replica stored in the Store's DB. Its methods
@@ -29,10 +30,26 @@ type Replica struct {
 	// high is the last assigned sequence. Written under applyMu only after
 	// the batch holding it is visible; read without a lock.
 	high atomic.Uint64
-	// dropped is set under applyMu by DropReplica.
+	// dropped is set under applyMu and cursors.mu by DropReplica.
 	dropped atomic.Bool
+	// unloading is set and cleared under applyMu by Unload and Resume;
+	// Apply checks it under applyMu.
+	unloading atomic.Bool
 	// synced tracks the synced watermark.
 	synced *syncTracker
+
+	// cursors are the replication cursors: target placement → highest
+	// sequence the target confirmed. Holding the mutex across the pebble
+	// write keeps the stored cursors in step with the map and orders every
+	// cursor write before or after a drop (so none survives it).
+	cursors struct {
+		sync.Mutex
+		m map[uuid.UUID]uint64
+	}
+
+	// hookApplyLocked, when set (tests only, before any Apply), runs in
+	// Apply under applyMu after the dropped and unloading checks.
+	hookApplyLocked func()
 }
 
 // ReplicaStats is a cheap summary of a replica for statistics reports.
@@ -46,7 +63,9 @@ type ReplicaStats struct {
 }
 
 func newReplica(s *Store, info ReplicaInfo) *Replica {
-	return &Replica{store: s, info: info, ks: newKeyspace(info.Placement)}
+	r := &Replica{store: s, info: info, ks: newKeyspace(info.Placement)}
+	r.cursors.m = make(map[uuid.UUID]uint64)
+	return r
 }
 
 // initSeq sets the high sequence and the watermark at creation or load
@@ -143,6 +162,25 @@ func (r *Replica) enter() error {
 func (r *Replica) drop() error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
+	return r.dropLocked()
+}
+
+// dropIf is drop when cond, called under applyMu, returns true.
+func (r *Replica) dropIf(cond func(*Replica) bool) (bool, error) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() || !cond(r) {
+		return false, nil
+	}
+	return true, r.dropLocked()
+}
+
+// dropLocked is drop under applyMu. It also takes cursors.mu, so a
+// concurrent SetConfirmed writes its cursor either before the DeleteRange
+// (which removes it) or not at all.
+func (r *Replica) dropLocked() error {
+	r.cursors.Lock()
+	defer r.cursors.Unlock()
 	wasDropped := r.dropped.Swap(true)
 	b := r.store.db.NewBatch()
 	defer b.Close()
@@ -154,6 +192,7 @@ func (r *Replica) drop() error {
 		r.dropped.Store(wasDropped)
 		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
 	}
+	clear(r.cursors.m)
 	return nil
 }
 

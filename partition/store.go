@@ -181,6 +181,9 @@ func (s *Store) loadRegistry() error {
 			return err
 		}
 		r.initSeq(high, bound)
+		if err := r.loadCursors(); err != nil {
+			return err
+		}
 		s.mu.replicas[info.Placement] = r
 	}
 	return it.Error()
@@ -321,6 +324,35 @@ func (s *Store) DropReplica(placement uuid.UUID) error {
 	delete(s.mu.replicas, placement)
 	s.log.Info("replica dropped", "placement", placement)
 	return nil
+}
+
+// DropReplicaIf drops the replica like DropReplica, but only if cond,
+// called with the replica's apply lock held (so no Apply interleaves),
+// returns true: the final check and the DeleteRange are atomic with respect
+// to Applies (DESIGN.md section 12, rule 3). cond must not call Apply,
+// ReadLog, Scan, Aggregate, Checksum or any Store method; it may call
+// HighSeq, SyncedSeq, Confirmed, Cursors, Unloading and Info. Cursors may
+// still rise between cond and the drop (SetConfirmed does not take the
+// apply lock), never fall. It returns whether it dropped; an unknown or
+// already dropped placement gives (false, nil) and writes nothing.
+func (s *Store) DropReplicaIf(placement uuid.UUID, cond func(*Replica) bool) (bool, error) {
+	if err := s.gate.enter(); err != nil {
+		return false, err
+	}
+	defer s.gate.exit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.mu.replicas[placement]
+	if !ok {
+		return false, nil
+	}
+	dropped, err := r.dropIf(cond)
+	if err != nil || !dropped {
+		return false, err
+	}
+	delete(s.mu.replicas, placement)
+	s.log.Info("replica dropped", "placement", placement, "conditional", true)
+	return true, nil
 }
 
 // gate counts in-flight operations so Close can wait for them, and refuses

@@ -247,6 +247,9 @@ func TestClosedStore(t *testing.T) {
 	_, checks["DiskUsage"] = r.DiskUsage()
 	_, checks["CreateReplica"] = s.CreateReplica(testInfo(uuid.New()))
 	checks["DropReplica"] = s.DropReplica(r.Info().Placement)
+	_, checks["DropReplicaIf"] = s.DropReplicaIf(r.Info().Placement, func(*Replica) bool { return true })
+	checks["SetConfirmed"] = r.SetConfirmed(uuid.New(), 1)
+	_, checks["Checksum"] = r.Checksum()
 	for op, err := range checks {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
