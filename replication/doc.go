@@ -1,0 +1,121 @@
+// Package replication moves rows between the replicas of a partition by
+// push (DESIGN.md section 5): every replica tails its own sequence log and
+// pushes to each of its targets from that target's durable cursor. It also
+// holds the binary encodings of rows and partial aggregates used on the
+// internal API.
+//
+// The package declares what it needs of a replica (Log to read and keep
+// cursors, Applier to receive) and of the network (Sender); *partition.Replica
+// implements the first two and node wires the rest, so everything here is
+// testable with fakes.
+//
+// # Lifecycle of a Pusher
+//
+// One Pusher serves one local replica. The node calls SetView with every
+// discovery answer for the replica (its targets: other replicas, joining
+// servers, split children) and Notify after every stored insert or received
+// push. Run owns one goroutine per current target; each loops:
+//
+//  1. cursor := Log.Confirmed(target); entries := Log.ReadLog(cursor,
+//     BatchRows). ReadLog returns only rows at or below the synced
+//     watermark (rule 1), so a confirmed sequence is never reused after a
+//     crash.
+//  2. Filter the rows for the target (below), encode them and send one
+//     PushRequest. If every row was filtered out and no Complete signal is
+//     due, there is no network call: the cursor just advances.
+//  3. On success (the receiver synced the rows) the cursor moves to the
+//     last entry's sequence with Log.SetConfirmed, durably, and
+//     WaitConfirmed waiters wake. A cursor never moves back.
+//  4. On failure the cursor stays; the goroutine backs off (RetryMin
+//     doubling to RetryMax, each wait uniform in [d/2, d]) and records the
+//     error for Status. A stale placement answer also calls OnStale, so the
+//     node re-runs discovery.
+//  5. When nothing is left above the cursor it sleeps until Notify, SetView
+//     or the Tick wakes it. Wake-ups are coalesced and never cancel a push
+//     in flight; removing a target from the view does.
+//
+// A cursor is keyed by the target's placement id, so a restart (or a new
+// Pusher) resumes where the last confirmation left off, and a server that
+// re-joins under a new placement starts from zero.
+//
+// WaitConfirmed is the insert acknowledgement: it counts only targets of
+// kind replica whose server is in the given list (servers[] of the newest
+// txn), never joining or split targets. Drained is the replication input of
+// rule 3: at least one target and every target confirmed the synced
+// watermark.
+//
+// # What each target receives
+//
+//   - replica: every row except those whose every field carries the
+//     version node id (model.NodeID) of the target's server: such a row
+//     came from that server ("rows are not pushed back to the server they
+//     came from"). With replication factor 3 a row written at A travels
+//     A→B, A→C, B→C and C→B, never back to A. The rule is safe only if the
+//     server whose node id a row's versions carry stored the row in its
+//     own replica of the partition: the replica that coordinates an insert
+//     must stamp the versions. A row stamped by a front end that is itself
+//     a replica of the partition but stored first elsewhere (a smeared or
+//     forwarded row keeping its versions) would never be pushed to that
+//     front end's replica.
+//   - split: only rows whose time lies in the child's [Begin, End).
+//   - joining: everything (a joiner has nothing yet, whatever its server
+//     wrote before).
+//
+// # Join mark
+//
+// The first time a placement appears as a joining target of a Pusher, the
+// Pusher fixes its mark := Log.SyncedSeq(). Once the target's cursor reaches
+// the mark, every push to it carries Complete=true, and an empty push is
+// sent as soon as it becomes complete when no row push carries it (and
+// again at every Tick while the target stays joining, so a receiver that
+// restarted learns it again). The mark is fixed, so the join converges
+// under continuous inserts. On the receiving side JoinProgress records
+// which servers said Complete for each placement.
+//
+// # Row encoding (AppendRows, DecodeRows)
+//
+//	rows    := 'R' 0x01 count:uvarint row{count}
+//	row     := dtime:varint series nfields:uvarint field{nfields}
+//	series  := 0 (the previous row's series; "" before the first row)
+//	         | len+1:uvarint bytes
+//	field   := tag:byte [name] [version] payload
+//	tag     := kind (bits 0-3: 1 float, 2 int, 3 bool, 4 string)
+//	         | 0x40 (name omitted: the previous row's field at this index)
+//	         | 0x80 (version omitted: the previous field's in the stream,
+//	                 the zero version before the first)
+//	name    := len:uvarint bytes
+//	version := wall:varint node:8 bytes little-endian
+//	payload := float: 8 bytes little-endian IEEE 754 bits
+//	         | int: varint | bool: 1 byte, 0 or 1 | string: len:uvarint bytes
+//
+// varint is zigzag (encoding/binary's AppendVarint); dtime is the row's
+// time minus the previous row's (0 before the first), in wrapping int64
+// arithmetic. The encoding is uncompressed: the transport compresses push
+// bodies (zstd) if it wants to.
+//
+// # Aggregate encoding (AppendAggs, DecodeAggs)
+//
+//	aggs    := 'A' 0x01 nseries:uvarint series{nseries}
+//	series  := len:uvarint bytes nbuckets:uvarint bucket{nbuckets}
+//	bucket  := dstart:varint nfields:uvarint field{nfields}
+//	field   := len:uvarint name state
+//	state   := count:varint n:varint sum:f64 min:f64 max:f64
+//	           firstTime:varint firstSeries first:f64
+//	           lastTime:varint lastSeries last:f64
+//	firstSeries, lastSeries := 0 (the enclosing series) | len+1:uvarint bytes
+//
+// dstart is the bucket's start minus the previous bucket's in the series
+// (0 before the first); f64 is 8 bytes little-endian.
+//
+// Decoders are strict (truncation, unknown kinds, reserved bits, a bool
+// other than 0/1, trailing bytes: ErrCorrupt), never panic, and check every
+// count against the bytes that remain before allocating for it.
+//
+// # Concurrency
+//
+// All Pusher methods are safe for concurrent use and may be called before
+// Run. No goroutine outlives Run. Pusher.confirmMu and Pusher.mu are never
+// held together. The Sender, Log.ReadLog and Log.SetConfirmed are called
+// without Pusher.mu; Log.SyncedSeq and Log.Confirmed are also called under
+// it and must not call back into the Pusher.
+package replication

@@ -1,0 +1,261 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// fakeLog is a Log backed by memory: a list of entries with a synced
+// watermark and a cursor map, with injectable failures.
+type fakeLog struct {
+	mu       sync.Mutex
+	entries  []partition.LogEntry
+	synced   uint64
+	cursors  map[uuid.UUID]uint64
+	readErr  error
+	setErr   error
+	setCalls int
+}
+
+func newFakeLog() *fakeLog { return &fakeLog{cursors: make(map[uuid.UUID]uint64)} }
+
+// add appends rows at the next sequences and marks them synced; it returns
+// the last sequence.
+func (l *fakeLog) add(rows ...model.Row) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range rows {
+		l.synced++
+		l.entries = append(l.entries, partition.LogEntry{Seq: l.synced, Row: r})
+	}
+	return l.synced
+}
+
+func (l *fakeLog) ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.readErr != nil {
+		return nil, l.readErr
+	}
+	var out []partition.LogEntry
+	for _, e := range l.entries {
+		if e.Seq > after && e.Seq <= l.synced && (maxRows <= 0 || len(out) < maxRows) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (l *fakeLog) SyncedSeq() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.synced
+}
+
+func (l *fakeLog) Confirmed(target uuid.UUID) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cursors[target]
+}
+
+func (l *fakeLog) SetConfirmed(target uuid.UUID, seq uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setCalls++
+	if l.setErr != nil {
+		return l.setErr
+	}
+	l.cursors[target] = seq
+	return nil
+}
+
+func (l *fakeLog) setFailures(read, set error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readErr, l.setErr = read, set
+}
+
+// replicaLog is a real partition.Replica (ReadLog, SyncedSeq, Apply) with
+// an in-memory cursor map.
+type replicaLog struct {
+	*partition.Replica
+	mu      sync.Mutex
+	cursors map[uuid.UUID]uint64
+}
+
+func (l *replicaLog) Confirmed(target uuid.UUID) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cursors[target]
+}
+
+func (l *replicaLog) SetConfirmed(target uuid.UUID, seq uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cursors[target] = seq
+	return nil
+}
+
+// newReplica opens a pebble store and creates one replica of partition pid
+// in it.
+func newReplica(t testing.TB, pid uuid.UUID) *replicaLog {
+	t.Helper()
+	return addReplica(t, openStore(t), pid)
+}
+
+// openStore opens a pebble store in a temp dir, closed when the test ends.
+func openStore(t testing.TB) *partition.Store {
+	t.Helper()
+	return openStoreWith(t, partition.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
+}
+
+// openStoreWith opens a store with opts in a temp dir.
+func openStoreWith(t testing.TB, opts partition.Options) *partition.Store {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	s, err := partition.Open(opts)
+	if err != nil {
+		t.Fatalf("partition.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// addReplica creates another replica of pid in an open store.
+func addReplica(t testing.TB, s *partition.Store, pid uuid.UUID) *replicaLog {
+	t.Helper()
+	r, err := s.CreateReplica(partition.ReplicaInfo{Placement: uuid.New(), Table: "metrics", PartitionID: pid})
+	if err != nil {
+		t.Fatalf("CreateReplica: %v", err)
+	}
+	return &replicaLog{Replica: r, cursors: make(map[uuid.UUID]uint64)}
+}
+
+func (l *replicaLog) placement() uuid.UUID { return l.Info().Placement }
+
+func scanAll(t testing.TB, r *replicaLog) []model.Row {
+	t.Helper()
+	rows, _, err := r.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64})
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	return rows
+}
+
+func mustApply(t testing.TB, r *replicaLog, rows ...model.Row) partition.ApplyResult {
+	t.Helper()
+	res, err := r.Apply(rows)
+	if err != nil {
+		t.Errorf("Apply: %v", err)
+	}
+	return res
+}
+
+// row builds a one-field row written by server.
+func row(server, series string, ts, wall int64, field string, val float64) model.Row {
+	return model.Row{Time: ts, Series: series, Fields: []model.Field{{
+		Name: field, Value: model.Float(val), Version: model.Version{Wall: wall, Node: model.NodeID(server)},
+	}}}
+}
+
+// replicaTarget names a target of kind replica of partition pid.
+func replicaTarget(server string, placement, pid uuid.UUID) metadata.Target {
+	return metadata.Target{ServerID: server, PlacementID: placement, PartitionID: pid, Kind: metadata.TargetReplica}
+}
+
+func view(targets ...metadata.Target) metadata.Discovery {
+	return metadata.Discovery{Status: metadata.StatusServe, Targets: targets}
+}
+
+// recorder is a Sender that records every push (decoded) and answers with
+// the error fail returns (nil: success).
+type recorder struct {
+	mu     sync.Mutex
+	pushes []recordedPush
+	fail   func(metadata.Target, api.PushRequest) error
+	// apply, if set, receives the pushed rows (a real replica).
+	apply map[uuid.UUID]Applier
+	// onPush, if set, is called after each recorded push.
+	onPush func(recordedPush)
+}
+
+type recordedPush struct {
+	target metadata.Target
+	req    api.PushRequest
+	rows   []model.Row
+	err    error
+}
+
+func (s *recorder) Push(ctx context.Context, target metadata.Target, req api.PushRequest) error {
+	var rows []model.Row
+	var err error
+	if len(req.Rows) > 0 {
+		if rows, err = DecodeRows(req.Rows); err != nil {
+			return fmt.Errorf("recorder: %w", err)
+		}
+	}
+	req.Rows = nil // the pusher reuses the buffer
+	s.mu.Lock()
+	fail, apply, onPush := s.fail, s.apply[req.ToPlacement], s.onPush
+	s.mu.Unlock()
+	if fail != nil {
+		err = fail(target, req)
+	}
+	if err == nil && apply != nil {
+		_, err = Receive(apply, api.PushRequest{Rows: AppendRows(nil, rows), Count: req.Count})
+	}
+	rp := recordedPush{target: target, req: req, rows: rows, err: err}
+	s.mu.Lock()
+	s.pushes = append(s.pushes, rp)
+	s.mu.Unlock()
+	if onPush != nil {
+		onPush(rp)
+	}
+	return err
+}
+
+func (s *recorder) setFail(f func(metadata.Target, api.PushRequest) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = f
+}
+
+func (s *recorder) all() []recordedPush {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]recordedPush(nil), s.pushes...)
+}
+
+var errDown = errors.New("test: target down")
+
+// runPusher runs p until the test ends (or stop is called) and checks that
+// Run left no target goroutine behind.
+func runPusher(t testing.TB, p *Pusher) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		<-done
+		if n := p.loops.Load(); n != 0 {
+			t.Errorf("%d target goroutines still running after Run returned", n)
+		}
+	})
+	t.Cleanup(stop)
+	return stop
+}

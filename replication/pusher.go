@@ -1,0 +1,624 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// Log is the local replica a Pusher reads; *partition.Replica implements
+// it.
+type Log interface {
+	// ReadLog returns the live rows above sequence after and at or below
+	// the synced watermark, in sequence order, at most maxRows of them.
+	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
+	// SyncedSeq is the replica's synced watermark.
+	SyncedSeq() uint64
+	// Confirmed is the highest sequence the target placement confirmed
+	// (0 if none), as recorded durably by SetConfirmed.
+	Confirmed(target uuid.UUID) uint64
+	// SetConfirmed records durably that target has every row up to seq.
+	SetConfirmed(target uuid.UUID, seq uint64) error
+}
+
+// Sender delivers one push to the target's server. It returns nil once the
+// target has synced the rows. An error matching ErrStalePlacement means the
+// target refused the push (409 stale_placement). Push must not keep
+// req.Rows after it returns: the Pusher reuses the buffer.
+type Sender interface {
+	Push(ctx context.Context, target metadata.Target, req api.PushRequest) error
+}
+
+// Defaults of Config.
+const (
+	// DefaultBatchRows is Config.BatchRows when unset.
+	DefaultBatchRows = 2048
+	// DefaultRetryMin is Config.RetryMin when unset.
+	DefaultRetryMin = 50 * time.Millisecond
+	// DefaultRetryMax is Config.RetryMax when unset.
+	DefaultRetryMax = 5 * time.Second
+	// DefaultTick is Config.Tick when unset.
+	DefaultTick = time.Second
+)
+
+// Config configures a Pusher.
+type Config struct {
+	// Table is the table of the replica, sent with every push.
+	Table string
+	// Placement is this replica's placement id; a target with the same
+	// placement is ignored.
+	Placement uuid.UUID
+	// Self is this server's id, sent as the push's FromServer.
+	Self string
+	// Log is the local replica read and whose cursors are kept. Required.
+	Log Log
+	// Sender delivers pushes. Required.
+	Sender Sender
+	// Logger receives state changes (a target failing, recovering). nil
+	// discards them.
+	Logger *slog.Logger
+	// BatchRows is the most rows per push; 0 means DefaultBatchRows.
+	BatchRows int
+	// RetryMin and RetryMax bound the backoff after a failed push: it
+	// starts at RetryMin, doubles per failure up to RetryMax, and each
+	// wait is drawn uniformly from [d/2, d]. 0 means the defaults.
+	RetryMin, RetryMax time.Duration
+	// Tick is the period of the wake that catches missed notifications
+	// and re-sends a joining target its Complete signal; 0 means
+	// DefaultTick.
+	Tick time.Duration
+	// OnStale is called, on the target's goroutine, when a target answers
+	// stale placement: the node re-runs discovery (and may call SetView
+	// from OnStale). nil ignores it.
+	OnStale func(metadata.Target)
+}
+
+func (c *Config) ensureDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.BatchRows <= 0 {
+		c.BatchRows = DefaultBatchRows
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = DefaultRetryMin
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = DefaultRetryMax
+	}
+	c.RetryMax = max(c.RetryMax, c.RetryMin)
+	if c.Tick <= 0 {
+		c.Tick = DefaultTick
+	}
+}
+
+// Pusher pushes one local replica's rows to its targets (DESIGN.md section
+// 5): one goroutine per target, each tailing the replica's log from the
+// target's confirmed cursor. See the package documentation.
+//
+// All methods are safe for concurrent use, and SetView, Notify, Drained,
+// WaitConfirmed and Status may be called before, during and after Run.
+type Pusher struct {
+	cfg Config
+	log *slog.Logger
+
+	// loops counts running target goroutines (tests check it is 0 after
+	// Run returns).
+	loops atomic.Int64
+
+	// confirmMu serializes the read-compare-write of a cursor, so that a
+	// slower goroutine of a removed and re-added target never moves a
+	// cursor back.
+	confirmMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// run is Run's context while Run is active, else nil; wg counts
+		// the target goroutines Run waits for.
+		run context.Context
+		wg  *sync.WaitGroup
+		// txnSeq is the txnseq of the current view.
+		txnSeq uint64
+		// view is the current targets in discovery order; targets the
+		// same by placement.
+		view    []*target
+		targets map[uuid.UUID]*target
+		// marks are the join marks: Log.SyncedSeq() when a placement
+		// first appeared as a joining target of this Pusher.
+		marks map[uuid.UUID]uint64
+		// changed is closed and replaced on every confirmation and view
+		// change; WaitConfirmed waits on it.
+		changed chan struct{}
+	}
+}
+
+// target is one push destination.
+type target struct {
+	id uuid.UUID
+	// wake is the coalesced wake-up (capacity 1).
+	wake chan struct{}
+	// ticked is set by Run's ticker: a complete joining target gets its
+	// Complete signal again (a restarted receiver forgets it).
+	ticked atomic.Bool
+
+	// Guarded by Pusher.mu:
+	spec         metadata.Target
+	node         uint64             // model.NodeID(spec.ServerID)
+	cancel       context.CancelFunc // stops the goroutine; nil if none runs
+	lastErr      string
+	lastPush     time.Time
+	completeSent bool // a push with Complete=true was delivered
+
+	// Owned by the target's goroutine:
+	rows []model.Row
+	buf  []byte
+}
+
+// NewPusher returns a Pusher with no targets; Run starts pushing. It panics
+// if cfg.Log or cfg.Sender is nil.
+func NewPusher(cfg Config) *Pusher {
+	if cfg.Log == nil || cfg.Sender == nil {
+		panic("replication: NewPusher needs Config.Log and Config.Sender")
+	}
+	cfg.ensureDefaults()
+	p := &Pusher{cfg: cfg, log: cfg.Logger.With("table", cfg.Table, "placement", cfg.Placement)}
+	p.mu.targets = make(map[uuid.UUID]*target)
+	p.mu.marks = make(map[uuid.UUID]uint64)
+	p.mu.changed = make(chan struct{})
+	return p
+}
+
+// Run pushes until ctx ends, with one goroutine per current target, and
+// returns once all of them have exited. Run must not be called again
+// before it returned.
+func (p *Pusher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	p.mu.Lock()
+	if p.mu.run != nil {
+		p.mu.Unlock()
+		panic("replication: Pusher.Run called while running")
+	}
+	p.mu.run, p.mu.wg = ctx, &wg
+	for _, t := range p.mu.view {
+		p.startLocked(t)
+	}
+	p.mu.Unlock()
+
+	ticker := time.NewTicker(p.cfg.Tick)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-ticker.C:
+			p.tick()
+		}
+	}
+	ticker.Stop()
+
+	p.mu.Lock()
+	p.mu.run, p.mu.wg = nil, nil
+	for _, t := range p.mu.view {
+		if t.cancel != nil {
+			t.cancel()
+			t.cancel = nil
+		}
+	}
+	p.mu.Unlock()
+	wg.Wait()
+}
+
+// startLocked starts t's goroutine if Run is active.
+func (p *Pusher) startLocked(t *target) {
+	if p.mu.run == nil || t.cancel != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(p.mu.run)
+	t.cancel = cancel
+	wg := p.mu.wg
+	wg.Add(1)
+	p.loops.Add(1)
+	go func() {
+		defer wg.Done()
+		defer p.loops.Add(-1)
+		p.runTarget(ctx, t)
+	}()
+}
+
+// Notify tells the Pusher that rows were stored: every target goroutine
+// wakes (coalesced; a push in flight is never cancelled, the goroutine
+// looks again when it is done).
+func (p *Pusher) Notify() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.mu.view {
+		t.signal()
+	}
+}
+
+func (p *Pusher) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.mu.view {
+		t.ticked.Store(true)
+		t.signal()
+	}
+}
+
+func (t *target) signal() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetView installs the discovery answer d for this replica at METADATA
+// txnseq txnSeq. The targets become d.Targets minus this replica's own
+// placement: new ones start pushing from their recorded cursor, removed
+// ones stop (a push in flight to a removed target is cancelled), and the
+// kind and range of the others are updated. A placement seen as joining
+// for the first time gets its join mark. Every target wakes. A view with
+// an older txnSeq than the current one is ignored.
+func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if txnSeq < p.mu.txnSeq {
+		p.log.Debug("older view ignored", "txnseq", txnSeq, "current", p.mu.txnSeq)
+		return
+	}
+	p.mu.txnSeq = txnSeq
+	view := make([]*target, 0, len(d.Targets))
+	seen := make(map[uuid.UUID]bool, len(d.Targets))
+	for _, spec := range d.Targets {
+		if spec.PlacementID == p.cfg.Placement || seen[spec.PlacementID] {
+			continue
+		}
+		seen[spec.PlacementID] = true
+		view = append(view, p.updateTargetLocked(spec))
+	}
+	for id, t := range p.mu.targets {
+		if !seen[id] {
+			p.removeTargetLocked(t)
+		}
+	}
+	p.mu.view = view
+	for _, t := range view {
+		p.startLocked(t)
+		t.signal()
+	}
+	p.broadcastLocked()
+}
+
+// updateTargetLocked returns the target of spec, created if new, with its
+// spec replaced by a copy of spec.
+func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
+	t, ok := p.mu.targets[spec.PlacementID]
+	if !ok {
+		t = &target{id: spec.PlacementID, wake: make(chan struct{}, 1)}
+		p.mu.targets[spec.PlacementID] = t
+		p.log.Info("replication target added", "server", spec.ServerID, "target", spec.PlacementID, "kind", spec.Kind)
+	}
+	spec.Begin, spec.End = cloneBound(spec.Begin), cloneBound(spec.End)
+	t.spec = spec
+	t.node = model.NodeID(spec.ServerID)
+	if spec.Kind == metadata.TargetJoining {
+		if _, ok := p.mu.marks[spec.PlacementID]; !ok {
+			mark := p.cfg.Log.SyncedSeq()
+			p.mu.marks[spec.PlacementID] = mark
+			p.log.Info("join mark set", "server", spec.ServerID, "target", spec.PlacementID, "mark", mark)
+		}
+	}
+	return t
+}
+
+func (p *Pusher) removeTargetLocked(t *target) {
+	if t.cancel != nil {
+		t.cancel()
+		t.cancel = nil
+	}
+	delete(p.mu.targets, t.id)
+	p.log.Info("replication target removed", "server", t.spec.ServerID, "target", t.id)
+}
+
+func (p *Pusher) broadcastLocked() {
+	close(p.mu.changed)
+	p.mu.changed = make(chan struct{})
+}
+
+func cloneBound(b *int64) *int64 {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}
+
+// WaitConfirmed blocks until at least need targets of kind replica whose
+// server is in servers have confirmed seq (each server counts once). need
+// <= 0 returns nil at once. It is woken by every confirmation and view
+// change, and returns ctx's error (wrapped) when ctx ends first.
+func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string, need int) error {
+	if need <= 0 {
+		return nil
+	}
+	for {
+		p.mu.Lock()
+		n := p.countConfirmedLocked(seq, servers)
+		changed := p.mu.changed
+		p.mu.Unlock()
+		if n >= need {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: %d of %d replicas confirmed sequence %d: %w", n, need, seq, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+func (p *Pusher) countConfirmedLocked(seq uint64, servers []string) int {
+	var counted []string
+	for _, t := range p.mu.view {
+		s := t.spec.ServerID
+		if t.spec.Kind != metadata.TargetReplica || !slices.Contains(servers, s) || slices.Contains(counted, s) {
+			continue
+		}
+		if p.cfg.Log.Confirmed(t.id) >= seq {
+			counted = append(counted, s)
+		}
+	}
+	return len(counted)
+}
+
+// Drained reports whether there is at least one target and every target
+// has confirmed the replica's synced watermark: the replication half of
+// the drop check of DESIGN.md section 12, rule 3.
+func (p *Pusher) Drained() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.mu.view) == 0 {
+		return false
+	}
+	synced := p.cfg.Log.SyncedSeq()
+	for _, t := range p.mu.view {
+		if p.cfg.Log.Confirmed(t.id) < synced {
+			return false
+		}
+	}
+	return true
+}
+
+// Status returns the replication state towards each current target, in
+// discovery order.
+func (p *Pusher) Status() []api.TargetStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	synced := p.cfg.Log.SyncedSeq()
+	out := make([]api.TargetStatus, 0, len(p.mu.view))
+	for _, t := range p.mu.view {
+		c := p.cfg.Log.Confirmed(t.id)
+		var lag uint64
+		if synced > c {
+			lag = synced - c
+		}
+		out = append(out, api.TargetStatus{
+			Server: t.spec.ServerID, Placement: t.id, Kind: t.spec.Kind,
+			Confirmed: c, Lag: lag, LastError: t.lastErr, LastPush: t.lastPush,
+		})
+	}
+	return out
+}
+
+// runTarget is the goroutine of one target: push while there is something
+// above the cursor, back off after a failure, otherwise sleep until woken.
+func (p *Pusher) runTarget(ctx context.Context, t *target) {
+	attempt := 0
+	for {
+		more, err := p.step(ctx, t)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
+			attempt++
+			p.noteFailure(t, attempt, err)
+			if !sleep(ctx, backoff(attempt, p.cfg.RetryMin, p.cfg.RetryMax, rand.Int64N)) {
+				return
+			}
+		case more:
+			p.noteSuccess(t, &attempt)
+		default:
+			p.noteSuccess(t, &attempt)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.wake:
+			}
+		}
+	}
+}
+
+// pushState is what one step needs of a target, copied under Pusher.mu.
+type pushState struct {
+	spec         metadata.Target
+	node         uint64
+	txnSeq       uint64
+	mark         uint64
+	hasMark      bool
+	completeSent bool
+}
+
+func (p *Pusher) pushState(t *target) pushState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	mark, ok := p.mu.marks[t.id]
+	return pushState{
+		spec: t.spec, node: t.node, txnSeq: p.mu.txnSeq,
+		mark: mark, hasMark: ok, completeSent: t.completeSent,
+	}
+}
+
+// step reads one batch above t's cursor and delivers it. more reports that
+// the batch was full, so more rows may follow at once.
+func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
+	st := p.pushState(t)
+	cursor := p.cfg.Log.Confirmed(t.id)
+	entries, err := p.cfg.Log.ReadLog(cursor, p.cfg.BatchRows)
+	if err != nil {
+		return false, fmt.Errorf("read log after %d: %w", cursor, err)
+	}
+	last := cursor
+	if len(entries) > 0 {
+		last = entries[len(entries)-1].Seq
+	}
+	more = len(entries) >= p.cfg.BatchRows
+	// Complete: after this push the target has everything up to its mark.
+	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && last >= st.mark
+	signal := complete && (!st.completeSent || t.ticked.Swap(false))
+	t.rows = filterRows(t.rows[:0], entries, &st)
+	if len(t.rows) == 0 && !signal {
+		// Nothing for this target (or nothing at all): advance only.
+		return more, p.confirm(t.id, last)
+	}
+	req := api.PushRequest{
+		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
+		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: t.id,
+		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: last, Complete: complete,
+	}
+	if len(t.rows) > 0 {
+		t.buf = AppendRows(t.buf[:0], t.rows)
+		req.Rows = t.buf
+	}
+	clear(t.rows) // drop references to the entries
+	if err := p.cfg.Sender.Push(ctx, st.spec, req); err != nil {
+		if errors.Is(err, ErrStalePlacement) && p.cfg.OnStale != nil {
+			p.cfg.OnStale(st.spec)
+		}
+		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, last, err)
+	}
+	p.mu.Lock()
+	t.lastPush = time.Now()
+	t.completeSent = t.completeSent || complete
+	p.mu.Unlock()
+	return more, p.confirm(t.id, last)
+}
+
+// filterRows appends to dst the rows of entries that go to the target:
+//   - replica: all but the rows whose every field was written by the
+//     target's server (they came from there);
+//   - split: the rows inside the child's range;
+//   - joining (and any other kind): all.
+func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []model.Row {
+	for i := range entries {
+		r := &entries[i].Row
+		switch st.spec.Kind {
+		case metadata.TargetReplica:
+			if fromServer(r, st.node) {
+				continue
+			}
+		case metadata.TargetSplit:
+			if !inRange(r.Time, st.spec.Begin, st.spec.End) {
+				continue
+			}
+		}
+		dst = append(dst, *r)
+	}
+	return dst
+}
+
+// fromServer reports whether every field of r carries node's versions.
+func fromServer(r *model.Row, node uint64) bool {
+	for i := range r.Fields {
+		if r.Fields[i].Version.Node != node {
+			return false
+		}
+	}
+	return len(r.Fields) > 0
+}
+
+func inRange(t int64, begin, end *int64) bool {
+	return (begin == nil || t >= *begin) && (end == nil || t < *end)
+}
+
+// confirm records durably that target has every row up to seq and wakes
+// WaitConfirmed. A cursor never moves back.
+func (p *Pusher) confirm(target uuid.UUID, seq uint64) error {
+	p.confirmMu.Lock()
+	if seq <= p.cfg.Log.Confirmed(target) {
+		p.confirmMu.Unlock()
+		return nil
+	}
+	err := p.cfg.Log.SetConfirmed(target, seq)
+	p.confirmMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("record confirmed sequence %d: %w", seq, err)
+	}
+	p.mu.Lock()
+	p.broadcastLocked()
+	p.mu.Unlock()
+	return nil
+}
+
+// noteFailure records err for Status. Only the first failure of a run of
+// them is logged at warning level (an outage of minutes retries hundreds of
+// times); noteSuccess logs the recovery.
+func (p *Pusher) noteFailure(t *target, attempt int, err error) {
+	p.mu.Lock()
+	t.lastErr = err.Error()
+	spec := t.spec
+	p.mu.Unlock()
+	level := slog.LevelDebug
+	if attempt == 1 {
+		level = slog.LevelWarn
+	}
+	p.log.Log(context.Background(), level, "push failed", "server", spec.ServerID, "target", t.id, "attempt", attempt, "err", err)
+}
+
+func (p *Pusher) noteSuccess(t *target, attempt *int) {
+	if *attempt == 0 {
+		return
+	}
+	p.mu.Lock()
+	t.lastErr = ""
+	spec := t.spec
+	p.mu.Unlock()
+	p.log.Info("push recovered", "server", spec.ServerID, "target", t.id, "attempts", *attempt)
+	*attempt = 0
+}
+
+// backoff returns the wait after the attempt-th consecutive failure
+// (attempt >= 1): d = min(lo·2^(attempt−1), hi), drawn uniformly from
+// [d/2, d]. randN(n) returns a number in [0, n).
+func backoff(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Duration {
+	d := hi
+	if attempt <= 62 && lo <= hi>>(attempt-1) {
+		d = lo << (attempt - 1)
+	}
+	half := d / 2
+	return half + time.Duration(randN(int64(d-half)+1))
+}
+
+// sleep waits for d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}

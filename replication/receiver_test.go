@@ -1,0 +1,117 @@
+package replication
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// countingApplier records Apply calls and fails with err.
+type countingApplier struct {
+	calls int
+	err   error
+}
+
+func (a *countingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
+	a.calls++
+	return partition.ApplyResult{Changed: len(rows)}, a.err
+}
+
+func TestReceive(t *testing.T) {
+	rows := []model.Row{row("s1", "cpu", 1, 1, "v", 1), row("s2", "cpu", 2, 1, "v", 2)}
+	enc := AppendRows(nil, rows)
+	errApply := errors.New("disk full")
+	tests := []struct {
+		name      string
+		req       api.PushRequest
+		applyErr  error
+		wantN     int
+		wantCalls int
+		wantErr   error
+	}{
+		{"rows", api.PushRequest{Rows: enc, Count: 2}, nil, 2, 1, nil},
+		{"empty complete signal", api.PushRequest{Count: 0, Complete: true}, nil, 0, 0, nil},
+		{"encoded zero rows", api.PushRequest{Rows: AppendRows(nil, nil)}, nil, 0, 0, nil},
+		{"count too high", api.PushRequest{Rows: enc, Count: 3}, nil, 0, 0, ErrCorrupt},
+		{"count without rows", api.PushRequest{Count: 1}, nil, 0, 0, ErrCorrupt},
+		{"garbage", api.PushRequest{Rows: []byte("{json?}"), Count: 1}, nil, 0, 0, ErrCorrupt},
+		{"truncated", api.PushRequest{Rows: enc[:len(enc)-1], Count: 2}, nil, 0, 0, ErrCorrupt},
+		{"apply fails", api.PushRequest{Rows: enc, Count: 2}, errApply, 0, 1, errApply},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &countingApplier{err: tt.applyErr}
+			n, err := Receive(a, tt.req)
+			if n != tt.wantN || a.calls != tt.wantCalls || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Receive = %d, %v with %d Apply calls; want %d, %v, %d", n, err, a.calls, tt.wantN, tt.wantErr, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestReceiveIntoReplica(t *testing.T) {
+	dst := newReplica(t, uuid.New())
+	rows := []model.Row{row("s1", "cpu", 1, 5, "v", 1), row("s1", "mem", 1, 5, "v", 2)}
+	req := api.PushRequest{Rows: AppendRows(nil, rows), Count: len(rows)}
+	for range 2 { // a replayed push is harmless
+		if n, err := Receive(dst, req); n != 2 || err != nil {
+			t.Fatalf("Receive = %d, %v", n, err)
+		}
+	}
+	if err := sameRows(scanAll(t, dst), rows); err != nil {
+		t.Fatal(err)
+	}
+	if dst.SyncedSeq() != 2 {
+		t.Fatalf("synced seq %d after a replay; want 2 (ties store nothing)", dst.SyncedSeq())
+	}
+	// A row the store refuses (zero version) fails the whole push.
+	bad := []model.Row{row("s1", "cpu", 9, 0, "v", 1)}
+	bad[0].Fields[0].Version = model.Version{}
+	_, err := Receive(dst, api.PushRequest{Rows: AppendRows(nil, bad), Count: 1})
+	if !errors.Is(err, partition.ErrInvalidRow) {
+		t.Fatalf("Receive of a zero-version row: %v, want partition.ErrInvalidRow", err)
+	}
+}
+
+func TestJoinProgress(t *testing.T) {
+	var j JoinProgress
+	a, b := uuid.New(), uuid.New()
+	if got := j.Complete(a); len(got) != 0 {
+		t.Fatalf("zero value: Complete = %v", got)
+	}
+	j.Record(a, "s3", false)
+	j.Record(a, "s2", true)
+	j.Record(a, "s1", true)
+	j.Record(a, "s1", true)
+	j.Record(b, "s1", true)
+	j.Record(a, "s2", false) // a restarted sender before its new mark: still complete
+	if got := j.Complete(a); !slices.Equal(got, []string{"s1", "s2"}) {
+		t.Fatalf("Complete(a) = %v, want [s1 s2]", got)
+	}
+	j.Forget(a)
+	if got := j.Complete(a); len(got) != 0 {
+		t.Fatalf("after Forget: %v", got)
+	}
+	if got := j.Complete(b); !slices.Equal(got, []string{"s1"}) {
+		t.Fatalf("Forget(a) changed b: %v", got)
+	}
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			j.Record(a, string(rune('a'+i)), true)
+			_ = j.Complete(a)
+		})
+	}
+	wg.Wait()
+	if got := j.Complete(a); len(got) != 8 {
+		t.Fatalf("after concurrent records: %v", got)
+	}
+}
