@@ -1,11 +1,17 @@
 // Package http serves tsdb's public API (DESIGN.md section 10) on fasthttp:
-// table creation and inspection, inserts as a JSON array, NDJSON or InfluxDB
-// line protocol (gzip or zstd bodies accepted), raw and aggregate queries,
-// the decoded METADATA file of a table, /healthz and Prometheus /metrics.
-// The same server answers the internal API (/internal/…) that servers call
-// on each other, behind the Internal interface: authenticated by the
-// cluster secret only, bodies and answers in package cluster/rpc's wire
-// format (zstd JSON), errors mapped to the codes of package http/api.
+// table creation and inspection (with each partition's replica states on
+// ?replicas=1), inserts as a JSON array, NDJSON or InfluxDB line protocol
+// (gzip or zstd bodies accepted; X-TSDB-Consistency picks how many replicas
+// must hold the rows), raw and aggregate queries, a partition's join and
+// leave, the decoded METADATA file of a table, /healthz and Prometheus
+// /metrics. The same server answers the internal API (/internal/…) that
+// servers call on each other, behind the Internal interface: METADATA
+// storage and changes, discovery, replication pushes, forwarded inserts,
+// sub-queries and replica states; authenticated by the cluster secret only,
+// bodies and answers in package cluster/rpc's wire format (zstd JSON),
+// errors mapped to the codes of package http/api (ErrMoved,
+// ErrStalePlacement and ErrInsertOutcomeUnknown are the node's way to pick
+// the replication ones).
 //
 // The package owns decoding, validation and the mapping of errors to HTTP
 // statuses; everything else is behind the Backend interface, which the node

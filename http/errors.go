@@ -9,6 +9,7 @@ import (
 	"github.com/tsdb/tsdb/http/ingest"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // Sentinel errors of the server.
@@ -21,6 +22,31 @@ var (
 	ErrBadRequest          = errors.New("http: bad request")
 	ErrUnavailable         = errors.New("http: unavailable")
 )
+
+// Sentinel errors of replication and forwarding (DESIGN.md section 5). The
+// node wraps them with context; classify answers them with the codes of
+// package http/api, and the node's client maps those codes back.
+var (
+	// ErrMoved: the partition is not served by this server under the
+	// sender's view (split, moved, or the replica is UNLOAD and refuses
+	// client writes). Answered 409 api.CodeMoved, like
+	// partition.ErrUnloading: the front end refreshes its METADATA and
+	// retries.
+	ErrMoved = errors.New("http: partition moved")
+	// ErrStalePlacement: this server does not hold the placement a push or
+	// sub-query names as LOAD or SERVE (dropped, never created, or UNLOAD).
+	// Answered 409 api.CodeStalePlacement: the sender re-runs discovery.
+	ErrStalePlacement = errors.New("http: stale placement")
+	// ErrInsertOutcomeUnknown: the coordinator wrote the rows but fewer
+	// replicas than the consistency level asks confirmed them before the
+	// deadline. Answered 503 api.CodeOutcomeUnknownRows with the message
+	// OutcomeUnknownMessage: the rows may still appear.
+	ErrInsertOutcomeUnknown = errors.New("http: insert outcome unknown")
+)
+
+// OutcomeUnknownMessage starts the message of an api.CodeOutcomeUnknownRows
+// answer.
+const OutcomeUnknownMessage = "outcome unknown: the rows may still appear"
 
 // apiError is an error with the status and code it is answered with.
 type apiError struct {
@@ -36,6 +62,9 @@ func classify(err error) (int, string, string) {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae.status, ae.code, ae.msg
+	}
+	if status, code, msg, ok := classifyReplication(err); ok {
+		return status, code, msg
 	}
 	var pe *ingest.ParseError
 	switch {
@@ -94,6 +123,26 @@ func classifyMetadata(err error) (int, string, bool) {
 		return http.StatusConflict, api.CodeStale, true
 	}
 	return 0, "", false
+}
+
+// classifyReplication maps the replication and forwarding sentinels. They
+// come before every other sentinel: the node wraps one deliberately, and a
+// partition that moved may be reported with the error that revealed it
+// (a stale METADATA view, an unknown table), while it is the move the
+// caller must act on.
+func classifyReplication(err error) (int, string, string, bool) {
+	switch {
+	case errors.Is(err, ErrStalePlacement):
+		return http.StatusConflict, api.CodeStalePlacement, err.Error(), true
+	case errors.Is(err, ErrMoved), errors.Is(err, partition.ErrUnloading):
+		// An UNLOAD replica refuses client writes as "moved"; a push it
+		// refuses is wrapped in ErrStalePlacement by the node, which wins.
+		return http.StatusConflict, api.CodeMoved, err.Error(), true
+	case errors.Is(err, ErrInsertOutcomeUnknown):
+		return http.StatusServiceUnavailable, api.CodeOutcomeUnknownRows,
+			OutcomeUnknownMessage + " (" + err.Error() + ")", true
+	}
+	return 0, "", "", false
 }
 
 func badQuery(format string, args ...any) error {

@@ -111,6 +111,11 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
+	consistency, err := parseConsistency(ctx.Request.Header.Peek(api.HeaderConsistency))
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
 	rctx, cancel := requestContext()
 	defer cancel()
 	// An unknown table is a 404 whatever the body holds.
@@ -132,11 +137,25 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
-	if err := s.backend.Insert(rctx, table, rows, InsertOptions{}); err != nil {
+	if err := s.backend.Insert(rctx, table, rows, InsertOptions{Consistency: consistency}); err != nil {
 		s.writeError(ctx, err)
 		return
 	}
 	s.metrics.insertRows.WithLabelValues(f).Add(float64(len(rows)))
 	s.metrics.insertBytes.WithLabelValues(f).Add(float64(len(ctx.Request.Body())))
 	ok(len(rows))
+}
+
+// parseConsistency reads the X-TSDB-Consistency header of an insert: one,
+// quorum or all, in any case; absent or empty means quorum.
+func parseConsistency(v []byte) (string, error) {
+	c := strings.ToLower(strings.TrimSpace(string(v)))
+	switch c {
+	case "":
+		return api.ConsistencyQuorum, nil
+	case api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll:
+		return c, nil
+	}
+	return "", fmt.Errorf("%w: header %s: %q (want %s, %s or %s; absent means %s)", ErrBadRequest, api.HeaderConsistency,
+		v, api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll, api.ConsistencyQuorum)
 }

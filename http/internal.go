@@ -19,7 +19,8 @@ import (
 // Internal is what the internal API (/internal/…, DESIGN.md section 10)
 // needs from the rest of the server. Errors are classified like the public
 // API's, plus the metadata package's sentinels (conflict, invalid op, not a
-// metadata server, stale, no quorum, outcome unknown).
+// metadata server, stale, no quorum, outcome unknown) and this package's
+// replication ones (ErrStalePlacement, ErrMoved, ErrInsertOutcomeUnknown).
 type Internal interface {
 	// FetchMetadata returns an encoded METADATA file this server holds.
 	FetchMetadata(ctx context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error)
@@ -55,6 +56,10 @@ var internalRoutes = map[string]internalRoute{
 	api.PathMetadataChange: {"internal_metadata_change", (*Server).handleInternalChange},
 	api.PathMetadataJoin:   {"internal_metadata_join", (*Server).handleInternalJoin},
 	api.PathDiscovery:      {"internal_discovery", (*Server).handleInternalDiscovery},
+	api.PathReplicate:      {"internal_replicate", (*Server).handleInternalReplicate},
+	api.PathInsert:         {"internal_insert", (*Server).handleInternalInsert},
+	api.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
+	api.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
 }
 
 // routeInternal serves a path under /internal/ and returns the route's name

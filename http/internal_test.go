@@ -21,6 +21,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // fakeInternal records the requests it receives and answers each with a
@@ -94,6 +95,41 @@ func (f *fakeInternal) Discover(_ context.Context, req api.DiscoveryRequest) (ap
 	return api.DiscoveryResponse{TxnID: txnA, TxnSeq: 7, Results: res}, nil
 }
 
+func (f *fakeInternal) Replicate(_ context.Context, req api.PushRequest) error {
+	return f.record(req)
+}
+
+func (f *fakeInternal) ForwardInsert(_ context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error) {
+	if err := f.record(req); err != nil {
+		return api.ForwardInsertResponse{}, err
+	}
+	return api.ForwardInsertResponse{Rows: req.Count}, nil
+}
+
+func (f *fakeInternal) SubQuery(_ context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+	if err := f.record(req); err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	return api.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}, nil
+}
+
+func (f *fakeInternal) Replicas(_ context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+	if err := f.record(req); err != nil {
+		return api.ReplicasResponse{}, err
+	}
+	return api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}, nil
+}
+
+// cannedReplica is the replica state the fake Internal reports.
+var cannedReplica = api.ReplicaStatus{
+	Server: "s1", Table: "metrics",
+	PartitionID: uuid.MustParse("11111111-1111-1111-1111-111111111111"),
+	Placement:   uuid.MustParse("aaaaaaaa-0000-0000-0000-000000000001"),
+	Status:      metadata.StatusServe, TxnSeq: 7, Rows: 10, Bytes: 4096, HighSeq: 12, SyncedSeq: 12,
+	Targets: []api.TargetStatus{{Server: "s2", Placement: uuid.MustParse("bbbbbbbb-0000-0000-0000-000000000002"),
+		Kind: metadata.TargetReplica, Confirmed: 9, Lag: 3, LastPush: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+}
+
 // startServer serves s on a loopback port until the test ends and returns
 // its host:port.
 func startServer(t *testing.T, s *Server) string {
@@ -129,6 +165,26 @@ func statusOf(t *testing.T, err error) *rpc.StatusError {
 	return se
 }
 
+// Valid requests of the replication and forwarding endpoints.
+var (
+	validPush = api.PushRequest{Table: "metrics", PartitionID: uuid.New(), FromServer: "s2", FromPlacement: uuid.New(),
+		ToPlacement: uuid.New(), TxnSeq: 7, Rows: encA, Count: 2, LastSeq: 42}
+	validForward = api.ForwardInsertRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(),
+		TxnSeq: 7, Consistency: api.ConsistencyAll, Rows: encA, Count: 2}
+	validSubQuery = api.SubQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
+		From: 10, To: 20, Series: "cpu", Prefix: true, Fields: []string{"usage"}, Agg: true, Step: 5, GroupAll: true}
+)
+
+// mustJSON encodes v.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 var validChange = api.ChangeMetadataRequest{
 	Table: "metrics", BaseTxnID: txnA, NewTxnID: txnB,
 	Op: metadata.Op{Type: metadata.OpSetOffline, SetOffline: &metadata.SetOfflineOp{PartitionID: uuid.New(), Offline: true}},
@@ -159,6 +215,19 @@ func TestInternalRoutes(t *testing.T) {
 		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{ref}},
 			&api.DiscoveryResponse{}, &api.DiscoveryResponse{TxnID: txnA, TxnSeq: 7,
 				Results: []metadata.Discovery{{Status: metadata.StatusServe, Targets: []metadata.Target{}}}}},
+		{api.PathReplicate, validPush,
+			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // 204: resp untouched
+		{api.PathReplicate, api.PushRequest{Table: "metrics", PartitionID: ref.PartitionID, FromServer: "s2",
+			FromPlacement: uuid.New(), ToPlacement: ref.PlacementID, TxnSeq: 7, Complete: true},
+			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // no rows: a completion notice
+		{api.PathInsert, validForward,
+			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{Rows: 2}},
+		{api.PathQuery, validSubQuery,
+			&api.SubQueryResponse{}, &api.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}},
+		{api.PathReplicas, api.ReplicasRequest{},
+			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
+		{api.PathReplicas, api.ReplicasRequest{Table: "metrics"},
+			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
 	} {
 		if err := c.Call(context.Background(), addr, tc.path, tc.req, tc.resp); err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
@@ -171,8 +240,13 @@ func TestInternalRoutes(t *testing.T) {
 			t.Errorf("%s: backend got %+v, want %+v", tc.path, last, tc.req)
 		}
 	}
+	// A push answers 204 with no body, like the store.
+	resp := rawPost(t, "http://"+addr+api.PathReplicate, "sec", "", string(mustJSON(t, validPush)))
+	if resp.status != http.StatusNoContent || resp.body != "" {
+		t.Errorf("replicate: %d %q, want 204 and no body", resp.status, resp.body)
+	}
 	// The store answers 204 with no body.
-	resp := rawPost(t, "http://"+addr+api.PathMetadataStore, "sec", "",
+	resp = rawPost(t, "http://"+addr+api.PathMetadataStore, "sec", "",
 		`{"table":"metrics","txnid":"`+txnA+`","encoded":"AQID"}`)
 	if resp.status != http.StatusNoContent || resp.body != "" {
 		t.Errorf("store: %d %q, want 204 and no body", resp.status, resp.body)
@@ -184,7 +258,8 @@ func TestInternalRoutes(t *testing.T) {
 	}
 	metrics := scrape(t, addr)
 	for _, route := range []string{"internal_metadata_fetch", "internal_metadata_store", "internal_metadata_change",
-		"internal_metadata_join", "internal_discovery"} {
+		"internal_metadata_join", "internal_discovery", "internal_replicate", "internal_insert", "internal_query",
+		"internal_replicas"} {
 		if !strings.Contains(metrics, `route="`+route+`"`) {
 			t.Errorf("/metrics lacks route %q", route)
 		}
@@ -266,12 +341,26 @@ func TestInternalErrorMapping(t *testing.T) {
 		{metadata.ErrTableNotFound, api.PathMetadataJoin, join, 404, api.CodeTableNotFound},
 		{fmt.Errorf("%w: peer s2: %w", metadata.ErrNoQuorum, metadata.ErrFileNotFound), api.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
 		{errors.New("disk on fire"), api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2"}, 500, api.CodeInternal},
+		{ErrStalePlacement, api.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{ErrMoved, api.PathInsert, validForward, 409, api.CodeMoved},
+		{ErrMoved, api.PathQuery, validSubQuery, 409, api.CodeMoved},
+		{ErrStalePlacement, api.PathQuery, validSubQuery, 409, api.CodeStalePlacement},
+		{ErrInsertOutcomeUnknown, api.PathInsert, validForward, 503, api.CodeOutcomeUnknownRows},
+		{partition.ErrUnloading, api.PathInsert, validForward, 409, api.CodeMoved},
+		// The move is what the caller must act on, whatever revealed it.
+		{fmt.Errorf("%w: %w", metadata.ErrStale, ErrMoved), api.PathInsert, validForward, 409, api.CodeMoved},
+		{fmt.Errorf("%w: %w", ErrUnavailable, ErrStalePlacement), api.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{metadata.ErrTableNotFound, api.PathReplicas, api.ReplicasRequest{Table: "metrics"}, 404, api.CodeTableNotFound},
+		{ErrUnavailable, api.PathReplicas, api.ReplicasRequest{}, 503, api.CodeUnavailable},
 	} {
 		fake.setErr(fmt.Errorf("context: %w", tc.err))
 		err := c.Call(context.Background(), addr, tc.path, tc.req, nil)
 		se := statusOf(t, err)
 		if se.Status != tc.status || se.Code != tc.code || !strings.Contains(se.Message, tc.err.Error()) {
 			t.Errorf("%v on %s: got %d %q %q, want %d %q", tc.err, tc.path, se.Status, se.Code, se.Message, tc.status, tc.code)
+		}
+		if tc.code == api.CodeOutcomeUnknownRows && !strings.HasPrefix(se.Message, "outcome unknown: the rows may still appear") {
+			t.Errorf("%v on %s: message %q does not start with the outcome-unknown sentence", tc.err, tc.path, se.Message)
 		}
 	}
 }
@@ -305,6 +394,30 @@ func TestInternalBadRequests(t *testing.T) {
 		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics"}, api.CodeBadRequest, "server: required"},
 		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{{PartitionID: uuid.New()}}},
 			api.CodeBadRequest, "replicas[0].placement_id: required"},
+		// Replication and forwarding: every request names the partition,
+		// the receiving placement and the sender's txnseq (rule 8).
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.PartitionID = uuid.Nil }), api.CodeBadRequest, "partition_id: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromServer = "" }), api.CodeBadRequest, "from_server: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromServer = "a/b" }), api.CodeBadRequest, "from_server: "},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromPlacement = uuid.Nil }), api.CodeBadRequest, "from_placement: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromPlacement = r.ToPlacement }), api.CodeBadRequest, "to_placement: equals from_placement"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required when count is 2"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Count = -1 }), api.CodeBadRequest, "count: -1"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.LastSeq = 0 }), api.CodeBadRequest, "last_seq: required"},
+		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Table = "Metrics" }), api.CodeInvalidTableName, "table: "},
+		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.Consistency = "QUORUM" }), api.CodeBadRequest, `consistency: "QUORUM"`},
+		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required"},
+		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
+		{api.PathInsert, api.ForwardInsertRequest{Table: "metrics"}, api.CodeBadRequest, "partition_id: required; http: bad request: to_placement: required; http: bad request: txnseq: required"},
+		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.From = 30 }), api.CodeBadRequest, "to: 20 is before from (30)"},
+		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Limit = -1 }), api.CodeBadRequest, "limit: -1"},
+		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Step = -1 }), api.CodeBadRequest, "step: -1"},
+		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Agg = false }), api.CodeBadRequest, "step: set without agg"},
+		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
+		{api.PathReplicas, api.ReplicasRequest{Table: "no-such"}, api.CodeInvalidTableName, "table: "},
+		{api.PathReplicas, map[string]any{"tables": "metrics"}, api.CodeBadRequest, "unknown field"},
 		// Several problems are reported together, on one line.
 		{api.PathMetadataStore, api.StoreMetadataRequest{}, api.CodeBadRequest, "table: required; "},
 		// Unknown fields: a peer speaking another schema fails loudly.
@@ -469,4 +582,10 @@ func jsonEqual(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return bytes.Equal(ja, jb)
+}
+
+// with returns a copy of v changed by f.
+func with[T any](v T, f func(*T)) T {
+	f(&v)
+	return v
 }

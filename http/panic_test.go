@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -22,14 +24,21 @@ func (panicky) ListTables(context.Context) ([]metadata.TableConfig, error) { pan
 func (panicky) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
 }
-func (panicky) Insert(context.Context, string, []model.Row) error { panic("bug") }
+func (panicky) Insert(context.Context, string, []model.Row, InsertOptions) error { panic("bug") }
 func (panicky) Query(context.Context, string, RawQuery) ([]model.Row, bool, error) {
 	panic("bug")
 }
 func (panicky) Aggregate(context.Context, string, AggQuery) ([]model.SeriesAgg, error) {
 	panic("bug")
 }
-func (panicky) Cluster(context.Context) (api.ClusterResponse, error) { panic("bug") }
+func (panicky) Cluster(context.Context) (api.ClusterResponse, error)              { panic("bug") }
+func (panicky) Replicas(context.Context, string) ([]api.PartitionReplicas, error) { panic("bug") }
+func (panicky) JoinServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {
+	panic("bug")
+}
+func (panicky) RemoveServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {
+	panic("bug")
+}
 func (panicky) Metadata(context.Context, string, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
 }

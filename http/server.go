@@ -278,6 +278,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 			}
 			return "table_metadata"
 		}
+		if p, ok := strings.CutPrefix(action, "partitions/"); ok {
+			return s.routePartition(ctx, table, p)
+		}
 	}
 	s.writeAPIError(ctx, 404, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))
 	return "not_found"

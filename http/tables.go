@@ -81,6 +81,15 @@ func (s *Server) handleGetTable(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
+	replicas, err := wantReplicas(ctx.QueryArgs())
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if replicas {
+		s.handleTableReplicas(ctx, table)
+		return
+	}
 	rctx, cancel := requestContext()
 	defer cancel()
 	cfg, file, err := s.backend.Table(rctx, table)

@@ -18,7 +18,7 @@ type etcdKV interface {
 
 // defaultEtcdTimeout bounds an etcd call whose ctx has no deadline, so a
 // caller that forgot one does not hang forever on a partitioned etcd.
-const defaultEtcdTimeout = 30 * time.Second
+const defaultEtcdTimeout = 10 * time.Second
 
 // EtcdStore is the Store on etcd: each TableConfig is compact JSON at
 // <prefix>tables/<name>; creates are Txns on CreateRevision == 0 and updates
@@ -40,11 +40,10 @@ func newEtcdStore(kv etcdKV, prefix string) *EtcdStore {
 
 func (s *EtcdStore) key(name string) string { return TableKey(s.prefix, name) }
 
-// bounded gives ctx the default deadline if it has none.
+// bounded bounds one etcd call by defaultEtcdTimeout, or by ctx's own
+// deadline when it is earlier: a long request deadline must not turn an
+// etcd outage into a long hang.
 func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
 	return context.WithTimeout(ctx, defaultEtcdTimeout)
 }
 

@@ -48,7 +48,13 @@ func (l *syncLog) get(server, table string) []uint64 {
 // startCluster starts n servers s1..sn.
 func startCluster(t *testing.T, n int, mut ...func(*Config)) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, etcd: testEtcd(t), nodes: map[string]*Node{}, dirs: map[string]string{}, mut: mut,
+	return startClusterOn(t, testEtcd(t), n, mut...)
+}
+
+// startClusterOn starts n servers s1..sn on an etcd the caller started.
+func startClusterOn(t *testing.T, e *embedetcd.Etcd, n int, mut ...func(*Config)) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t, etcd: e, nodes: map[string]*Node{}, dirs: map[string]string{}, mut: mut,
 		seen: &syncLog{log: map[string][]uint64{}}}
 	cli, err := c.etcd.Client()
 	if err != nil {

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/rpc"
@@ -27,6 +29,7 @@ import (
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/replication"
 	"github.com/tsdb/tsdb/router"
 )
 
@@ -65,6 +68,13 @@ type Config struct {
 	ReconcileInterval time.Duration
 	// SyncTimeout bounds the loading of one table's METADATA; default 10s.
 	SyncTimeout time.Duration
+	// AckTimeout bounds how long an insert waits for the replicas its
+	// consistency level needs; past it the answer is 503 "outcome
+	// unknown". Default 10s.
+	AckTimeout time.Duration
+	// LifecycleTick is how often UNLOAD replicas are checked for dropping
+	// and joins for finalizing; default 500ms.
+	LifecycleTick time.Duration
 	// RPCTimeout bounds one internal call attempt; default 5s.
 	RPCTimeout time.Duration
 	// Logger receives the server's logs; nil discards.
@@ -101,6 +111,12 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.SyncTimeout <= 0 {
 		c.SyncTimeout = 10 * time.Second
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 10 * time.Second
+	}
+	if c.LifecycleTick <= 0 {
+		c.LifecycleTick = 500 * time.Millisecond
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -141,6 +157,13 @@ type Node struct {
 	rpc       *rpc.Client
 	dir       *directory
 	reg       *membership.Registration
+	clock     *model.Clock
+	joins     *replication.JoinProgress
+	// bg is the context of background work, cancelled by Stop.
+	bg context.Context
+	// resync asks the resync loop to re-sync a table (a push was refused
+	// as stale).
+	resync chan string
 
 	mu struct {
 		sync.Mutex
@@ -148,6 +171,8 @@ type Node struct {
 		synced map[string]uint64
 		// replicas is the last discovery answer of each local replica.
 		replicas map[uuid.UUID]ReplicaStatus
+		// runtimes is the replication machinery of each local replica.
+		runtimes map[uuid.UUID]*replicaRuntime
 	}
 
 	cancel   context.CancelFunc
@@ -188,6 +213,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Endpoints:   cfg.EtcdEndpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
+		// gRPC's default reconnect backoff grows to 2 minutes: after an
+		// etcd outage the server would stay cut off long after etcd is
+		// back. Retry the connection at most every 2 s instead.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: 2 * time.Second,
+		})},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: etcd client: %w", err)
@@ -205,15 +237,20 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:    n.log,
 		BeforeCAS: cfg.beforeCAS,
 	}
+	n.clock = model.NewClock(cfg.ID, nil)
+	n.joins = &replication.JoinProgress{}
+	n.resync = make(chan string, 1)
 	n.router = router.New(router.Config{
-		Self:   cfg.ID,
-		Meta:   n.committer,
-		Store:  n.store,
-		Clock:  model.NewClock(cfg.ID, nil),
-		Logger: n.log,
+		Self:     cfg.ID,
+		Meta:     n.committer,
+		Store:    n.store,
+		Clock:    n.clock,
+		Replicas: replicas{n},
+		Logger:   n.log,
 	})
 	n.mu.synced = make(map[string]uint64)
 	n.mu.replicas = make(map[uuid.UUID]ReplicaStatus)
+	n.mu.runtimes = make(map[uuid.UUID]*replicaRuntime)
 
 	n.ln, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -225,11 +262,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	n.bg, n.cancel = bg, cancel
 	closers = append(closers, func() { cancel(); n.wg.Wait() })
 	// Register before loading tables: peers resolve this server's address
 	// from the list, and its own fetches resolve theirs.
-	n.reg, err = membership.Register(ctx, membership.Config{
+	n.reg, err = n.register(ctx, membership.Config{
 		Client:  n.etcd,
 		Prefix:  cfg.EtcdPrefix,
 		Self:    membership.Info{ID: cfg.ID, Addr: advertise, StartedAt: n.started},
@@ -271,8 +308,35 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.goAttach(tables.Wait)
 	n.goAttach(func() { n.every(bg, cfg.SweepInterval, "metadata sweep", n.sweepOnce) })
 	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
+	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
+	n.goAttach(func() { n.resyncLoop(bg) })
 	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
 	return n, nil
+}
+
+// register registers this server in the membership list. A server
+// restarted right after a crash finds its id still held by its previous
+// incarnation's lease, which lapses within one TTL: it waits for that, up
+// to two TTLs, and then gives up with the duplicate-id error (another live
+// server keeps its lease alive).
+func (n *Node) register(ctx context.Context, cfg membership.Config) (*membership.Registration, error) {
+	ttl := cfg.TTL
+	if ttl <= 0 {
+		ttl = membership.DefaultTTL
+	}
+	deadline := time.Now().Add(2*ttl + time.Second)
+	for {
+		reg, err := membership.Register(ctx, cfg)
+		if !errors.Is(err, membership.ErrDuplicateID) || time.Now().After(deadline) {
+			return reg, err
+		}
+		n.log.Warn("server id still held in etcd, by a previous incarnation's lease if it crashed; waiting for it to lapse", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // advertiseAddr is the address peers reach this server at.
@@ -508,21 +572,32 @@ func (b backend) Table(ctx context.Context, name string) (metadata.TableConfig, 
 }
 
 func (b backend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
-	_, err := b.n.router.Insert(ctx, table, rows)
+	return publicError(b.n.router.Insert(ctx, table, rows, opts.Consistency))
+}
+
+// publicError turns the router's routing failures into the public API's
+// 503: no replica could take or answer the request.
+func publicError(err error) error {
+	if err != nil && (errors.Is(err, router.ErrUnavailable) || errors.Is(err, router.ErrMoved) || errors.Is(err, router.ErrNotLocal)) &&
+		!errors.Is(err, tsdbhttp.ErrInsertOutcomeUnknown) {
+		return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	}
 	return err
 }
 
 func (b backend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) ([]model.Row, bool, error) {
-	return b.n.router.Query(ctx, table, router.RawQuery{
+	rows, truncated, err := b.n.router.Query(ctx, table, router.RawQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
 	})
+	return rows, truncated, publicError(err)
 }
 
 func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
-	return b.n.router.Aggregate(ctx, table, router.AggQuery{
+	aggs, err := b.n.router.Aggregate(ctx, table, router.AggQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Step: q.Step, GroupAll: q.GroupAll,
 	})
+	return aggs, publicError(err)
 }
 
 // Metadata returns the current METADATA (re-read from etcd) or, for a

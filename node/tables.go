@@ -121,6 +121,7 @@ func (n *Node) discoverLocal(file *metadata.File) {
 		}
 		n.mu.replicas[info.Placement] = st
 		n.mu.Unlock()
+		n.applyDiscovery(rep, st)
 		if !had || old.Discovery.Status != d.Status {
 			n.log.Info("replica status", "table", info.Table, "partition", info.PartitionID,
 				"placement", info.Placement, "status", d.Status, "txnseq", file.TxnSeq, "targets", len(d.Targets))
@@ -185,4 +186,19 @@ func pickServers(live []membership.Info, k int, rnd func(int) int) []membership.
 		return cmp.Compare(a.Summary.Partitions, b.Summary.Partitions)
 	})
 	return c[:min(k, len(c))]
+}
+
+// resyncLoop re-syncs the tables it is asked to (a push refused as stale
+// means this server's view may be behind) until ctx ends.
+func (n *Node) resyncLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case table := <-n.resync:
+			if err := n.syncTable(ctx, table); err != nil && ctx.Err() == nil {
+				n.log.Warn("resync failed", "table", table, "err", err)
+			}
+		}
+	}
 }

@@ -2,8 +2,10 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -30,8 +32,35 @@ type Config struct {
 	Store *partition.Store
 	// Clock assigns versions to accepted rows.
 	Clock *model.Clock
+	// Replicas reaches the partition replicas, local and remote; nil means
+	// local replicas only (writes stamped with Clock and applied to Store).
+	Replicas Replicas
 	// Logger receives state changes; nil discards.
 	Logger *slog.Logger
+}
+
+// Target names one replica of a partition under a METADATA file.
+type Target struct {
+	File      *metadata.File
+	Partition *metadata.Partition
+	// Server holds the replica; Placement is its placement id.
+	Server    string
+	Placement uuid.UUID
+}
+
+// Replicas reaches partition replicas for the router. Errors matching
+// ErrMoved make the router refresh the table's METADATA and route again;
+// ErrUnavailable makes it try the partition's next replica; any other error
+// is the answer.
+type Replicas interface {
+	// Insert has the replica coordinate rows of its partition: stamp their
+	// versions, write them durably, and return once as many replicas as
+	// consistency asks hold them.
+	Insert(ctx context.Context, t Target, rows []model.Row, consistency string) error
+	// Scan reads rows of the replica.
+	Scan(ctx context.Context, t Target, q partition.ScanQuery) ([]model.Row, bool, error)
+	// Aggregate computes partial aggregates on the replica.
+	Aggregate(ctx context.Context, t Target, q partition.AggQuery) ([]model.SeriesAgg, error)
 }
 
 // Router routes inserts and queries of one server's front end.
@@ -58,6 +87,9 @@ func New(cfg Config) *Router {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.mu.tables = make(map[string]*tableEntry)
+	if r.cfg.Replicas == nil {
+		r.cfg.Replicas = localReplicas{r}
+	}
 	return r
 }
 
@@ -180,56 +212,123 @@ func (r *Router) replicaFor(file *metadata.File, p *metadata.Partition) (*partit
 	return rep, nil
 }
 
-// InsertResult reports what an insert stored.
-type InsertResult struct {
-	// Rows is the number of rows accepted.
-	Rows int
-	// Changed is the number of rows whose stored value changed (replays and
-	// older versions change nothing).
-	Changed int
+// maxRouteAttempts bounds how often one request re-routes after a "moved"
+// answer (each time with freshly loaded METADATA).
+const maxRouteAttempts = 4
+
+// Insert routes each row to the partition covering its time and has one
+// replica of each partition coordinate its rows (this server's own replica
+// first, else the others in random order, failing over when one is
+// unavailable). A "moved" answer reloads the table's METADATA and routes
+// the rows not yet written again, invisibly to the caller. It returns once
+// every partition's coordinator acknowledged (consistency: one, quorum or
+// all; "" is quorum). rows must be validated; Insert may reorder them.
+func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, consistency string) error {
+	pending := rows
+	var last error
+	for attempt := range maxRouteAttempts {
+		if attempt > 0 {
+			if err := r.Refresh(ctx, table); err != nil {
+				return err
+			}
+		}
+		e, err := r.entry(ctx, table)
+		if err != nil {
+			return err
+		}
+		groups, err := groupByPartition(e.file, pending)
+		if err != nil {
+			return err
+		}
+		moved, err := r.insertGroups(ctx, e.file, groups, consistency)
+		if err != nil {
+			return err
+		}
+		if len(moved) == 0 {
+			return nil
+		}
+		pending, last = nil, nil
+		for _, m := range moved {
+			pending = append(pending, m.rows...)
+			last = m.err
+		}
+	}
+	return fmt.Errorf("insert into %q: still routed to moved partitions after %d attempts: %w", table, maxRouteAttempts, last)
 }
 
-// Insert stamps rows with one fresh version, routes each to its partition and
-// writes them. It returns once every row is durable (synced) on its replica.
-// rows must be validated; Insert may reorder them.
-func (r *Router) Insert(ctx context.Context, table string, rows []model.Row) (InsertResult, error) {
-	e, err := r.entry(ctx, table)
-	if err != nil {
-		return InsertResult{}, err
-	}
-	v := r.cfg.Clock.Now()
-	for i := range rows {
-		rows[i].SetVersion(v)
-	}
-	groups, err := groupByPartition(e.file, rows)
-	if err != nil {
-		return InsertResult{}, err
-	}
-	res := InsertResult{Rows: len(rows)}
-	if len(groups) == 1 {
-		changed, err := r.write(e.file, groups[0])
-		res.Changed = changed
-		return res, err
-	}
-	// Several partitions: write them concurrently so they share fsyncs.
-	var wg sync.WaitGroup
+// movedGroup is a partition's rows that its replica refused as moved.
+type movedGroup struct {
+	rows []model.Row
+	err  error
+}
+
+// insertGroups writes each partition's rows, concurrently when there are
+// several (they share fsyncs), and returns the groups to route again.
+func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups []partitionRows, consistency string) ([]movedGroup, error) {
 	errs := make([]error, len(groups))
-	changed := make([]int, len(groups))
-	for i := range groups {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			changed[i], errs[i] = r.write(e.file, groups[i])
-		}(i)
-	}
-	wg.Wait()
-	for i := range groups {
-		if errs[i] != nil {
-			return res, errs[i]
+	if len(groups) == 1 {
+		errs[0] = r.insertPartition(ctx, file, groups[0], consistency)
+	} else {
+		var wg sync.WaitGroup
+		for i := range groups {
+			wg.Go(func() { errs[i] = r.insertPartition(ctx, file, groups[i], consistency) })
 		}
-		res.Changed += changed[i]
+		wg.Wait()
 	}
-	return res, nil
+	var moved []movedGroup
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrMoved):
+			moved = append(moved, movedGroup{rows: groups[i].rows, err: err})
+		default:
+			return nil, err
+		}
+	}
+	return moved, nil
+}
+
+// insertPartition has one replica of the partition coordinate its rows.
+func (r *Router) insertPartition(ctx context.Context, file *metadata.File, g partitionRows, consistency string) error {
+	var errs []error
+	for _, t := range r.candidates(file, g.p) {
+		err := r.cfg.Replicas.Insert(ctx, t, g.rows, consistency)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return fmt.Errorf("insert %d rows into partition %s via %s: %w", len(g.rows), g.p.ID, t.Server, err)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", t.Server, err))
+	}
+	return fmt.Errorf("%w: partition %s of %q: no replica took the rows: %w", ErrUnavailable, g.p.ID, file.Table, errors.Join(errs...))
+}
+
+// candidates orders the replicas of p to try: this server's first, then the
+// others in random order (spreading the load of front ends without one).
+func (r *Router) candidates(file *metadata.File, p *metadata.Partition) []Target {
+	out := make([]Target, 0, len(p.Servers))
+	for _, pl := range p.Servers {
+		out = append(out, Target{File: file, Partition: p, Server: pl.ServerID, Placement: pl.PlacementID})
+	}
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	for i := range out {
+		if out[i].Server == r.cfg.Self {
+			out[0], out[i] = out[i], out[0]
+			break
+		}
+	}
+	return out
+}
+
+// Refresh drops the cached METADATA of table and loads the current one.
+func (r *Router) Refresh(ctx context.Context, table string) error {
+	cfg, file, err := r.cfg.Meta.Load(ctx, table)
+	if err != nil {
+		return err
+	}
+	r.Update(cfg, file)
+	return nil
 }
 
 // partitionRows is the slice of an insert that one partition takes.
@@ -273,18 +372,6 @@ func groupByPartition(file *metadata.File, rows []model.Row) ([]partitionRows, e
 	return groups, nil
 }
 
-func (r *Router) write(file *metadata.File, g partitionRows) (int, error) {
-	rep, err := r.replicaFor(file, g.p)
-	if err != nil {
-		return 0, err
-	}
-	res, err := rep.Apply(g.rows)
-	if err != nil {
-		return 0, fmt.Errorf("write %d rows to partition %s: %w", len(g.rows), g.p.ID, err)
-	}
-	return res.Changed, nil
-}
-
 // RawQuery selects rows.
 type RawQuery struct {
 	From, To int64 // [From, To)
@@ -295,8 +382,27 @@ type RawQuery struct {
 }
 
 // Query answers a raw query: rows sorted by (time, series), at most Limit,
-// truncated when more matched.
+// truncated when more matched. Each overlapping partition is read from one
+// of its replicas (this server's first), failing over on error; a "moved"
+// answer reloads the METADATA and starts the query again.
 func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error) {
+	var last error
+	for attempt := range maxRouteAttempts {
+		if attempt > 0 {
+			if err := r.Refresh(ctx, table); err != nil {
+				return nil, false, err
+			}
+		}
+		rows, truncated, err := r.query(ctx, table, q)
+		if !errors.Is(err, ErrMoved) {
+			return rows, truncated, err
+		}
+		last = err
+	}
+	return nil, false, last
+}
+
+func (r *Router) query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error) {
 	e, err := r.entry(ctx, table)
 	if err != nil {
 		return nil, false, err
@@ -308,14 +414,17 @@ func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.R
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		rep, err := r.replicaFor(e.file, p)
-		if err != nil {
-			return nil, false, err
-		}
 		from, to := clip(p, q.From, q.To)
-		rows, truncated, err := rep.Scan(partition.ScanQuery{
+		sq := partition.ScanQuery{
 			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 			Limit: q.Limit - len(out),
+		}
+		var rows []model.Row
+		var truncated bool
+		err := r.onReplica(ctx, e.file, p, func(t Target) error {
+			var err error
+			rows, truncated, err = r.cfg.Replicas.Scan(ctx, t, sq)
+			return err
 		})
 		if err != nil {
 			return nil, false, fmt.Errorf("scan partition %s: %w", p.ID, err)
@@ -326,6 +435,24 @@ func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.R
 		}
 	}
 	return out, false, nil
+}
+
+// onReplica runs f on one replica of p, trying the next one when a replica
+// fails with anything but "moved" (which needs new METADATA, not another
+// replica).
+func (r *Router) onReplica(ctx context.Context, file *metadata.File, p *metadata.Partition, f func(Target) error) error {
+	var errs []error
+	for _, t := range r.candidates(file, p) {
+		err := f(t)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrMoved) || ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", t.Server, err))
+	}
+	return fmt.Errorf("%w: no replica of partition %s answered: %w", ErrUnavailable, p.ID, errors.Join(errs...))
 }
 
 // AggQuery selects aggregates per step bucket.
@@ -341,8 +468,26 @@ type AggQuery struct {
 }
 
 // Aggregate answers an aggregate query with the merged partial states of
-// every overlapping partition, each clipped to its range.
+// every overlapping partition, each clipped to its range and computed on
+// one of its replicas (as Query chooses them).
 func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
+	var last error
+	for attempt := range maxRouteAttempts {
+		if attempt > 0 {
+			if err := r.Refresh(ctx, table); err != nil {
+				return nil, err
+			}
+		}
+		out, err := r.aggregate(ctx, table, q)
+		if !errors.Is(err, ErrMoved) {
+			return out, err
+		}
+		last = err
+	}
+	return nil, last
+}
+
+func (r *Router) aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
 	e, err := r.entry(ctx, table)
 	if err != nil {
 		return nil, err
@@ -352,14 +497,16 @@ func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]mod
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rep, err := r.replicaFor(e.file, p)
-		if err != nil {
-			return nil, err
-		}
 		from, to := clip(p, q.From, q.To)
-		part, err := rep.Aggregate(partition.AggQuery{
+		aq := partition.AggQuery{
 			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 			Step: q.Step, Origin: q.From, GroupAll: q.GroupAll,
+		}
+		var part []model.SeriesAgg
+		err := r.onReplica(ctx, e.file, p, func(t Target) error {
+			var err error
+			part, err = r.cfg.Replicas.Aggregate(ctx, t, aq)
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("aggregate partition %s: %w", p.ID, err)

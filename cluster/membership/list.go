@@ -8,14 +8,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// listTimeout bounds a List whose ctx has no deadline.
+// listTimeout bounds a List (a ctx deadline, when earlier, bounds it too).
 const listTimeout = DefaultCallTimeout
 
 // List returns the live servers under prefix ("" means "/tsdb/"), sorted by
 // id, and the etcd revision they were read at: a watch that starts at
 // revision+1 misses nothing. A value that does not decode still counts (the
 // key's presence is the liveness signal): it is returned with only its ID
-// set. If ctx has no deadline the call is bounded by DefaultCallTimeout.
+// set. The call is bounded by DefaultCallTimeout, or ctx's deadline when
+// earlier.
 func List(ctx context.Context, cli *clientv3.Client, prefix string) ([]Info, int64, error) {
 	infos, rev, _, err := list(ctx, cli, ServersPrefix(prefix))
 	return infos, rev, err
@@ -23,11 +24,8 @@ func List(ctx context.Context, cli *clientv3.Client, prefix string) ([]Info, int
 
 // list is List with the decode problems returned for the caller to log.
 func list(ctx context.Context, cli *clientv3.Client, serversPrefix string) ([]Info, int64, []error, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, listTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
 	resp, err := cli.Get(ctx, serversPrefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("membership: list %s: %w", serversPrefix, err)

@@ -31,7 +31,9 @@ const (
 )
 
 // requestError is a failed admin request: the server refused it or could
-// not be reached. main exits with status 1 for it (2 is for usage errors).
+// not be reached, or its answer did not allow the command to go on (a
+// partition prefix no partition or several partitions have). main exits
+// with status 1 for it (2 is for usage errors).
 type requestError struct{ err error }
 
 func (e *requestError) Error() string { return e.err.Error() }
@@ -49,9 +51,11 @@ func newAdminCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Inspect a running cluster through a server's HTTP API",
-		Long: `Inspect a running cluster through the public HTTP API of any one of its servers
-(--server, or the ` + serverEnv + ` environment variable).
+		Short: "Inspect a running cluster, and add or remove partition replicas, through a server's HTTP API",
+		Long: `Inspect a running cluster (servers, tables, partitions and their replicas,
+METADATA files), and add a server to a partition or remove one from it,
+through the public HTTP API of any one of its servers (--server, or the
+` + serverEnv + ` environment variable).
 
 A refused request prints the server's error message and exits with status 1.`,
 		Args: cobra.NoArgs,
@@ -62,7 +66,8 @@ A refused request prints the server's error message and exits with status 1.`,
 	pf.StringVar(&f.tokenFile, "auth-token-file", "", "file holding the bearer token the server requires, if any")
 	pf.DurationVar(&f.timeout, "timeout", defaultTimeout, "time limit of each request")
 	pf.BoolVar(&f.json, "json", false, "print the server's answer as indented JSON instead of a table")
-	cmd.AddCommand(newAdminTablesCmd(&f), newAdminMetadataCmd(&f))
+	cmd.AddCommand(newAdminServersCmd(&f), newAdminTablesCmd(&f), newAdminPartitionsCmd(&f), newAdminMetadataCmd(&f),
+		newAdminJoinCmd(&f), newAdminLeaveCmd(&f))
 	return cmd
 }
 
@@ -171,6 +176,21 @@ func parseServerURL(s string) (string, error) {
 // *requestError with a one-line message: the server's own message for an
 // error answer, or what went wrong reaching it.
 func (c *adminClient) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, path, q, nil)
+}
+
+// post sends v as JSON to path and returns the body of a 2xx answer, with
+// the errors of get.
+func (c *adminClient) post(ctx context.Context, path string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
+	}
+	return c.do(ctx, http.MethodPost, path, nil, body)
+}
+
+// do makes one request; body, when not nil, is sent as JSON.
+func (c *adminClient) do(ctx context.Context, method, path string, q url.Values, body []byte) ([]byte, error) {
 	if ctx == nil { // a command run with Execute rather than ExecuteContext
 		ctx = context.Background()
 	}
@@ -178,9 +198,16 @@ func (c *adminClient) get(ctx context.Context, path string, q url.Values) ([]byt
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, &requestError{fmt.Errorf("GET %s: %w", u, err)}
+		return nil, &requestError{fmt.Errorf("%s %s: %w", method, u, err)}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -190,14 +217,14 @@ func (c *adminClient) get(ctx context.Context, path string, q url.Values) ([]byt
 		return nil, &requestError{c.transportError(err)}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	if err != nil {
 		return nil, &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, err)}
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, &requestError{answerError(resp.StatusCode, body)}
+		return nil, &requestError{answerError(resp.StatusCode, answer)}
 	}
-	return body, nil
+	return answer, nil
 }
 
 // transportError names the server URL and, for the common cases, the

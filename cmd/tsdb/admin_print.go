@@ -7,7 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/uuid"
+
 	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -99,4 +102,101 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printServers writes one row per server.
+func printServers(w io.Writer, servers []api.ServerInfo) error {
+	if len(servers) == 0 {
+		_, err := fmt.Fprintln(w, "no servers")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADDR\tSTARTED\tREPLICAS")
+	for _, s := range servers {
+		started := "-"
+		if !s.StartedAt.IsZero() {
+			started = s.StartedAt.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", s.ID, orDash(s.Addr), started, s.Replicas)
+	}
+	return tw.Flush()
+}
+
+// printPartitions writes one block per partition: a line with its id, range
+// and flags, then one line per replica, and one per listed placement that
+// did not report.
+func printPartitions(w io.Writer, resp tsdbhttp.TableReplicasResponse) error {
+	if len(resp.Partitions) == 0 {
+		_, err := fmt.Fprintf(w, "table %s has no partitions\n", resp.Config.Name)
+		return err
+	}
+	for i, p := range resp.Partitions {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := printPartition(w, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func printPartition(w io.Writer, p api.PartitionReplicas) error {
+	head := fmt.Sprintf("partition %s  [%s, %s)", p.ID, bound(p.Begin, "-inf"), bound(p.End, "+inf"))
+	if p.Split != nil {
+		head += fmt.Sprintf("  splitting into %d", len(p.Split.Children))
+	}
+	if p.Offline {
+		head += "  offline"
+	}
+	fmt.Fprintln(w, head)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SERVER\tROLE\tPLACEMENT\tSTATUS\tROWS\tBYTES\tHIGH SEQ\tTARGETS")
+	reported := make(map[uuid.UUID]bool, len(p.Replicas))
+	for _, r := range p.Replicas {
+		reported[r.Placement] = true
+		rows := "-"
+		if r.Rows >= 0 {
+			rows = fmt.Sprint(r.Rows)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Server, role(p.Partition, r.Placement),
+			prefix(r.Placement.String(), shortPlacement), orDash(string(r.Status)), rows, r.Bytes, r.HighSeq, targets(r.Targets))
+	}
+	for _, list := range [][]metadata.Placement{p.Servers, p.Joining} {
+		for _, pl := range list {
+			if !reported[pl.PlacementID] {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\tno report\t-\t-\t-\t-\n", pl.ServerID, role(p.Partition, pl.PlacementID),
+					prefix(pl.PlacementID.String(), shortPlacement))
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+// role names a placement's place in the partition's METADATA entry.
+func role(p metadata.Partition, placement uuid.UUID) string {
+	for _, pl := range p.Servers {
+		if pl.PlacementID == placement {
+			return "server"
+		}
+	}
+	for _, pl := range p.Joining {
+		if pl.PlacementID == placement {
+			return "joining"
+		}
+	}
+	return "-"
+}
+
+// targets formats a replica's replication targets as "→server:lag",
+// space-separated.
+func targets(ts []api.TargetStatus) string {
+	if len(ts) == 0 {
+		return "-"
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = fmt.Sprintf("→%s:%d", t.Server, t.Lag)
+	}
+	return strings.Join(parts, " ")
 }

@@ -45,7 +45,8 @@ func newRootCmd() *cobra.Command {
 
   tsdb dev      start a local cluster: embedded etcd plus servers on loopback
   tsdb server   run one server against an etcd cluster
-  tsdb admin    inspect a running cluster (tables, METADATA files)
+  tsdb admin    inspect a running cluster (servers, tables, partitions and
+                their replicas, METADATA files); join or leave a partition
 
 Run 'tsdb COMMAND --help' for a command's flags.`,
 		SilenceUsage:  true,

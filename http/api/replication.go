@@ -106,9 +106,11 @@ type SubQueryRequest struct {
 	Prefix      bool      `json:"prefix,omitempty"`
 	Fields      []string  `json:"fields,omitempty"`
 	// Limit bounds raw rows (0: none). Agg selects aggregates instead.
-	Limit    int   `json:"limit,omitempty"`
-	Agg      bool  `json:"agg,omitempty"`
-	Step     int64 `json:"step,omitempty"`
+	Limit int   `json:"limit,omitempty"`
+	Agg   bool  `json:"agg,omitempty"`
+	Step  int64 `json:"step,omitempty"`
+	// Origin aligns the step buckets (the whole query's From).
+	Origin   int64 `json:"origin,omitempty"`
 	GroupAll bool  `json:"group_all,omitempty"`
 }
 
@@ -146,7 +148,10 @@ type ReplicaStatus struct {
 	Status metadata.DiscoveryStatus `json:"status"`
 	TxnSeq uint64                   `json:"txnseq"`
 	// Rows is the number of live rows (-1 if not counted).
-	Rows      int64  `json:"rows"`
+	Rows int64 `json:"rows"`
+	// Checksum is a hash of the replica's rows and versions: replicas
+	// holding the same data have the same one.
+	Checksum  string `json:"checksum,omitempty"`
 	Bytes     uint64 `json:"bytes"`
 	HighSeq   uint64 `json:"high_seq"`
 	SyncedSeq uint64 `json:"synced_seq"`

@@ -1,0 +1,168 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+)
+
+// TableReplicasResponse answers GET /api/v1/tables/{t}?replicas=1: the
+// TableConfig and every partition with its replicas' states.
+type TableReplicasResponse struct {
+	Config     metadata.TableConfig    `json:"config"`
+	Partitions []api.PartitionReplicas `json:"partitions"`
+}
+
+// ServerChangeResponse answers POST /api/v1/tables/{t}/partitions/{p}/join
+// and …/leave: the METADATA transaction that made the change.
+type ServerChangeResponse struct {
+	TxnID  string `json:"txnid"`
+	TxnSeq uint64 `json:"txnseq"`
+}
+
+// wantReplicas reads the replicas parameter of GET /api/v1/tables/{t}.
+func wantReplicas(args *fasthttp.Args) (bool, error) {
+	if !args.Has("replicas") {
+		return false, nil
+	}
+	switch v := string(args.Peek("replicas")); v {
+	case "1", "true":
+		return true, nil
+	case "0", "false":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%w: replicas: %q (want 1, true, 0 or false)", ErrBadRequest, v)
+	}
+}
+
+// handleTableReplicas answers GET /api/v1/tables/{t}?replicas=1. The
+// config comes from the table lookup (which also answers 404 for an unknown
+// table), the partitions from the backend's replica survey.
+func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
+	rctx, cancel := requestContext()
+	defer cancel()
+	cfg, _, err := s.backend.Table(rctx, table)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	parts, err := s.backend.Replicas(rctx, table)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	if parts == nil {
+		parts = []api.PartitionReplicas{}
+	}
+	s.writeJSON(ctx, http.StatusOK, TableReplicasResponse{Config: cfg, Partitions: parts})
+}
+
+// routePartition serves /api/v1/tables/{t}/partitions/{p}/{verb} and
+// returns the route's name for metrics.
+func (s *Server) routePartition(ctx *fasthttp.RequestCtx, table, rest string) string {
+	id, verb, _ := strings.Cut(rest, "/")
+	var join bool
+	switch verb {
+	case "join":
+		join = true
+	case "leave":
+	default:
+		s.writeAPIError(ctx, http.StatusNotFound, api.CodeNotFound,
+			fmt.Sprintf("no such endpoint: %s %s (want …/partitions/{id}/join or …/leave)", ctx.Method(), ctx.Path()))
+		return "not_found"
+	}
+	route := "partition_" + verb
+	if s.method(ctx, "POST") {
+		s.handleServerChange(ctx, table, id, join)
+	}
+	return route
+}
+
+// handleServerChange commits JOIN_SERVER (FORCE_JOIN with "force") or
+// REMOVE_SERVER for the server named in the body, and answers the new
+// transaction's txnid and txnseq.
+func (s *Server) handleServerChange(ctx *fasthttp.RequestCtx, table, id string, join bool) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	pid, err := parsePartitionID(id)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	req, err := s.decodeServerChange(ctx, join)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	var f *metadata.File
+	if join {
+		f, err = s.backend.JoinServer(rctx, table, pid, req)
+	} else {
+		f, err = s.backend.RemoveServer(rctx, table, pid, req)
+	}
+	if err == nil && f == nil {
+		err = fmt.Errorf("BUG: the server change of partition %s succeeded without a METADATA file", pid)
+	}
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, http.StatusOK, ServerChangeResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq})
+}
+
+// parsePartitionID reads the {p} of a partition path: a full uuid.
+func parsePartitionID(id string) (uuid.UUID, error) {
+	pid, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("%w: partition id %q is not a uuid", ErrBadRequest, id)
+	}
+	if pid == uuid.Nil {
+		return uuid.Nil, fmt.Errorf("%w: partition id %s is the nil uuid", ErrBadRequest, id)
+	}
+	return pid, nil
+}
+
+// decodeServerChange reads and checks the body of a join or leave.
+func (s *Server) decodeServerChange(ctx *fasthttp.RequestCtx, join bool) (api.ServerChangeRequest, error) {
+	var req api.ServerChangeRequest
+	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)
+	if err != nil {
+		return req, err
+	}
+	defer release()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, fmt.Errorf("%w: request body: %v (want {\"server\": \"ID\"%s})", ErrBadRequest, err, forceHint(join))
+	}
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return req, fmt.Errorf("%w: request body: data after the JSON object", ErrBadRequest)
+	}
+	p := []error{checkServerID("server", req.Server)}
+	if req.Force && !join {
+		p = append(p, badRequest("force: only a join can be forced"))
+	}
+	return req, joinProblems(p...)
+}
+
+func forceHint(join bool) string {
+	if join {
+		return `, "force"?: bool`
+	}
+	return ""
+}

@@ -1,0 +1,377 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// replBackend serves one table ("metrics") for the insert, replica and
+// server-change endpoints and records what it is asked; every other
+// Backend method panics. err, when set, is the answer of Replicas,
+// JoinServer and RemoveServer.
+type replBackend struct {
+	panicky
+	cfg   metadata.TableConfig
+	file  *metadata.File
+	parts []api.PartitionReplicas
+
+	mu struct {
+		sync.Mutex
+		inserts []InsertOptions
+		changes []serverChange
+		err     error
+	}
+}
+
+// serverChange is one JoinServer or RemoveServer call.
+type serverChange struct {
+	join      bool
+	table     string
+	partition uuid.UUID
+	req       api.ServerChangeRequest
+}
+
+func newReplBackend() *replBackend {
+	f := testFile(txnB, txnA, 2)
+	b := &replBackend{
+		cfg: metadata.TableConfig{Name: "metrics", MetadataTxnID: txnB, MetadataTxnSeq: 2, MetadataServers: []string{"s1"},
+			ReplicationFactor: 2, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)},
+		file: f,
+	}
+	r := cannedReplica
+	r.PartitionID = f.Partitions[0].ID
+	b.parts = []api.PartitionReplicas{{Partition: f.Partitions[0], Replicas: []api.ReplicaStatus{r}},
+		{Partition: f.Partitions[1], Replicas: []api.ReplicaStatus{}}}
+	return b
+}
+
+func (b *replBackend) Table(_ context.Context, name string) (metadata.TableConfig, *metadata.File, error) {
+	if name != b.cfg.Name {
+		return metadata.TableConfig{}, nil, fmt.Errorf("%w: %s", metadata.ErrTableNotFound, name)
+	}
+	return b.cfg, b.file, nil
+}
+
+func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts InsertOptions) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.inserts = append(b.mu.inserts, opts)
+	return nil
+}
+
+func (b *replBackend) Replicas(_ context.Context, table string) ([]api.PartitionReplicas, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.parts, b.mu.err
+}
+
+func (b *replBackend) JoinServer(_ context.Context, table string, p uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error) {
+	return b.change(serverChange{true, table, p, req})
+}
+
+func (b *replBackend) RemoveServer(_ context.Context, table string, p uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error) {
+	return b.change(serverChange{false, table, p, req})
+}
+
+func (b *replBackend) change(c serverChange) (*metadata.File, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.changes = append(b.mu.changes, c)
+	if b.mu.err != nil {
+		return nil, b.mu.err
+	}
+	return &metadata.File{Table: c.table, TxnID: strings.Repeat("c", 40), TxnSeq: 3, ParentTxnID: txnB}, nil
+}
+
+func (b *replBackend) setErr(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.err = err
+}
+
+func (b *replBackend) lastInsert() (InsertOptions, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.mu.inserts) == 0 {
+		return InsertOptions{}, 0
+	}
+	return b.mu.inserts[len(b.mu.inserts)-1], len(b.mu.inserts)
+}
+
+func (b *replBackend) changes() []serverChange {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]serverChange(nil), b.mu.changes...)
+}
+
+// publicRequest sends a request with the bearer token "tok".
+func publicRequest(t *testing.T, method, url string, headers map[string]string, body string) rawAnswer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer tok")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return do(t, req)
+}
+
+// errorOf decodes an error answer.
+func errorOf(t *testing.T, r rawAnswer) api.ErrorBody {
+	t.Helper()
+	var eb api.ErrorResponse
+	if err := json.Unmarshal([]byte(r.body), &eb); err != nil {
+		t.Fatalf("answer %d %q is not an error body: %v", r.status, r.body, err)
+	}
+	return eb.Error
+}
+
+// TestInsertConsistencyHeader checks X-TSDB-Consistency on every insert
+// route: absent means quorum, the three levels in any case reach the
+// backend, anything else is a 400 naming the header and the levels.
+func TestInsertConsistencyHeader(t *testing.T) {
+	be := newReplBackend()
+	addr := startServer(t, NewServer(Config{AuthToken: "tok"}, be))
+	base := "http://" + addr
+	routes := []struct {
+		url, body string
+		status    int
+	}{
+		{base + "/api/v1/tables/metrics/insert", `[{"time":1,"series":"cpu","fields":{"v":1}}]`, 200},
+		{base + "/write?db=metrics", "cpu v=1 1\n", 204},
+		{base + "/api/v2/write?bucket=metrics", "cpu v=1 1\n", 204},
+	}
+	calls := 0
+	for _, rt := range routes {
+		for _, tc := range []struct {
+			header string // "-" for no header
+			want   string
+		}{
+			{"-", api.ConsistencyQuorum},
+			{"one", api.ConsistencyOne},
+			{"QUORUM", api.ConsistencyQuorum},
+			{" All ", api.ConsistencyAll},
+			{"quorum", api.ConsistencyQuorum},
+		} {
+			h := map[string]string{}
+			if tc.header != "-" {
+				h[api.HeaderConsistency] = tc.header
+			}
+			r := publicRequest(t, "POST", rt.url, h, rt.body)
+			calls++
+			opts, n := be.lastInsert()
+			if r.status != rt.status || n != calls || opts.Consistency != tc.want {
+				t.Errorf("%s with %q: %d %s, backend got %+v (call %d of %d), want %q", rt.url, tc.header, r.status, r.body,
+					opts, n, calls, tc.want)
+			}
+		}
+		for _, bad := range []string{"two", "majority", "one,all", "0"} {
+			r := publicRequest(t, "POST", rt.url, map[string]string{api.HeaderConsistency: bad}, rt.body)
+			eb := errorOf(t, r)
+			if r.status != 400 || eb.Code != api.CodeBadRequest || !strings.Contains(eb.Message, api.HeaderConsistency) ||
+				!strings.Contains(eb.Message, "one, quorum or all") || !strings.Contains(eb.Message, bad) {
+				t.Errorf("%s with %q: %d %s, want 400 naming the header, the value and the levels", rt.url, bad, r.status, r.body)
+			}
+		}
+		if _, n := be.lastInsert(); n != calls {
+			t.Fatalf("%s: the backend saw %d inserts, want %d (bad headers must not insert)", rt.url, n, calls)
+		}
+	}
+}
+
+// TestTableReplicas checks GET /api/v1/tables/{t}?replicas=1 and that the
+// answer without the flag is unchanged.
+func TestTableReplicas(t *testing.T) {
+	be := newReplBackend()
+	addr := startServer(t, NewServer(Config{AuthToken: "tok"}, be))
+	url := "http://" + addr + "/api/v1/tables/metrics"
+	for _, q := range []string{"?replicas=1", "?replicas=true"} {
+		r := publicRequest(t, "GET", url+q, nil, "")
+		var got TableReplicasResponse
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+		if !jsonEqual(t, got.Config, be.cfg) || !jsonEqual(t, got.Partitions, be.parts) {
+			t.Errorf("%s: got %s", q, r.body)
+		}
+		for _, want := range []string{`"replicas":[{"server":"s1"`, `"high_seq":12`, `"targets":[{"server":"s2"`,
+			`"lag":3`, `"status":"SERVE"`, `"replicas":[]`, `"servers":[{"server_id":"s1"`} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("%s: answer lacks %s: %s", q, want, r.body)
+			}
+		}
+	}
+	for _, q := range []string{"", "?replicas=0", "?replicas=false"} {
+		r := publicRequest(t, "GET", url+q, nil, "")
+		var got TableResponse
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil || strings.Contains(r.body, `"replicas"`) ||
+			!jsonEqual(t, got.Partitions, be.file.Partitions) {
+			t.Errorf("%q: %d %s, want the plain table answer", q, r.status, r.body)
+		}
+	}
+	for _, tc := range []struct {
+		url    string
+		status int
+		code   string
+		want   string
+	}{
+		{url + "?replicas=yes", 400, api.CodeBadRequest, `replicas: "yes"`},
+		{url + "?replicas=", 400, api.CodeBadRequest, `replicas: ""`},
+		{url + "?replicas=2", 400, api.CodeBadRequest, "want 1, true, 0 or false"},
+		{"http://" + addr + "/api/v1/tables/nope?replicas=1", 404, api.CodeTableNotFound, "nope"},
+	} {
+		r := publicRequest(t, "GET", tc.url, nil, "")
+		if eb := errorOf(t, r); r.status != tc.status || eb.Code != tc.code || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("%s: %d %s, want %d %s naming %q", tc.url, r.status, r.body, tc.status, tc.code, tc.want)
+		}
+	}
+	be.setErr(fmt.Errorf("%w: no replica answered", ErrUnavailable))
+	if r := publicRequest(t, "GET", url+"?replicas=1", nil, ""); r.status != 503 || errorOf(t, r).Code != api.CodeUnavailable {
+		t.Errorf("backend unavailable: %d %s, want 503", r.status, r.body)
+	}
+	be.setErr(nil)
+	if r := rawGet(t, url+"?replicas=1", ""); r.status != 401 {
+		t.Errorf("without the bearer token: %d, want 401", r.status)
+	}
+}
+
+// TestPartitionJoinLeave checks POST …/partitions/{p}/join and …/leave:
+// the request reaching the backend, the answer, and every refusal.
+func TestPartitionJoinLeave(t *testing.T) {
+	be := newReplBackend()
+	addr := startServer(t, NewServer(Config{AuthToken: "tok"}, be))
+	pid := be.file.Partitions[1].ID
+	base := "http://" + addr + "/api/v1/tables/metrics/partitions/"
+	want := []serverChange{
+		{true, "metrics", pid, api.ServerChangeRequest{Server: "s3"}},
+		{true, "metrics", pid, api.ServerChangeRequest{Server: "s3", Force: true}},
+		{false, "metrics", pid, api.ServerChangeRequest{Server: "s2"}},
+	}
+	for _, tc := range []struct{ verb, body string }{
+		{"join", `{"server":"s3"}`},
+		{"join", `{"server":"s3","force":true}`},
+		{"leave", `{"server":"s2","force":false}`},
+	} {
+		r := publicRequest(t, "POST", base+pid.String()+"/"+tc.verb, nil, tc.body)
+		var got ServerChangeResponse
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil ||
+			got != (ServerChangeResponse{TxnID: strings.Repeat("c", 40), TxnSeq: 3}) {
+			t.Errorf("%s %s: %d %s", tc.verb, tc.body, r.status, r.body)
+		}
+	}
+	// The upper-case form of the uuid names the same partition.
+	r := publicRequest(t, "POST", base+strings.ToUpper(pid.String())+"/leave", nil, `{"server":"s2"}`)
+	if r.status != 200 {
+		t.Errorf("upper-case partition id: %d %s", r.status, r.body)
+	}
+	want = append(want, want[2])
+	if got := be.changes(); !jsonEqual(t, fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want)) {
+		t.Fatalf("backend got %+v, want %+v", got, want)
+	}
+
+	for _, tc := range []struct {
+		method, url, body string
+		status            int
+		code, want        string
+	}{
+		{"POST", base + "xyz/join", `{"server":"s3"}`, 400, api.CodeBadRequest, `partition id "xyz" is not a uuid`},
+		{"POST", base + uuid.Nil.String() + "/join", `{"server":"s3"}`, 400, api.CodeBadRequest, "nil uuid"},
+		// fasthttp folds "partitions//join" into "partitions/join".
+		{"POST", base + "/join", `{"server":"s3"}`, 404, api.CodeNotFound, "no such endpoint"},
+		{"POST", base + pid.String() + "/join", `{}`, 400, api.CodeBadRequest, "server: required"},
+		{"POST", base + pid.String() + "/join", ``, 400, api.CodeBadRequest, "request body: "},
+		{"POST", base + pid.String() + "/join", `{"server":"a/b"}`, 400, api.CodeBadRequest, "server: server id \"a/b\" contains '/'"},
+		{"POST", base + pid.String() + "/join", `{"server":"s3","froce":true}`, 400, api.CodeBadRequest, "unknown field"},
+		{"POST", base + pid.String() + "/join", `{"server":"s3"} {}`, 400, api.CodeBadRequest, "data after the JSON object"},
+		{"POST", base + pid.String() + "/leave", `{"server":"s2","force":true}`, 400, api.CodeBadRequest, "force: only a join"},
+		{"POST", base + pid.String() + "/leave", `{"force":true}`, 400, api.CodeBadRequest, "server: required; http: bad request: force: "},
+		{"POST", "http://" + addr + "/api/v1/tables/Metrics/partitions/" + pid.String() + "/join", `{"server":"s3"}`,
+			400, api.CodeInvalidTableName, "Metrics"},
+		{"GET", base + pid.String() + "/join", ``, 405, api.CodeMethodNotAllowed, "POST"},
+		{"POST", base + pid.String() + "/drain", `{"server":"s3"}`, 404, api.CodeNotFound, "no such endpoint"},
+		{"POST", base + pid.String(), `{"server":"s3"}`, 404, api.CodeNotFound, "no such endpoint"},
+		{"POST", base + pid.String() + "/join/x", `{"server":"s3"}`, 404, api.CodeNotFound, "no such endpoint"},
+	} {
+		r := publicRequest(t, tc.method, tc.url, nil, tc.body)
+		if eb := errorOf(t, r); r.status != tc.status || eb.Code != tc.code || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("%s %s %s: %d %s, want %d %s naming %q", tc.method, tc.url, tc.body, r.status, r.body, tc.status, tc.code, tc.want)
+		}
+	}
+	if n := len(be.changes()); n != len(want) {
+		t.Fatalf("the backend saw %d changes, want %d (refused requests must not reach it)", n, len(want))
+	}
+
+	// The backend's refusals.
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{metadata.ErrInvalidOp, 400, api.CodeInvalidOp},
+		{metadata.ErrConflict, 409, api.CodeConflict},
+		{metadata.ErrTableNotFound, 404, api.CodeTableNotFound},
+		{metadata.ErrNoQuorum, 503, api.CodeNoQuorum},
+		{metadata.ErrOutcomeUnknown, 503, api.CodeOutcomeUnknown},
+	} {
+		be.setErr(fmt.Errorf("server s3 of partition %s: %w", pid, tc.err))
+		for _, verb := range []string{"join", "leave"} {
+			r := publicRequest(t, "POST", base+pid.String()+"/"+verb, nil, `{"server":"s3"}`)
+			if eb := errorOf(t, r); r.status != tc.status || eb.Code != tc.code || !strings.Contains(eb.Message, tc.err.Error()) {
+				t.Errorf("%s, %v: %d %s, want %d %s", verb, tc.err, r.status, r.body, tc.status, tc.code)
+			}
+		}
+	}
+	be.setErr(nil)
+	if r := rawPostHeaders(t, base+pid.String()+"/join", nil, `{"server":"s3"}`); r.status != 401 {
+		t.Errorf("without the bearer token: %d, want 401", r.status)
+	}
+	metrics := scrape(t, addr)
+	for _, route := range []string{"partition_join", "partition_leave"} {
+		if !strings.Contains(metrics, `route="`+route+`"`) {
+			t.Errorf("/metrics lacks route %q", route)
+		}
+	}
+}
+
+// TestClassifyReplication checks the replication sentinels win over the
+// errors they are reported with.
+func TestClassifyReplication(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("insert: %w", ErrMoved), 409, api.CodeMoved},
+		{fmt.Errorf("push: %w", ErrStalePlacement), 409, api.CodeStalePlacement},
+		{fmt.Errorf("%w: 1 of 3 replicas", ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
+		{fmt.Errorf("%w: %w", metadata.ErrConflict, ErrMoved), 409, api.CodeMoved},
+		{fmt.Errorf("%w: %w", ErrUnavailable, ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
+		{errors.Join(metadata.ErrTableNotFound, ErrStalePlacement), 409, api.CodeStalePlacement},
+		{fmt.Errorf("apply: %w", partition.ErrUnloading), 409, api.CodeMoved},
+		{fmt.Errorf("%w: push: %w", ErrStalePlacement, partition.ErrUnloading), 409, api.CodeStalePlacement},
+	} {
+		status, code, msg := classify(tc.err)
+		if status != tc.status || code != tc.code || !strings.Contains(msg, tc.err.Error()) {
+			t.Errorf("%v: %d %s %q, want %d %s", tc.err, status, code, msg, tc.status, tc.code)
+		}
+	}
+	if _, _, msg := classify(ErrInsertOutcomeUnknown); !strings.HasPrefix(msg, OutcomeUnknownMessage) {
+		t.Errorf("outcome unknown message %q", msg)
+	}
+}

@@ -1,0 +1,181 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/replication"
+)
+
+// replicaRuntime is the replication machinery of one local replica: its
+// pusher and the goroutine running it.
+type replicaRuntime struct {
+	placement uuid.UUID
+	pusher    *replication.Pusher
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// runtime returns the replication runtime of a local replica, nil if none.
+func (n *Node) runtime(placement uuid.UUID) *replicaRuntime {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.runtimes[placement]
+}
+
+// applyDiscovery acts on a replica's discovery answer (DESIGN.md section 5):
+// SERVE pushes to its targets; LOAD receives and pushes nothing; UNLOAD
+// refuses writes and pushes from now on, pushes what its targets lack, and
+// is dropped by the lifecycle tick once they all confirmed (rule 3).
+func (n *Node) applyDiscovery(rep *partition.Replica, st ReplicaStatus) {
+	rt := n.ensureRuntime(rep)
+	switch st.Discovery.Status {
+	case metadata.StatusUnload:
+		rep.Unload()
+		rt.pusher.SetView(st.TxnSeq, st.Discovery)
+	case metadata.StatusServe:
+		if rep.Unloading() {
+			rep.Resume()
+		}
+		rt.pusher.SetView(st.TxnSeq, st.Discovery)
+	case metadata.StatusLoad:
+		// A LOAD replica only receives: every row it holds came from
+		// replicas that push it to the others themselves.
+		rt.pusher.SetView(st.TxnSeq, metadata.Discovery{Status: st.Discovery.Status, Begin: st.Discovery.Begin, End: st.Discovery.End, Targets: []metadata.Target{}})
+	}
+}
+
+// ensureRuntime starts the pusher of a local replica if it has none.
+func (n *Node) ensureRuntime(rep *partition.Replica) *replicaRuntime {
+	info := rep.Info()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if rt := n.mu.runtimes[info.Placement]; rt != nil {
+		return rt
+	}
+	p := replication.NewPusher(replication.Config{
+		Table:     info.Table,
+		Placement: info.Placement,
+		Self:      n.cfg.ID,
+		Log:       rep,
+		Sender:    pushSender{n},
+		Logger:    n.log.With("placement", info.Placement),
+		OnStale:   func(metadata.Target) { n.requestResync(info.Table) },
+	})
+	ctx, cancel := context.WithCancel(n.bg)
+	rt := &replicaRuntime{placement: info.Placement, pusher: p, cancel: cancel, done: make(chan struct{})}
+	n.mu.runtimes[info.Placement] = rt
+	n.goAttach(func() {
+		defer close(rt.done)
+		p.Run(ctx)
+	})
+	return rt
+}
+
+// requestResync re-syncs a table in the background (a target answered
+// "stale placement": this server's view may be old).
+func (n *Node) requestResync(table string) {
+	select {
+	case n.resync <- table:
+	default: // one is pending already; the reconciliation covers the rest
+	}
+}
+
+// lifecycleTick runs the periodic duties of the local replicas: drop the
+// UNLOAD replicas whose targets all confirmed everything, and finalize the
+// joins whose initial replication is complete.
+func (n *Node) lifecycleTick(ctx context.Context) error {
+	var errs []error
+	for _, st := range n.ReplicaStatuses() {
+		switch st.Discovery.Status {
+		case metadata.StatusUnload:
+			if err := n.tryDrop(st); err != nil {
+				errs = append(errs, err)
+			}
+		case metadata.StatusLoad:
+			if err := n.tryFinalizeJoin(ctx, st); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// tryDrop drops an UNLOAD replica when it has a target and every target
+// confirmed everything it holds; the check runs under the replica's apply
+// lock, atomically with the drop (rule 3).
+func (n *Node) tryDrop(st ReplicaStatus) error {
+	rt := n.runtime(st.Placement)
+	if rt == nil {
+		return nil
+	}
+	dropped, err := n.store.DropReplicaIf(st.Placement, func(r *partition.Replica) bool {
+		return r.Unloading() && rt.pusher.Drained()
+	})
+	if err != nil || !dropped {
+		return err
+	}
+	rt.cancel()
+	<-rt.done
+	n.mu.Lock()
+	delete(n.mu.runtimes, st.Placement)
+	delete(n.mu.replicas, st.Placement)
+	n.mu.Unlock()
+	n.joins.Forget(st.Placement)
+	n.log.Info("replica dropped: every target confirmed everything", "table", st.Table, "partition", st.PartitionID, "placement", st.Placement)
+	return nil
+}
+
+// tryFinalizeJoin commits JOIN_FINALIZE for a joining replica once a
+// majority of the partition's servers said it holds everything they had
+// when they first saw the join.
+func (n *Node) tryFinalizeJoin(ctx context.Context, st ReplicaStatus) error {
+	_, file, ok := n.router.Cached(st.Table)
+	if !ok {
+		return nil
+	}
+	p, ok := file.Partition(st.PartitionID)
+	if !ok || !joiningAs(p, n.cfg.ID, st.Placement) {
+		return nil
+	}
+	complete := n.joins.Complete(st.Placement)
+	have := 0
+	for _, s := range p.Servers {
+		if slices.Contains(complete, s.ServerID) {
+			have++
+		}
+	}
+	if have < len(p.Servers)/2+1 {
+		return nil
+	}
+	_, err := n.RequestChange(ctx, st.Table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+		if p, ok := f.Partition(st.PartitionID); !ok || !joiningAs(p, n.cfg.ID, st.Placement) {
+			return metadata.Op{}, errJoinSettled
+		}
+		return metadata.Op{Type: metadata.OpJoinFinalize, JoinFinalize: &metadata.JoinFinalizeOp{PartitionID: st.PartitionID, ServerID: n.cfg.ID}}, nil
+	})
+	if errors.Is(err, errJoinSettled) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n.log.Info("join finalized: initial replication complete", "table", st.Table, "partition", st.PartitionID,
+		"from", complete)
+	return nil
+}
+
+// errJoinSettled: the join was finalized or undone meanwhile.
+var errJoinSettled = errors.New("node: join already settled")
+
+// joiningAs reports whether p lists (server, placement) in joining.
+func joiningAs(p *metadata.Partition, server string, placement uuid.UUID) bool {
+	return slices.ContainsFunc(p.Joining, func(pl metadata.Placement) bool {
+		return pl.ServerID == server && pl.PlacementID == placement
+	})
+}

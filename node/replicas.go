@@ -1,0 +1,219 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tsdb/tsdb/cluster/rpc"
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/replication"
+	"github.com/tsdb/tsdb/router"
+)
+
+// replicas is the router's way to the partition replicas: this server's
+// own directly, the others over the internal API.
+type replicas struct{ n *Node }
+
+var _ router.Replicas = replicas{}
+
+// Insert has the target replica coordinate rows.
+func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row, consistency string) error {
+	if t.Server == r.n.cfg.ID {
+		return r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, consistency)
+	}
+	addr, err := r.n.dir.addr(ctx, t.Server)
+	if err != nil {
+		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
+	}
+	req := api.ForwardInsertRequest{
+		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
+		Consistency: consistency, Rows: replication.AppendRows(nil, rows), Count: len(rows),
+	}
+	var resp api.ForwardInsertResponse
+	return routeError(r.n.rpc.Call(ctx, addr, api.PathInsert, req, &resp))
+}
+
+// Scan reads the target replica.
+func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQuery) ([]model.Row, bool, error) {
+	if t.Server == r.n.cfg.ID {
+		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
+		if err != nil {
+			return nil, false, err
+		}
+		return rep.Scan(q)
+	}
+	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := replication.DecodeRows(resp.Rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: answer of %s: %w", router.ErrUnavailable, t.Server, err)
+	}
+	return rows, resp.Truncated, nil
+}
+
+// Aggregate computes partial aggregates on the target replica.
+func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery) ([]model.SeriesAgg, error) {
+	if t.Server == r.n.cfg.ID {
+		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
+		if err != nil {
+			return nil, err
+		}
+		return rep.Aggregate(q)
+	}
+	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
+		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll,
+	})
+	if err != nil {
+		return nil, err
+	}
+	aggs, err := replication.DecodeAggs(resp.Aggs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: answer of %s: %w", router.ErrUnavailable, t.Server, err)
+	}
+	return aggs, nil
+}
+
+func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+	addr, err := r.n.dir.addr(ctx, t.Server)
+	if err != nil {
+		return api.SubQueryResponse{}, fmt.Errorf("%w: %w", router.ErrUnavailable, err)
+	}
+	req.Table, req.PartitionID, req.ToPlacement, req.TxnSeq = t.File.Table, t.Partition.ID, t.Placement, t.File.TxnSeq
+	var resp api.SubQueryResponse
+	return resp, routeError(r.n.rpc.Call(ctx, addr, api.PathQuery, req, &resp))
+}
+
+// routeError sorts an internal call's failure for the router: "moved" and
+// "stale placement" answers need new METADATA; an insert whose outcome is
+// unknown is the client's answer (retrying elsewhere would not make it
+// known); a refusal of the request itself is passed on; anything else
+// (unreachable, timeout, 5xx) is worth trying on another replica.
+func routeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *rpc.StatusError
+	if errors.As(err, &se) {
+		switch {
+		case se.Code == api.CodeMoved || se.Code == api.CodeStalePlacement:
+			return fmt.Errorf("%w: %w", router.ErrMoved, err)
+		case se.Code == api.CodeOutcomeUnknownRows:
+			return fmt.Errorf("%w: %s", tsdbhttp.ErrInsertOutcomeUnknown, se.Message)
+		case se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429:
+			return err
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
+}
+
+// serving returns the local replica of placement if it serves reads and
+// writes (SERVE, not unloading) under a view at least as new as
+// senderTxnSeq; otherwise the error matches tsdbhttp.ErrMoved (the sender
+// reloads METADATA). A sender with a newer view than this server's makes
+// it catch up first (rule 8).
+func (n *Node) serving(table string, senderTxnSeq uint64, placement [16]byte) (*partition.Replica, error) {
+	st, ok := n.replicaStatus(placement)
+	if ok && st.TxnSeq < senderTxnSeq {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SyncTimeout)
+		err := n.syncTable(ctx, table)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w: catching up to txnseq %d of %q: %w", tsdbhttp.ErrUnavailable, senderTxnSeq, table, err)
+		}
+		st, ok = n.replicaStatus(placement)
+	}
+	rep, exists := n.store.Replica(placement)
+	switch {
+	case !exists:
+		return nil, fmt.Errorf("%w: no replica %x here", tsdbhttp.ErrMoved, placement)
+	case rep.Unloading():
+		return nil, fmt.Errorf("%w: replica %x is unloading", tsdbhttp.ErrMoved, placement)
+	case ok && st.Discovery.Status != metadata.StatusServe:
+		return nil, fmt.Errorf("%w: replica %x is %s", tsdbhttp.ErrMoved, placement, st.Discovery.Status)
+	}
+	return rep, nil
+}
+
+// replicaStatus returns the last discovery answer of a local replica.
+func (n *Node) replicaStatus(placement [16]byte) (ReplicaStatus, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st, ok := n.mu.replicas[placement]
+	return st, ok
+}
+
+// coordinate writes rows a client sent to the local replica of p (DESIGN.md
+// section 5, insert acknowledgement): one fresh version for all of them, a
+// synced write, a wake-up of the replica's pushes, then a wait until the
+// consistency level's count of p's servers — this one included — hold them.
+func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement [16]byte, rows []model.Row, consistency string) error {
+	rep, err := n.serving(table, txnSeq, placement)
+	if err != nil {
+		return err
+	}
+	need, err := ackCount(consistency, len(p.Servers))
+	if err != nil {
+		return err
+	}
+	v := n.clock.Now()
+	for i := range rows {
+		rows[i].SetVersion(v)
+	}
+	res, err := rep.Apply(rows)
+	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
+		return fmt.Errorf("%w: %w", tsdbhttp.ErrMoved, err)
+	}
+	if err != nil {
+		return err
+	}
+	rt := n.runtime(placement)
+	if rt == nil || need <= 1 {
+		if rt != nil {
+			rt.pusher.Notify()
+		}
+		if need > 1 {
+			return fmt.Errorf("%w: replica %x has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
+		}
+		return nil
+	}
+	rt.pusher.Notify()
+	others := make([]string, 0, len(p.Servers))
+	for _, s := range p.Servers {
+		if s.ServerID != n.cfg.ID {
+			others = append(others, s.ServerID)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	defer cancel()
+	if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, others, need-1); err != nil {
+		return fmt.Errorf("%w: %d of %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
+			1, need, n.cfg.AckTimeout, err)
+	}
+	return nil
+}
+
+// ackCount is W: how many of a partition's servers must hold an insert.
+func ackCount(consistency string, servers int) (int, error) {
+	switch consistency {
+	case "", api.ConsistencyQuorum:
+		return servers/2 + 1, nil
+	case api.ConsistencyOne:
+		return 1, nil
+	case api.ConsistencyAll:
+		return servers, nil
+	}
+	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", tsdbhttp.ErrBadRequest, consistency)
+}

@@ -1,0 +1,271 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/rpc"
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/replication"
+)
+
+// pushSender delivers a replica's pushes over the internal API.
+type pushSender struct{ n *Node }
+
+// Push sends one push; a "stale placement" answer matches
+// replication.ErrStalePlacement.
+func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushRequest) error {
+	addr, err := s.n.dir.addr(ctx, t.ServerID)
+	if err != nil {
+		return err
+	}
+	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
+	var se *rpc.StatusError
+	if errors.As(err, &se) && se.Code == api.CodeStalePlacement {
+		return fmt.Errorf("%w: %w", replication.ErrStalePlacement, err)
+	}
+	return err
+}
+
+// Replicate applies a push to the local replica it names, if this server
+// holds that placement as LOAD or SERVE (rule 4); otherwise it answers
+// "stale placement" and the sender re-runs discovery. A sender with a newer
+// METADATA than this server's makes it catch up first (rule 8).
+func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
+	n := i.n
+	st, ok := n.replicaStatus(req.ToPlacement)
+	if !ok || st.TxnSeq < req.TxnSeq {
+		if err := n.syncTable(ctx, req.Table); err != nil {
+			return fmt.Errorf("%w: catching up with %q: %w", tsdbhttp.ErrUnavailable, req.Table, err)
+		}
+		st, ok = n.replicaStatus(req.ToPlacement)
+	}
+	rep, exists := n.store.Replica(req.ToPlacement)
+	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
+		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
+	}
+	_, err := replication.Receive(rep, req)
+	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
+		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
+	}
+	if err != nil {
+		return err
+	}
+	n.observeClock(req)
+	n.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
+	if rt := n.runtime(req.ToPlacement); rt != nil {
+		rt.pusher.Notify() // the rows may be due to other targets
+	}
+	return nil
+}
+
+// observeClock moves the hybrid logical clock past the versions of pushed
+// rows (rule 2: versions of later writes order after what was seen).
+func (n *Node) observeClock(req api.PushRequest) {
+	// The rows were decoded by Receive; decoding the versions again is
+	// cheaper than threading them out of it, and pushes are batched.
+	rows, err := replication.DecodeRows(req.Rows)
+	if err != nil {
+		return
+	}
+	var max model.Version
+	for _, r := range rows {
+		for _, f := range r.Fields {
+			if max.Less(f.Version) {
+				max = f.Version
+			}
+		}
+	}
+	if max.Wall != 0 {
+		n.clock.Observe(max)
+	}
+}
+
+// ForwardInsert coordinates an insert a front end forwarded.
+func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error) {
+	n := i.n
+	rows, err := replication.DecodeRows(req.Rows)
+	if err != nil {
+		return api.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", tsdbhttp.ErrBadRequest, err)
+	}
+	for j := range rows {
+		if err := rows[j].Validate(); err != nil {
+			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", tsdbhttp.ErrBadRequest, j, err)
+		}
+	}
+	_, file, err := n.router.Table(ctx, req.Table)
+	if err != nil {
+		return api.ForwardInsertResponse{}, err
+	}
+	if file.TxnSeq < req.TxnSeq {
+		if err := n.syncTable(ctx, req.Table); err != nil {
+			return api.ForwardInsertResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		}
+		_, file, _ = n.router.Table(ctx, req.Table)
+	}
+	p, ok := file.Partition(req.PartitionID)
+	if !ok || !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool {
+		return pl.ServerID == n.cfg.ID && pl.PlacementID == req.ToPlacement
+	}) {
+		return api.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
+			tsdbhttp.ErrMoved, req.PartitionID, n.cfg.ID, req.ToPlacement, file.TxnSeq)
+	}
+	for _, r := range rows {
+		if !p.Contains(r.Time) {
+			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", tsdbhttp.ErrMoved, r.Time, p.ID)
+		}
+	}
+	if err := n.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, req.Consistency); err != nil {
+		return api.ForwardInsertResponse{}, err
+	}
+	return api.ForwardInsertResponse{Rows: len(rows)}, nil
+}
+
+// SubQuery answers one partition replica's part of a query.
+func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+	rep, err := i.n.serving(req.Table, req.TxnSeq, req.ToPlacement)
+	if err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	if req.Agg {
+		aggs, err := rep.Aggregate(partition.AggQuery{
+			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
+			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll,
+		})
+		if err != nil {
+			return api.SubQueryResponse{}, err
+		}
+		return api.SubQueryResponse{Aggs: replication.AppendAggs(nil, aggs)}, nil
+	}
+	rows, truncated, err := rep.Scan(partition.ScanQuery{
+		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
+	})
+	if err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	return api.SubQueryResponse{Rows: replication.AppendRows(nil, rows), Count: len(rows), Truncated: truncated}, nil
+}
+
+// Replicas lists the local replicas (of one table, or all) with their
+// discovery status, size, sequences and replication state.
+func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+	n := i.n
+	resp := api.ReplicasResponse{Server: n.cfg.ID, Replicas: []api.ReplicaStatus{}}
+	for _, rep := range n.store.Replicas() {
+		info := rep.Info()
+		if req.Table != "" && info.Table != req.Table {
+			continue
+		}
+		st, _ := n.replicaStatus(info.Placement)
+		rs := api.ReplicaStatus{
+			Server: n.cfg.ID, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement,
+			Begin: info.Begin, End: info.End, Status: st.Discovery.Status, TxnSeq: st.TxnSeq,
+			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []api.TargetStatus{},
+		}
+		if b, err := rep.DiskUsage(); err == nil {
+			rs.Bytes = b
+		}
+		if sum, err := rep.Checksum(); err == nil {
+			rs.Rows = sum.Rows
+			rs.Checksum = sum.Sum
+		}
+		if rt := n.runtime(info.Placement); rt != nil {
+			rs.Targets = rt.pusher.Status()
+		}
+		resp.Replicas = append(resp.Replicas, rs)
+	}
+	return resp, nil
+}
+
+// Replicas gathers the replica states of every partition of a table from
+// the servers holding them.
+func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error) {
+	n := b.n
+	_, file, err := n.committer.Load(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	servers := map[string]bool{}
+	for _, p := range file.Partitions {
+		for _, pl := range slices.Concat(p.Servers, p.Joining) {
+			servers[pl.ServerID] = true
+		}
+	}
+	byPlacement := map[uuid.UUID]api.ReplicaStatus{}
+	for id := range servers {
+		var resp api.ReplicasResponse
+		if id == n.cfg.ID {
+			resp, err = internal{n}.Replicas(ctx, api.ReplicasRequest{Table: table})
+		} else {
+			var addr string
+			if addr, err = n.dir.addr(ctx, id); err == nil {
+				err = n.rpc.Call(ctx, addr, api.PathReplicas, api.ReplicasRequest{Table: table}, &resp)
+			}
+		}
+		if err != nil {
+			n.log.Warn("replica states of a server unavailable", "server", id, "table", table, "err", err)
+			continue
+		}
+		for _, r := range resp.Replicas {
+			byPlacement[r.Placement] = r
+		}
+	}
+	out := make([]api.PartitionReplicas, 0, len(file.Partitions))
+	for _, p := range file.Partitions {
+		pr := api.PartitionReplicas{Partition: p, Replicas: []api.ReplicaStatus{}}
+		for _, pl := range slices.Concat(p.Servers, p.Joining) {
+			if r, ok := byPlacement[pl.PlacementID]; ok {
+				pr.Replicas = append(pr.Replicas, r)
+			} else {
+				pr.Replicas = append(pr.Replicas, api.ReplicaStatus{Server: pl.ServerID, Table: table, PartitionID: p.ID,
+					Placement: pl.PlacementID, Begin: p.Begin, End: p.End, Rows: -1, Targets: []api.TargetStatus{}})
+			}
+		}
+		out = append(out, pr)
+	}
+	return out, nil
+}
+
+// JoinServer commits JOIN_SERVER (or FORCE_JOIN) of a live server to a
+// partition, under a fresh placement id.
+func (b backend) JoinServer(ctx context.Context, table string, partitionID uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error) {
+	if !b.n.isLive(ctx, req.Server) {
+		return nil, fmt.Errorf("%w: server %q is not live", metadata.ErrInvalidOp, req.Server)
+	}
+	pl := metadata.Placement{ServerID: req.Server, PlacementID: uuid.New()}
+	return b.n.RequestChange(ctx, table, func(metadata.TableConfig, *metadata.File) (metadata.Op, error) {
+		if req.Force {
+			return metadata.Op{Type: metadata.OpForceJoin, ForceJoin: &metadata.ForceJoinOp{PartitionID: partitionID, Placement: pl}}, nil
+		}
+		return metadata.Op{Type: metadata.OpJoinServer, JoinServer: &metadata.JoinServerOp{PartitionID: partitionID, Placement: pl}}, nil
+	})
+}
+
+// RemoveServer commits REMOVE_SERVER; a server that is not live counts as
+// dead (which lets the op go below the replication factor).
+func (b backend) RemoveServer(ctx context.Context, table string, partitionID uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error) {
+	dead := !b.n.isLive(ctx, req.Server)
+	return b.n.RequestChange(ctx, table, func(cfg metadata.TableConfig, _ *metadata.File) (metadata.Op, error) {
+		return metadata.Op{Type: metadata.OpRemoveServer, RemoveServer: &metadata.RemoveServerOp{
+			PartitionID: partitionID, ServerID: req.Server, Dead: dead, ReplicationFactor: cfg.ReplicationFactor,
+		}}, nil
+	})
+}
+
+// isLive reports whether a server is in the membership list now.
+func (n *Node) isLive(ctx context.Context, id string) bool {
+	live, err := n.dir.refresh(ctx)
+	if err != nil {
+		live = n.dir.live()
+	}
+	return slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == id })
+}

@@ -1,0 +1,235 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/replication"
+)
+
+// lpBatch is line protocol for n rows of series "<prefix>-<i%series>" at
+// times base+i, field v=i.
+func lpBatch(prefix string, base int64, n, series int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "m,s=%s-%d v=%d %d\n", prefix, i%series, i, base+int64(i))
+	}
+	return []byte(b.String())
+}
+
+// insertLP posts line protocol through server id and fails the test unless
+// it is acknowledged.
+func (c *testCluster) insertLP(id, table string, body []byte, headers ...string) {
+	c.t.Helper()
+	cl := c.client(id)
+	r := cl.do("POST", "/write?db="+table+"&precision=ns", body, headers...)
+	if r.status != 204 {
+		c.t.Fatalf("insert via %s: %d %s", id, r.status, r.body)
+	}
+}
+
+// replicaStates asks server id for its replicas of table.
+func (c *testCluster) replicaStates(id, table string) []api.ReplicaStatus {
+	c.t.Helper()
+	var resp api.ReplicasResponse
+	if err := c.rpc.Call(context.Background(), c.nodes[id].Addr(), api.PathReplicas, api.ReplicasRequest{Table: table}, &resp); err != nil {
+		c.t.Fatalf("replicas of %s: %v", id, err)
+	}
+	return resp.Replicas
+}
+
+// converged reports whether every listed server holds exactly one replica
+// of table with rows rows and the same checksum as the others.
+func (c *testCluster) converged(table string, rows int64, servers ...string) bool {
+	sum := ""
+	for _, id := range servers {
+		reps := c.replicaStates(id, table)
+		if len(reps) != 1 || reps[0].Rows != rows {
+			return false
+		}
+		if sum == "" {
+			sum = reps[0].Checksum
+		}
+		if reps[0].Checksum != sum {
+			return false
+		}
+	}
+	return true
+}
+
+// convergedAtLeast reports whether the listed servers each hold one replica
+// of table with the same checksum and at least minRows rows.
+func (c *testCluster) convergedAtLeast(table string, minRows int64, servers ...string) bool {
+	first := c.replicaStates(servers[0], table)
+	if len(first) != 1 || first[0].Rows < minRows {
+		return false
+	}
+	return c.converged(table, first[0].Rows, servers...)
+}
+
+func (c *testCluster) queryAll(id, table string) string {
+	c.t.Helper()
+	cl := c.client(id)
+	r := cl.do("GET", "/api/v1/tables/"+table+"/query?limit=1000000", nil)
+	if r.status != 200 {
+		c.t.Fatalf("query via %s: %d %s", id, r.status, r.body)
+	}
+	return string(r.body)
+}
+
+// TestReplicationConverges: inserts through every server of a 3-server,
+// RF 3 table reach every replica (same rows, same versions: equal
+// checksums), and queries through every server give the same answer.
+func TestReplicationConverges(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTable("s1", "cpu", 3)
+	const perServer = 500
+	for i, id := range []string{"s1", "s2", "s3"} {
+		c.insertLP(id, "cpu", lpBatch(id, int64(i)*1_000_000, perServer, 50))
+	}
+	// The same keys written through two servers: last writer wins
+	// everywhere.
+	c.insertLP("s1", "cpu", lpBatch("shared", 5_000_000, 100, 10))
+	c.insertLP("s2", "cpu", lpBatch("shared", 5_000_000, 100, 10))
+	want := int64(3*perServer + 100)
+	waitFor(t, "every replica converging", func() bool { return c.converged("cpu", want, "s1", "s2", "s3") })
+	first := c.queryAll("s1", "cpu")
+	for _, id := range []string{"s2", "s3"} {
+		if got := c.queryAll(id, "cpu"); got != first {
+			t.Fatalf("query via %s differs from s1's", id)
+		}
+	}
+	var resp api.RawQueryResponse
+	if err := json.Unmarshal([]byte(first), &resp); err != nil || int64(len(resp.Rows)) != want {
+		t.Fatalf("%d rows, want %d (err %v)", len(resp.Rows), want, err)
+	}
+}
+
+// TestReplicaCatchesUpAfterRestart: a replica stopped during inserts gets
+// every row it missed once it is back; quorum inserts keep being
+// acknowledged while it is down.
+func TestReplicaCatchesUpAfterRestart(t *testing.T) {
+	c := startCluster(t, 3, func(cfg *Config) {
+		if cfg.ID == "s2" {
+			cfg.AckTimeout = time.Second // for the consistency=all insert below
+		}
+	})
+	c.createTable("s1", "cpu", 3)
+	c.insertLP("s1", "cpu", lpBatch("before", 0, 300, 30))
+	waitFor(t, "first convergence", func() bool { return c.converged("cpu", 300, "s1", "s2", "s3") })
+	c.stop("s3")
+	for i := range 5 {
+		c.insertLP("s1", "cpu", lpBatch(fmt.Sprintf("down%d", i), int64(i+1)*1_000_000, 200, 20))
+	}
+	// all needs every replica: with s3 down it cannot be acknowledged.
+	cl := c.client("s2")
+	r := cl.do("POST", "/write?db=cpu", lpBatch("all", 9_000_000, 10, 10), "X-TSDB-Consistency", "all")
+	if r.status != 503 || !strings.Contains(string(r.body), api.CodeOutcomeUnknownRows) {
+		t.Fatalf("consistency=all with a replica down: %d %s, want 503 %s", r.status, r.body, api.CodeOutcomeUnknownRows)
+	}
+	c.start("s3")
+	want := int64(300 + 5*200 + 10) // the "all" rows were written by the coordinator: they may appear, and do
+	waitFor(t, "s3 catching up", func() bool { return c.converged("cpu", want, "s1", "s2", "s3") })
+}
+
+// TestJoinAndLeave: a fourth server joins the partition under insert load,
+// receives every row, finalizes its join and serves; then a server leaves
+// and drops its data only after the others confirmed everything.
+func TestJoinAndLeave(t *testing.T) {
+	c := startCluster(t, 4)
+	c.createTable("s1", "cpu", 3)
+	_, f, _ := c.nodes["s1"].backendMetadata("cpu", "")
+	p := f.Partitions[0]
+	var joiner string
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
+		if !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool { return pl.ServerID == id }) {
+			joiner = id
+		}
+	}
+	c.insertLP("s1", "cpu", lpBatch("pre", 0, 1000, 100))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var batches atomic.Int64
+	var loadErr atomic.Value
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			cl := c.client(p.Servers[i%3].ServerID)
+			r := cl.do("POST", "/write?db=cpu", lpBatch(fmt.Sprintf("load%d", i), int64(i+1)*1_000_000, 50, 10))
+			if r.status != 204 {
+				loadErr.Store(fmt.Sprintf("%d %s", r.status, r.body))
+				return
+			}
+			batches.Add(1)
+		}
+	})
+	cl := c.client("s2")
+	cl.must(200, cl.do("POST", "/api/v1/tables/cpu/partitions/"+p.ID.String()+"/join", []byte(`{"server":"`+joiner+`"}`)), nil)
+	waitFor(t, joiner+" finalizing its join", func() bool {
+		_, f, err := c.nodes["s1"].backendMetadata("cpu", "")
+		return err == nil && len(f.Partitions[0].Joining) == 0 &&
+			slices.ContainsFunc(f.Partitions[0].Servers, func(pl metadata.Placement) bool { return pl.ServerID == joiner })
+	})
+	cancel()
+	wg.Wait()
+	if e := loadErr.Load(); e != nil {
+		t.Fatalf("an insert failed during the join: %v", e)
+	}
+	want := int64(1000 + batches.Load()*50)
+	all := []string{"s1", "s2", "s3", "s4"}
+	waitFor(t, "four replicas converging", func() bool { return c.converged("cpu", want, all...) })
+	// The joiner now serves queries.
+	if got := c.queryAll(joiner, "cpu"); got != c.queryAll("s1", "cpu") {
+		t.Fatal("the joiner answers differently")
+	}
+	// Leave: the leaver pushes what others lack, then drops its replica.
+	leaver := p.Servers[0].ServerID
+	cl.must(200, cl.do("POST", "/api/v1/tables/cpu/partitions/"+p.ID.String()+"/leave", []byte(`{"server":"`+leaver+`"}`)), nil)
+	waitFor(t, leaver+" dropping its replica", func() bool { return len(c.replicaStates(leaver, "cpu")) == 0 })
+	rest := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == leaver })
+	waitFor(t, "the other three converging", func() bool { return c.converged("cpu", want, rest...) })
+}
+
+// TestPushToStalePlacementRefused: a push naming a placement the receiver
+// does not hold is refused with 409 stale_placement and changes nothing.
+func TestPushToStalePlacementRefused(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTable("s1", "cpu", 3)
+	c.insertLP("s1", "cpu", lpBatch("a", 0, 10, 10))
+	waitFor(t, "convergence", func() bool { return c.converged("cpu", 10, "s1", "s2", "s3") })
+	before := c.replicaStates("s2", "cpu")[0]
+	err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), api.PathReplicate, api.PushRequest{
+		Table: "cpu", PartitionID: before.PartitionID, FromServer: "s1", FromPlacement: uuid.New(),
+		ToPlacement: uuid.New(), TxnSeq: 1, Count: 0, LastSeq: 1,
+	}, nil)
+	var se *rpc.StatusError
+	if !errors.As(err, &se) || se.Status != 409 || se.Code != api.CodeStalePlacement {
+		t.Fatalf("push to an unknown placement: %v, want 409 %s", err, api.CodeStalePlacement)
+	}
+	after := c.replicaStates("s2", "cpu")[0]
+	if after.Checksum != before.Checksum || after.HighSeq != before.HighSeq {
+		t.Fatalf("the refused push changed the replica: %+v → %+v", before, after)
+	}
+	// A forwarded insert naming a placement that does not serve the
+	// partition is "moved".
+	err = c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), api.PathInsert, api.ForwardInsertRequest{
+		Table: "cpu", PartitionID: before.PartitionID, ToPlacement: uuid.New(), TxnSeq: 1, Count: 1,
+		Rows: replication.AppendRows(nil, []model.Row{{Time: 1, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}),
+	}, nil)
+	if !errors.As(err, &se) || se.Status != 409 || se.Code != api.CodeMoved {
+		t.Fatalf("forward to a placement that does not serve: %v, want 409 %s", err, api.CodeMoved)
+	}
+}

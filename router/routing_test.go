@@ -1,0 +1,152 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// swapMeta serves a file that a test can replace (a change committed
+// elsewhere), counting the loads.
+type swapMeta struct {
+	mu    sync.Mutex
+	file  *metadata.File
+	loads int
+}
+
+func (m *swapMeta) Load(_ context.Context, table string) (metadata.TableConfig, *metadata.File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.loads++
+	return metadata.TableConfig{Name: table}, m.file, nil
+}
+
+// scriptedReplicas answers per server: an error, or success (recording the
+// rows it took).
+type scriptedReplicas struct {
+	mu     sync.Mutex
+	errs   map[string]error
+	took   map[string]int
+	onCall func(server string)
+}
+
+func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.onCall != nil {
+		s.onCall(t.Server)
+	}
+	if err := s.errs[t.Server]; err != nil {
+		return err
+	}
+	s.took[t.Server] += len(rows)
+	return nil
+}
+
+func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQuery) ([]model.Row, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.errs[t.Server]; err != nil {
+		return nil, false, err
+	}
+	return []model.Row{row(1, "from-"+t.Server, 1)}, false, nil
+}
+
+func (s *scriptedReplicas) Aggregate(context.Context, Target, partition.AggQuery) ([]model.SeriesAgg, error) {
+	return nil, nil
+}
+
+func onePartition(servers ...string) *metadata.File {
+	p := metadata.Partition{ID: uuid.New()}
+	for _, s := range servers {
+		p.Servers = append(p.Servers, metadata.Placement{ServerID: s, PlacementID: uuid.New()})
+	}
+	return &metadata.File{Table: "t", TxnID: metadata.NewTxnID(), TxnSeq: 1, Partitions: []metadata.Partition{p}}
+}
+
+// TestInsertFailsOverToAnotherReplica: an unavailable replica is skipped,
+// the next one takes the rows, and the front end's own replica goes first.
+func TestInsertFailsOverToAnotherReplica(t *testing.T) {
+	reps := &scriptedReplicas{errs: map[string]error{"s1": ErrUnavailable}, took: map[string]int{}}
+	var order []string
+	reps.onCall = func(s string) { order = append(order, s) }
+	r := New(Config{Self: "s1", Meta: &swapMeta{file: onePartition("s2", "s1", "s3")}, Replicas: reps})
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if order[0] != "s1" || len(order) != 2 || reps.took[order[1]] != 1 {
+		t.Fatalf("tried %v, took %v: want s1 first, then one other taking the row", order, reps.took)
+	}
+	// Every replica unavailable: a clear ErrUnavailable naming each.
+	reps.errs = map[string]error{"s1": ErrUnavailable, "s2": ErrUnavailable, "s3": ErrUnavailable}
+	err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, "")
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("all down: %v", err)
+	}
+	// Any other error is the answer: no second replica is tried.
+	order = nil
+	reps.errs = map[string]error{"s1": errors.New("bad rows")}
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); err == nil || len(order) != 1 {
+		t.Fatalf("err %v after %v, want the first replica's answer", err, order)
+	}
+}
+
+// TestInsertRefreshesOnMoved: a replica answering "moved" makes the router
+// load the current METADATA and route again, invisibly to the caller.
+func TestInsertRefreshesOnMoved(t *testing.T) {
+	old := onePartition("s2")
+	meta := &swapMeta{file: old}
+	reps := &scriptedReplicas{errs: map[string]error{"s2": ErrMoved}, took: map[string]int{}}
+	r := New(Config{Self: "s1", Meta: meta, Replicas: reps})
+	if _, _, err := r.Table(context.Background(), "t"); err != nil {
+		t.Fatal(err)
+	}
+	// The partition moved to s3 in a commit this front end has not seen.
+	moved := onePartition("s3")
+	moved.TxnSeq = 2
+	meta.mu.Lock()
+	meta.file = moved
+	meta.mu.Unlock()
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1), row(2, "b", 1)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if reps.took["s3"] != 2 || meta.loads != 2 {
+		t.Fatalf("took %v after %d loads: want both rows on s3 after one refresh", reps.took, meta.loads)
+	}
+	// A replica that keeps answering "moved" ends with an error, not a loop.
+	reps.errs["s3"] = ErrMoved
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); !errors.Is(err, ErrMoved) {
+		t.Fatalf("always moved: %v", err)
+	}
+}
+
+// TestQueryFailsOverAndRefreshes: reads fail over to another replica and
+// reload METADATA on "moved".
+func TestQueryFailsOverAndRefreshes(t *testing.T) {
+	reps := &scriptedReplicas{errs: map[string]error{"s1": errors.New("disk on fire")}, took: map[string]int{}}
+	r := New(Config{Self: "s1", Meta: &swapMeta{file: onePartition("s1", "s2")}, Replicas: reps})
+	rows, _, err := r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10})
+	if err != nil || len(rows) != 1 || rows[0].Series != "from-s2" {
+		t.Fatalf("rows %v, err %v: want s2's answer", rows, err)
+	}
+	meta := &swapMeta{file: onePartition("s2")}
+	reps = &scriptedReplicas{errs: map[string]error{"s2": ErrMoved}, took: map[string]int{}}
+	r = New(Config{Self: "s1", Meta: meta, Replicas: reps})
+	r.Table(context.Background(), "t")
+	next := onePartition("s3")
+	next.TxnSeq = 2
+	meta.mu.Lock()
+	meta.file = next
+	meta.mu.Unlock()
+	rows, _, err = r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10})
+	if err != nil || len(rows) != 1 || rows[0].Series != "from-s3" {
+		t.Fatalf("rows %v, err %v: want s3's answer after the refresh", rows, err)
+	}
+}
