@@ -233,3 +233,53 @@ func TestPushToStalePlacementRefused(t *testing.T) {
 		t.Fatalf("forward to a placement that does not serve: %v, want 409 %s", err, api.CodeMoved)
 	}
 }
+
+// TestStaleFrontEndRedirected: a front end whose METADATA is stale (its
+// watch misses every notification) routes inserts to a server that left
+// the partition; the "moved" answer makes it reload the METADATA and route
+// again, and the client sees only successes.
+func TestStaleFrontEndRedirected(t *testing.T) {
+	c := startCluster(t, 4, func(cfg *Config) {
+		if cfg.ID == "fe" {
+			cfg.missEvent = func(metadata.TableEvent) bool { return true }
+		}
+	})
+	c.createTable("s1", "cpu", 3)
+	c.start("fe") // a front end holding no replica, whose watch misses everything
+	_, f, _ := c.nodes["s1"].backendMetadata("cpu", "")
+	p := f.Partitions[0]
+	c.insertLP("fe", "cpu", lpBatch("warm", 0, 10, 10)) // fe caches the METADATA now
+	_, stale, _ := c.nodes["fe"].router.Cached("cpu")
+	// The fourth server joins, then one of the first three leaves: its
+	// replica is dropped, and fe's cached METADATA still lists it.
+	var outsider string
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
+		if !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool { return pl.ServerID == id }) {
+			outsider = id
+		}
+	}
+	cl := c.client("s1")
+	path := "/api/v1/tables/cpu/partitions/" + p.ID.String()
+	cl.must(200, cl.do("POST", path+"/join", []byte(`{"server":"`+outsider+`"}`)), nil)
+	waitFor(t, outsider+" finalizing its join", func() bool {
+		_, f, err := c.nodes["s1"].backendMetadata("cpu", "")
+		return err == nil && len(f.Partitions[0].Joining) == 0 && len(f.Partitions[0].Servers) == 4
+	})
+	leaver := p.Servers[0].ServerID
+	cl.must(200, cl.do("POST", path+"/leave", []byte(`{"server":"`+leaver+`"}`)), nil)
+	waitFor(t, leaver+" dropping its replica", func() bool { return len(c.replicaStates(leaver, "cpu")) == 0 })
+	if _, cached, _ := c.nodes["fe"].router.Cached("cpu"); cached.TxnSeq != stale.TxnSeq {
+		t.Fatal("fe's METADATA is not stale: the test would prove nothing")
+	}
+	// fe tries the leaver first a third of the time: among 30 inserts it
+	// does (or the chance it never does is 1 in 190,000), and every insert
+	// must succeed.
+	for i := range 30 {
+		c.insertLP("fe", "cpu", lpBatch(fmt.Sprintf("after%d", i), int64(i+1)*1_000_000, 5, 5))
+	}
+	if _, cached, _ := c.nodes["fe"].router.Cached("cpu"); cached.TxnSeq <= stale.TxnSeq {
+		t.Fatalf("fe still routes with txnseq %d: it was never redirected", cached.TxnSeq)
+	}
+	rest := slices.DeleteFunc([]string{"s1", "s2", "s3", "s4"}, func(s string) bool { return s == leaver })
+	waitFor(t, "the remaining replicas converging", func() bool { return c.converged("cpu", 10+30*5, rest...) })
+}

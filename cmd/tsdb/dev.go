@@ -64,7 +64,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&servers, "servers", 1, "number of servers to start")
+	f.IntVar(&servers, "servers", 3, "number of servers to start (a new table's replication factor defaults to min(3, servers))")
 	f.IntVar(&port, "port", 8080, "HTTP port of the first server; the others take the next ports")
 	f.IntVar(&etcdPort, "etcd-port", 2379, "client port of the embedded etcd")
 	f.StringVar(&data, "data", "./tsdb-data", "directory for all data (etcd and each server)")

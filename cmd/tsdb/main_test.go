@@ -130,6 +130,32 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// freePortRange returns the first of n consecutive loopback ports that are
+// free at the moment.
+func freePortRange(t *testing.T, n int) int {
+	t.Helper()
+	for range 50 {
+		base := freePort(t)
+		if base+n > 65535 {
+			continue
+		}
+		ok := true
+		for i := 1; i < n && ok; i++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+			if err != nil {
+				ok = false
+				continue
+			}
+			ln.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
 // syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -148,10 +174,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestDevRunsAndStops starts `tsdb dev` in-process on free ports, uses the
-// printed curl example's endpoints, and stops it like Ctrl-C does.
+// TestDevRunsAndStops starts `tsdb dev` (its default three servers)
+// in-process on free ports, uses the printed curl example's endpoints, reads
+// the row back through the third server (replication), and stops it like
+// Ctrl-C does.
 func TestDevRunsAndStops(t *testing.T) {
-	port, etcdPort := freePort(t), freePort(t)
+	port, etcdPort := freePortRange(t, 3), freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out syncBuffer
@@ -196,6 +224,23 @@ func TestDevRunsAndStops(t *testing.T) {
 	}
 	if s := post("/write?db=metrics", "cpu,host=a usage=1"); s != 204 {
 		t.Fatalf("write: %d", s)
+	}
+	third := fmt.Sprintf("http://127.0.0.1:%d", port+2)
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(third + "/api/v1/tables/metrics/query?series=cpu*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 && strings.Contains(string(b), `"cpu,host=a"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the row never reached the third server: %d %s", resp.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if s := internalStatus(t, base, "", ""); s != http.StatusUnauthorized {
 		t.Fatalf("internal API without --cluster-secret-file's secret: %d, want 401", s)
