@@ -159,6 +159,7 @@ type Node struct {
 	reg       *membership.Registration
 	clock     *model.Clock
 	joins     *replication.JoinProgress
+	rmetrics  *replicationMetrics
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
 	// resync asks the resync loop to re-sync a table (a push was refused
@@ -238,6 +239,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BeforeCAS: cfg.beforeCAS,
 	}
 	n.clock = model.NewClock(cfg.ID, nil)
+	n.rmetrics = newReplicationMetrics()
 	n.joins = &replication.JoinProgress{}
 	n.resync = make(chan string, 1)
 	n.router = router.New(router.Config{
@@ -290,6 +292,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(n.registry, n.store)
+	n.rmetrics.register(n.registry, n)
 	n.api = tsdbhttp.NewServer(tsdbhttp.Config{
 		AuthToken:     cfg.AuthToken,
 		ClusterSecret: cfg.ClusterSecret,

@@ -173,6 +173,9 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 		rows[i].SetVersion(v)
 	}
 	res, err := rep.Apply(rows)
+	if err == nil {
+		n.rmetrics.coordRows.Add(float64(len(rows)))
+	}
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrMoved, err)
 	}

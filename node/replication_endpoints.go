@@ -29,6 +29,12 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 		return err
 	}
 	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
+	if err != nil {
+		s.n.rmetrics.pushErrors.Inc()
+	} else {
+		s.n.rmetrics.pushRows.Add(float64(req.Count))
+		s.n.rmetrics.pushBytes.Add(float64(len(req.Rows)))
+	}
 	var se *rpc.StatusError
 	if errors.As(err, &se) && se.Code == api.CodeStalePlacement {
 		return fmt.Errorf("%w: %w", replication.ErrStalePlacement, err)
@@ -53,13 +59,14 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
 		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
 	}
-	_, err := replication.Receive(rep, req)
+	received, err := replication.Receive(rep, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
 	}
 	if err != nil {
 		return err
 	}
+	n.rmetrics.recvRows.Add(float64(received))
 	n.observeClock(req)
 	n.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
 	if rt := n.runtime(req.ToPlacement); rt != nil {
