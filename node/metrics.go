@@ -1,6 +1,8 @@
 package node
 
 import (
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsdb/tsdb/partition"
@@ -82,4 +84,13 @@ func maxU(a, b uint64) uint64 {
 		return a
 	}
 	return b
+}
+
+// counterValue reads a counter's current value.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil || m.Counter == nil {
+		return 0
+	}
+	return m.Counter.GetValue()
 }

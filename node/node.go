@@ -174,6 +174,9 @@ type Node struct {
 		replicas map[uuid.UUID]ReplicaStatus
 		// runtimes is the replication machinery of each local replica.
 		runtimes map[uuid.UUID]*replicaRuntime
+		// rateAt and rateRows are the previous insert-rate sample.
+		rateAt   time.Time
+		rateRows float64
 	}
 
 	cancel   context.CancelFunc
@@ -359,10 +362,20 @@ func advertiseAddr(configured string, ln net.Addr) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// summary is the load this server publishes in its membership key.
+// summary is the load this server publishes in its membership key; the
+// insert rate is over the time since the previous summary.
 func (n *Node) summary() membership.Summary {
 	reps := n.store.Replicas()
 	s := membership.Summary{Partitions: len(reps)}
+	now, rows := time.Now(), counterValue(n.rmetrics.coordRows)
+	n.mu.Lock()
+	if !n.mu.rateAt.IsZero() {
+		if d := now.Sub(n.mu.rateAt).Seconds(); d > 0 {
+			s.InsertRowsPerSec = (rows - n.mu.rateRows) / d
+		}
+	}
+	n.mu.rateAt, n.mu.rateRows = now, rows
+	n.mu.Unlock()
 	for _, r := range reps {
 		if b, err := r.DiskUsage(); err == nil {
 			s.Bytes += b
@@ -644,7 +657,8 @@ func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	}
 	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
 	for _, i := range live {
-		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt, Replicas: i.Summary.Partitions})
+		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt,
+			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec})
 	}
 	return resp, nil
 }

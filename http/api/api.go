@@ -126,7 +126,11 @@ type ServerInfo struct {
 	ID        string    `json:"id"`
 	Addr      string    `json:"addr"`
 	StartedAt time.Time `json:"started_at"`
-	Replicas  int       `json:"replicas"`
+	// Replicas, Bytes and InsertRowsPerSec are the load the server last
+	// published in its membership key (refreshed every ~10 s).
+	Replicas         int     `json:"replicas"`
+	Bytes            uint64  `json:"bytes"`
+	InsertRowsPerSec float64 `json:"insert_rows_per_sec"`
 }
 
 // ClusterResponse answers GET /api/v1/cluster.
