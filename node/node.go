@@ -75,6 +75,10 @@ type Config struct {
 	// LifecycleTick is how often UNLOAD replicas are checked for dropping
 	// and joins for finalizing; default 500ms.
 	LifecycleTick time.Duration
+	// MaxClockOffset is how far this server's clock may be from a majority
+	// of its peers' (as seen on pushes) before it refuses to coordinate
+	// writes; default DefaultMaxClockOffset.
+	MaxClockOffset time.Duration
 	// RPCTimeout bounds one internal call attempt; default 5s.
 	RPCTimeout time.Duration
 	// Logger receives the server's logs; nil discards.
@@ -86,6 +90,8 @@ type Config struct {
 	// missEvent, set by tests, makes the table watch drop an event, as if
 	// the notification had been missed.
 	missEvent func(metadata.TableEvent) bool
+	// clockSkew, set by tests, shifts this server's wall clock.
+	clockSkew time.Duration
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
 }
@@ -114,6 +120,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.AckTimeout <= 0 {
 		c.AckTimeout = 10 * time.Second
+	}
+	if c.MaxClockOffset <= 0 {
+		c.MaxClockOffset = DefaultMaxClockOffset
 	}
 	if c.LifecycleTick <= 0 {
 		c.LifecycleTick = 500 * time.Millisecond
@@ -155,11 +164,13 @@ type Node struct {
 	registry  *prometheus.Registry
 	started   time.Time
 	rpc       *rpc.Client
+	rpcOnce   *rpc.Client // one attempt per call: forwarded inserts
 	dir       *directory
 	reg       *membership.Registration
 	clock     *model.Clock
 	joins     *replication.JoinProgress
 	rmetrics  *replicationMetrics
+	clocks    *clockCheck
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
 	// resync asks the resync loop to re-sync a table (a push was refused
@@ -232,6 +243,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
 	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout})
 	closers = append(closers, n.rpc.Close)
+	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
+	closers = append(closers, n.rpcOnce.Close)
 	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
 	n.committer = &metadata.Committer{
 		Store:     n.meta,
@@ -241,7 +254,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		Logger:    n.log,
 		BeforeCAS: cfg.beforeCAS,
 	}
-	n.clock = model.NewClock(cfg.ID, nil)
+	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
+	n.clocks = newClockCheck(cfg.MaxClockOffset)
 	n.rmetrics = newReplicationMetrics()
 	n.joins = &replication.JoinProgress{}
 	n.resync = make(chan string, 1)
@@ -384,6 +398,9 @@ func (n *Node) summary() membership.Summary {
 	return s
 }
 
+// now is this server's wall clock (shifted in clock tests).
+func (n *Node) now() time.Time { return time.Now().Add(n.cfg.clockSkew) }
+
 // goAttach runs f in a goroutine that Stop waits for.
 func (n *Node) goAttach(f func()) {
 	n.wg.Add(1)
@@ -486,6 +503,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("leave the server list: %w", err))
 		}
 		n.rpc.Close()
+		n.rpcOnce.Close()
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partition store: %w", err))
 		}

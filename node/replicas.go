@@ -35,7 +35,9 @@ func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row,
 		Consistency: consistency, Rows: replication.AppendRows(nil, rows), Count: len(rows),
 	}
 	var resp api.ForwardInsertResponse
-	return routeError(r.n.rpc.Call(ctx, addr, api.PathInsert, req, &resp))
+	// One attempt: a refusal or a timeout fails over to another replica,
+	// and "outcome unknown" is the client's answer, not a reason to resend.
+	return routeError(r.n.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
 }
 
 // Scan reads the target replica.
@@ -163,6 +165,10 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	rep, err := n.serving(table, txnSeq, placement)
 	if err != nil {
 		return err
+	}
+	if err := n.clocks.check(n.now(), len(n.dir.live())-1); err != nil {
+		// Another replica coordinates instead (the router fails over).
+		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
 	}
 	need, err := ackCount(consistency, len(p.Servers))
 	if err != nil {

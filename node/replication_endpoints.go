@@ -28,6 +28,7 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 	if err != nil {
 		return err
 	}
+	req.SentAt = s.n.now().UnixNano()
 	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
 	if err != nil {
 		s.n.rmetrics.pushErrors.Inc()
@@ -48,6 +49,7 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 // METADATA than this server's makes it catch up first (rule 8).
 func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	n := i.n
+	n.clocks.observe(req.FromServer, req.SentAt, n.now())
 	st, ok := n.replicaStatus(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
 		if err := n.syncTable(ctx, req.Table); err != nil {

@@ -69,6 +69,9 @@ type PushRequest struct {
 	// LastSeq is the sender's sequence this push covers up to: once
 	// confirmed, the sender's cursor for the target moves to it.
 	LastSeq uint64 `json:"last_seq"`
+	// SentAt is the sender's wall clock (ns) when it sent the push: the
+	// receiver estimates the clock offset between them (rule 2).
+	SentAt int64 `json:"sent_at,omitempty"`
 	// Complete tells a joining target that it has received everything
 	// the sender had when it first saw the join (its fixed mark).
 	Complete bool `json:"complete,omitempty"`
