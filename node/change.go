@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -27,6 +28,12 @@ type Planner func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, e
 // the same request, so the change commits at most once. It returns the
 // committed file; this server's caches are refreshed before it returns.
 func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*metadata.File, error) {
+	if !n.reg.Valid() {
+		// DESIGN.md section 9: a server that lost its etcd session
+		// re-registers before it starts a metadata change again.
+		return nil, fmt.Errorf("%w: %s's etcd session is not valid (re-registering); no metadata change until it is",
+			tsdbhttp.ErrUnavailable, n.cfg.ID)
+	}
 	var last error
 	for attempt := range maxChangeAttempts {
 		if attempt > 0 && !sleepJitter(ctx, attempt) {

@@ -180,3 +180,16 @@ func joiningAs(p *metadata.Partition, server string, placement uuid.UUID) bool {
 		return pl.ServerID == server && pl.PlacementID == placement
 	})
 }
+
+// retryPushers ends the backoff of every local replica's failing targets.
+func (n *Node) retryPushers() {
+	n.mu.Lock()
+	rts := make([]*replicaRuntime, 0, len(n.mu.runtimes))
+	for _, rt := range n.mu.runtimes {
+		rts = append(rts, rt)
+	}
+	n.mu.Unlock()
+	for _, rt := range rts {
+		rt.pusher.RetryNow()
+	}
+}

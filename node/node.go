@@ -300,7 +300,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if _, err := n.dir.refresh(ctx); err != nil {
 		return nil, fmt.Errorf("node: read the server list: %w", err)
 	}
-	servers := membership.Watch(bg, n.etcd, cfg.EtcdPrefix, n.dir.set, membership.WithLogger(n.log))
+	servers := membership.Watch(bg, n.etcd, cfg.EtcdPrefix, func(infos []membership.Info) {
+		n.dir.set(infos)
+		n.retryPushers() // a server that came back gets its pushes now, not after a backoff
+	}, membership.WithLogger(n.log))
 	n.goAttach(servers.Wait)
 	if err := n.loadTables(ctx); err != nil {
 		return nil, err
@@ -330,6 +333,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
 	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
 	n.goAttach(func() { n.resyncLoop(bg) })
+	n.goAttach(func() { n.sessionLoop(bg) })
 	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
 	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -199,6 +200,33 @@ func (n *Node) resyncLoop(ctx context.Context) {
 			if err := n.syncTable(ctx, table); err != nil && ctx.Err() == nil {
 				n.log.Warn("resync failed", "table", table, "err", err)
 			}
+		}
+	}
+}
+
+// sessionLoop re-confirms this server's assignments after each lost etcd
+// session: once re-registered, every table is reconciled against etcd
+// before the server may rely on its view again (DESIGN.md section 9).
+func (n *Node) sessionLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.reg.Done():
+		}
+		lost := n.reg.Epoch()
+		n.log.Warn("etcd session lost; assignments are re-confirmed once re-registered", "epoch", lost)
+		for n.reg.Epoch() == lost || !n.reg.Valid() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if err := n.reconcile(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("re-confirming assignments after re-registration", "err", err)
+		} else {
+			n.log.Info("re-registered; assignments re-confirmed", "epoch", n.reg.Epoch())
 		}
 	}
 }

@@ -150,6 +150,9 @@ type target struct {
 	id uuid.UUID
 	// wake is the coalesced wake-up (capacity 1).
 	wake chan struct{}
+	// retry ends a backoff early (capacity 1): RetryNow, when the target's
+	// server may be back. Inserts do not end a backoff.
+	retry chan struct{}
 	// ticked is set by Run's ticker: a complete joining target gets its
 	// Complete signal again (a restarted receiver forgets it).
 	ticked atomic.Bool
@@ -248,6 +251,21 @@ func (p *Pusher) Notify() {
 	}
 }
 
+// RetryNow ends the backoff of every target that is failing, so that a
+// server that came back (the membership list changed) gets its pushes now
+// rather than after up to RetryMax.
+func (p *Pusher) RetryNow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range p.mu.view {
+		select {
+		case t.retry <- struct{}{}:
+		default:
+		}
+		t.signal()
+	}
+}
+
 func (p *Pusher) tick() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -306,7 +324,7 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 	t, ok := p.mu.targets[spec.PlacementID]
 	if !ok {
-		t = &target{id: spec.PlacementID, wake: make(chan struct{}, 1)}
+		t = &target{id: spec.PlacementID, wake: make(chan struct{}, 1), retry: make(chan struct{}, 1)}
 		p.mu.targets[spec.PlacementID] = t
 		p.log.Info("replication target added", "server", spec.ServerID, "target", spec.PlacementID, "kind", spec.Kind)
 	}
@@ -435,7 +453,7 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		case err != nil:
 			attempt++
 			p.noteFailure(t, attempt, err)
-			if !sleep(ctx, backoff(attempt, p.cfg.RetryMin, p.cfg.RetryMax, rand.Int64N)) {
+			if !sleep(ctx, backoff(attempt, p.cfg.RetryMin, p.cfg.RetryMax, rand.Int64N), t.retry) {
 				return
 			}
 		case more:
@@ -611,14 +629,17 @@ func backoff(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Du
 	return half + time.Duration(randN(int64(d-half)+1))
 }
 
-// sleep waits for d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits for d, or less if early fires; it reports false if ctx ended
+// first.
+func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-timer.C:
+		return true
+	case <-early:
 		return true
 	}
 }

@@ -552,3 +552,47 @@ func TestNotifyAndSetViewBeforeRun(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRetryNowEndsBackoff: a target in a long backoff is pushed to at once
+// after RetryNow (its server came back), while Notify (an insert) does not
+// cut a backoff short.
+func TestRetryNowEndsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		log.add(row("s1", "cpu", 1, 1, "v", 1))
+		pid := uuid.New()
+		s2 := replicaTarget("s2", uuid.New(), pid)
+		down := atomic.Bool{}
+		down.Store(true)
+		var calls atomic.Int32
+		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+			calls.Add(1)
+			if down.Load() {
+				return errDown
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, func(c *Config) { c.RetryMin, c.RetryMax = time.Hour, time.Hour })
+		p.SetView(1, view(s2))
+		runPusher(t, p)
+		synctest.Wait() // the first attempt failed; the target sleeps 30–60 min
+		if calls.Load() != 1 {
+			t.Fatalf("%d attempts, want 1", calls.Load())
+		}
+		down.Store(false)
+		log.add(row("s1", "cpu", 2, 2, "v", 2))
+		p.Notify()
+		synctest.Wait()
+		if calls.Load() != 1 {
+			t.Fatalf("Notify cut the backoff short: %d attempts", calls.Load())
+		}
+		start := time.Now()
+		p.RetryNow()
+		if err := p.WaitConfirmed(context.Background(), 2, []string{"s2"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited > time.Second {
+			t.Fatalf("confirmed %v after RetryNow: the backoff was not ended", waited)
+		}
+	})
+}
