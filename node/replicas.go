@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
@@ -24,7 +26,7 @@ var _ router.Replicas = replicas{}
 // Insert has the target replica coordinate rows.
 func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row, consistency string) error {
 	if t.Server == r.n.cfg.ID {
-		return r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, consistency)
+		return localRouteError(r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, consistency))
 	}
 	addr, err := r.n.dir.addr(ctx, t.Server)
 	if err != nil {
@@ -45,7 +47,7 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 	if t.Server == r.n.cfg.ID {
 		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
 		if err != nil {
-			return nil, false, err
+			return nil, false, localRouteError(err)
 		}
 		return rep.Scan(q)
 	}
@@ -67,7 +69,7 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 	if t.Server == r.n.cfg.ID {
 		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
 		if err != nil {
-			return nil, err
+			return nil, localRouteError(err)
 		}
 		return rep.Aggregate(q)
 	}
@@ -121,12 +123,27 @@ func routeError(err error) error {
 	return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 }
 
+// localRouteError sorts a failure of this server's own replica for the
+// router, as routeError does for a remote one: "moved" needs new METADATA,
+// "unavailable" another replica.
+func localRouteError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, tsdbhttp.ErrMoved) && !errors.Is(err, router.ErrMoved):
+		return fmt.Errorf("%w: %w", router.ErrMoved, err)
+	case errors.Is(err, tsdbhttp.ErrUnavailable) && !errors.Is(err, router.ErrUnavailable):
+		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
+	}
+	return err
+}
+
 // serving returns the local replica of placement if it serves reads and
 // writes (SERVE, not unloading) under a view at least as new as
 // senderTxnSeq; otherwise the error matches tsdbhttp.ErrMoved (the sender
 // reloads METADATA). A sender with a newer view than this server's makes
 // it catch up first (rule 8).
-func (n *Node) serving(table string, senderTxnSeq uint64, placement [16]byte) (*partition.Replica, error) {
+func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
 	st, ok := n.replicaStatus(placement)
 	if ok && st.TxnSeq < senderTxnSeq {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SyncTimeout)
@@ -140,17 +157,17 @@ func (n *Node) serving(table string, senderTxnSeq uint64, placement [16]byte) (*
 	rep, exists := n.store.Replica(placement)
 	switch {
 	case !exists:
-		return nil, fmt.Errorf("%w: no replica %x here", tsdbhttp.ErrMoved, placement)
+		return nil, fmt.Errorf("%w: no replica %s here", tsdbhttp.ErrMoved, placement)
 	case rep.Unloading():
-		return nil, fmt.Errorf("%w: replica %x is unloading", tsdbhttp.ErrMoved, placement)
+		return nil, fmt.Errorf("%w: replica %s is unloading", tsdbhttp.ErrMoved, placement)
 	case ok && st.Discovery.Status != metadata.StatusServe:
-		return nil, fmt.Errorf("%w: replica %x is %s", tsdbhttp.ErrMoved, placement, st.Discovery.Status)
+		return nil, fmt.Errorf("%w: replica %s is %s", tsdbhttp.ErrMoved, placement, st.Discovery.Status)
 	}
 	return rep, nil
 }
 
 // replicaStatus returns the last discovery answer of a local replica.
-func (n *Node) replicaStatus(placement [16]byte) (ReplicaStatus, bool) {
+func (n *Node) replicaStatus(placement uuid.UUID) (ReplicaStatus, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st, ok := n.mu.replicas[placement]
@@ -161,7 +178,7 @@ func (n *Node) replicaStatus(placement [16]byte) (ReplicaStatus, bool) {
 // section 5, insert acknowledgement): one fresh version for all of them, a
 // synced write, a wake-up of the replica's pushes, then a wait until the
 // consistency level's count of p's servers — this one included — hold them.
-func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement [16]byte, rows []model.Row, consistency string) error {
+func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, consistency string) error {
 	rep, err := n.serving(table, txnSeq, placement)
 	if err != nil {
 		return err
@@ -194,7 +211,7 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 			rt.pusher.Notify()
 		}
 		if need > 1 {
-			return fmt.Errorf("%w: replica %x has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
+			return fmt.Errorf("%w: replica %s has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
 		}
 		return nil
 	}
@@ -208,8 +225,8 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
 	defer cancel()
 	if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, others, need-1); err != nil {
-		return fmt.Errorf("%w: %d of %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
-			1, need, n.cfg.AckTimeout, err)
+		return fmt.Errorf("%w: fewer than %d of the partition's %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
+			need, len(p.Servers), n.cfg.AckTimeout, err)
 	}
 	return nil
 }

@@ -283,3 +283,42 @@ func TestStaleFrontEndRedirected(t *testing.T) {
 	rest := slices.DeleteFunc([]string{"s1", "s2", "s3", "s4"}, func(s string) bool { return s == leaver })
 	waitFor(t, "the remaining replicas converging", func() bool { return c.converged("cpu", 10+30*5, rest...) })
 }
+
+// TestLocalMovedRefreshes: a front end whose own replica stopped serving
+// (UNLOAD after it left the partition) while its cached METADATA still lists
+// it gets "moved" from its own replica, reloads, and routes the insert to
+// the remaining servers.
+func TestLocalMovedRefreshes(t *testing.T) {
+	c := startCluster(t, 4)
+	c.createTable("s1", "cpu", 3)
+	_, f, _ := c.nodes["s1"].backendMetadata("cpu", "")
+	p := f.Partitions[0]
+	var outsider string
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
+		if !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool { return pl.ServerID == id }) {
+			outsider = id
+		}
+	}
+	cl := c.client(outsider)
+	path := "/api/v1/tables/cpu/partitions/" + p.ID.String()
+	cl.must(200, cl.do("POST", path+"/join", []byte(`{"server":"`+outsider+`"}`)), nil)
+	waitFor(t, "the join finalized", func() bool {
+		_, f, err := c.nodes["s1"].backendMetadata("cpu", "")
+		return err == nil && len(f.Partitions[0].Joining) == 0 && len(f.Partitions[0].Servers) == 4
+	})
+	leaver := c.nodes[p.Servers[0].ServerID]
+	_, before, _ := leaver.router.Cached("cpu")
+	cl.must(200, cl.do("POST", path+"/leave", []byte(`{"server":"`+leaver.ID()+`"}`)), nil)
+	waitFor(t, "the leaver's replica unloading or dropped", func() bool {
+		st, ok := leaver.replicaStatus(p.Servers[0].PlacementID)
+		return !ok || st.Discovery.Status == metadata.StatusUnload
+	})
+	// Put the leaver's router back on the METADATA that still lists it.
+	cfg, _, _ := leaver.router.Cached("cpu")
+	leaver.router.Forget("cpu")
+	leaver.router.Update(cfg, before)
+	c.insertLP(leaver.ID(), "cpu", lpBatch("late", 0, 5, 5))
+	if _, now, _ := leaver.router.Cached("cpu"); now.TxnSeq <= before.TxnSeq {
+		t.Fatal("the leaver kept its stale METADATA: it was not redirected")
+	}
+}
