@@ -61,7 +61,7 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
 		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
 	}
-	received, err := replication.Receive(rep, req)
+	received, err := replication.Receive(observingApplier{rep, n.clock}, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
 	}
@@ -69,7 +69,6 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 		return err
 	}
 	n.rmetrics.recvRows.Add(float64(received))
-	n.observeClock(req)
 	n.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
 	if rt := n.runtime(req.ToPlacement); rt != nil {
 		rt.pusher.Notify() // the rows may be due to other targets
@@ -77,26 +76,27 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	return nil
 }
 
-// observeClock moves the hybrid logical clock past the versions of pushed
-// rows (rule 2: versions of later writes order after what was seen).
-func (n *Node) observeClock(req api.PushRequest) {
-	// The rows were decoded by Receive; decoding the versions again is
-	// cheaper than threading them out of it, and pushes are batched.
-	rows, err := replication.DecodeRows(req.Rows)
-	if err != nil {
-		return
-	}
-	var max model.Version
+// observingApplier applies pushed rows to a replica after moving the
+// hybrid logical clock past their versions (rule 2: versions this server
+// assigns later order after what it has seen).
+type observingApplier struct {
+	rep   *partition.Replica
+	clock *model.Clock
+}
+
+func (a observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
+	var newest model.Version
 	for _, r := range rows {
 		for _, f := range r.Fields {
-			if max.Less(f.Version) {
-				max = f.Version
+			if newest.Less(f.Version) {
+				newest = f.Version
 			}
 		}
 	}
-	if max.Wall != 0 {
-		n.clock.Observe(max)
+	if newest.Wall != 0 {
+		a.clock.Observe(newest)
 	}
+	return a.rep.Apply(rows)
 }
 
 // ForwardInsert coordinates an insert a front end forwarded.
