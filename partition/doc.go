@@ -76,6 +76,6 @@
 // The store's gate is entered before any of them and never while holding
 // one. SetConfirmed takes Replica.cursors alone and holds it across its
 // (unsynced) pebble write; a drop takes it under applyMu, so every cursor
-// write lands before the drop's DeleteRange or not at all. Checksum, like
-// Scan, takes no replica lock.
+// write lands before the drop's DeleteRange or not at all. Checksum and
+// SplitPoint, like Scan, take no replica lock.
 package partition

@@ -34,4 +34,8 @@ var (
 	ErrCursorAhead = errors.New("partition: cursor above the synced watermark")
 	// ErrCorrupt is returned when a stored key or value does not decode.
 	ErrCorrupt = errors.New("partition: corrupt value")
+	// ErrCannotSplit is returned by SplitPoint when the replica's rows
+	// cannot be divided into two non-empty sides: it has no rows, or every
+	// row is at one timestamp.
+	ErrCannotSplit = errors.New("partition: cannot split")
 )

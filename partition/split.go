@@ -1,0 +1,500 @@
+package partition
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Choosing a split point (DESIGN.md section 6; docs/storage-format.md,
+// "Split point"). Rows are keyed (bucket, series, time), so bytes are cheap
+// to weigh per storage bucket but not per time. SplitPoint works in two
+// steps:
+//
+//  1. Weigh the buckets and find the one holding the byte median. Pebble's
+//     EstimateDiskUsage of [first bucket, end of bucket b] grows with b, so
+//     a binary search over bucket numbers finds the median bucket in at most
+//     28 estimates (buckets are 28 bits), whatever the number of rows. Estimates see sstables
+//     only (memtable data counts 0), so when the data is small or the
+//     unflushed bytes could be a large part of it, the buckets are weighed
+//     by one pass over the keys instead (key length + value length).
+//  2. Scan only that bucket (series-first inside it), add up the bytes per
+//     distinct time, and cut between two times where the left side's bytes
+//     come closest to the median; the cut may also fall at the bucket's
+//     start (the left side is everything before it) or after its end (t is
+//     then the first time of the next bucket).
+//
+// Every step reads one pebble iterator, so all steps see one consistent
+// view; no replica lock is taken and Apply is never blocked.
+
+const (
+	// splitMaxSlots bounds the distinct times aggregated while scanning the
+	// median bucket: beyond it, times are grouped into slots of 16× the
+	// width (repeatedly), and the cut falls on the first time of a slot. A
+	// bucket spans 2^36 ns, so a cut is still within about 1 ms of the
+	// exact one.
+	splitMaxSlots = 1 << 16
+	// splitCoarsenBits widens the slots by 2^splitCoarsenBits each time the
+	// slot map overflows.
+	splitCoarsenBits = 4
+	// splitScanBelow is the estimated size below which the estimates are too
+	// coarse (they count whole sstable blocks) and a key scan is cheap:
+	// SplitPoint then weighs the buckets by scanning.
+	splitScanBelow = 4 << 20
+	// splitUnflushedRatio: the estimates are used only when the DB's live
+	// WAL bytes (an upper bound of the replica's bytes that are still in
+	// memtables, which the estimates miss) are at most 1/splitUnflushedRatio
+	// of the estimate, so the median moves by at most about 6% of the data.
+	splitUnflushedRatio = 8
+)
+
+// splitMode is how SplitPoint weighs the storage buckets.
+type splitMode uint8
+
+const (
+	// splitAuto picks splitEstimate or splitScan (see splitScanBelow and
+	// splitUnflushedRatio).
+	splitAuto splitMode = iota
+	// splitEstimate weighs buckets with pebble's EstimateDiskUsage.
+	splitEstimate
+	// splitScan weighs buckets by scanning every row key.
+	splitScan
+)
+
+func (m splitMode) String() string {
+	switch m {
+	case splitEstimate:
+		return "estimate"
+	case splitScan:
+		return "scan"
+	}
+	return "auto"
+}
+
+// SplitPoint returns a time t that divides the replica's live rows into
+// two non-empty sides, [begin, t) and [t, end), each holding as close to
+// half of the data by bytes as the row times allow. t is the time of a
+// stored row, above the first row's time (so never the replica's begin)
+// and at most the last row's time. Only rows inside the replica's range
+// count. It fails with ErrCannotSplit when the replica has no rows or all
+// of them are at one time.
+//
+// SplitPoint takes no replica lock: it reads one pebble iterator view,
+// plus pebble's size estimates of the sstables, and never blocks Apply.
+// Its cost is a few dozen size estimates and one scan of the storage
+// bucket (about 68.7 s of data) holding the median; for a small replica,
+// or while unflushed data could be a large part of it, one pass over its
+// row keys.
+func (r *Replica) SplitPoint() (int64, error) {
+	t, _, err := r.splitPoint(splitAuto)
+	return t, err
+}
+
+// splitPoint is SplitPoint with a chosen weighing mode; it also returns the
+// mode used.
+func (r *Replica) splitPoint(mode splitMode) (int64, splitMode, error) {
+	if err := r.enter(); err != nil {
+		return 0, mode, err
+	}
+	defer r.store.gate.exit()
+	sr, err := r.newSplitReader()
+	if err != nil {
+		return 0, mode, err
+	}
+	defer sr.close()
+	first, ok, err := sr.nextRowBucket(sr.lo)
+	if err != nil {
+		return 0, mode, r.splitErr(err)
+	}
+	if !ok {
+		return 0, mode, fmt.Errorf("replica %s: no rows: %w", r.info.Placement, ErrCannotSplit)
+	}
+	last, _, err := sr.lastRowBucket()
+	if err != nil {
+		return 0, mode, r.splitErr(err)
+	}
+	sz, mode, err := r.bucketSizer(sr, mode, first, last)
+	if err != nil {
+		return 0, mode, r.splitErr(err)
+	}
+	b, total, err := medianBucket(sz, first, last)
+	if err != nil {
+		return 0, mode, r.splitErr(err)
+	}
+	t, ok, err := sr.cut(sz, b, first, last, total)
+	if err != nil {
+		return 0, mode, r.splitErr(err)
+	}
+	if !ok {
+		return 0, mode, fmt.Errorf("replica %s: every row is at one time: %w", r.info.Placement, ErrCannotSplit)
+	}
+	return t, mode, nil
+}
+
+func (r *Replica) splitErr(err error) error {
+	return fmt.Errorf("partition: replica %s: split point: %w", r.info.Placement, err)
+}
+
+// bucketSizer chooses how to weigh the buckets (mode splitAuto decides
+// from the estimate and the unflushed bytes) and returns the sizer.
+func (r *Replica) bucketSizer(sr *splitReader, mode splitMode, first, last uint32) (bucketSizer, splitMode, error) {
+	est := &estimateSizer{db: r.store.db, sr: sr, start: sr.bucketKey(first)}
+	if mode == splitAuto {
+		n, err := est.upTo(last)
+		if err != nil {
+			return nil, mode, err
+		}
+		mode = splitEstimate
+		if n < splitScanBelow || r.store.db.Metrics().WAL.Size > n/splitUnflushedRatio {
+			mode = splitScan
+		}
+	}
+	if mode == splitEstimate {
+		return est, mode, nil
+	}
+	sz, err := sr.scanSizes()
+	return sz, mode, err
+}
+
+// bucketSizer weighs storage buckets.
+type bucketSizer interface {
+	// upTo returns the bytes of the in-range rows in buckets <= b, for b
+	// from the first to the last bucket holding a row.
+	upTo(b uint32) (uint64, error)
+}
+
+// estimateSizer weighs buckets with pebble's EstimateDiskUsage (sstables
+// only, counting whole blocks at the edges).
+type estimateSizer struct {
+	db    *pebble.DB
+	sr    *splitReader
+	start []byte // first key of the first bucket holding a row
+}
+
+func (e *estimateSizer) upTo(b uint32) (uint64, error) {
+	n, err := e.db.EstimateDiskUsage(e.start, e.sr.bucketEnd(b))
+	if err != nil {
+		return 0, fmt.Errorf("estimate disk usage: %w", err)
+	}
+	return n, nil
+}
+
+// scanSizer weighs buckets by the exact key and value bytes of their
+// in-range rows. It holds one entry per non-empty bucket.
+type scanSizer struct {
+	buckets []uint32 // ascending
+	cum     []uint64 // cum[i]: bytes of buckets[0..i]
+}
+
+func (s *scanSizer) upTo(b uint32) (uint64, error) {
+	i, found := slices.BinarySearch(s.buckets, b)
+	if found {
+		return s.cum[i], nil
+	}
+	if i == 0 {
+		return 0, nil
+	}
+	return s.cum[i-1], nil
+}
+
+// medianBucket returns the first bucket in [first, last] whose upTo reaches
+// half of the total, and the total.
+func medianBucket(sz bucketSizer, first, last uint32) (uint32, uint64, error) {
+	total, err := sz.upTo(last)
+	if err != nil {
+		return 0, 0, err
+	}
+	lo, hi := first, last // the answer is in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		n, err := sz.upTo(mid)
+		if err != nil {
+			return 0, 0, err
+		}
+		if 2*n >= total {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, total, nil
+}
+
+// cutFraction returns where in a bucket the median falls, as a fraction of
+// the bucket's bytes: before and through are the bytes up to the bucket's
+// start and end. Estimates can give a bucket 0 bytes (all of it in a
+// memtable, or less than a block); the middle is then as good a guess as
+// any unless the median is clearly on one side.
+func cutFraction(total, before, through uint64) float64 {
+	half := float64(total) / 2
+	if through <= before {
+		switch {
+		case half < float64(before):
+			return 0
+		case half > float64(before):
+			return 1
+		}
+		return 0.5
+	}
+	f := (half - float64(before)) / float64(through-before)
+	return min(max(f, 0), 1)
+}
+
+// cut picks the split time around bucket b (the median bucket; it may hold
+// no row when the estimates blur a gap, and the next bucket holding one is
+// used). first and last are the first and last buckets holding a row. It
+// returns false when no cut leaves both sides non-empty.
+func (sr *splitReader) cut(sz bucketSizer, b, first, last uint32, total uint64) (int64, bool, error) {
+	b, ok, err := sr.nextRowBucket(b)
+	if err != nil {
+		return 0, false, err
+	}
+	if !ok { // cannot happen: last holds a row and b <= last
+		b = last
+	}
+	var before uint64
+	if b > first {
+		if before, err = sz.upTo(b - 1); err != nil {
+			return 0, false, err
+		}
+	}
+	through, err := sz.upTo(b)
+	if err != nil {
+		return 0, false, err
+	}
+	slots := newTimeSlots(splitMaxSlots)
+	if err := sr.forBucket(b, slots.add); err != nil {
+		return 0, false, err
+	}
+	times := slots.sorted()
+	j, ok := chooseCut(times, cutFraction(total, before, through), b > first, b < last)
+	if !ok {
+		return 0, false, nil
+	}
+	if j < len(times) {
+		return times[j].min, true, nil
+	}
+	// The cut is after b: t is the first time of the next bucket.
+	nb, ok, err := sr.nextRowBucket(b + 1) // b < last, so b+1 does not wrap
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	t := int64(math.MaxInt64)
+	err = sr.forBucket(nb, func(rt int64, _ uint64) { t = min(t, rt) })
+	return t, err == nil, err
+}
+
+// chooseCut picks j in [0, len(slots)]: the left side is everything before
+// the bucket plus slots[:j] (j == len(slots) cuts after the bucket), and t
+// is slots[j].min (for j == len(slots), the next bucket's first time).
+// frac is where the median falls, as a fraction of the slots' bytes. A cut
+// must leave both sides non-empty: j == 0 needs rows before the bucket,
+// j == len(slots) rows after it. Among valid cuts it returns the one whose
+// left side comes closest to the median (the earliest on a tie), and false
+// when there is none.
+func chooseCut(slots []timeSlot, frac float64, hasBefore, hasAfter bool) (int, bool) {
+	var sum uint64
+	for _, s := range slots {
+		sum += s.bytes
+	}
+	target := frac * float64(sum)
+	best, bestDist := -1, math.Inf(1)
+	var left uint64
+	for j := 0; j <= len(slots); j++ {
+		valid := (j > 0 || hasBefore) && (j < len(slots) || hasAfter)
+		if d := math.Abs(float64(left) - target); valid && d < bestDist {
+			best, bestDist = j, d
+		}
+		if j < len(slots) {
+			left += slots[j].bytes
+		}
+	}
+	return best, best >= 0
+}
+
+// timeSlot is the aggregate of the rows of one slot of time.
+type timeSlot struct {
+	min   int64  // the slot's first row time
+	bytes uint64 // key and value bytes of its rows
+}
+
+// timeSlots adds up row bytes per distinct time, in at most max slots:
+// when there are more distinct times, slots are widened (times grouped by
+// their high bits) until they fit.
+type timeSlots struct {
+	shift uint
+	max   int
+	m     map[uint64]timeSlot // orderedTime >> shift → slot
+}
+
+func newTimeSlots(max int) *timeSlots {
+	return &timeSlots{max: max, m: make(map[uint64]timeSlot)}
+}
+
+func (s *timeSlots) add(t int64, n uint64) {
+	k := orderedTime(t) >> s.shift
+	sl, ok := s.m[k]
+	if !ok || t < sl.min {
+		sl.min = t
+	}
+	sl.bytes += n
+	s.m[k] = sl
+	if len(s.m) > s.max {
+		s.coarsen()
+	}
+}
+
+// coarsen widens the slots until they fit in max. Go defines shifts of 64
+// or more as 0, so it ends with one slot at worst.
+func (s *timeSlots) coarsen() {
+	for len(s.m) > s.max {
+		s.shift += splitCoarsenBits
+		m := make(map[uint64]timeSlot, len(s.m)>>splitCoarsenBits+1)
+		for k, sl := range s.m {
+			k >>= splitCoarsenBits
+			if old, ok := m[k]; ok {
+				sl.min = min(sl.min, old.min)
+				sl.bytes += old.bytes
+			}
+			m[k] = sl
+		}
+		s.m = m
+	}
+}
+
+// sorted returns the slots in time order.
+func (s *timeSlots) sorted() []timeSlot {
+	out := make([]timeSlot, 0, len(s.m))
+	for _, sl := range s.m {
+		out = append(out, sl)
+	}
+	slices.SortFunc(out, func(a, b timeSlot) int { return cmp.Compare(a.min, b.min) })
+	return out
+}
+
+// splitReader reads a replica's rows inside its range [from, to) through
+// one iterator, so every step of SplitPoint sees one consistent view. Rows
+// outside the range (the router never sends them, and pushes to split
+// children are filtered) can only lie in the two edge buckets; they are
+// skipped.
+type splitReader struct {
+	ks     *keyspace
+	it     *pebble.Iterator
+	from   int64
+	to     int64
+	toOpen bool   // to is +inf
+	lo, hi uint32 // buckets of from and of the range's last time
+}
+
+func (r *Replica) newSplitReader() (*splitReader, error) {
+	sr := &splitReader{ks: &r.ks, from: math.MinInt64, to: math.MaxInt64, toOpen: r.info.End == nil, hi: maxBucket}
+	if r.info.Begin != nil {
+		sr.from = *r.info.Begin
+	}
+	if !sr.toOpen {
+		sr.to = *r.info.End
+		sr.hi = timeBucket(sr.to - 1) // validate keeps begin < end, so to > MinInt64
+	}
+	sr.lo = timeBucket(sr.from)
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: sr.bucketKey(sr.lo), UpperBound: sr.bucketEnd(sr.hi)})
+	if err != nil {
+		return nil, r.splitErr(err)
+	}
+	sr.it = it
+	return sr, nil
+}
+
+func (sr *splitReader) close() { _ = sr.it.Close() }
+
+// bucketKey returns the first row key of bucket b.
+func (sr *splitReader) bucketKey(b uint32) []byte { return sr.ks.appendBucketSeriesKey(nil, b, "") }
+
+// bucketEnd returns the key just past bucket b's rows.
+func (sr *splitReader) bucketEnd(b uint32) []byte {
+	if b == maxBucket {
+		return sr.ks.rowHi
+	}
+	return sr.bucketKey(b + 1)
+}
+
+func (sr *splitReader) inRange(t int64) bool { return t >= sr.from && (sr.toOpen || t < sr.to) }
+
+// rowBytes is the key and value length of the current row.
+func (sr *splitReader) rowBytes() uint64 {
+	v := sr.it.LazyValue()
+	return uint64(len(sr.it.Key()) + v.Len())
+}
+
+// nextRowBucket returns the first bucket >= b holding an in-range row.
+func (sr *splitReader) nextRowBucket(b uint32) (uint32, bool, error) {
+	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; valid = sr.it.Next() {
+		kb, _, t, err := rowKeyParts(sr.it.Key())
+		if err != nil {
+			return 0, false, err
+		}
+		if sr.inRange(t) {
+			return kb, true, nil
+		}
+	}
+	return 0, false, sr.it.Error()
+}
+
+// lastRowBucket returns the last bucket holding an in-range row.
+func (sr *splitReader) lastRowBucket() (uint32, bool, error) {
+	for valid := sr.it.Last(); valid; valid = sr.it.Prev() {
+		kb, _, t, err := rowKeyParts(sr.it.Key())
+		if err != nil {
+			return 0, false, err
+		}
+		if sr.inRange(t) {
+			return kb, true, nil
+		}
+	}
+	return 0, false, sr.it.Error()
+}
+
+// forBucket calls fn with the time and bytes of every in-range row of
+// bucket b.
+func (sr *splitReader) forBucket(b uint32, fn func(t int64, n uint64)) error {
+	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; valid = sr.it.Next() {
+		kb, _, t, err := rowKeyParts(sr.it.Key())
+		if err != nil {
+			return err
+		}
+		if kb != b {
+			break
+		}
+		if sr.inRange(t) {
+			fn(t, sr.rowBytes())
+		}
+	}
+	return sr.it.Error()
+}
+
+// scanSizes weighs every bucket by one pass over the in-range rows.
+func (sr *splitReader) scanSizes() (*scanSizer, error) {
+	s := &scanSizer{}
+	for valid := sr.it.First(); valid; valid = sr.it.Next() {
+		kb, _, t, err := rowKeyParts(sr.it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if !sr.inRange(t) {
+			continue
+		}
+		n := sr.rowBytes()
+		if k := len(s.buckets); k > 0 && s.buckets[k-1] == kb {
+			s.cum[k-1] += n
+			continue
+		}
+		if k := len(s.cum); k > 0 {
+			n += s.cum[k-1]
+		}
+		s.buckets = append(s.buckets, kb)
+		s.cum = append(s.cum, n)
+	}
+	return s, sr.it.Error()
+}

@@ -1,0 +1,616 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+const (
+	splitBase = int64(1_700_000_000_000_000_000) // a 2023 time in ns, not bucket-aligned
+	splitStep = int64(10e9)                      // 10 s between row times
+)
+
+// splitTime is the i-th row time of the split tests.
+func splitTime(i int) int64 { return splitBase + int64(i)*splitStep }
+
+// randText returns n bytes that snappy cannot compress much, so disk
+// bytes follow raw bytes.
+func randText(rng *rand.Rand, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[rng.Intn(len(alphabet))]
+	}
+	return string(b)
+}
+
+// fillRows applies, for each time in times, one row per series whose
+// string field holds size(i) bytes (i is the time's index).
+func fillRows(t testing.TB, r *Replica, series int, times []int64, size func(i int) int) {
+	t.Helper()
+	rng := rand.New(rand.NewSource(1))
+	for i, ts := range times {
+		rows := make([]model.Row, series)
+		for s := range rows {
+			rows[s] = model.Row{Time: ts, Series: fmt.Sprintf("cpu,host=h%03d", s), Fields: []model.Field{
+				{Name: "text", Value: model.String(randText(rng, size(i))), Version: ver(1)},
+				{Name: "v", Value: model.Float(rng.Float64()), Version: ver(1)},
+			}}
+		}
+		mustApply(t, r, rows...)
+	}
+}
+
+func timesN(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = splitTime(i)
+	}
+	return out
+}
+
+func flush(t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.DB().Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// timeWeight is the stored rows and key+value bytes at one time.
+type timeWeight struct {
+	t     int64
+	rows  int
+	bytes int
+}
+
+// weights reads the replica's rows in [from, to) straight from pebble and
+// returns their weights per time, in time order.
+func weights(t testing.TB, r *Replica, from, to int64) []timeWeight {
+	t.Helper()
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	m := map[int64]*timeWeight{}
+	for valid := it.First(); valid; valid = it.Next() {
+		_, _, ts, err := rowKeyParts(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts < from || ts >= to {
+			continue
+		}
+		w := m[ts]
+		if w == nil {
+			w = &timeWeight{t: ts}
+			m[ts] = w
+		}
+		v := it.LazyValue()
+		w.rows++
+		w.bytes += len(it.Key()) + v.Len()
+	}
+	out := make([]timeWeight, 0, len(m))
+	for _, w := range m {
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b timeWeight) int { return cmpInt64(a.t, b.t) })
+	return out
+}
+
+// shares returns the fractions of the rows and of the bytes before split.
+func shares(ws []timeWeight, split int64) (rows, bytes float64) {
+	var lr, lb, tr, tb int
+	for _, w := range ws {
+		if w.t < split {
+			lr += w.rows
+			lb += w.bytes
+		}
+		tr += w.rows
+		tb += w.bytes
+	}
+	return float64(lr) / float64(tr), float64(lb) / float64(tb)
+}
+
+// mustSplit calls splitPoint in mode and checks that both sides are
+// non-empty: first time < t <= last time.
+func mustSplit(t *testing.T, r *Replica, mode splitMode, ws []timeWeight) int64 {
+	t.Helper()
+	split, used, err := r.splitPoint(mode)
+	if err != nil {
+		t.Fatalf("splitPoint(%v): %v", mode, err)
+	}
+	if mode != splitAuto && used != mode {
+		t.Fatalf("splitPoint(%v) used %v", mode, used)
+	}
+	if split <= ws[0].t || split > ws[len(ws)-1].t {
+		t.Fatalf("split %d outside (%d, %d]", split, ws[0].t, ws[len(ws)-1].t)
+	}
+	return split
+}
+
+var splitModes = []splitMode{splitEstimate, splitScan, splitAuto}
+
+// TestSplitPointUniform: equal rows at evenly spaced times over about 70
+// storage buckets split near the middle by row count.
+func TestSplitPointUniform(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(500), func(int) int { return 64 })
+	flush(t, s)
+	ws := weights(t, r, minTime, maxTime)
+	for _, mode := range splitModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			split := mustSplit(t, r, mode, ws)
+			rows, bytes := shares(ws, split)
+			t.Logf("split at time index %d: %.3f of rows, %.3f of bytes", (split-splitBase)/splitStep, rows, bytes)
+			if rows < 0.4 || rows > 0.6 {
+				t.Fatalf("split leaves %.3f of the rows on the left, want 0.4..0.6", rows)
+			}
+		})
+	}
+}
+
+// TestSplitPointSkewed: 90% of the bytes in the last 10% of the time range;
+// the split follows the bytes, not the time.
+func TestSplitPointSkewed(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const n = 1000
+	fillRows(t, r, 5, timesN(n), func(i int) int {
+		if i >= n*9/10 {
+			return 8000
+		}
+		return 0
+	})
+	flush(t, s)
+	ws := weights(t, r, minTime, maxTime)
+	if _, b := shares(ws, splitTime(n*9/10)); b > 0.12 {
+		t.Fatalf("setup: first 90%% of the time holds %.3f of the bytes", b)
+	}
+	for _, mode := range splitModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			split := mustSplit(t, r, mode, ws)
+			_, bytes := shares(ws, split)
+			t.Logf("split at time index %d: %.3f of bytes", (split-splitBase)/splitStep, bytes)
+			if split < splitTime(n*9/10) {
+				t.Fatalf("split at time index %d, want in the last 10%% (>= %d)", (split-splitBase)/splitStep, n*9/10)
+			}
+			checkByteShare(t, mode, bytes)
+		})
+	}
+}
+
+// checkByteShare checks the left side's share of the bytes: within 10% of
+// the middle when the bytes are counted exactly, 15% when weighed by the
+// sstable estimates (compressed, per block).
+func checkByteShare(t *testing.T, mode splitMode, share float64) {
+	t.Helper()
+	tol := 0.1
+	if mode == splitEstimate {
+		tol = 0.15
+	}
+	if share < 0.5-tol || share > 0.5+tol {
+		t.Fatalf("split leaves %.3f of the bytes on the left, want 0.5±%.2f", share, tol)
+	}
+}
+
+// TestSplitPointBigAndSmallRows: big rows early, small rows late; the split
+// balances bytes, far from the middle by row count.
+func TestSplitPointBigAndSmallRows(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const n = 1000
+	fillRows(t, r, 10, timesN(n), func(i int) int {
+		if i < n/5 {
+			return 1500
+		}
+		return 20
+	})
+	flush(t, s)
+	ws := weights(t, r, minTime, maxTime)
+	for _, mode := range splitModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			split := mustSplit(t, r, mode, ws)
+			rows, bytes := shares(ws, split)
+			t.Logf("split at time index %d: %.3f of rows, %.3f of bytes", (split-splitBase)/splitStep, rows, bytes)
+			checkByteShare(t, mode, bytes)
+			if rows > 0.3 {
+				t.Fatalf("split leaves %.3f of the rows on the left: it follows rows, not bytes", rows)
+			}
+		})
+	}
+}
+
+// TestSplitPointCannotSplit: no rows, or every row at one time.
+func TestSplitPointCannotSplit(t *testing.T) {
+	cases := []struct {
+		name  string
+		fill  func(t *testing.T, r *Replica)
+		flush bool
+	}{
+		{"empty", func(*testing.T, *Replica) {}, false},
+		{"one_time_memtable", func(t *testing.T, r *Replica) { fillRows(t, r, 300, timesN(1), func(int) int { return 50 }) }, false},
+		{"one_time_flushed", func(t *testing.T, r *Replica) { fillRows(t, r, 300, timesN(1), func(int) int { return 50 }) }, true},
+		{"one_time_overwritten", func(t *testing.T, r *Replica) {
+			for w := int64(1); w <= 3; w++ {
+				mustApply(t, r, row("a", 7, fl("v", 1, w)), row("b", 7, fl("v", 1, w)))
+			}
+		}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTestStore(t, "")
+			r := createTestReplica(t, s)
+			c.fill(t, r)
+			if c.flush {
+				flush(t, s)
+			}
+			for _, mode := range splitModes {
+				if split, _, err := r.splitPoint(mode); !errors.Is(err, ErrCannotSplit) {
+					t.Fatalf("splitPoint(%v) = %d, %v; want ErrCannotSplit", mode, split, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitPointTwoTimes: with two distinct times, t is the second one,
+// whichever holds more bytes and whether or not they share a bucket.
+func TestSplitPointTwoTimes(t *testing.T) {
+	const t1 = splitBase
+	cases := []struct {
+		name         string
+		t2           int64
+		size1, size2 int
+	}{
+		{"same_bucket", t1 + 1, 100, 100},
+		{"same_bucket_heavy_first", t1 + 1, 5000, 10},
+		{"same_bucket_heavy_second", t1 + 1, 10, 5000},
+		{"far_buckets", t1 + 50<<bucketShift, 100, 100},
+		{"far_buckets_heavy_first", t1 + 50<<bucketShift, 5000, 10},
+		{"far_buckets_heavy_second", t1 + 50<<bucketShift, 10, 5000},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTestStore(t, "")
+			r := createTestReplica(t, s)
+			fillRows(t, r, 50, []int64{t1, c.t2}, func(i int) int { return []int{c.size1, c.size2}[i] })
+			for _, flushed := range []bool{false, true} {
+				if flushed {
+					flush(t, s)
+				}
+				for _, mode := range splitModes {
+					split, _, err := r.splitPoint(mode)
+					if err != nil || split != c.t2 {
+						t.Fatalf("flushed=%v splitPoint(%v) = %d, %v; want %d", flushed, mode, split, err, c.t2)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSplitPointMemtableOnly: with every row still in the memtable the
+// estimates are 0; SplitPoint weighs by scanning and still splits near the
+// middle, and the estimate mode alone still returns a valid t.
+func TestSplitPointMemtableOnly(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(150), func(int) int { return 40 })
+	if n, err := r.DiskUsage(); err != nil || n != 0 {
+		t.Fatalf("setup: DiskUsage = %d, %v; want the rows in the memtable only", n, err)
+	}
+	ws := weights(t, r, minTime, maxTime)
+	split, used, err := r.splitPoint(splitAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used != splitScan {
+		t.Fatalf("SplitPoint weighed by %v, want scan", used)
+	}
+	if rows, _ := shares(ws, split); rows < 0.4 || rows > 0.6 {
+		t.Fatalf("split leaves %.3f of the rows on the left, want 0.4..0.6", rows)
+	}
+	if got, err := r.SplitPoint(); err != nil || got != split {
+		t.Fatalf("SplitPoint = %d, %v; want %d", got, err, split)
+	}
+	mustSplit(t, r, splitEstimate, ws)
+}
+
+// TestSplitPointAutoUsesEstimates: a flushed replica above splitScanBelow
+// is weighed by the estimates.
+func TestSplitPointAutoUsesEstimates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 6 MB")
+	}
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(300), func(int) int { return 1000 })
+	flush(t, s)
+	if n, err := r.DiskUsage(); err != nil || n < splitScanBelow {
+		t.Fatalf("setup: DiskUsage = %d, %v; want >= %d", n, err, splitScanBelow)
+	}
+	ws := weights(t, r, minTime, maxTime)
+	split, used, err := r.splitPoint(splitAuto)
+	if err != nil || used != splitEstimate {
+		t.Fatalf("splitPoint = %d by %v, %v; want by estimate", split, used, err)
+	}
+	_, bytes := shares(ws, split)
+	checkByteShare(t, splitEstimate, bytes)
+}
+
+// TestSplitPointBoundedRange: a replica with a range [begin, end) splits
+// strictly inside it with both sides non-empty; stray rows outside the
+// range (in the edge buckets and far away) are ignored.
+func TestSplitPointBoundedRange(t *testing.T) {
+	begin := splitTime(0) + 12345 // mid-bucket
+	end := splitTime(400) + 7
+	inside := make([]int64, 0, 400)
+	for i := 0; i < 400; i++ {
+		inside = append(inside, begin+int64(i)*splitStep)
+	}
+	for _, flushed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flushed=%v", flushed), func(t *testing.T) {
+			s := openTestStore(t, "")
+			info := testInfo(uuid.New())
+			info.Begin, info.End = &begin, &end
+			r, err := s.CreateReplica(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fillRows(t, r, 10, inside, func(int) int { return 30 })
+			// Strays: just before begin and at end (the edge buckets), and
+			// heavy ones far outside.
+			fillRows(t, r, 10, []int64{begin - 1, end, end + 1}, func(int) int { return 30 })
+			fillRows(t, r, 10, []int64{begin - 1000*splitStep, end + 1000*splitStep}, func(int) int { return 20000 })
+			if flushed {
+				flush(t, s)
+			}
+			ws := weights(t, r, begin, end)
+			for _, mode := range splitModes {
+				split := mustSplit(t, r, mode, ws)
+				if split <= begin || split >= end {
+					t.Fatalf("%v: split %d not strictly inside [%d, %d)", mode, split, begin, end)
+				}
+				if mode == splitEstimate && !flushed {
+					continue // estimates are all 0: any valid t will do
+				}
+				if rows, _ := shares(ws, split); rows < 0.4 || rows > 0.6 {
+					t.Fatalf("%v: split leaves %.3f of the in-range rows on the left", mode, rows)
+				}
+			}
+		})
+	}
+}
+
+// TestSplitPointBoundedRangeStraysOnly: rows exist but none inside the
+// range: nothing to split.
+func TestSplitPointBoundedRangeStraysOnly(t *testing.T) {
+	s := openTestStore(t, "")
+	begin, end := splitTime(10), splitTime(20)
+	info := testInfo(uuid.New())
+	info.Begin, info.End = &begin, &end
+	r, err := s.CreateReplica(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillRows(t, r, 5, []int64{begin - 1, end, splitTime(0), splitTime(30)}, func(int) int { return 10 })
+	if _, err := r.SplitPoint(); !errors.Is(err, ErrCannotSplit) {
+		t.Fatalf("SplitPoint: %v; want ErrCannotSplit", err)
+	}
+	fillRows(t, r, 5, []int64{begin}, func(int) int { return 10 })
+	if _, err := r.SplitPoint(); !errors.Is(err, ErrCannotSplit) {
+		t.Fatalf("SplitPoint with in-range rows at one time: %v; want ErrCannotSplit", err)
+	}
+	fillRows(t, r, 5, []int64{end - 1}, func(int) int { return 10 })
+	if got, err := r.SplitPoint(); err != nil || got != end-1 {
+		t.Fatalf("SplitPoint = %d, %v; want %d", got, err, end-1)
+	}
+}
+
+// TestSplitPointDoesNotTakeApplyLock: SplitPoint completes while an Apply
+// holds the apply lock.
+func TestSplitPointDoesNotTakeApplyLock(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 5, timesN(20), func(int) int { return 10 })
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	r.hookApplyLocked = func() {
+		close(entered)
+		<-release
+	}
+	applied := make(chan error, 1)
+	go func() {
+		_, err := r.Apply([]model.Row{row("late", splitTime(100), fl("v", 1, 1))})
+		applied <- err
+	}()
+	<-entered
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.SplitPoint()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("SplitPoint: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("SplitPoint blocked on the apply lock")
+	}
+	close(release)
+	if err := <-applied; err != nil {
+		t.Fatal(err)
+	}
+	r.hookApplyLocked = nil
+}
+
+// TestSplitPointDropped: a dropped replica reports ErrDropped.
+func TestSplitPointDropped(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 2, timesN(3), func(int) int { return 10 })
+	if err := s.DropReplica(r.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SplitPoint(); !errors.Is(err, ErrDropped) {
+		t.Fatalf("SplitPoint: %v; want ErrDropped", err)
+	}
+}
+
+func TestChooseCut(t *testing.T) {
+	sl := func(bytes ...uint64) []timeSlot {
+		out := make([]timeSlot, len(bytes))
+		for i, b := range bytes {
+			out[i] = timeSlot{min: int64(i), bytes: b}
+		}
+		return out
+	}
+	cases := []struct {
+		name              string
+		slots             []timeSlot
+		frac              float64
+		hasBefore, hasAft bool
+		want              int
+		ok                bool
+	}{
+		{"middle", sl(1, 1, 1, 1), 0.5, false, false, 2, true},
+		{"start_allowed", sl(1, 1, 1, 1), 0, true, false, 0, true},
+		{"start_needs_rows_before", sl(1, 1, 1, 1), 0, false, false, 1, true},
+		{"end_allowed", sl(1, 1, 1, 1), 1, false, true, 4, true},
+		{"end_needs_rows_after", sl(1, 1, 1, 1), 1, false, false, 3, true},
+		{"heavy_first", sl(10, 1, 1), 0.5, false, false, 1, true},
+		{"heavy_last", sl(1, 1, 10), 0.5, false, false, 2, true},
+		{"heavy_last_cut_after", sl(1, 1, 10), 0.95, false, true, 3, true},
+		{"tie_takes_earliest", sl(2, 2), 0.25, true, true, 0, true},
+		{"one_slot_alone", sl(5), 0.5, false, false, 0, false},
+		{"one_slot_rows_before", sl(5), 0.5, true, false, 0, true},
+		{"one_slot_rows_after", sl(5), 0.5, false, true, 1, true},
+		{"empty_both_sides", nil, 0.5, true, true, 0, true},
+		{"empty_one_side", nil, 0.5, true, false, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := chooseCut(c.slots, c.frac, c.hasBefore, c.hasAft)
+			if ok != c.ok || (ok && got != c.want) {
+				t.Fatalf("chooseCut = %d, %v; want %d, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+func TestCutFraction(t *testing.T) {
+	cases := []struct {
+		total, before, through uint64
+		want                   float64
+	}{
+		{100, 0, 100, 0.5},
+		{100, 40, 60, 0.5},
+		{100, 50, 100, 0},
+		{100, 0, 50, 1},
+		{100, 60, 80, 0},  // median before the bucket
+		{100, 10, 20, 1},  // median after it
+		{100, 30, 30, 1},  // empty bucket, median after
+		{100, 70, 70, 0},  // empty bucket, median before
+		{100, 50, 50, .5}, // empty bucket at the median
+		{0, 0, 0, .5},
+	}
+	for _, c := range cases {
+		if got := cutFraction(c.total, c.before, c.through); got != c.want {
+			t.Errorf("cutFraction(%d, %d, %d) = %v, want %v", c.total, c.before, c.through, got, c.want)
+		}
+	}
+}
+
+// TestTimeSlots: sums are kept exactly and the map stays bounded when
+// there are more distinct times than slots.
+func TestTimeSlots(t *testing.T) {
+	const max = 64
+	s := newTimeSlots(max)
+	rng := rand.New(rand.NewSource(2))
+	var total uint64
+	minT := int64(1 << 62)
+	for i := 0; i < 10_000; i++ {
+		ts := splitBase + rng.Int63n(1<<bucketShift)
+		n := uint64(1 + rng.Intn(100))
+		s.add(ts, n)
+		total += n
+		minT = min(minT, ts)
+		if len(s.m) > max {
+			t.Fatalf("%d slots, max %d", len(s.m), max)
+		}
+	}
+	got := s.sorted()
+	var sum uint64
+	for i, sl := range got {
+		sum += sl.bytes
+		if i > 0 && sl.min <= got[i-1].min {
+			t.Fatal("slots out of order")
+		}
+	}
+	if sum != total || got[0].min != minT {
+		t.Fatalf("sum %d first %d; want %d, %d", sum, got[0].min, total, minT)
+	}
+	if len(got) < max/(1<<splitCoarsenBits) {
+		t.Fatalf("only %d slots left", len(got))
+	}
+
+	exact := newTimeSlots(max)
+	for _, ts := range []int64{5, 3, 5, -1} {
+		exact.add(ts, 10)
+	}
+	want := []timeSlot{{-1, 10}, {3, 10}, {5, 20}}
+	if got := exact.sorted(); !slices.Equal(got, want) {
+		t.Fatalf("slots %v, want %v", got, want)
+	}
+}
+
+// BenchmarkSplitPoint finds the split point of 1M rows (1000 series x 1000
+// times 10 s apart, about 146 storage buckets of ~6900 rows), flushed to
+// sstables: by the estimates (what SplitPoint picks here) and by a full key
+// scan (what it does when the data is small or largely unflushed). Run:
+//
+//	go test -run '^$' -bench SplitPoint ./partition/
+func BenchmarkSplitPoint(b *testing.B) {
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := benchRows()
+	const times = 1000
+	for i := int64(0); i < times; i++ {
+		setBenchTime(rows, i*benchInterval)
+		if _, err := r.Apply(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	flush(b, s)
+	for _, mode := range []splitMode{splitAuto, splitScan} {
+		b.Run("mode="+mode.String(), func(b *testing.B) {
+			var split int64
+			var used splitMode
+			start := time.Now()
+			for b.Loop() {
+				var err error
+				if split, used, err = r.splitPoint(mode); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1e3/float64(b.N), "ms/split")
+			i := split / benchInterval
+			if i < times*4/10 || i > times*6/10 {
+				b.Fatalf("split at time index %d of %d", i, times)
+			}
+			b.Logf("rows=%d weighed by %v, split at time index %d", benchBatch*times, used, i)
+		})
+	}
+}
