@@ -40,6 +40,9 @@ type Internal interface {
 	SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error)
 	// Replicas lists this server's local replicas and their replication state.
 	Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error)
+	// CatchUp pushes a peer replica everything the local one holds now and
+	// returns once the peer confirmed it.
+	CatchUp(ctx context.Context, req api.CatchUpRequest) error
 }
 
 // internalRoute is one endpoint of the internal API: its metrics route name
@@ -60,6 +63,7 @@ var internalRoutes = map[string]internalRoute{
 	api.PathInsert:         {"internal_insert", (*Server).handleInternalInsert},
 	api.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
 	api.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
+	api.PathCatchUp:        {"internal_catchup", (*Server).handleInternalCatchUp},
 }
 
 // routeInternal serves a path under /internal/ and returns the route's name

@@ -35,6 +35,22 @@ func (s *Server) handleInternalReplicas(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkReplicas, s.cfg.Internal.Replicas)
 }
 
+func (s *Server) handleInternalCatchUp(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusNoContent, checkCatchUp,
+		func(c context.Context, req api.CatchUpRequest) (any, error) {
+			return nil, s.cfg.Internal.CatchUp(c, req)
+		})
+}
+
+func checkCatchUp(r *api.CatchUpRequest) error {
+	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
+		checkServerID("to_server", r.ToServer), checkUUID("from_placement", r.FromPlacement)}
+	if r.FromPlacement != uuid.Nil && r.FromPlacement == r.ToPlacement {
+		p = append(p, badRequest("to_placement: equals from_placement"))
+	}
+	return joinProblems(p...)
+}
+
 func checkPush(r *api.PushRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
 		checkServerID("from_server", r.FromServer), checkUUID("from_placement", r.FromPlacement)}
@@ -72,6 +88,12 @@ func checkSubQuery(r *api.SubQueryRequest) error {
 		p = append(p, badRequest("step: %d is negative", r.Step))
 	case r.Step > 0 && !r.Agg:
 		p = append(p, badRequest("step: set without agg"))
+	}
+	switch r.Consistency {
+	case "", api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll:
+	default:
+		p = append(p, badRequest("consistency: %q (want %s, %s or %s)", r.Consistency,
+			api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll))
 	}
 	return joinProblems(p...)
 }

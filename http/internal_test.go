@@ -120,6 +120,10 @@ func (f *fakeInternal) Replicas(_ context.Context, req api.ReplicasRequest) (api
 	return api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}, nil
 }
 
+func (f *fakeInternal) CatchUp(_ context.Context, req api.CatchUpRequest) error {
+	return f.record(req)
+}
+
 // cannedReplica is the replica state the fake Internal reports.
 var cannedReplica = api.ReplicaStatus{
 	Server: "s1", Table: "metrics",
@@ -228,6 +232,9 @@ func TestInternalRoutes(t *testing.T) {
 			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
 		{api.PathReplicas, api.ReplicasRequest{Table: "metrics"},
 			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
+		{api.PathCatchUp, api.CatchUpRequest{Table: "metrics", PartitionID: ref.PartitionID, FromPlacement: uuid.New(),
+			ToPlacement: ref.PlacementID, ToServer: "s2", TxnSeq: 7},
+			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // 204: resp untouched
 	} {
 		if err := c.Call(context.Background(), addr, tc.path, tc.req, tc.resp); err != nil {
 			t.Fatalf("%s: %v", tc.path, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
 	"github.com/tsdb/tsdb/model"
 )
@@ -159,6 +160,15 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
+	// A read defaults to one replica as it is (DESIGN.md section 5);
+	// quorum or all make it catch up from that many replicas first.
+	q.raw.Consistency = api.ConsistencyOne
+	if h := ctx.Request.Header.Peek(api.HeaderConsistency); len(h) > 0 {
+		if q.raw.Consistency, err = parseConsistency(h); err != nil {
+			s.writeError(ctx, err)
+			return
+		}
+	}
 	rctx, cancel := requestContext()
 	defer cancel()
 	if !q.hasAgg {
@@ -173,7 +183,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		return
 	}
 	aq := AggQuery{From: q.raw.From, To: q.raw.To, Series: q.raw.Series, Prefix: q.raw.Prefix,
-		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll}
+		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll, Consistency: q.raw.Consistency}
 	res, err := s.backend.Aggregate(rctx, table, aq)
 	if err != nil {
 		s.writeError(ctx, err)

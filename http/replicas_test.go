@@ -375,3 +375,50 @@ func TestClassifyReplication(t *testing.T) {
 		t.Errorf("outcome unknown message %q", msg)
 	}
 }
+
+// readBackend records the consistency of each query.
+type readBackend struct {
+	*replBackend
+	got []string
+}
+
+func (b *readBackend) Query(_ context.Context, _ string, q RawQuery) ([]model.Row, bool, error) {
+	b.got = append(b.got, q.Consistency)
+	return nil, false, nil
+}
+
+func (b *readBackend) Aggregate(_ context.Context, _ string, q AggQuery) ([]model.SeriesAgg, error) {
+	b.got = append(b.got, q.Consistency)
+	return nil, nil
+}
+
+// TestQueryConsistencyHeader: a read is "one" unless X-TSDB-Consistency asks
+// for quorum or all; a bad value is a 400 naming the header.
+func TestQueryConsistencyHeader(t *testing.T) {
+	be := &readBackend{replBackend: newReplBackend()}
+	addr := startServer(t, NewServer(Config{}, be))
+	base := "http://" + addr + "/api/v1/tables/metrics/query"
+	for _, tc := range []struct {
+		url, header, want string
+	}{
+		{base, "-", api.ConsistencyOne},
+		{base, "quorum", api.ConsistencyQuorum},
+		{base + "?agg=count", " ALL ", api.ConsistencyAll},
+		{base + "?agg=count", "-", api.ConsistencyOne},
+	} {
+		h := map[string]string{}
+		if tc.header != "-" {
+			h[api.HeaderConsistency] = tc.header
+		}
+		if r := publicRequest(t, "GET", tc.url, h, ""); r.status != 200 {
+			t.Fatalf("%s with %q: %d %s", tc.url, tc.header, r.status, r.body)
+		}
+		if got := be.got[len(be.got)-1]; got != tc.want {
+			t.Errorf("%s with %q: backend got %q, want %q", tc.url, tc.header, got, tc.want)
+		}
+	}
+	r := publicRequest(t, "GET", base, map[string]string{api.HeaderConsistency: "most"}, "")
+	if r.status != 400 || !strings.Contains(r.body, api.HeaderConsistency) {
+		t.Fatalf("bad consistency: %d %s", r.status, r.body)
+	}
+}

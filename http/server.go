@@ -73,6 +73,9 @@ type RawQuery struct {
 	Prefix   bool
 	Fields   []string
 	Limit    int
+	// Consistency is "one" (read one replica as it is) or "quorum"/"all"
+	// (the replica first catches up from that many of its peers).
+	Consistency string
 }
 
 // AggQuery selects aggregates per step bucket; Step 0 is one bucket starting
@@ -84,6 +87,8 @@ type AggQuery struct {
 	Fields   []string
 	Step     int64
 	GroupAll bool
+	// Consistency as in RawQuery.
+	Consistency string
 }
 
 // Config configures the server.

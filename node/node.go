@@ -90,6 +90,9 @@ type Config struct {
 	// missEvent, set by tests, makes the table watch drop an event, as if
 	// the notification had been missed.
 	missEvent func(metadata.TableEvent) bool
+	// blockPush, set by tests, fails this server's pushes to a server while
+	// it returns true.
+	blockPush func(to string) bool
 	// clockSkew, set by tests, shifts this server's wall clock.
 	clockSkew time.Duration
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
@@ -626,6 +629,7 @@ func publicError(err error) error {
 func (b backend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) ([]model.Row, bool, error) {
 	rows, truncated, err := b.n.router.Query(ctx, table, router.RawQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
+		Consistency: q.Consistency,
 	})
 	return rows, truncated, publicError(err)
 }
@@ -633,7 +637,7 @@ func (b backend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) (
 func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
 	aggs, err := b.n.router.Aggregate(ctx, table, router.AggQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Step: q.Step, GroupAll: q.GroupAll,
+		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency,
 	})
 	return aggs, publicError(err)
 }

@@ -43,9 +43,9 @@ func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row,
 }
 
 // Scan reads the target replica.
-func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQuery) ([]model.Row, bool, error) {
+func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error) {
 	if t.Server == r.n.cfg.ID {
-		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
+		rep, err := r.n.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
 		if err != nil {
 			return nil, false, localRouteError(err)
 		}
@@ -53,6 +53,7 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 	}
 	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
+		Consistency: consistency,
 	})
 	if err != nil {
 		return nil, false, err
@@ -65,9 +66,9 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 }
 
 // Aggregate computes partial aggregates on the target replica.
-func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery) ([]model.SeriesAgg, error) {
+func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error) {
 	if t.Server == r.n.cfg.ID {
-		rep, err := r.n.serving(t.File.Table, t.File.TxnSeq, t.Placement)
+		rep, err := r.n.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
 		if err != nil {
 			return nil, localRouteError(err)
 		}
@@ -75,7 +76,7 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 	}
 	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll,
+		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
 	})
 	if err != nil {
 		return nil, err

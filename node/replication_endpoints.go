@@ -28,6 +28,9 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 	if err != nil {
 		return err
 	}
+	if s.n.cfg.blockPush != nil && s.n.cfg.blockPush(t.ServerID) {
+		return fmt.Errorf("push to %s blocked by the test", t.ServerID)
+	}
 	req.SentAt = s.n.now().UnixNano()
 	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
 	if err != nil {
@@ -141,7 +144,16 @@ func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertReques
 
 // SubQuery answers one partition replica's part of a query.
 func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
-	rep, err := i.n.serving(req.Table, req.TxnSeq, req.ToPlacement)
+	n := i.n
+	_, file, err := n.router.Table(ctx, req.Table)
+	if err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	p, ok := file.Partition(req.PartitionID)
+	if !ok {
+		return api.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", tsdbhttp.ErrMoved, req.PartitionID, file.TxnSeq, req.Table)
+	}
+	rep, err := n.readable(ctx, req.Table, req.TxnSeq, p, req.ToPlacement, req.Consistency)
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}

@@ -322,3 +322,36 @@ func TestLocalMovedRefreshes(t *testing.T) {
 		t.Fatal("the leaver kept its stale METADATA: it was not redirected")
 	}
 }
+
+// TestQuorumRead: a row acknowledged by a quorum that has not reached s3
+// (pushes to s3 are blocked) is missing from a plain read through s3, and
+// present in a quorum read through s3, which first has its peers push it
+// what they hold (ending their backoff).
+func TestQuorumRead(t *testing.T) {
+	var blocked atomic.Bool
+	blocked.Store(true)
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.blockPush = func(to string) bool { return to == "s3" && blocked.Load() }
+	})
+	c.createTable("s1", "cpu", 3)
+	c.insertLP("s1", "cpu", []byte("q v=1 1000\n"))
+	cl := c.client("s3")
+	read := func(consistency string) string {
+		r := cl.do("GET", "/api/v1/tables/cpu/query?series=q", nil, "X-TSDB-Consistency", consistency)
+		if r.status != 200 {
+			t.Fatalf("read (%s) via s3: %d %s", consistency, r.status, r.body)
+		}
+		return string(r.body)
+	}
+	if got := read("one"); strings.Contains(got, `"q"`) {
+		t.Fatalf("s3 has the row although every push to it fails: %s", got)
+	}
+	blocked.Store(false)
+	if got := read("quorum"); !strings.Contains(got, `"q"`) {
+		t.Fatalf("a quorum read misses a quorum-acknowledged row: %s", got)
+	}
+	r := cl.do("GET", "/api/v1/tables/cpu/query", nil, "X-TSDB-Consistency", "most")
+	if r.status != 400 || !strings.Contains(string(r.body), "X-TSDB-Consistency") {
+		t.Fatalf("bad consistency on a read: %d %s", r.status, r.body)
+	}
+}

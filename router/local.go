@@ -34,7 +34,7 @@ func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ s
 	return err
 }
 
-func (l localReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery) ([]model.Row, bool, error) {
+func (l localReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery, _ string) ([]model.Row, bool, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, false, err
@@ -42,7 +42,7 @@ func (l localReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery) 
 	return rep.Scan(q)
 }
 
-func (l localReplicas) Aggregate(_ context.Context, t Target, q partition.AggQuery) ([]model.SeriesAgg, error) {
+func (l localReplicas) Aggregate(_ context.Context, t Target, q partition.AggQuery, _ string) ([]model.SeriesAgg, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, err

@@ -57,10 +57,12 @@ type Replicas interface {
 	// versions, write them durably, and return once as many replicas as
 	// consistency asks hold them.
 	Insert(ctx context.Context, t Target, rows []model.Row, consistency string) error
-	// Scan reads rows of the replica.
-	Scan(ctx context.Context, t Target, q partition.ScanQuery) ([]model.Row, bool, error)
-	// Aggregate computes partial aggregates on the replica.
-	Aggregate(ctx context.Context, t Target, q partition.AggQuery) ([]model.SeriesAgg, error)
+	// Scan reads rows of the replica; consistency "quorum" or "all" makes
+	// it catch up from that many of its peers first ("" or "one": as it is).
+	Scan(ctx context.Context, t Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error)
+	// Aggregate computes partial aggregates on the replica (consistency as
+	// for Scan).
+	Aggregate(ctx context.Context, t Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error)
 }
 
 // Router routes inserts and queries of one server's front end.
@@ -379,6 +381,9 @@ type RawQuery struct {
 	Prefix   bool
 	Fields   []string
 	Limit    int // > 0
+	// Consistency: "" or "one" reads one replica as it is; "quorum" or
+	// "all" has it catch up from that many replicas first.
+	Consistency string
 }
 
 // Query answers a raw query: rows sorted by (time, series), at most Limit,
@@ -423,7 +428,7 @@ func (r *Router) query(ctx context.Context, table string, q RawQuery) ([]model.R
 		var truncated bool
 		err := r.onReplica(ctx, e.file, p, func(t Target) error {
 			var err error
-			rows, truncated, err = r.cfg.Replicas.Scan(ctx, t, sq)
+			rows, truncated, err = r.cfg.Replicas.Scan(ctx, t, sq, q.Consistency)
 			return err
 		})
 		if err != nil {
@@ -465,6 +470,8 @@ type AggQuery struct {
 	Step int64
 	// GroupAll merges all series into one result "*".
 	GroupAll bool
+	// Consistency as in RawQuery.
+	Consistency string
 }
 
 // Aggregate answers an aggregate query with the merged partial states of
@@ -505,7 +512,7 @@ func (r *Router) aggregate(ctx context.Context, table string, q AggQuery) ([]mod
 		var part []model.SeriesAgg
 		err := r.onReplica(ctx, e.file, p, func(t Target) error {
 			var err error
-			part, err = r.cfg.Replicas.Aggregate(ctx, t, aq)
+			part, err = r.cfg.Replicas.Aggregate(ctx, t, aq, q.Consistency)
 			return err
 		})
 		if err != nil {

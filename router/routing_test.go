@@ -50,7 +50,7 @@ func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row,
 	return nil
 }
 
-func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQuery) ([]model.Row, bool, error) {
+func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQuery, _ string) ([]model.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.errs[t.Server]; err != nil {
@@ -59,7 +59,7 @@ func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQue
 	return []model.Row{row(1, "from-"+t.Server, 1)}, false, nil
 }
 
-func (s *scriptedReplicas) Aggregate(context.Context, Target, partition.AggQuery) ([]model.SeriesAgg, error) {
+func (s *scriptedReplicas) Aggregate(context.Context, Target, partition.AggQuery, string) ([]model.SeriesAgg, error) {
 	return nil, nil
 }
 

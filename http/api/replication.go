@@ -21,6 +21,10 @@ const (
 	// PathQuery takes a SubQueryRequest for one partition replica; answers
 	// SubQueryResponse.
 	PathQuery = "/internal/query"
+	// PathCatchUp takes a CatchUpRequest: the receiving replica pushes the
+	// asking replica everything it holds now, and answers 204 once that is
+	// confirmed (a quorum read's catch-up, DESIGN.md section 5).
+	PathCatchUp = "/internal/catchup"
 	// PathReplicas takes a ReplicasRequest; answers ReplicasResponse (the
 	// server's local replicas and their replication state).
 	PathReplicas = "/internal/replicas"
@@ -112,9 +116,23 @@ type SubQueryRequest struct {
 	Limit int   `json:"limit,omitempty"`
 	Agg   bool  `json:"agg,omitempty"`
 	Step  int64 `json:"step,omitempty"`
+	// Consistency "quorum" or "all" makes the replica first catch up from
+	// that many of its peers; "" or "one" reads it as it is.
+	Consistency string `json:"consistency,omitempty"`
 	// Origin aligns the step buckets (the whole query's From).
 	Origin   int64 `json:"origin,omitempty"`
 	GroupAll bool  `json:"group_all,omitempty"`
+}
+
+// CatchUpRequest asks the replica FromPlacement of a partition to push the
+// replica ToPlacement (on ToServer) everything it holds at this moment.
+type CatchUpRequest struct {
+	Table         string    `json:"table"`
+	PartitionID   uuid.UUID `json:"partition_id"`
+	FromPlacement uuid.UUID `json:"from_placement"`
+	ToPlacement   uuid.UUID `json:"to_placement"`
+	ToServer      string    `json:"to_server"`
+	TxnSeq        uint64    `json:"txnseq"`
 }
 
 // SubQueryResponse holds raw rows (replication's row encoding) or partial
