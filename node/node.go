@@ -244,7 +244,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout})
+	// Sub-query answers hold up to a query's row limit (1 M rows).
+	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20})
 	closers = append(closers, n.rpc.Close)
 	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
 	closers = append(closers, n.rpcOnce.Close)

@@ -32,13 +32,32 @@ func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row,
 	if err != nil {
 		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
+	return r.forward(ctx, addr, t, rows, consistency)
+}
+
+// maxForwardBytes bounds the encoded rows of one forwarded insert, well
+// under the receiver's default 32 MiB body limit once JSON's base64 is
+// added: a large client insert is forwarded in several parts.
+const maxForwardBytes = 8 << 20
+
+// forward sends rows to the coordinating replica, in parts of at most
+// maxForwardBytes. One attempt each: a refusal or a timeout fails over to
+// another replica, and "outcome unknown" is the client's answer, not a
+// reason to resend.
+func (r replicas) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, consistency string) error {
+	enc := replication.AppendRows(nil, rows)
+	if len(enc) > maxForwardBytes && len(rows) > 1 {
+		half := len(rows) / 2
+		if err := r.forward(ctx, addr, t, rows[:half], consistency); err != nil {
+			return err
+		}
+		return r.forward(ctx, addr, t, rows[half:], consistency)
+	}
 	req := api.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
-		Consistency: consistency, Rows: replication.AppendRows(nil, rows), Count: len(rows),
+		Consistency: consistency, Rows: enc, Count: len(rows),
 	}
 	var resp api.ForwardInsertResponse
-	// One attempt: a refusal or a timeout fails over to another replica,
-	// and "outcome unknown" is the client's answer, not a reason to resend.
 	return routeError(r.n.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
 }
 

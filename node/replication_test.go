@@ -355,3 +355,25 @@ func TestQuorumRead(t *testing.T) {
 		t.Fatalf("bad consistency on a read: %d %s", r.status, r.body)
 	}
 }
+
+// TestLargeInsertAndQueryThroughFrontEnd: a 28 MB insert and its answer
+// pass through a front end holding no replica: the forwarded insert is cut
+// into parts under the internal body limit, and the remote sub-query's
+// answer fits the internal client's answer limit.
+func TestLargeInsertAndQueryThroughFrontEnd(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTable("s1", "cpu", 3)
+	c.start("fe")
+	big := strings.Repeat("x", 10_000)
+	var b strings.Builder
+	for i := range 2800 {
+		fmt.Fprintf(&b, "m,s=%d note=\"%s\" %d\n", i, big, i)
+	}
+	c.insertLP("fe", "cpu", []byte(b.String()))
+	cl := c.client("fe")
+	r := cl.do("GET", "/api/v1/tables/cpu/query?limit=1000000", nil)
+	var resp api.RawQueryResponse
+	if r.status != 200 || json.Unmarshal(r.body, &resp) != nil || len(resp.Rows) != 2800 {
+		t.Fatalf("query via the front end: %d, %d rows (%d bytes)", r.status, len(resp.Rows), len(r.body))
+	}
+}

@@ -46,6 +46,10 @@ type Sender interface {
 const (
 	// DefaultBatchRows is Config.BatchRows when unset.
 	DefaultBatchRows = 2048
+	// DefaultMaxBatchBytes is Config.MaxBatchBytes when unset: well under
+	// the receiver's default 32 MiB body limit once base64 and JSON are
+	// added.
+	DefaultMaxBatchBytes = 4 << 20
 	// DefaultRetryMin is Config.RetryMin when unset.
 	DefaultRetryMin = 50 * time.Millisecond
 	// DefaultRetryMax is Config.RetryMax when unset.
@@ -72,6 +76,9 @@ type Config struct {
 	Logger *slog.Logger
 	// BatchRows is the most rows per push; 0 means DefaultBatchRows.
 	BatchRows int
+	// MaxBatchBytes bounds a push's encoded rows (about; at least one row
+	// goes): default DefaultMaxBatchBytes.
+	MaxBatchBytes int
 	// RetryMin and RetryMax bound the backoff after a failed push: it
 	// starts at RetryMin, doubles per failure up to RetryMax, and each
 	// wait is drawn uniformly from [d/2, d]. 0 means the defaults.
@@ -89,6 +96,9 @@ type Config struct {
 func (c *Config) ensureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if c.BatchRows <= 0 {
 		c.BatchRows = DefaultBatchRows
@@ -498,11 +508,14 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("read log after %d: %w", cursor, err)
 	}
+	more = len(entries) >= p.cfg.BatchRows
+	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
+		entries, more = entries[:n], true
+	}
 	last := cursor
 	if len(entries) > 0 {
 		last = entries[len(entries)-1].Seq
 	}
-	more = len(entries) >= p.cfg.BatchRows
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && last >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
@@ -539,6 +552,30 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 //     target's server (they came from there);
 //   - split: the rows inside the child's range;
 //   - joining (and any other kind): all.
+//
+// cutBatch returns how many of entries fit in a push of about maxBytes
+// (at least one): a batch of large rows must stay under the receiver's
+// body limit, or it would be refused forever.
+func cutBatch(entries []partition.LogEntry, maxBytes int) int {
+	size := 0
+	for i := range entries {
+		size += rowSize(&entries[i].Row)
+		if size > maxBytes && i > 0 {
+			return i
+		}
+	}
+	return len(entries)
+}
+
+// rowSize is an upper estimate of a row's encoded size.
+func rowSize(r *model.Row) int {
+	n := 24 + len(r.Series)
+	for i := range r.Fields {
+		n += 32 + len(r.Fields[i].Name) + len(r.Fields[i].Value.S)
+	}
+	return n
+}
+
 func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []model.Row {
 	for i := range entries {
 		r := &entries[i].Row

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 )
 
 // Tests in this file use a fakeLog and run under testing/synctest: time is
@@ -593,6 +595,40 @@ func TestRetryNowEndsBackoff(t *testing.T) {
 		}
 		if waited := time.Since(start); waited > time.Second {
 			t.Fatalf("confirmed %v after RetryNow: the backoff was not ended", waited)
+		}
+	})
+}
+
+// TestPushBatchesBoundedByBytes: large rows are pushed in batches of about
+// MaxBatchBytes (at least one row each), so a receiver's body limit never
+// blocks replication; every row arrives, in order.
+func TestPushBatchesBoundedByBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		big := strings.Repeat("x", 40<<10)
+		for i := range 10 {
+			r := row("s1", "cpu", int64(i), 1, "v", 0)
+			r.Fields[0].Value = model.String(big)
+			log.add(r)
+		}
+		pid := uuid.New()
+		s2 := replicaTarget("s2", uuid.New(), pid)
+		rec := &recorder{}
+		p := newTestPusher(log, rec, func(c *Config) { c.BatchRows = 100; c.MaxBatchBytes = 100 << 10 })
+		p.SetView(1, view(s2))
+		runPusher(t, p)
+		if err := p.WaitConfirmed(context.Background(), 10, []string{"s2"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		var rows int
+		for _, push := range rec.all() {
+			if len(push.req.Rows) > 150<<10 {
+				t.Errorf("a push of %d bytes, over the 100 KiB bound by more than a row", len(push.req.Rows))
+			}
+			rows += push.req.Count
+		}
+		if rows != 10 || len(rec.all()) < 4 {
+			t.Fatalf("%d rows in %d pushes, want 10 rows in at least 4 pushes", rows, len(rec.all()))
 		}
 	})
 }
