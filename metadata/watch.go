@@ -17,6 +17,12 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
+// The TableWatcher follows the same resume-and-resync scheme as
+// cluster/membership's Watcher over the server list. The two are kept
+// separate on purpose: metadata imports nothing of this module but model
+// (DESIGN.md section 11), and each delivers what its callers need (per-table
+// events in revision order here, whole lists there).
+
 // DefaultWatchResync is how often a TableWatcher re-reads every TableConfig
 // even when its watch looks healthy (DESIGN.md section 4 and rule 10: a
 // missed notification delays but never strands).
