@@ -341,11 +341,15 @@ func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 	spec.Begin, spec.End = cloneBound(spec.Begin), cloneBound(spec.End)
 	t.spec = spec
 	t.node = model.NodeID(spec.ServerID)
-	if spec.Kind == metadata.TargetJoining {
+	if spec.Kind == metadata.TargetJoining || spec.Kind == metadata.TargetSplit {
+		// A joiner or a split child must get everything this replica held
+		// when it first saw it: a fixed mark, so catch-up converges under
+		// load (the joiner is told Complete; a split's finalizer reads the
+		// mark from Status).
 		if _, ok := p.mu.marks[spec.PlacementID]; !ok {
 			mark := p.cfg.Log.SyncedSeq()
 			p.mu.marks[spec.PlacementID] = mark
-			p.log.Info("join mark set", "server", spec.ServerID, "target", spec.PlacementID, "mark", mark)
+			p.log.Info("mark set", "kind", spec.Kind, "server", spec.ServerID, "target", spec.PlacementID, "mark", mark)
 		}
 	}
 	return t
@@ -383,7 +387,7 @@ func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string
 	}
 	for {
 		p.mu.Lock()
-		n := p.countConfirmedLocked(seq, servers)
+		n := p.countConfirmedLocked(seq, servers, metadata.TargetReplica, uuid.Nil)
 		changed := p.mu.changed
 		p.mu.Unlock()
 		if n >= need {
@@ -397,11 +401,39 @@ func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string
 	}
 }
 
-func (p *Pusher) countConfirmedLocked(seq uint64, servers []string) int {
+// WaitConfirmedChild is WaitConfirmed for a split child: it counts the
+// targets of kind split whose partition is child (a split's insert
+// acknowledgements also wait for the covering child's majority, DESIGN.md
+// section 6).
+func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.UUID, servers []string, need int) error {
+	if need <= 0 {
+		return nil
+	}
+	for {
+		p.mu.Lock()
+		n := p.countConfirmedLocked(seq, servers, metadata.TargetSplit, child)
+		changed := p.mu.changed
+		p.mu.Unlock()
+		if n >= need {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", n, need, child, seq, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// countConfirmedLocked counts the distinct servers among servers having a
+// target of the given kind (and partition, unless uuid.Nil) that confirmed
+// seq.
+func (p *Pusher) countConfirmedLocked(seq uint64, servers []string, kind metadata.TargetKind, partition uuid.UUID) int {
 	var counted []string
 	for _, t := range p.mu.view {
 		s := t.spec.ServerID
-		if t.spec.Kind != metadata.TargetReplica || !slices.Contains(servers, s) || slices.Contains(counted, s) {
+		if t.spec.Kind != kind || (partition != uuid.Nil && t.spec.PartitionID != partition) ||
+			!slices.Contains(servers, s) || slices.Contains(counted, s) {
 			continue
 		}
 		if p.cfg.Log.Confirmed(t.id) >= seq {
@@ -442,10 +474,14 @@ func (p *Pusher) Status() []api.TargetStatus {
 		if synced > c {
 			lag = synced - c
 		}
-		out = append(out, api.TargetStatus{
-			Server: t.spec.ServerID, Placement: t.id, Kind: t.spec.Kind,
+		ts := api.TargetStatus{
+			Server: t.spec.ServerID, Placement: t.id, PartitionID: t.spec.PartitionID, Kind: t.spec.Kind,
 			Confirmed: c, Lag: lag, LastError: t.lastErr, LastPush: t.lastPush,
-		})
+		}
+		if mark, ok := p.mu.marks[t.id]; ok {
+			ts.Mark, ts.MarkReached = mark, c >= mark
+		}
+		out = append(out, ts)
 	}
 	return out
 }

@@ -632,3 +632,71 @@ func TestPushBatchesBoundedByBytes(t *testing.T) {
 		}
 	})
 }
+
+// TestSplitMarksAndWaitConfirmedChild: a split target gets a fixed mark (the
+// synced sequence when it first appeared) reported by Status with
+// MarkReached once confirmed past it; WaitConfirmedChild counts only the
+// split targets of that child, and WaitConfirmed only replica targets.
+func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		for i := range 4 {
+			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+		}
+		parent, child1, child2 := uuid.New(), uuid.New(), uuid.New()
+		mid := int64(2)
+		c1s2 := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child1, End: &mid, Kind: metadata.TargetSplit}
+		c1s3 := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child1, End: &mid, Kind: metadata.TargetSplit}
+		c2s2 := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child2, Begin: &mid, Kind: metadata.TargetSplit}
+		repl := replicaTarget("s3", uuid.New(), parent)
+		down := atomic.Bool{}
+		down.Store(true)
+		rec := &recorder{fail: func(tg metadata.Target, _ api.PushRequest) error {
+			if tg.PlacementID == c1s3.PlacementID && down.Load() {
+				return errDown
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, nil)
+		p.SetView(1, view(c1s2, c1s3, c2s2, repl))
+		runPusher(t, p)
+		log.add(row("s1", "cpu", 9, 2, "v", 9)) // after the mark
+		p.Notify()
+		if err := p.WaitConfirmedChild(context.Background(), 5, child1, []string{"s2", "s3"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := p.WaitConfirmedChild(ctx, 5, child1, []string{"s2", "s3"}, 2); err == nil {
+			t.Fatal("child1's failing server counted")
+		}
+		if err := p.WaitConfirmedChild(context.Background(), 5, child2, []string{"s2"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		// Replica targets and split targets are not mixed up.
+		if err := p.WaitConfirmed(context.Background(), 5, []string{"s3"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel2()
+		if err := p.WaitConfirmed(ctx2, 5, []string{"s2"}, 1); err == nil {
+			t.Fatal("a split target counted as a replica")
+		}
+		for _, st := range p.Status() {
+			switch st.Placement {
+			case c1s2.PlacementID, c2s2.PlacementID:
+				if st.Mark != 4 || !st.MarkReached || st.Kind != metadata.TargetSplit {
+					t.Errorf("split target %+v: want mark 4, reached", st)
+				}
+			case c1s3.PlacementID:
+				if st.Mark != 4 || st.MarkReached || st.PartitionID != child1 {
+					t.Errorf("failing split target %+v: want mark 4, not reached", st)
+				}
+			case repl.PlacementID:
+				if st.Mark != 0 || st.MarkReached {
+					t.Errorf("replica target %+v has a mark", st)
+				}
+			}
+		}
+	})
+}

@@ -182,10 +182,17 @@ type ReplicaStatus struct {
 
 // TargetStatus is the replication state from one replica to one target.
 type TargetStatus struct {
-	Server    string              `json:"server"`
-	Placement uuid.UUID           `json:"placement_id"`
-	Kind      metadata.TargetKind `json:"kind"`
-	Confirmed uint64              `json:"confirmed"`
+	Server    string    `json:"server"`
+	Placement uuid.UUID `json:"placement_id"`
+	// PartitionID is the target's partition (a split child's id for kind
+	// split).
+	PartitionID uuid.UUID           `json:"partition_id"`
+	Kind        metadata.TargetKind `json:"kind"`
+	// Mark, for a joining or split target, is the sender's synced sequence
+	// when it first saw the target; MarkReached says Confirmed passed it.
+	Mark        uint64 `json:"mark,omitempty"`
+	MarkReached bool   `json:"mark_reached,omitempty"`
+	Confirmed   uint64 `json:"confirmed"`
 	// Lag is the sender's synced sequence minus Confirmed.
 	Lag       uint64    `json:"lag"`
 	LastError string    `json:"last_error,omitempty"`
