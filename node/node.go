@@ -90,9 +90,9 @@ type Config struct {
 	// missEvent, set by tests, makes the table watch drop an event, as if
 	// the notification had been missed.
 	missEvent func(metadata.TableEvent) bool
-	// blockPush, set by tests, fails this server's pushes to a server while
-	// it returns true.
-	blockPush func(to string) bool
+	// blockPush, set by tests, fails this server's pushes to a target
+	// while it returns true.
+	blockPush func(metadata.Target) bool
 	// clockSkew, set by tests, shifts this server's wall clock.
 	clockSkew time.Duration
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
@@ -559,8 +559,7 @@ func (b backend) CreateTable(ctx context.Context, req api.CreateTableRequest) (m
 	if err != nil {
 		return metadata.TableConfig{}, err
 	}
-	n.router.Update(cfg, file)
-	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
+	if err := n.install(cfg, file); err != nil {
 		return metadata.TableConfig{}, err
 	}
 	n.log.Info("table created", "table", cfg.Name, "txnid", cfg.MetadataTxnID,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -203,6 +204,13 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	if err != nil {
 		return err
 	}
+	// Acknowledge by this server's own view when it is the newer one (a
+	// split the sender has not seen yet must still be waited for).
+	if _, file, ok := n.router.Cached(table); ok && file.TxnSeq > txnSeq {
+		if mine, ok := file.Partition(p.ID); ok {
+			p = mine
+		}
+	}
 	if err := n.clocks.check(n.now(), len(n.dir.live())-1); err != nil {
 		// Another replica coordinates instead (the router fails over).
 		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
@@ -226,27 +234,64 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 		return err
 	}
 	rt := n.runtime(placement)
-	if rt == nil || need <= 1 {
-		if rt != nil {
-			rt.pusher.Notify()
+	if rt == nil {
+		// The replica was created a moment ago and discovery has not run
+		// for it yet (the watch is on its way): run it now.
+		if _, file, ok := n.router.Cached(table); ok {
+			n.discoverLocal(file)
 		}
-		if need > 1 {
+		rt = n.runtime(placement)
+	}
+	if rt == nil {
+		if need > 1 || p.Split != nil {
 			return fmt.Errorf("%w: replica %s has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
 		}
 		return nil
 	}
 	rt.pusher.Notify()
-	others := make([]string, 0, len(p.Servers))
-	for _, s := range p.Servers {
-		if s.ServerID != n.cfg.ID {
-			others = append(others, s.ServerID)
-		}
-	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
 	defer cancel()
-	if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, others, need-1); err != nil {
-		return fmt.Errorf("%w: fewer than %d of the partition's %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
-			need, len(p.Servers), n.cfg.AckTimeout, err)
+	if need > 1 {
+		others := make([]string, 0, len(p.Servers))
+		for _, s := range p.Servers {
+			if s.ServerID != n.cfg.ID {
+				others = append(others, s.ServerID)
+			}
+		}
+		if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, others, need-1); err != nil {
+			return fmt.Errorf("%w: fewer than %d of the partition's %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
+				need, len(p.Servers), n.cfg.AckTimeout, err)
+		}
+	}
+	return n.waitChildren(wctx, rt, p, rows, res.LastSeq, consistency)
+}
+
+// waitChildren makes an insert into a splitting partition also wait until
+// a majority (or all, for consistency all) of the servers of every child
+// covering its rows hold them (DESIGN.md section 6): with quorum
+// intersection, every acknowledged row is then in the children when the
+// split finalizes.
+func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata.Partition, rows []model.Row, seq uint64, consistency string) error {
+	if p.Split == nil || consistency == api.ConsistencyOne {
+		return nil
+	}
+	for _, c := range p.Split.Children {
+		child := metadata.Partition{Begin: c.Begin, End: c.End}
+		if !slices.ContainsFunc(rows, func(r model.Row) bool { return child.Contains(r.Time) }) {
+			continue
+		}
+		need, err := ackCount(consistency, len(c.Servers))
+		if err != nil {
+			return err
+		}
+		servers := make([]string, 0, len(c.Servers))
+		for _, s := range c.Servers {
+			servers = append(servers, s.ServerID)
+		}
+		if err := rt.pusher.WaitConfirmedChild(ctx, seq, c.ID, servers, need); err != nil {
+			return fmt.Errorf("%w: fewer than %d of split child %s's %d servers confirmed within %v: %v",
+				tsdbhttp.ErrInsertOutcomeUnknown, need, c.ID, len(c.Servers), n.cfg.AckTimeout, err)
+		}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 	if err != nil {
 		return err
 	}
-	if s.n.cfg.blockPush != nil && s.n.cfg.blockPush(t.ServerID) {
+	if s.n.cfg.blockPush != nil && s.n.cfg.blockPush(t) {
 		return fmt.Errorf("push to %s blocked by the test", t.ServerID)
 	}
 	req.SentAt = s.n.now().UnixNano()

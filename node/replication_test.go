@@ -331,7 +331,7 @@ func TestQuorumRead(t *testing.T) {
 	var blocked atomic.Bool
 	blocked.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
-		cfg.blockPush = func(to string) bool { return to == "s3" && blocked.Load() }
+		cfg.blockPush = func(t metadata.Target) bool { return t.ServerID == "s3" && blocked.Load() }
 	})
 	c.createTable("s1", "cpu", 3)
 	c.insertLP("s1", "cpu", []byte("q v=1 1000\n"))

@@ -152,30 +152,44 @@ func (r *Router) Forget(table string) {
 }
 
 // EnsureLocalReplicas creates the local replica of every partition of file
-// that lists this server in servers[] or joining[] (DESIGN.md rule 4: only
-// placements the METADATA assigns). It returns the number created.
+// that lists this server in servers[] or joining[], and of every child of a
+// split in progress that lists it (DESIGN.md rule 4: only placements the
+// METADATA assigns; a child's replica is LOAD until SPLIT_FINALIZE). It
+// returns the number created.
 func (r *Router) EnsureLocalReplicas(file *metadata.File) (int, error) {
 	created := 0
-	for i := range file.Partitions {
-		p := &file.Partitions[i]
-		pl, ok := localPlacement(p, r.cfg.Self)
-		if !ok {
-			continue
-		}
+	ensure := func(pl uuid.UUID, id uuid.UUID, begin, end *int64) error {
 		if _, ok := r.cfg.Store.Replica(pl); ok {
-			continue
+			return nil
 		}
 		if _, err := r.cfg.Store.CreateReplica(partition.ReplicaInfo{
-			Placement:   pl,
-			Table:       file.Table,
-			PartitionID: p.ID,
-			Begin:       p.Begin,
-			End:         p.End,
-			CreatedAt:   time.Now().UTC(),
+			Placement: pl, Table: file.Table, PartitionID: id, Begin: begin, End: end, CreatedAt: time.Now().UTC(),
 		}); err != nil {
-			return created, fmt.Errorf("create replica of partition %s of table %s: %w", p.ID, file.Table, err)
+			return fmt.Errorf("create replica of partition %s of table %s: %w", id, file.Table, err)
 		}
 		created++
+		return nil
+	}
+	for i := range file.Partitions {
+		p := &file.Partitions[i]
+		if pl, ok := localPlacement(p, r.cfg.Self); ok {
+			if err := ensure(pl, p.ID, p.Begin, p.End); err != nil {
+				return created, err
+			}
+		}
+		if p.Split == nil {
+			continue
+		}
+		for _, c := range p.Split.Children {
+			for _, s := range c.Servers {
+				if s.ServerID != r.cfg.Self {
+					continue
+				}
+				if err := ensure(s.PlacementID, c.ID, c.Begin, c.End); err != nil {
+					return created, err
+				}
+			}
+		}
 	}
 	return created, nil
 }
