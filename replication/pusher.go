@@ -142,6 +142,8 @@ type Pusher struct {
 		wg  *sync.WaitGroup
 		// txnSeq is the txnseq of the current view.
 		txnSeq uint64
+		// unloading: the replica's last view was UNLOAD (no skip rule).
+		unloading bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
 		view    []*target
@@ -307,6 +309,7 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 		return
 	}
 	p.mu.txnSeq = txnSeq
+	p.mu.unloading = d.Status == metadata.StatusUnload
 	view := make([]*target, 0, len(d.Targets))
 	seen := make(map[uuid.UUID]bool, len(d.Targets))
 	for _, spec := range d.Targets {
@@ -517,8 +520,14 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 
 // pushState is what one step needs of a target, copied under Pusher.mu.
 type pushState struct {
-	spec         metadata.Target
-	node         uint64
+	spec metadata.Target
+	node uint64
+	// skipOrigin applies the skip rule: only a SERVE replica skips the rows
+	// a replica target's server stamped. An UNLOAD replica (a parent after
+	// its split, a leaver, an old placement of a server that rejoined)
+	// pushes everything: the stamping server stored those rows in another
+	// placement than the target, which may lack them.
+	skipOrigin   bool
 	txnSeq       uint64
 	mark         uint64
 	hasMark      bool
@@ -530,7 +539,7 @@ func (p *Pusher) pushState(t *target) pushState {
 	defer p.mu.Unlock()
 	mark, ok := p.mu.marks[t.id]
 	return pushState{
-		spec: t.spec, node: t.node, txnSeq: p.mu.txnSeq,
+		spec: t.spec, node: t.node, txnSeq: p.mu.txnSeq, skipOrigin: !p.mu.unloading,
 		mark: mark, hasMark: ok, completeSent: t.completeSent,
 	}
 }
@@ -617,7 +626,7 @@ func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []
 		r := &entries[i].Row
 		switch st.spec.Kind {
 		case metadata.TargetReplica:
-			if fromServer(r, st.node) {
+			if st.skipOrigin && fromServer(r, st.node) {
 				continue
 			}
 		case metadata.TargetSplit:

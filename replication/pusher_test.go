@@ -700,3 +700,33 @@ func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
 		}
 	})
 }
+
+// TestUnloadPushesEverything: an UNLOAD replica (a split's parent after
+// finalize, a leaver, a rejoined server's old placement) pushes a replica
+// target even the rows its server stamped: that server stored them in
+// another placement than the target.
+func TestUnloadPushesEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		log.add(row("s2", "cpu", 1, 1, "v", 1), row("s1", "cpu", 2, 1, "v", 2))
+		rec := &recorder{}
+		p := newTestPusher(log, rec, nil)
+		s2 := replicaTarget("s2", uuid.New(), uuid.New())
+		d := view(s2)
+		d.Status = metadata.StatusUnload
+		p.SetView(1, d)
+		runPusher(t, p)
+		if err := p.WaitConfirmed(context.Background(), 2, []string{"s2"}, 1); err != nil {
+			t.Fatal(err)
+		}
+		var times []int64
+		for _, ps := range rec.all() {
+			for _, r := range ps.rows {
+				times = append(times, r.Time)
+			}
+		}
+		if fmt.Sprint(times) != "[1 2]" {
+			t.Fatalf("an UNLOAD replica pushed times %v to s2, want [1 2] (s2's own row included)", times)
+		}
+	})
+}
