@@ -88,8 +88,9 @@ func (n *Node) requestResync(table string) {
 }
 
 // lifecycleTick runs the periodic duties of the local replicas: drop the
-// UNLOAD replicas whose targets all confirmed everything, and finalize the
-// joins whose initial replication is complete.
+// UNLOAD replicas whose targets all confirmed everything, finalize the
+// joins whose initial replication is complete, and finalize the splits
+// whose children have the parent's rows (rule 7).
 func (n *Node) lifecycleTick(ctx context.Context) error {
 	var errs []error
 	for _, st := range n.ReplicaStatuses() {
@@ -101,6 +102,14 @@ func (n *Node) lifecycleTick(ctx context.Context) error {
 		case metadata.StatusLoad:
 			if err := n.tryFinalizeJoin(ctx, st); err != nil {
 				errs = append(errs, err)
+			}
+		case metadata.StatusServe:
+			if _, file, ok := n.router.Cached(st.Table); ok {
+				if p, ok := file.Partition(st.PartitionID); ok && p.Split != nil {
+					if err := n.tryFinalizeSplit(ctx, st, p); err != nil {
+						errs = append(errs, err)
+					}
+				}
 			}
 		}
 	}

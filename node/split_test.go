@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -16,14 +17,18 @@ import (
 	"github.com/tsdb/tsdb/partition"
 )
 
-// TestSplitBeginMovesData covers the data movement of a split in progress
-// (groundwork for issue 5: nothing commits SPLIT_BEGIN on its own yet):
-// every server creates the LOAD replicas of the children it is listed for,
-// the parent replicas push each child the rows of its range, the split
-// marks are reached, and an insert acknowledged during the split is already
-// on a majority of its child's servers.
-func TestSplitBeginMovesData(t *testing.T) {
+// TestSplitMovesDataAndFinalizes covers a split from SPLIT_BEGIN on (the
+// trigger is not built yet, so the test commits SPLIT_BEGIN itself): every
+// server creates LOAD replicas of the children it is listed for; while the
+// children on two servers are cut off, an insert is not acknowledged (a
+// quorum of the parent is not enough, a majority of the covering child must
+// hold it) and the split does not finalize (rule 7); once they are
+// reachable, the parents push each child its range, SPLIT_FINALIZE
+// commits, the parent replicas are dropped, and every row is in exactly one
+// child, answered once through every server.
+func TestSplitMovesDataAndFinalizes(t *testing.T) {
 	var blocked atomic.Bool // pushes to the children on s2 and s3 fail while set
+	blocked.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.AckTimeout = 2 * time.Second
 		cfg.blockPush = func(t metadata.Target) bool {
@@ -48,7 +53,6 @@ func TestSplitBeginMovesData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each server holds the parent (SERVE) and both children (LOAD).
 	for id, n := range c.nodes {
 		waitFor(t, id+" holding both children as LOAD", func() bool {
 			load := 0
@@ -60,71 +64,66 @@ func TestSplitBeginMovesData(t *testing.T) {
 			return load == 2
 		})
 	}
-	// An insert during the split is acknowledged only once a majority of
-	// its child's servers hold it: with the children on s2 and s3 cut off,
-	// a quorum of the parent is not enough.
-	blocked.Store(true)
 	r := c.client("s1").do("POST", "/write?db=cpu", []byte("blocked v=1 20\n"))
 	if r.status != 503 || !strings.Contains(string(r.body), api.CodeOutcomeUnknownRows) {
 		t.Fatalf("insert with the child's majority unreachable: %d %s, want 503 %s", r.status, r.body, api.CodeOutcomeUnknownRows)
 	}
+	if _, f, _ := c.nodes["s1"].backendMetadata("cpu", ""); len(f.Partitions) != 1 || f.Partitions[0].Split == nil {
+		t.Fatal("the split finalized while two of each child's three servers were cut off")
+	}
 	blocked.Store(false)
 	c.insertLP("s3", "cpu", []byte("during v=1 10\n"))
-	holding := 0
-	for _, n := range c.nodes {
-		if rep, ok := n.store.Replica(children[0].Servers[slicesIndex(children[0].Servers, n.ID())].PlacementID); ok {
-			rows, _, err := rep.Scan(partition.ScanQuery{From: 10, To: 11, Series: "during", Limit: 1})
-			if err == nil && len(rows) == 1 {
-				holding++
+	waitFor(t, "SPLIT_FINALIZE", func() bool {
+		_, f, err := c.nodes["s1"].backendMetadata("cpu", "")
+		return err == nil && len(f.Partitions) == 2 && f.Partitions[0].ID == children[0].ID && f.Partitions[1].ID == children[1].ID
+	})
+	for id, n := range c.nodes {
+		waitFor(t, id+" dropping the parent and serving both children", func() bool {
+			sts := n.ReplicaStatuses()
+			serving := 0
+			for _, st := range sts {
+				if st.PartitionID == parent.ID {
+					return false
+				}
+				if st.Discovery.Status == metadata.StatusServe {
+					serving++
+				}
 			}
-		}
-	}
-	if holding < 2 {
-		t.Fatalf("an insert acknowledged during the split is on %d of 3 servers of its child, want a majority", holding)
-	}
-	// Every child replica ends with exactly the rows of its range, and the
-	// parent replicas report their marks reached.
-	for _, n := range c.nodes {
+			return serving == 2 && len(n.store.Replicas()) == 2
+		})
 		for ci, want := range []int64{52, 50} { // child 0 also got "blocked" and "during"
-			pl := children[ci].Servers[slicesIndex(children[ci].Servers, n.ID())].PlacementID
-			waitFor(t, fmt.Sprintf("%s's replica of child %d", n.ID(), ci), func() bool {
+			pl := children[ci].Servers[slicesIndex(children[ci].Servers, id)].PlacementID
+			waitFor(t, fmt.Sprintf("%s's replica of child %d complete", id, ci), func() bool {
 				rep, ok := n.store.Replica(pl)
 				if !ok {
 					return false
 				}
 				sum, err := rep.Checksum()
+				if err == nil && sum.Rows != want && sum.Rows == 51 && ci == 1 {
+					rows, _, _ := rep.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64, Limit: 1000})
+					var odd []string
+					for _, r := range rows {
+						if !strings.HasPrefix(r.Series, "m,s=pre") {
+							odd = append(odd, fmt.Sprint(r.Series, "@", r.Time))
+						}
+					}
+					t.Fatalf("%s child %d: %d rows; not from pre: %v", id, ci, sum.Rows, odd)
+				}
 				return err == nil && sum.Rows == want
 			})
 		}
-		rep, _ := n.store.Replica(parent.Servers[slicesIndex(parent.Servers, n.ID())].PlacementID)
-		lo, hi := int64(math.MinInt64), int64(50)
-		inParent, err := rep.ChecksumRange(lo, hi)
-		if err != nil {
-			t.Fatal(err)
-		}
-		child, _ := n.store.Replica(children[0].Servers[slicesIndex(children[0].Servers, n.ID())].PlacementID)
-		inChild, _ := child.Checksum()
-		if inParent != inChild {
-			t.Fatalf("%s: child 0 holds %+v, the parent's range %+v", n.ID(), inChild, inParent)
-		}
-		waitFor(t, n.ID()+"'s split marks reached", func() bool {
-			resp, err := internal{n}.Replicas(context.Background(), api.ReplicasRequest{Table: "cpu"})
-			if err != nil {
-				return false
-			}
-			reached := 0
-			for _, r := range resp.Replicas {
-				for _, tg := range r.Targets {
-					if tg.Kind == metadata.TargetSplit && tg.MarkReached {
-						reached++
-					}
-				}
-			}
-			// 2 children × 3 servers: this server's own child replicas are
-			// targets too (other placements than the parent's).
-			return reached == 6
-		})
 	}
+	want := c.queryAll("s1", "cpu")
+	var resp api.RawQueryResponse
+	if err := json.Unmarshal([]byte(want), &resp); err != nil || len(resp.Rows) != 102 {
+		t.Fatalf("%d rows after the split, want 102 (err %v)", len(resp.Rows), err)
+	}
+	for _, id := range []string{"s2", "s3"} {
+		if got := c.queryAll(id, "cpu"); got != want {
+			t.Fatalf("query via %s differs after the split", id)
+		}
+	}
+	c.insertLP("s2", "cpu", []byte("after v=1 70\n"))
 }
 
 // slicesIndex is the index of server's placement in ps.

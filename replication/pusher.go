@@ -624,15 +624,14 @@ func rowSize(r *model.Row) int {
 func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []model.Row {
 	for i := range entries {
 		r := &entries[i].Row
-		switch st.spec.Kind {
-		case metadata.TargetReplica:
-			if st.skipOrigin && fromServer(r, st.node) {
-				continue
-			}
-		case metadata.TargetSplit:
-			if !inRange(r.Time, st.spec.Begin, st.spec.End) {
-				continue
-			}
+		// Every target gets only the rows of its own range: a split child
+		// before SPLIT_FINALIZE, and after it the children an UNLOAD parent
+		// drains into (replica targets of other, narrower partitions).
+		if !inRange(r.Time, st.spec.Begin, st.spec.End) {
+			continue
+		}
+		if st.spec.Kind == metadata.TargetReplica && st.skipOrigin && fromServer(r, st.node) {
+			continue
 		}
 		dst = append(dst, *r)
 	}

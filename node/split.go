@@ -1,0 +1,145 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// errSplitSettled: the split was finalized or aborted meanwhile.
+var errSplitSettled = errors.New("node: split already settled")
+
+// tryFinalizeSplit commits SPLIT_FINALIZE for a splitting partition this
+// server serves, once rule 7 holds: a majority of the parent's replicas
+// report that everything they held when they learned of the split (their
+// mark per child target) is confirmed by a majority of each child's
+// servers. A child's servers that every one of those replicas has past its
+// mark go into the child's servers[]; the others join later. Any SERVE
+// parent replica may commit it (the CAS makes one win); the first listed
+// live one tries first, so the others only take over when it is gone.
+func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metadata.Partition) error {
+	if !n.leadsSplit(p) {
+		return nil
+	}
+	reports := n.splitReports(ctx, st.Table, p)
+	var ok []map[uuid.UUID]map[string]bool
+	for _, r := range reports {
+		if splitReportOK(r, p.Split) {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) < len(p.Servers)/2+1 {
+		return nil
+	}
+	confirmed := make(map[uuid.UUID][]string, len(p.Split.Children))
+	for _, c := range p.Split.Children {
+		for _, s := range c.Servers {
+			if !slices.ContainsFunc(ok, func(r map[uuid.UUID]map[string]bool) bool { return !r[c.ID][s.ServerID] }) {
+				confirmed[c.ID] = append(confirmed[c.ID], s.ServerID)
+			}
+		}
+		if len(confirmed[c.ID]) < len(c.Servers)/2+1 {
+			return nil // the replicas disagree on who has everything yet
+		}
+	}
+	children := childIDs(p.Split)
+	_, err := n.RequestChange(ctx, st.Table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+		cur, ok := f.Partition(p.ID)
+		if !ok || cur.Split == nil || !slices.Equal(childIDs(cur.Split), children) {
+			return metadata.Op{}, errSplitSettled
+		}
+		return metadata.Op{Type: metadata.OpSplitFinalize, SplitFinalize: &metadata.SplitFinalizeOp{
+			PartitionID: p.ID, Confirmed: confirmed,
+		}}, nil
+	})
+	if errors.Is(err, errSplitSettled) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("finalize the split of partition %s: %w", p.ID, err)
+	}
+	n.log.Info("split finalized", "table", st.Table, "partition", p.ID, "confirmed", confirmed)
+	return nil
+}
+
+// leadsSplit reports whether this server is the first live server of p.
+func (n *Node) leadsSplit(p *metadata.Partition) bool {
+	live := n.dir.live()
+	for _, s := range p.Servers {
+		if slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == s.ServerID }) {
+			return s.ServerID == n.cfg.ID
+		}
+	}
+	return false
+}
+
+// splitReports asks every server of p for its parent replica's split
+// targets: per child, the child servers past this replica's mark. A server
+// that does not answer, or has not learned of the split, gives no report.
+func (n *Node) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
+	var out []map[uuid.UUID]map[string]bool
+	for _, pl := range p.Servers {
+		var resp api.ReplicasResponse
+		var err error
+		if pl.ServerID == n.cfg.ID {
+			resp, err = internal{n}.Replicas(ctx, api.ReplicasRequest{Table: table})
+		} else {
+			var addr string
+			if addr, err = n.dir.addr(ctx, pl.ServerID); err == nil {
+				err = n.rpc.Call(ctx, addr, api.PathReplicas, api.ReplicasRequest{Table: table}, &resp)
+			}
+		}
+		if err != nil {
+			continue
+		}
+		for _, r := range resp.Replicas {
+			if r.Placement != pl.PlacementID {
+				continue
+			}
+			report := map[uuid.UUID]map[string]bool{}
+			for _, t := range r.Targets {
+				if t.Kind != metadata.TargetSplit {
+					continue
+				}
+				if report[t.PartitionID] == nil {
+					report[t.PartitionID] = map[string]bool{}
+				}
+				report[t.PartitionID][t.Server] = t.MarkReached
+			}
+			out = append(out, report)
+		}
+	}
+	return out
+}
+
+// splitReportOK reports whether one parent replica has every child's
+// majority past its mark.
+func splitReportOK(r map[uuid.UUID]map[string]bool, split *metadata.Split) bool {
+	for _, c := range split.Children {
+		have := 0
+		for _, s := range c.Servers {
+			if r[c.ID][s.ServerID] {
+				have++
+			}
+		}
+		if have < len(c.Servers)/2+1 {
+			return false
+		}
+	}
+	return true
+}
+
+func childIDs(s *metadata.Split) []uuid.UUID {
+	ids := make([]uuid.UUID, 0, len(s.Children))
+	for _, c := range s.Children {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
