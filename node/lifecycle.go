@@ -66,7 +66,9 @@ func (n *Node) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		Sender:    pushSender{n},
 		Logger:    n.log.With("placement", info.Placement),
 		OnStale:   func(metadata.Target) { n.requestResync(info.Table) },
-		BatchRows: 8192, // measured: 2048 → 58k rows/s, 8192 → 83k rows/s at RF 3 (docs/performance.md)
+		// An eighth of the body limit the receivers apply.
+		MaxBatchBytes: n.cfg.MaxBodyBytes / 8,
+		BatchRows:     8192, // measured: 2048 → 58k rows/s, 8192 → 83k rows/s at RF 3 (docs/performance.md)
 	})
 	ctx, cancel := context.WithCancel(n.bg)
 	rt := &replicaRuntime{placement: info.Placement, pusher: p, cancel: cancel, done: make(chan struct{})}

@@ -36,10 +36,11 @@ func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row,
 	return r.forward(ctx, addr, t, rows, consistency)
 }
 
-// maxForwardBytes bounds the encoded rows of one forwarded insert, well
-// under the receiver's default 32 MiB body limit once JSON's base64 is
-// added: a large client insert is forwarded in several parts.
-const maxForwardBytes = 8 << 20
+// maxForwardBytes bounds the encoded rows of one forwarded insert: a
+// quarter of the body limit (which the cluster's servers share), well under
+// it once JSON's base64 is added. A large client insert is forwarded in
+// several parts.
+func (n *Node) maxForwardBytes() int { return n.cfg.MaxBodyBytes / 4 }
 
 // forward sends rows to the coordinating replica, in parts of at most
 // maxForwardBytes. One attempt each: a refusal or a timeout fails over to
@@ -47,7 +48,7 @@ const maxForwardBytes = 8 << 20
 // reason to resend.
 func (r replicas) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, consistency string) error {
 	enc := replication.AppendRows(nil, rows)
-	if len(enc) > maxForwardBytes && len(rows) > 1 {
+	if len(enc) > r.n.maxForwardBytes() && len(rows) > 1 {
 		half := len(rows) / 2
 		if err := r.forward(ctx, addr, t, rows[:half], consistency); err != nil {
 			return err
