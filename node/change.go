@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
@@ -86,18 +87,10 @@ func (n *Node) installCommitted(cfg metadata.TableConfig, f *metadata.File) erro
 // sendChange sends req to the table's metadata servers, this one first, the
 // others in random order, until one gives a definitive answer.
 func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api.ChangeMetadataRequest) (*metadata.File, error) {
-	order := make([]string, 0, len(cfg.MetadataServers))
-	for _, id := range cfg.MetadataServers {
-		if id == n.cfg.ID {
-			order = append([]string{id}, order...)
-		} else {
-			order = append(order, id)
-		}
-	}
-	if len(order) > 1 && order[0] == n.cfg.ID {
-		rand.Shuffle(len(order)-1, func(i, j int) { order[i+1], order[j+1] = order[j+1], order[i+1] })
-	} else {
-		rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	order := slices.Clone(cfg.MetadataServers)
+	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	if i := slices.Index(order, n.cfg.ID); i > 0 {
+		order[0], order[i] = order[i], order[0]
 	}
 	var errs []error
 	for _, id := range order {

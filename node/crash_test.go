@@ -107,7 +107,7 @@ func TestKill9DuringInsertLoad(t *testing.T) {
 		sum := ""
 		for _, p := range procs {
 			var resp api.ReplicasResponse
-			if err := rc.Call(context.Background(), p.addr, api.PathReplicas, api.ReplicasRequest{Table: "crash"}, &resp); err != nil ||
+			if err := rc.Call(context.Background(), p.addr, api.PathReplicas, api.ReplicasRequest{Table: "crash", Counts: true}, &resp); err != nil ||
 				len(resp.Replicas) != 1 || resp.Replicas[0].Rows < int64(len(acked)*loaderRows) {
 				return false
 			}

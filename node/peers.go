@@ -76,6 +76,13 @@ func (d *directory) addr(ctx context.Context, id string) (string, error) {
 	return info.Addr, nil
 }
 
+// count returns how many servers are live (cheap: no copy).
+func (d *directory) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.mu.servers)
+}
+
 // live returns the live servers, sorted by id.
 func (d *directory) live() []membership.Info {
 	d.mu.Lock()

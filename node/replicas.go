@@ -212,7 +212,7 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 			p = mine
 		}
 	}
-	if err := n.clocks.check(n.now(), len(n.dir.live())-1); err != nil {
+	if err := n.clocks.check(n.now(), n.dir.count()-1); err != nil {
 		// Another replica coordinates instead (the router fails over).
 		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
 	}

@@ -195,9 +195,10 @@ func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.Re
 		if b, err := rep.DiskUsage(); err == nil {
 			rs.Bytes = b
 		}
-		if sum, err := rep.Checksum(); err == nil {
-			rs.Rows = sum.Rows
-			rs.Checksum = sum.Sum
+		if req.Counts {
+			if sum, err := rep.Checksum(); err == nil {
+				rs.Rows, rs.Checksum = sum.Rows, sum.Sum
+			}
 		}
 		if rt := n.runtime(info.Placement); rt != nil {
 			rs.Targets = rt.pusher.Status()
@@ -223,15 +224,7 @@ func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionRep
 	}
 	byPlacement := map[uuid.UUID]api.ReplicaStatus{}
 	for id := range servers {
-		var resp api.ReplicasResponse
-		if id == n.cfg.ID {
-			resp, err = internal{n}.Replicas(ctx, api.ReplicasRequest{Table: table})
-		} else {
-			var addr string
-			if addr, err = n.dir.addr(ctx, id); err == nil {
-				err = n.rpc.Call(ctx, addr, api.PathReplicas, api.ReplicasRequest{Table: table}, &resp)
-			}
-		}
+		resp, err := n.replicasOn(ctx, id, api.ReplicasRequest{Table: table, Counts: true})
 		if err != nil {
 			n.log.Warn("replica states of a server unavailable", "server", id, "table", table, "err", err)
 			continue
@@ -254,6 +247,19 @@ func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionRep
 		out = append(out, pr)
 	}
 	return out, nil
+}
+
+// replicasOn asks server (this one or another) for its local replicas.
+func (n *Node) replicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+	if server == n.cfg.ID {
+		return internal{n}.Replicas(ctx, req)
+	}
+	var resp api.ReplicasResponse
+	addr, err := n.dir.addr(ctx, server)
+	if err == nil {
+		err = n.rpc.Call(ctx, addr, api.PathReplicas, req, &resp)
+	}
+	return resp, err
 }
 
 // JoinServer commits JOIN_SERVER (or FORCE_JOIN) of a live server to a

@@ -46,7 +46,7 @@ func (c *testCluster) insertLP(id, table string, body []byte, headers ...string)
 func (c *testCluster) replicaStates(id, table string) []api.ReplicaStatus {
 	c.t.Helper()
 	var resp api.ReplicasResponse
-	if err := c.rpc.Call(context.Background(), c.nodes[id].Addr(), api.PathReplicas, api.ReplicasRequest{Table: table}, &resp); err != nil {
+	if err := c.rpc.Call(context.Background(), c.nodes[id].Addr(), api.PathReplicas, api.ReplicasRequest{Table: table, Counts: true}, &resp); err != nil {
 		c.t.Fatalf("replicas of %s: %v", id, err)
 	}
 	return resp.Replicas

@@ -86,16 +86,7 @@ func (n *Node) leadsSplit(p *metadata.Partition) bool {
 func (n *Node) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
 	var out []map[uuid.UUID]map[string]bool
 	for _, pl := range p.Servers {
-		var resp api.ReplicasResponse
-		var err error
-		if pl.ServerID == n.cfg.ID {
-			resp, err = internal{n}.Replicas(ctx, api.ReplicasRequest{Table: table})
-		} else {
-			var addr string
-			if addr, err = n.dir.addr(ctx, pl.ServerID); err == nil {
-				err = n.rpc.Call(ctx, addr, api.PathReplicas, api.ReplicasRequest{Table: table}, &resp)
-			}
-		}
+		resp, err := n.replicasOn(ctx, pl.ServerID, api.ReplicasRequest{Table: table})
 		if err != nil {
 			continue
 		}

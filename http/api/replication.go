@@ -148,6 +148,10 @@ type SubQueryResponse struct {
 // (empty) of all.
 type ReplicasRequest struct {
 	Table string `json:"table,omitempty"`
+	// Counts asks for each replica's row count and checksum, a full scan
+	// of it; without it Rows is -1 and Checksum empty (what a split's
+	// finalizer, which reads only the targets, asks for).
+	Counts bool `json:"counts,omitempty"`
 }
 
 // ReplicasResponse lists a server's local replicas.
