@@ -138,6 +138,8 @@ func classifyReplication(err error) (int, string, string, bool) {
 		// An UNLOAD replica refuses client writes as "moved"; a push it
 		// refuses is wrapped in ErrStalePlacement by the node, which wins.
 		return http.StatusConflict, api.CodeMoved, err.Error(), true
+	case errors.Is(err, partition.ErrCannotSplit):
+		return http.StatusConflict, api.CodeCannotSplit, err.Error(), true
 	case errors.Is(err, ErrInsertOutcomeUnknown):
 		return http.StatusServiceUnavailable, api.CodeOutcomeUnknownRows,
 			OutcomeUnknownMessage + " (" + err.Error() + ")", true

@@ -43,6 +43,9 @@ type Internal interface {
 	// CatchUp pushes a peer replica everything the local one holds now and
 	// returns once the peer confirmed it.
 	CatchUp(ctx context.Context, req api.CatchUpRequest) error
+	// SplitPoint answers the split point of a local replica's data
+	// (partition.ErrCannotSplit when its rows are all at one time).
+	SplitPoint(ctx context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error)
 }
 
 // internalRoute is one endpoint of the internal API: its metrics route name
@@ -64,6 +67,7 @@ var internalRoutes = map[string]internalRoute{
 	api.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
 	api.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
 	api.PathCatchUp:        {"internal_catchup", (*Server).handleInternalCatchUp},
+	api.PathSplitPoint:     {"internal_splitpoint", (*Server).handleInternalSplitPoint},
 }
 
 // routeInternal serves a path under /internal/ and returns the route's name

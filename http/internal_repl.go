@@ -42,6 +42,14 @@ func (s *Server) handleInternalCatchUp(ctx *fasthttp.RequestCtx) {
 		})
 }
 
+func (s *Server) handleInternalSplitPoint(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkSplitPoint, s.cfg.Internal.SplitPoint)
+}
+
+func checkSplitPoint(r *api.SplitPointRequest) error {
+	return joinProblems(checkTable(r.Table), checkReplicaRef(r.PartitionID, r.Placement, r.TxnSeq))
+}
+
 func checkCatchUp(r *api.CatchUpRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
 		checkServerID("to_server", r.ToServer), checkUUID("from_placement", r.FromPlacement)}

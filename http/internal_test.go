@@ -124,6 +124,13 @@ func (f *fakeInternal) CatchUp(_ context.Context, req api.CatchUpRequest) error 
 	return f.record(req)
 }
 
+func (f *fakeInternal) SplitPoint(_ context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error) {
+	if err := f.record(req); err != nil {
+		return api.SplitPointResponse{}, err
+	}
+	return api.SplitPointResponse{At: 42}, nil
+}
+
 // cannedReplica is the replica state the fake Internal reports.
 var cannedReplica = api.ReplicaStatus{
 	Server: "s1", Table: "metrics",

@@ -39,6 +39,9 @@ func (panicky) JoinServer(context.Context, string, uuid.UUID, api.ServerChangeRe
 func (panicky) RemoveServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {
 	panic("bug")
 }
+func (panicky) SplitPartition(context.Context, string, uuid.UUID, *int64) (*metadata.File, error) {
+	panic("bug")
+}
 func (panicky) Metadata(context.Context, string, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/http/ingest"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 )
@@ -72,21 +73,89 @@ func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
 // returns the route's name for metrics.
 func (s *Server) routePartition(ctx *fasthttp.RequestCtx, table, rest string) string {
 	id, verb, _ := strings.Cut(rest, "/")
-	var join bool
 	switch verb {
-	case "join":
-		join = true
-	case "leave":
+	case "join", "leave", "split":
 	default:
 		s.writeAPIError(ctx, http.StatusNotFound, api.CodeNotFound,
-			fmt.Sprintf("no such endpoint: %s %s (want …/partitions/{id}/join or …/leave)", ctx.Method(), ctx.Path()))
+			fmt.Sprintf("no such endpoint: %s %s (want …/partitions/{id}/join, …/leave or …/split)", ctx.Method(), ctx.Path()))
 		return "not_found"
 	}
 	route := "partition_" + verb
-	if s.method(ctx, "POST") {
-		s.handleServerChange(ctx, table, id, join)
+	if !s.method(ctx, "POST") {
+		return route
+	}
+	if verb == "split" {
+		s.handleSplit(ctx, table, id)
+	} else {
+		s.handleServerChange(ctx, table, id, verb == "join")
 	}
 	return route
+}
+
+// handleSplit starts a split of a partition (tsdb admin split): at the
+// body's "at", or at a point the server chooses near the middle of the
+// partition's data by bytes. It answers once SPLIT_BEGIN is committed.
+func (s *Server) handleSplit(ctx *fasthttp.RequestCtx, table, id string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	pid, err := parsePartitionID(id)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	at, err := s.decodeSplit(ctx)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	rctx, cancel := requestContext()
+	defer cancel()
+	f, err := s.backend.SplitPartition(rctx, table, pid, at)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	p, ok := f.Partition(pid)
+	if !ok || p.Split == nil || len(p.Split.Points) != 1 {
+		s.writeError(ctx, fmt.Errorf("BUG: the split of partition %s committed without a split in the METADATA", pid))
+		return
+	}
+	resp := api.SplitResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq, At: p.Split.Points[0]}
+	for _, c := range p.Split.Children {
+		resp.Children = append(resp.Children, c.ID)
+	}
+	s.writeJSON(ctx, http.StatusOK, resp)
+}
+
+// decodeSplit reads the optional body of a split: empty, or {"at": TIME}.
+func (s *Server) decodeSplit(ctx *fasthttp.RequestCtx) (*int64, error) {
+	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	var req api.SplitRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("%w: request body: %v (want nothing, or {\"at\": TIME} with TIME in RFC 3339 or integer nanoseconds)", ErrBadRequest, err)
+	}
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: request body: data after the JSON object", ErrBadRequest)
+	}
+	if req.At == "" {
+		return nil, nil
+	}
+	at, err := ingest.ParseTime(req.At)
+	if err != nil {
+		return nil, fmt.Errorf("%w: at: %v", ErrBadRequest, err)
+	}
+	return &at, nil
 }
 
 // handleServerChange commits JOIN_SERVER (FORCE_JOIN with "force") or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ type replBackend struct {
 		sync.Mutex
 		inserts []InsertOptions
 		changes []serverChange
+		splits  []*int64
 		err     error
 	}
 }
@@ -95,6 +97,35 @@ func (b *replBackend) change(c serverChange) (*metadata.File, error) {
 		return nil, b.mu.err
 	}
 	return &metadata.File{Table: c.table, TxnID: strings.Repeat("c", 40), TxnSeq: 3, ParentTxnID: txnB}, nil
+}
+
+// SplitPartition records the split and answers a file where partition 0
+// splits at the asked time (or 50).
+func (b *replBackend) SplitPartition(_ context.Context, table string, p uuid.UUID, at *int64) (*metadata.File, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.mu.splits = append(b.mu.splits, at)
+	if b.mu.err != nil {
+		return nil, b.mu.err
+	}
+	if table != b.cfg.Name {
+		return nil, fmt.Errorf("%w: %s", metadata.ErrTableNotFound, table)
+	}
+	f := *b.file
+	f.Partitions = slices.Clone(f.Partitions)
+	point := int64(50)
+	if at != nil {
+		point = *at
+	}
+	f.Partitions[0].ID = p
+	f.Partitions[0].Split = &metadata.Split{Points: []int64{point}, Children: []metadata.Child{{ID: uuid.New()}, {ID: uuid.New()}}}
+	return &f, nil
+}
+
+func (b *replBackend) splits() []*int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.mu.splits)
 }
 
 func (b *replBackend) setErr(err error) {
@@ -420,5 +451,57 @@ func TestQueryConsistencyHeader(t *testing.T) {
 	r := publicRequest(t, "GET", base, map[string]string{api.HeaderConsistency: "most"}, "")
 	if r.status != 400 || !strings.Contains(r.body, api.HeaderConsistency) {
 		t.Fatalf("bad consistency: %d %s", r.status, r.body)
+	}
+}
+
+// TestSplitEndpoint checks POST /api/v1/tables/{t}/partitions/{p}/split:
+// no body and {"at": …} in both time forms reach the backend; a bad body,
+// a bad time or a bad partition id is a 400 naming the problem and never
+// reaches it; the backend's "cannot split" is a 409 cannot_split.
+func TestSplitEndpoint(t *testing.T) {
+	be := newReplBackend()
+	addr := startServer(t, NewServer(Config{AuthToken: "tok"}, be))
+	pid := be.file.Partitions[0].ID
+	url := fmt.Sprintf("http://%s/api/v1/tables/metrics/partitions/%s/split", addr, pid)
+	for _, tc := range []struct {
+		body string
+		want int64 // -1: no at
+	}{
+		{"", -1}, {"{}", -1}, {`{"at": "70"}`, 70}, {`{"at": "1970-01-01T00:00:00.000000080Z"}`, 80},
+	} {
+		r := publicRequest(t, "POST", url, nil, tc.body)
+		var resp api.SplitResponse
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &resp) != nil || len(resp.Children) != 2 {
+			t.Fatalf("split with %q: %d %s", tc.body, r.status, r.body)
+		}
+		splits := be.splits()
+		got := splits[len(splits)-1]
+		if (tc.want < 0) != (got == nil) || got != nil && *got != tc.want || tc.want >= 0 && resp.At != tc.want {
+			t.Fatalf("split with %q: backend got %v, answer at %d; want %d", tc.body, got, resp.At, tc.want)
+		}
+	}
+	calls := len(be.splits())
+	for _, tc := range []struct{ url, body, want string }{
+		{url, `{"at": "yesterday"}`, "at:"},
+		{url, `{"at": 70}`, "request body"},
+		{url, `{"point": "70"}`, "unknown field"},
+		{url, `{"at": "70"} {}`, "data after"},
+		{strings.Replace(url, pid.String(), "p1", 1), "", "not a uuid"},
+	} {
+		r := publicRequest(t, "POST", tc.url, nil, tc.body)
+		if eb := errorOf(t, r); r.status != 400 || !strings.Contains(eb.Message, tc.want) {
+			t.Errorf("split with %q: %d %s, want 400 mentioning %q", tc.body, r.status, r.body, tc.want)
+		}
+	}
+	if len(be.splits()) != calls {
+		t.Fatal("a refused split reached the backend")
+	}
+	if r := publicRequest(t, "GET", url, nil, ""); r.status != 405 {
+		t.Errorf("GET split: %d, want 405", r.status)
+	}
+	be.setErr(fmt.Errorf("replica x: every row is at one time: %w", partition.ErrCannotSplit))
+	r := publicRequest(t, "POST", url, nil, "")
+	if eb := errorOf(t, r); r.status != 409 || eb.Code != api.CodeCannotSplit || !strings.Contains(eb.Message, "one time") {
+		t.Errorf("cannot split: %d %s, want 409 %s", r.status, r.body, api.CodeCannotSplit)
 	}
 }

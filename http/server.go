@@ -53,6 +53,10 @@ type Backend interface {
 	JoinServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)
 	// RemoveServer commits REMOVE_SERVER of req.Server from a partition.
 	RemoveServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)
+	// SplitPartition commits SPLIT_BEGIN of a current partition at *at, or
+	// with at nil at the split point of a replica's data, and returns the
+	// METADATA holding it.
+	SplitPartition(ctx context.Context, table string, partition uuid.UUID, at *int64) (*metadata.File, error)
 	// Metadata returns a table's config and the decoded METADATA file of
 	// txnID (empty: the current one).
 	Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error)

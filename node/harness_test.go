@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -28,6 +30,10 @@ func testEtcd(t testing.TB) *embedetcd.Etcd {
 func startNode(t testing.TB, e *embedetcd.Etcd, id, dir string, mut ...func(*Config)) *Node {
 	t.Helper()
 	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()}}
+	if os.Getenv("TSDB_TEST_LOG") != "" {
+		// Debugging aid: the servers' logs on stderr.
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	for _, m := range mut {
 		m(&cfg)
 	}

@@ -75,6 +75,10 @@ type Config struct {
 	// LifecycleTick is how often UNLOAD replicas are checked for dropping
 	// and joins for finalizing; default 500ms.
 	LifecycleTick time.Duration
+	// SplitCheckInterval is how often each SERVE replica's size is compared
+	// with its table's partition_size_target (and a split started above
+	// it); a large insert triggers a check sooner. Default 10s.
+	SplitCheckInterval time.Duration
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
 	// writes; default DefaultMaxClockOffset.
@@ -130,6 +134,9 @@ func (c *Config) ensureDefaults() {
 	if c.LifecycleTick <= 0 {
 		c.LifecycleTick = 500 * time.Millisecond
 	}
+	if c.SplitCheckInterval <= 0 {
+		c.SplitCheckInterval = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -173,12 +180,15 @@ type Node struct {
 	clock     *model.Clock
 	joins     *replication.JoinProgress
 	rmetrics  *replicationMetrics
+	smetrics  *splitMetrics
 	clocks    *clockCheck
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
 	// resync asks the resync loop to re-sync a table (a push was refused
 	// as stale).
 	resync chan string
+	// splitKick asks the split loop for a size check now (a large insert).
+	splitKick chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -188,6 +198,9 @@ type Node struct {
 		replicas map[uuid.UUID]ReplicaStatus
 		// runtimes is the replication machinery of each local replica.
 		runtimes map[uuid.UUID]*replicaRuntime
+		// unsplittable holds the local replicas found above their size
+		// target with every row at one time.
+		unsplittable map[uuid.UUID]unsplittable
 		// rateAt and rateRows are the previous insert-rate sample.
 		rateAt   time.Time
 		rateRows float64
@@ -261,6 +274,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
 	n.clocks = newClockCheck(cfg.MaxClockOffset)
 	n.rmetrics = newReplicationMetrics()
+	n.smetrics = newSplitMetrics()
+	n.splitKick = make(chan struct{}, 1)
 	n.joins = &replication.JoinProgress{}
 	n.resync = make(chan string, 1)
 	n.router = router.New(router.Config{
@@ -274,6 +289,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.mu.synced = make(map[string]uint64)
 	n.mu.replicas = make(map[uuid.UUID]ReplicaStatus)
 	n.mu.runtimes = make(map[uuid.UUID]*replicaRuntime)
+	n.mu.unsplittable = make(map[uuid.UUID]unsplittable)
 
 	n.ln, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -317,6 +333,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(n.registry, n.store)
 	n.rmetrics.register(n.registry, n)
+	n.smetrics.register(n.registry)
 	n.api = tsdbhttp.NewServer(tsdbhttp.Config{
 		AuthToken:     cfg.AuthToken,
 		ClusterSecret: cfg.ClusterSecret,
@@ -336,6 +353,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.goAttach(func() { n.every(bg, cfg.SweepInterval, "metadata sweep", n.sweepOnce) })
 	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
 	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
+	n.goAttach(func() { n.splitLoop(bg) })
 	n.goAttach(func() { n.resyncLoop(bg) })
 	n.goAttach(func() { n.sessionLoop(bg) })
 	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)

@@ -227,6 +227,9 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	res, err := rep.Apply(rows)
 	if err == nil {
 		n.rmetrics.coordRows.Add(float64(len(rows)))
+		if len(rows) >= splitKickRows {
+			n.kickSplitCheck()
+		}
 	}
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrMoved, err)

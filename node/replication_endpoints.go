@@ -277,6 +277,11 @@ func (b backend) JoinServer(ctx context.Context, table string, partitionID uuid.
 	})
 }
 
+// SplitPartition starts a split of a partition by hand (Node.SplitPartition).
+func (b backend) SplitPartition(ctx context.Context, table string, partitionID uuid.UUID, at *int64) (*metadata.File, error) {
+	return b.n.SplitPartition(ctx, table, partitionID, at)
+}
+
 // RemoveServer commits REMOVE_SERVER; a server that is not live counts as
 // dead (which lets the op go below the replication factor).
 func (b backend) RemoveServer(ctx context.Context, table string, partitionID uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error) {

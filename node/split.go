@@ -65,6 +65,7 @@ func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metada
 	if err != nil {
 		return fmt.Errorf("finalize the split of partition %s: %w", p.ID, err)
 	}
+	n.smetrics.finalized.Inc()
 	n.log.Info("split finalized", "table", st.Table, "partition", p.ID, "confirmed", confirmed)
 	return nil
 }

@@ -498,3 +498,52 @@ func (sr *splitReader) scanSizes() (*scanSizer, error) {
 	}
 	return s, sr.it.Error()
 }
+
+// SizeOver reports whether the replica holds more than limit bytes, and
+// the size it measured (DESIGN.md section 6's trigger). The measure is
+// pebble's EstimateDiskUsage over the replica's rows, which counts only
+// sstables; when that alone cannot decide (the estimate is below limit but
+// the DB's unflushed WAL bytes could make up the difference), the in-range
+// rows' key and value bytes are counted by a scan that stops as soon as it
+// passes limit. So the scan reads at most about limit bytes, and only near
+// the threshold; callers choose how often to ask.
+//
+// The two measures differ: the estimate is compressed bytes on disk, the
+// scan counts uncompressed keys and values. A replica may so be measured
+// over its limit by a scan and under it once flushed; either answer is a
+// fair trigger for a split, which halves the data.
+func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
+	if err := r.enter(); err != nil {
+		return false, 0, err
+	}
+	defer r.store.gate.exit()
+	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	if err != nil {
+		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	if est > limit {
+		return true, est, nil
+	}
+	if est+r.store.db.Metrics().WAL.Size <= limit {
+		return false, est, nil
+	}
+	sr, err := r.newSplitReader()
+	if err != nil {
+		return false, 0, err
+	}
+	defer sr.close()
+	var n uint64
+	for valid := sr.it.First(); valid && n <= limit; valid = sr.it.Next() {
+		_, _, t, err := rowKeyParts(sr.it.Key())
+		if err != nil {
+			return false, 0, r.splitErr(err)
+		}
+		if sr.inRange(t) {
+			n += sr.rowBytes()
+		}
+	}
+	if err := sr.it.Error(); err != nil {
+		return false, 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)
+	}
+	return n > limit, max(n, est), nil
+}

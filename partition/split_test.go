@@ -614,3 +614,40 @@ func BenchmarkSplitPoint(b *testing.B) {
 		})
 	}
 }
+
+// TestSizeOver: with the rows only in the memtable the estimate is 0 and
+// SizeOver scans (stopping past the limit); once flushed the estimate
+// decides alone; a limit above the data is never reported as passed.
+func TestSizeOver(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(100), func(int) int { return 100 }) // about 250 KB
+	ws := weights(t, r, minTime, maxTime)
+	var total uint64
+	for _, w := range ws {
+		total += uint64(w.bytes)
+	}
+	for _, tc := range []struct {
+		limit uint64
+		over  bool
+	}{{0, true}, {total / 4, true}, {total - 1, true}, {total, false}, {total * 4, false}} {
+		over, n, err := r.SizeOver(tc.limit)
+		if err != nil || over != tc.over {
+			t.Fatalf("unflushed: SizeOver(%d) = %v, %d, %v; want over=%v (data: %d bytes)", tc.limit, over, n, err, tc.over, total)
+		}
+		if over && (n <= tc.limit || n > tc.limit+200) {
+			t.Fatalf("unflushed: SizeOver(%d) measured %d; the scan should stop just past the limit", tc.limit, n)
+		}
+	}
+	flush(t, s)
+	est, err := r.DiskUsage()
+	if err != nil || est == 0 {
+		t.Fatalf("setup: DiskUsage after flush = %d, %v", est, err)
+	}
+	if over, n, err := r.SizeOver(est - 1); err != nil || !over || n != est {
+		t.Fatalf("flushed: SizeOver(%d) = %v, %d, %v; want the estimate %d", est-1, over, n, err, est)
+	}
+	if over, _, err := r.SizeOver(est * 4); err != nil || over {
+		t.Fatalf("flushed: SizeOver(%d) = %v, %v; want false", est*4, over, err)
+	}
+}

@@ -405,16 +405,18 @@ func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string
 }
 
 // WaitConfirmedChild is WaitConfirmed for a split child: it counts the
-// targets of kind split whose partition is child (a split's insert
-// acknowledgements also wait for the covering child's majority, DESIGN.md
-// section 6).
+// targets whose partition is child (a split's insert acknowledgements also
+// wait for the covering child's majority, DESIGN.md section 6). Targets of
+// every kind count: once the split finalizes, this replica (now UNLOAD)
+// sees the child's servers as replica or joining targets, under the same
+// placements and cursors, and a wait begun before must still end.
 func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.UUID, servers []string, need int) error {
 	if need <= 0 {
 		return nil
 	}
 	for {
 		p.mu.Lock()
-		n := p.countConfirmedLocked(seq, servers, metadata.TargetSplit, child)
+		n := p.countConfirmedLocked(seq, servers, "", child)
 		changed := p.mu.changed
 		p.mu.Unlock()
 		if n >= need {
@@ -429,13 +431,13 @@ func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.
 }
 
 // countConfirmedLocked counts the distinct servers among servers having a
-// target of the given kind (and partition, unless uuid.Nil) that confirmed
-// seq.
+// target of the given kind (any kind if empty) and partition (any unless
+// uuid.Nil) that confirmed seq.
 func (p *Pusher) countConfirmedLocked(seq uint64, servers []string, kind metadata.TargetKind, partition uuid.UUID) int {
 	var counted []string
 	for _, t := range p.mu.view {
 		s := t.spec.ServerID
-		if t.spec.Kind != kind || (partition != uuid.Nil && t.spec.PartitionID != partition) ||
+		if (kind != "" && t.spec.Kind != kind) || (partition != uuid.Nil && t.spec.PartitionID != partition) ||
 			!slices.Contains(servers, s) || slices.Contains(counted, s) {
 			continue
 		}

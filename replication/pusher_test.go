@@ -730,3 +730,46 @@ func TestUnloadPushesEverything(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitConfirmedChildAcrossFinalize: an insert into a splitting
+// partition waits for the child's majority; when the split finalizes
+// meanwhile, the parent replica sees the child's servers as replica
+// targets (same placements), and the wait still ends once they confirm.
+func TestWaitConfirmedChildAcrossFinalize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		log.add(row("s1", "cpu", 1, 1, "v", 1))
+		child := uuid.New()
+		split := func(server string, pl uuid.UUID, kind metadata.TargetKind) metadata.Target {
+			return metadata.Target{ServerID: server, PlacementID: pl, PartitionID: child, Kind: kind}
+		}
+		pl2, pl3 := uuid.New(), uuid.New()
+		var down atomic.Bool
+		down.Store(true)
+		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+			if down.Load() {
+				return errDown
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, nil)
+		p.SetView(1, view(split("s2", pl2, metadata.TargetSplit), split("s3", pl3, metadata.TargetSplit)))
+		runPusher(t, p)
+		done := make(chan error, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // fake time: fails fast
+		defer cancel()
+		go func() { done <- p.WaitConfirmedChild(ctx, 1, child, []string{"s2", "s3"}, 2) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("the wait ended (%v) before any child server confirmed", err)
+		default:
+		}
+		p.SetView(2, view(split("s2", pl2, metadata.TargetReplica), split("s3", pl3, metadata.TargetJoining)))
+		down.Store(false)
+		p.RetryNow()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

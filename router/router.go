@@ -269,7 +269,7 @@ func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, con
 			last = m.err
 		}
 	}
-	return fmt.Errorf("insert into %q: still routed to moved partitions after %d attempts: %w", table, maxRouteAttempts, last)
+	return fmt.Errorf("%w: insert into %q: still routed to moved partitions after %d attempts: %v", ErrUnavailable, table, maxRouteAttempts, last)
 }
 
 // movedGroup is a partition's rows that its replica refused as moved.
@@ -403,57 +403,80 @@ type RawQuery struct {
 // Query answers a raw query: rows sorted by (time, series), at most Limit,
 // truncated when more matched. Each overlapping partition is read from one
 // of its replicas (this server's first), failing over on error; a "moved"
-// answer reloads the METADATA and starts the query again.
+// answer reloads the METADATA and routes again only the range not yet
+// answered (eachPartition).
 func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error) {
-	var last error
-	for attempt := range maxRouteAttempts {
-		if attempt > 0 {
-			if err := r.Refresh(ctx, table); err != nil {
-				return nil, false, err
-			}
-		}
-		rows, truncated, err := r.query(ctx, table, q)
-		if !errors.Is(err, ErrMoved) {
-			return rows, truncated, err
-		}
-		last = err
-	}
-	return nil, false, last
-}
-
-func (r *Router) query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error) {
-	e, err := r.entry(ctx, table)
-	if err != nil {
-		return nil, false, err
-	}
 	var out []model.Row
-	// Partitions are disjoint and sorted by begin, so answers concatenate in
-	// time order.
-	for _, p := range e.file.Overlapping(q.From, q.To) {
-		if err := ctx.Err(); err != nil {
-			return nil, false, err
-		}
-		from, to := clip(p, q.From, q.To)
+	truncated := false
+	err := r.eachPartition(ctx, table, q.From, q.To, func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error) {
 		sq := partition.ScanQuery{
 			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 			Limit: q.Limit - len(out),
 		}
 		var rows []model.Row
-		var truncated bool
-		err := r.onReplica(ctx, e.file, p, func(t Target) error {
+		var trunc bool
+		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
-			rows, truncated, err = r.cfg.Replicas.Scan(ctx, t, sq, q.Consistency)
+			rows, trunc, err = r.cfg.Replicas.Scan(ctx, t, sq, q.Consistency)
 			return err
 		})
 		if err != nil {
-			return nil, false, fmt.Errorf("scan partition %s: %w", p.ID, err)
+			return false, fmt.Errorf("scan partition %s: %w", p.ID, err)
 		}
+		// Partitions are disjoint and visited by begin, so answers
+		// concatenate in time order.
 		out = append(out, rows...)
-		if truncated || len(out) >= q.Limit {
-			return out, true, nil
+		truncated = trunc || len(out) >= q.Limit
+		return truncated, nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, truncated, nil
+}
+
+// eachPartition calls f, in range order, for the partitions of table
+// covering [from, to), each with the part of the range it covers. When f
+// fails with ErrMoved (the replica's view is newer: the partition split or
+// moved), the table's METADATA is reloaded and only the range not yet
+// answered is routed again, so no range is ever read from both a parent
+// and a child, and a query under many splits still ends. It gives up, as
+// unavailable, after maxRouteAttempts "moved" answers in a row with no
+// partition answering in between. f returns true to stop early.
+func (r *Router) eachPartition(ctx context.Context, table string, from, to int64,
+	f func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error)) error {
+	moved := 0
+	for {
+		e, err := r.entry(ctx, table)
+		if err != nil {
+			return err
+		}
+		again := false
+		for _, p := range e.file.Overlapping(from, to) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			pfrom, pto := clip(p, from, to)
+			stop, err := f(e.file, p, pfrom, pto)
+			if errors.Is(err, ErrMoved) {
+				if moved++; moved >= maxRouteAttempts {
+					return fmt.Errorf("%w: %q: still routed to moved partitions after %d attempts: %v", ErrUnavailable, table, moved, err)
+				}
+				if err := r.Refresh(ctx, table); err != nil {
+					return err
+				}
+				from, again = pfrom, true
+				break
+			}
+			if err != nil || stop {
+				return err
+			}
+			moved, from = 0, pto
+		}
+		if !again {
+			return nil
 		}
 	}
-	return out, false, nil
 }
 
 // onReplica runs f on one replica of p, trying the next one when a replica
@@ -490,49 +513,29 @@ type AggQuery struct {
 
 // Aggregate answers an aggregate query with the merged partial states of
 // every overlapping partition, each clipped to its range and computed on
-// one of its replicas (as Query chooses them).
+// one of its replicas (as Query chooses them, re-routing after "moved" as
+// Query does).
 func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
-	var last error
-	for attempt := range maxRouteAttempts {
-		if attempt > 0 {
-			if err := r.Refresh(ctx, table); err != nil {
-				return nil, err
-			}
-		}
-		out, err := r.aggregate(ctx, table, q)
-		if !errors.Is(err, ErrMoved) {
-			return out, err
-		}
-		last = err
-	}
-	return nil, last
-}
-
-func (r *Router) aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
-	e, err := r.entry(ctx, table)
-	if err != nil {
-		return nil, err
-	}
 	var out []model.SeriesAgg
-	for _, p := range e.file.Overlapping(q.From, q.To) {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		from, to := clip(p, q.From, q.To)
+	err := r.eachPartition(ctx, table, q.From, q.To, func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error) {
 		aq := partition.AggQuery{
 			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 			Step: q.Step, Origin: q.From, GroupAll: q.GroupAll,
 		}
 		var part []model.SeriesAgg
-		err := r.onReplica(ctx, e.file, p, func(t Target) error {
+		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
 			part, err = r.cfg.Replicas.Aggregate(ctx, t, aq, q.Consistency)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("aggregate partition %s: %w", p.ID, err)
+			return false, fmt.Errorf("aggregate partition %s: %w", p.ID, err)
 		}
 		out = model.MergeSeriesAggs(out, part)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -120,10 +122,14 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 	if reps.took["s3"] != 2 || meta.loads != 2 {
 		t.Fatalf("took %v after %d loads: want both rows on s3 after one refresh", reps.took, meta.loads)
 	}
-	// A replica that keeps answering "moved" ends with an error, not a loop.
+	// A replica that keeps answering "moved" ends with an error, not a
+	// loop; the caller sees "unavailable", never "moved".
 	reps.errs["s3"] = ErrMoved
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); !errors.Is(err, ErrMoved) {
-		t.Fatalf("always moved: %v", err)
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
+		t.Fatalf("always moved: %v, want unavailable", err)
+	}
+	if _, _, err := r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
+		t.Fatalf("query, always moved: %v, want unavailable", err)
 	}
 }
 
@@ -148,5 +154,83 @@ func TestQueryFailsOverAndRefreshes(t *testing.T) {
 	rows, _, err = r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Series != "from-s3" {
 		t.Fatalf("rows %v, err %v: want s3's answer after the refresh", rows, err)
+	}
+}
+
+// rangeReplicas records which server was asked for which range and
+// answers one row named after the server; a server in moved answers
+// "moved" once.
+type rangeReplicas struct {
+	scriptedReplicas
+	calls []string
+	moved map[string]bool
+}
+
+func (s *rangeReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery, _ string) ([]model.Row, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, fmt.Sprintf("%s[%d,%d)", t.Server, q.From, q.To))
+	if s.moved[t.Server] {
+		delete(s.moved, t.Server)
+		return nil, false, ErrMoved
+	}
+	return []model.Row{row(q.From, "from-"+t.Server, 1)}, false, nil
+}
+
+func (s *rangeReplicas) Aggregate(_ context.Context, t Target, q partition.AggQuery, c string) ([]model.SeriesAgg, error) {
+	rows, _, err := s.Scan(context.Background(), t, partition.ScanQuery{From: q.From, To: q.To}, c)
+	if err != nil {
+		return nil, err
+	}
+	return []model.SeriesAgg{{Series: rows[0].Series}}, nil
+}
+
+// TestQueryResumesAfterMoved: a partition answering "moved" in the middle
+// of a query (it split) makes the router reload the METADATA and read only
+// the range not yet answered, from the children: the partition before it
+// is not read again and no range is read twice.
+func TestQueryResumesAfterMoved(t *testing.T) {
+	bound := func(v int64) *int64 { return &v }
+	part := func(begin, end *int64, server string) metadata.Partition {
+		return metadata.Partition{ID: uuid.New(), Begin: begin, End: end,
+			Servers: []metadata.Placement{{ServerID: server, PlacementID: uuid.New()}}}
+	}
+	a := part(nil, bound(100), "s1")
+	before := &metadata.File{Table: "t", TxnID: metadata.NewTxnID(), TxnSeq: 1,
+		Partitions: []metadata.Partition{a, part(bound(100), nil, "s2")}}
+	after := &metadata.File{Table: "t", TxnID: metadata.NewTxnID(), TxnSeq: 2,
+		Partitions: []metadata.Partition{a, part(bound(100), bound(200), "s3"), part(bound(200), nil, "s4")}}
+	for _, agg := range []bool{false, true} {
+		meta := &swapMeta{file: before}
+		reps := &rangeReplicas{moved: map[string]bool{"s2": true}}
+		r := New(Config{Self: "s9", Meta: meta, Replicas: reps})
+		if _, _, err := r.Table(context.Background(), "t"); err != nil {
+			t.Fatal(err)
+		}
+		meta.mu.Lock()
+		meta.file = after
+		meta.mu.Unlock()
+		var got []string
+		if agg {
+			out, err := r.Aggregate(context.Background(), "t", AggQuery{From: 50, To: 300})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range out {
+				got = append(got, s.Series)
+			}
+		} else {
+			rows, _, err := r.Query(context.Background(), "t", RawQuery{From: 50, To: 300, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				got = append(got, r.Series)
+			}
+		}
+		wantCalls := []string{"s1[50,100)", "s2[100,300)", "s3[100,200)", "s4[200,300)"}
+		if !slices.Equal(reps.calls, wantCalls) || !slices.Equal(got, []string{"from-s1", "from-s3", "from-s4"}) {
+			t.Fatalf("agg=%v: calls %v, answer %v; want calls %v and one answer per range", agg, reps.calls, got, wantCalls)
+		}
 	}
 }

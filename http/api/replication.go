@@ -28,6 +28,10 @@ const (
 	// PathReplicas takes a ReplicasRequest; answers ReplicasResponse (the
 	// server's local replicas and their replication state).
 	PathReplicas = "/internal/replicas"
+	// PathSplitPoint takes a SplitPointRequest; answers SplitPointResponse
+	// (the split point of one local replica's data, for a manual split
+	// through a server that holds no replica of the partition).
+	PathSplitPoint = "/internal/splitpoint"
 )
 
 // Error codes of replication and forwarding.
@@ -44,6 +48,9 @@ const (
 	// coordinator but not confirmed by enough replicas before the
 	// deadline; they may still appear.
 	CodeOutcomeUnknownRows = "insert_outcome_unknown"
+	// CodeCannotSplit (409): the partition's rows are all at one time (or
+	// it has none), so no split point leaves rows on both sides.
+	CodeCannotSplit = "cannot_split"
 )
 
 // Consistency levels of X-TSDB-Consistency.
@@ -217,4 +224,37 @@ type ServerChangeRequest struct {
 type PartitionReplicas struct {
 	metadata.Partition
 	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// SplitPointRequest asks a server for the split point of its replica
+// Placement of partition PartitionID.
+type SplitPointRequest struct {
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	Placement   uuid.UUID `json:"placement"`
+	TxnSeq      uint64    `json:"txnseq"`
+}
+
+// SplitPointResponse is a replica's split point: a time with rows on both
+// sides, near the middle of its data by bytes.
+type SplitPointResponse struct {
+	At int64 `json:"at"`
+}
+
+// SplitRequest is the body of POST /api/v1/tables/{t}/partitions/{p}/split.
+// At, when set, is the split point: RFC 3339 or integer nanoseconds, strictly
+// inside the partition's range. Without it the server chooses a point near
+// the middle of the partition's data by bytes.
+type SplitRequest struct {
+	At string `json:"at,omitempty"`
+}
+
+// SplitResponse answers a manual split: the transaction holding SPLIT_BEGIN,
+// the split point and the children's ids in range order. The split finalizes
+// once the children hold the parent's rows.
+type SplitResponse struct {
+	TxnID    string      `json:"txnid"`
+	TxnSeq   uint64      `json:"txnseq"`
+	At       int64       `json:"at"`
+	Children []uuid.UUID `json:"children"`
 }

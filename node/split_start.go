@@ -1,0 +1,325 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/rpc"
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// Starting a split (DESIGN.md section 6): the size trigger, the choice of
+// the split point and of the children's servers, and SPLIT_BEGIN. What
+// follows SPLIT_BEGIN (data movement, finalize) is in split.go and the
+// replication lifecycle.
+
+// cannotSplitRetry is how long a replica found unsplittable (every row at
+// one time) is left alone before its split point is looked for again, and
+// then only if it received rows meanwhile.
+const cannotSplitRetry = 5 * time.Minute
+
+// splitKickRows is the row count of an insert large enough to ask for a
+// size check before the next SplitCheckInterval.
+const splitKickRows = 4096
+
+// errSplitDeferred: the partition cannot start a split now (a join is in
+// progress); the trigger tries again later.
+var errSplitDeferred = errors.New("node: split deferred")
+
+// splitMetrics counts the split trigger's outcomes.
+type splitMetrics struct {
+	started, followed, impossible, finalized prometheus.Counter
+}
+
+func newSplitMetrics() *splitMetrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	return &splitMetrics{
+		started:    c("tsdb_splits_started_total", "SPLIT_BEGIN transactions this server committed (size trigger or manual)."),
+		followed:   c("tsdb_splits_followed_total", "Size-triggered splits this server found already started by another replica (it follows that split)."),
+		impossible: c("tsdb_splits_impossible_total", "Times a partition over its size target could not split because every row is at one time."),
+		finalized:  c("tsdb_splits_finalized_total", "SPLIT_FINALIZE transactions this server committed."),
+	}
+}
+
+func (m *splitMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.started, m.followed, m.impossible, m.finalized)
+}
+
+// unsplittable remembers a replica whose rows were all at one time.
+type unsplittable struct {
+	at      time.Time
+	highSeq uint64
+}
+
+// splitTick compares each SERVE replica that is not already splitting with
+// its table's size target and starts a split of those above it. Several
+// replicas of a partition may do so at once; the CAS makes one win and the
+// others follow its split.
+func (n *Node) splitTick(ctx context.Context) error {
+	var errs []error
+	for _, st := range n.ReplicaStatuses() {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := n.maybeSplit(ctx, st); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kickSplitCheck asks for a size check soon (a large insert arrived).
+func (n *Node) kickSplitCheck() {
+	select {
+	case n.splitKick <- struct{}{}:
+	default:
+	}
+}
+
+// splitLoop runs splitTick every SplitCheckInterval, and sooner after a
+// large insert (but at most ten times per interval), until ctx ends.
+func (n *Node) splitLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.SplitCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.splitKick:
+		}
+		if err := n.splitTick(ctx); err != nil && ctx.Err() == nil {
+			n.log.Warn("split check failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.cfg.SplitCheckInterval / 10):
+		}
+	}
+}
+
+// maybeSplit starts a split of st's partition if its replica is above the
+// table's target.
+func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
+	if st.Discovery.Status != metadata.StatusServe {
+		return nil
+	}
+	cfg, file, ok := n.router.Cached(st.Table)
+	if !ok || cfg.PartitionSizeTarget <= 0 {
+		return nil
+	}
+	p, ok := file.Partition(st.PartitionID)
+	if !ok || p.Split != nil || len(p.Joining) > 0 {
+		return nil
+	}
+	rep, ok := n.store.Replica(st.Placement)
+	if !ok {
+		return nil
+	}
+	n.mu.Lock()
+	u, blocked := n.mu.unsplittable[st.Placement]
+	n.mu.Unlock()
+	if blocked && (time.Since(u.at) < cannotSplitRetry || rep.HighSeq() == u.highSeq) {
+		return nil
+	}
+	over, size, err := rep.SizeOver(uint64(cfg.PartitionSizeTarget))
+	if err != nil || !over {
+		return err
+	}
+	at, err := rep.SplitPoint()
+	if errors.Is(err, partition.ErrCannotSplit) {
+		n.mu.Lock()
+		n.mu.unsplittable[st.Placement] = unsplittable{at: time.Now(), highSeq: rep.HighSeq()}
+		n.mu.Unlock()
+		n.smetrics.impossible.Inc()
+		n.log.Warn("partition above its size target cannot split: every row is at one time; retried later if it receives rows",
+			"table", st.Table, "partition", st.PartitionID, "bytes", size, "target", cfg.PartitionSizeTarget, "retry_after", cannotSplitRetry)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	delete(n.mu.unsplittable, st.Placement)
+	n.mu.Unlock()
+	f, err := n.beginSplit(ctx, st.Table, p.ID, at, true)
+	switch {
+	case errors.Is(err, errSplitSettled):
+		n.smetrics.followed.Inc()
+		n.log.Info("split already started by another replica; following it", "table", st.Table, "partition", p.ID)
+		return nil
+	case errors.Is(err, errSplitDeferred):
+		return nil
+	case err != nil:
+		return fmt.Errorf("split partition %s of %q: %w", p.ID, st.Table, err)
+	}
+	n.log.Info("split started: partition above its size target", "table", st.Table, "partition", p.ID,
+		"bytes", size, "target", cfg.PartitionSizeTarget, "at", at, "txnseq", f.TxnSeq)
+	return nil
+}
+
+// beginSplit commits SPLIT_BEGIN of partition pid at time at, with fresh
+// children on the least-loaded live servers. With follow (the size
+// trigger), a partition already splitting, split, or with a join in
+// progress is not an error: errSplitSettled or errSplitDeferred tell the
+// caller to follow or retry; otherwise the op's own validation answers
+// (a manual split of such a partition is refused with the reason).
+func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at int64, follow bool) (*metadata.File, error) {
+	f, err := n.RequestChange(ctx, table, func(cfg metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+		if follow {
+			cur, ok := f.Partition(pid)
+			switch {
+			case !ok || cur.Split != nil:
+				return metadata.Op{}, errSplitSettled
+			case len(cur.Joining) > 0:
+				return metadata.Op{}, errSplitDeferred
+			}
+		}
+		live := n.dir.live()
+		if len(live) == 0 {
+			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", tsdbhttp.ErrUnavailable)
+		}
+		sets := pickChildServers(live, 2, cfg.ReplicationFactor, rand.IntN)
+		children := make([]metadata.SplitChild, len(sets))
+		for i, set := range sets {
+			children[i].ID = uuid.New()
+			for _, s := range set {
+				children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
+			}
+		}
+		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
+			PartitionID: pid, Points: []int64{at}, Children: children,
+		}}, nil
+	})
+	if err == nil {
+		n.smetrics.started.Inc()
+	}
+	return f, err
+}
+
+// pickChildServers chooses k servers for each of children new partitions:
+// the least loaded live servers (by partition count, counting what this
+// choice adds), a server already chosen for another child coming after
+// every server not chosen yet, so the children land on different sets when
+// there are servers enough. Ties are broken at random.
+func pickChildServers(live []membership.Info, children, k int, rnd func(int) int) [][]membership.Info {
+	k = min(k, len(live))
+	type cand struct {
+		info   membership.Info
+		load   int // partitions, plus children given here
+		chosen int // children given here
+	}
+	cands := make([]*cand, len(live))
+	for i, s := range live {
+		cands[i] = &cand{info: s, load: s.Summary.Partitions}
+	}
+	out := make([][]membership.Info, children)
+	for c := range out {
+		for i := len(cands) - 1; i > 0; i-- {
+			j := rnd(i + 1)
+			cands[i], cands[j] = cands[j], cands[i]
+		}
+		slices.SortStableFunc(cands, func(a, b *cand) int {
+			return cmp.Or(cmp.Compare(a.chosen, b.chosen), cmp.Compare(a.load, b.load))
+		})
+		for _, s := range cands[:k] {
+			out[c] = append(out[c], s.info)
+			s.load++
+			s.chosen++
+		}
+	}
+	return out
+}
+
+// SplitPartition starts a split of a current partition by hand (tsdb
+// admin split): at a given time, or, with at nil, at the split point of a
+// replica's data (this server's if it holds one, else asked of a server of
+// the partition). It returns the METADATA holding SPLIT_BEGIN; the split
+// then proceeds and finalizes like a size-triggered one.
+func (n *Node) SplitPartition(ctx context.Context, table string, pid uuid.UUID, at *int64) (*metadata.File, error) {
+	_, file, err := n.router.Table(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := file.Partition(pid)
+	if !ok {
+		return nil, fmt.Errorf("%w: partition %s is not a current partition of table %q", metadata.ErrInvalidOp, pid, table)
+	}
+	if p.Split != nil {
+		return nil, fmt.Errorf("%w: partition %s is already splitting at %v", metadata.ErrInvalidOp, pid, p.Split.Points)
+	}
+	if at == nil {
+		t, err := n.splitPointOf(ctx, table, file.TxnSeq, p)
+		if err != nil {
+			return nil, err
+		}
+		at = &t
+	}
+	return n.beginSplit(ctx, table, pid, *at, false)
+}
+
+// splitPointOf asks p's servers, this one first, for their replica's split
+// point; the first answer wins. A replica whose rows are all at one time
+// answers ErrCannotSplit, which is returned unless another answers.
+func (n *Node) splitPointOf(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition) (int64, error) {
+	order := slices.Clone(p.Servers)
+	if i := slices.IndexFunc(order, func(pl metadata.Placement) bool { return pl.ServerID == n.cfg.ID }); i > 0 {
+		order[0], order[i] = order[i], order[0]
+	}
+	var errs []error
+	for _, pl := range order {
+		req := api.SplitPointRequest{Table: table, PartitionID: p.ID, Placement: pl.PlacementID, TxnSeq: txnSeq}
+		var resp api.SplitPointResponse
+		var err error
+		if pl.ServerID == n.cfg.ID {
+			resp, err = internal{n}.SplitPoint(ctx, req)
+		} else {
+			var addr string
+			if addr, err = n.dir.addr(ctx, pl.ServerID); err == nil {
+				err = n.rpc.Call(ctx, addr, api.PathSplitPoint, req, &resp)
+			}
+			var se *rpc.StatusError
+			if errors.As(err, &se) && se.Code == api.CodeCannotSplit {
+				err = fmt.Errorf("%w: %w", partition.ErrCannotSplit, err)
+			}
+		}
+		if err == nil {
+			return resp.At, nil
+		}
+		errs = append(errs, fmt.Errorf("server %s: %w", pl.ServerID, err))
+	}
+	err := errors.Join(errs...)
+	if errors.Is(err, partition.ErrCannotSplit) {
+		return 0, fmt.Errorf("partition %s: %w", p.ID, err)
+	}
+	return 0, fmt.Errorf("%w: no server of partition %s answered its split point: %w", tsdbhttp.ErrUnavailable, p.ID, err)
+}
+
+// SplitPoint answers the split point of a local replica (DESIGN.md section
+// 6): a time near the middle of its data by bytes with rows on both sides.
+func (i internal) SplitPoint(_ context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error) {
+	rep, ok := i.n.store.Replica(req.Placement)
+	if !ok || rep.Info().PartitionID != req.PartitionID {
+		return api.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", tsdbhttp.ErrStalePlacement, req.Placement, req.PartitionID)
+	}
+	at, err := rep.SplitPoint()
+	if err != nil {
+		return api.SplitPointResponse{}, err
+	}
+	return api.SplitPointResponse{At: at}, nil
+}
