@@ -116,7 +116,7 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	// An unknown table is a 404 whatever the body holds.
 	if _, _, err := s.backend.Table(rctx, table); err != nil {

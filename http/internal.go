@@ -107,7 +107,7 @@ func serveInternal[Req, Resp any](s *Server, ctx *fasthttp.RequestCtx, status in
 		s.writeInternalError(ctx, err)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	resp, err := call(rctx, req)
 	if err != nil {

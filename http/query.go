@@ -169,7 +169,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 			return
 		}
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	if !q.hasAgg {
 		rows, truncated, err := s.backend.Query(rctx, table, q.raw)

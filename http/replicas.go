@@ -51,7 +51,7 @@ func wantReplicas(args *fasthttp.Args) (bool, error) {
 // config comes from the table lookup (which also answers 404 for an unknown
 // table), the partitions from the backend's replica survey.
 func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	cfg, _, err := s.backend.Table(rctx, table)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) handleSplit(ctx *fasthttp.RequestCtx, table, id string) {
 		s.writeError(ctx, err)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	f, err := s.backend.SplitPartition(rctx, table, pid, at)
 	if err != nil {
@@ -176,7 +176,7 @@ func (s *Server) handleServerChange(ctx *fasthttp.RequestCtx, table, id string, 
 		s.writeError(ctx, err)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	var f *metadata.File
 	if join {

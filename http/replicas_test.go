@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -503,5 +504,45 @@ func TestSplitEndpoint(t *testing.T) {
 	r := publicRequest(t, "POST", url, nil, "")
 	if eb := errorOf(t, r); r.status != 409 || eb.Code != api.CodeCannotSplit || !strings.Contains(eb.Message, "one time") {
 		t.Errorf("cannot split: %d %s, want 409 %s", r.status, r.body, api.CodeCannotSplit)
+	}
+}
+
+// blockingBackend's Insert waits for its context to end.
+type blockingBackend struct {
+	*replBackend
+	entered chan struct{}
+}
+
+func (b blockingBackend) Insert(ctx context.Context, _ string, _ []model.Row, _ InsertOptions) error {
+	close(b.entered)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestShutdownCancelsWaitingRequests: an insert still waiting when the
+// server shuts down has its context cancelled after the grace period, so
+// Shutdown returns well within its own deadline instead of waiting for
+// the request's.
+func TestShutdownCancelsWaitingRequests(t *testing.T) {
+	be := blockingBackend{newReplBackend(), make(chan struct{})}
+	s := NewServer(Config{}, be)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	answered := make(chan rawAnswer, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/write?db=metrics", strings.NewReader("cpu v=1 1\n"))
+		answered <- do(t, req)
+	}()
+	<-be.entered
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second) // under the request's 55 s
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v; want the waiting request cancelled after the grace period", err)
+	}
+	if r := <-answered; r.status < 500 {
+		t.Fatalf("the cancelled insert answered %d %s, want a 5xx", r.status, r.body)
 	}
 }

@@ -126,7 +126,17 @@ type Server struct {
 	srv     *fasthttp.Server
 	prom    fasthttp.RequestHandler
 	zstd    *zstd.Decoder // shared by requests; DecodeAll is concurrency-safe
+	// base is the parent of every request's context; Shutdown cancels it
+	// once the grace period for in-flight requests is over.
+	base       context.Context
+	cancelBase context.CancelFunc
 }
+
+// shutdownGrace is how long Shutdown lets in-flight requests finish
+// before it cancels their contexts (an insert waiting for acknowledgements
+// or a query waiting for a catch-up then ends at once instead of running
+// to its own deadline).
+const shutdownGrace = 5 * time.Second
 
 // NewServer builds a server around a backend.
 func NewServer(cfg Config, backend Backend) *Server {
@@ -140,6 +150,7 @@ func NewServer(cfg Config, backend Backend) *Server {
 		cfg.Now = func() int64 { return time.Now().UnixNano() }
 	}
 	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -166,9 +177,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(ln)
 }
 
-// Shutdown stops accepting connections and waits for open requests.
+// Shutdown stops accepting connections and waits for open requests; after
+// shutdownGrace it cancels their contexts, so a request waiting on
+// replicas (up to its 55 s deadline) ends then rather than hold up the stop.
 func (s *Server) Shutdown(ctx context.Context) error {
+	grace := time.AfterFunc(shutdownGrace, s.cancelBase)
+	defer grace.Stop()
 	err := s.srv.ShutdownWithContext(ctx)
+	s.cancelBase()
 	s.zstd.Close()
 	return err
 }
@@ -353,6 +369,6 @@ func (s *Server) writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 }
 
 // requestContext bounds a backend call by the server's write timeout.
-func requestContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 55*time.Second)
+func (s *Server) requestContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.base, 55*time.Second)
 }

@@ -52,7 +52,7 @@ func (s *Server) handleCreateTable(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, err)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	cfg, err := s.backend.CreateTable(rctx, req)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) handleCreateTable(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleListTables(ctx *fasthttp.RequestCtx) {
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	tables, err := s.backend.ListTables(rctx)
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Server) handleGetTable(ctx *fasthttp.RequestCtx, table string) {
 		s.handleTableReplicas(ctx, table)
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	cfg, file, err := s.backend.Table(rctx, table)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Server) handleGetTable(ctx *fasthttp.RequestCtx, table string) {
 }
 
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	c, err := s.backend.Cluster(rctx)
 	if err != nil {
@@ -124,7 +124,7 @@ func (s *Server) handleTableMetadata(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, fmt.Errorf("%w: txnid: %q is not 40 lowercase hex characters", ErrBadRequest, txnID))
 		return
 	}
-	rctx, cancel := requestContext()
+	rctx, cancel := s.requestContext()
 	defer cancel()
 	cfg, file, err := s.backend.Metadata(rctx, table, txnID)
 	if txnID != "" && errors.Is(err, metadata.ErrFileNotFound) {

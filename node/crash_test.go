@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 )
 
@@ -143,4 +144,90 @@ func TestKill9DuringInsertLoad(t *testing.T) {
 		}
 	}
 	t.Logf("%d batches acknowledged of %d tried; all present on every replica", len(acked), l.tried)
+}
+
+// TestKill9Splitter: three real `tsdb server` processes, RF 3, a steady
+// insert load. A split is started through the server that leads its
+// finalization (the first listed server of the partition), which is then
+// killed with SIGKILL. The split is taken over by another parent replica
+// and finalizes, no acknowledged row is lost or doubled, and the killed
+// server, restarted, rejoins.
+func TestKill9Splitter(t *testing.T) {
+	e := testEtcd(t)
+	procs := map[string]*proc{}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		procs[id] = startProc(t, id, t.TempDir(), e.Endpoint())
+	}
+	c := procs["s1"].client()
+	c.must(201, c.do("POST", "/api/v1/tables", []byte(`{"name":"crash","replication_factor":3}`)), nil)
+	urls := func() []string { return []string{procs["s1"].url(), procs["s2"].url(), procs["s3"].url()} }
+	l := &loader{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { l.run(ctx, urls) })
+	defer func() { cancel(); wg.Wait() }()
+	waitLong(t, time.Minute, "200 acknowledged batches", func() bool { return l.ackedCount() >= 200 })
+
+	var md tsdbhttp.MetadataResponse
+	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	parent := md.Metadata.Partitions[0]
+	leader := procs[parent.Servers[0].ServerID]
+	var other *proc
+	for id, p := range procs {
+		if id != leader.id {
+			other = p
+		}
+	}
+	var started api.SplitResponse
+	leader.client().must(200, leader.client().do("POST", "/api/v1/tables/crash/partitions/"+parent.ID.String()+"/split", nil), &started)
+	leader.kill9()
+	other.client().must(200, other.client().do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	if p, ok := md.Metadata.Partition(parent.ID); ok && p.Split != nil {
+		t.Logf("%s killed mid-split (SPLIT_BEGIN at txnseq %d, not finalized)", leader.id, started.TxnSeq)
+	} else {
+		t.Logf("%s killed after the split had finalized already", leader.id)
+	}
+	waitLong(t, 2*time.Minute, "the split to be finalized by a surviving parent replica", func() bool {
+		var md tsdbhttp.MetadataResponse
+		r := other.client().do("GET", "/api/v1/tables/crash/metadata", nil)
+		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
+			return false
+		}
+		f := md.Metadata
+		return len(f.Partitions) == 2 && f.Partitions[0].ID == started.Children[0] && f.Partitions[1].ID == started.Children[1]
+	})
+	n := l.ackedCount()
+	waitLong(t, time.Minute, "20 more batches after the split", func() bool { return l.ackedCount() >= n+20 })
+	leader.start() // same id, data dir and address
+	n = l.ackedCount()
+	waitLong(t, time.Minute, "20 more batches after the restart", func() bool { return l.ackedCount() >= n+20 })
+	cancel()
+	wg.Wait()
+
+	l.mu.Lock()
+	acked := append([]int(nil), l.acked...)
+	l.mu.Unlock()
+	for _, p := range procs {
+		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
+		var resp api.RawQueryResponse
+		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
+			t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
+		}
+		seen := make(map[string]bool, len(resp.Rows))
+		for _, row := range resp.Rows {
+			k := fmt.Sprintf("%s@%d", row.Series, row.Time)
+			if seen[k] {
+				t.Fatalf("%s answers row %s twice", p.id, k)
+			}
+			seen[k] = true
+		}
+		for _, i := range acked {
+			for j := range loaderRows {
+				if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
+					t.Fatalf("%s lacks acknowledged row %s (batch %d of %d acknowledged)", p.id, k, i, len(acked))
+				}
+			}
+		}
+	}
+	t.Logf("%d batches acknowledged of %d tried; all present once through every server", len(acked), l.tried)
 }

@@ -99,6 +99,9 @@ type Config struct {
 	blockPush func(metadata.Target) bool
 	// clockSkew, set by tests, shifts this server's wall clock.
 	clockSkew time.Duration
+	// beforeSplitBegin, set by tests, runs in the SPLIT_BEGIN planner, once
+	// per plan, before the op is sent.
+	beforeSplitBegin func()
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tsdb/tsdb/http/api"
@@ -254,4 +256,145 @@ func TestSplitUnderLoad(t *testing.T) {
 			t.Fatalf("via %s: %d raw rows (truncated %v), want %d", id, len(raw.Rows), raw.Truncated, want)
 		}
 	}
+}
+
+// insertSpread inserts rows rows of about 200 bytes each, at times one
+// second apart from base, through server id, in batches under the size
+// that asks for an immediate size check.
+func (c *testCluster) insertSpread(id, table string, base int64, rows int) {
+	c.t.Helper()
+	pad := strings.Repeat("y", 160)
+	for done := 0; done < rows; {
+		var body strings.Builder
+		for i := 0; i < 500 && done < rows; i, done = i+1, done+1 {
+			fmt.Fprintf(&body, "m,s=s%d v=%d,text=%q %d\n", done%10, done, pad, base+int64(done)*1e9)
+		}
+		c.insertLP(id, table, []byte(body.String()))
+	}
+}
+
+// TestSplitRaceOneWins: two replicas of a partition above its target start
+// the same split at the same moment (both plan SPLIT_BEGIN on the same
+// METADATA before either sends it). The CAS lets one commit; the other
+// re-reads, sees the split and follows it. One split happens and every
+// row is in a child exactly once.
+func TestSplitRaceOneWins(t *testing.T) {
+	var planned sync.WaitGroup
+	planned.Add(2)
+	var once [2]sync.Once
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.SplitCheckInterval = time.Hour // the test runs the checks itself
+		i := map[string]int{"s1": 0, "s2": 1}[cfg.ID]
+		if cfg.ID == "s3" {
+			return
+		}
+		cfg.beforeSplitBegin = func() {
+			once[i].Do(func() { // the first plan of each: meet the other
+				planned.Done()
+				planned.Wait()
+			})
+		}
+	})
+	c.createSplitTable("s1", "race", 3)
+	const rows = 2000 // about 400 KB
+	c.insertSpread("s1", "race", 0, rows)
+	for _, id := range []string{"s1", "s2"} {
+		waitFor(t, id+" holding every row", func() bool {
+			for _, st := range c.nodes[id].ReplicaStatuses() {
+				rep, _ := c.nodes[id].store.Replica(st.Placement)
+				if sum, err := rep.Checksum(); err == nil && sum.Rows == rows {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	var wg sync.WaitGroup
+	for _, id := range []string{"s1", "s2"} {
+		wg.Go(func() {
+			if err := c.nodes[id].splitTick(context.Background()); err != nil {
+				t.Errorf("%s: split check: %v", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	var started, followed float64
+	for _, n := range c.nodes {
+		started += testutil.ToFloat64(n.smetrics.started)
+		followed += testutil.ToFloat64(n.smetrics.followed)
+	}
+	if started != 1 || followed != 1 {
+		t.Fatalf("%v splits started and %v followed, want one of each", started, followed)
+	}
+	waitLong(t, time.Minute, "the split to finalize and the parents to drop", func() bool {
+		_, f, ok := c.nodes["s3"].router.Cached("race")
+		return ok && len(f.Partitions) == 2 && c.splitsSettled("race", math.MaxUint64)
+	})
+	for _, id := range []string{"s1", "s2", "s3"} {
+		counts, err := c.seriesCounts(id, "race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		if total != rows {
+			t.Fatalf("via %s: %d rows after the split, want %d", id, total, rows)
+		}
+	}
+}
+
+// TestSplitOneTimestampDoesNotLoop: a partition above its target whose
+// rows all share one time cannot split: each replica finds that once,
+// counts it in tsdb_splits_impossible_total and leaves it alone, with no
+// METADATA change, however many checks run.
+func TestSplitOneTimestampDoesNotLoop(t *testing.T) {
+	c := splitCluster(t, 3)
+	c.createSplitTable("s1", "flat", 3)
+	pad := strings.Repeat("z", 160)
+	var body strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&body, "m,s=s%d v=%d,text=%q 1700000000000000000\n", i, i, pad)
+	}
+	c.insertLP("s1", "flat", []byte(body.String()))
+	for id, n := range c.nodes {
+		waitFor(t, id+" finding the partition unsplittable", func() bool {
+			return testutil.ToFloat64(n.smetrics.impossible) >= 1
+		})
+	}
+	seq := c.config("flat").MetadataTxnSeq
+	// Many more checks; the answer must not change.
+	for _, n := range c.nodes {
+		for range 20 {
+			if err := n.splitTick(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, n := range c.nodes {
+		if got := testutil.ToFloat64(n.smetrics.impossible); got != 1 {
+			t.Errorf("%s counted the unsplittable partition %v times, want once", id, got)
+		}
+		if got := testutil.ToFloat64(n.smetrics.started); got != 0 {
+			t.Errorf("%s started %v splits", id, got)
+		}
+	}
+	if got := c.config("flat").MetadataTxnSeq; got != seq || seq != 1 {
+		t.Fatalf("txnseq %d then %d, want 1 throughout (no split, no other change)", seq, got)
+	}
+	r := c.client("s2").do("POST", "/api/v1/tables/flat/partitions/"+c.firstPartition("flat").String()+"/split", nil)
+	if r.status != 409 || !strings.Contains(string(r.body), api.CodeCannotSplit) {
+		t.Fatalf("manual split of the one-time partition: %d %s, want 409 %s", r.status, r.body, api.CodeCannotSplit)
+	}
+}
+
+// firstPartition is the id of table's first partition in server s1's view.
+func (c *testCluster) firstPartition(table string) uuid.UUID {
+	c.t.Helper()
+	_, f, err := c.nodes["s1"].router.Table(context.Background(), table)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return f.Partitions[0].ID
 }

@@ -190,6 +190,9 @@ func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at i
 				return metadata.Op{}, errSplitDeferred
 			}
 		}
+		if n.cfg.beforeSplitBegin != nil {
+			n.cfg.beforeSplitBegin()
+		}
 		live := n.dir.live()
 		if len(live) == 0 {
 			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", tsdbhttp.ErrUnavailable)

@@ -169,7 +169,14 @@ type target struct {
 	// Complete signal again (a restarted receiver forgets it).
 	ticked atomic.Bool
 
+	// tailOf is the split target this target is the tail stream of (nil
+	// for a target of the view). Immutable.
+	tailOf *target
+
 	// Guarded by Pusher.mu:
+	// tail is the tail stream of a split target (see splitTail), nil if
+	// none.
+	tail         *target
 	spec         metadata.Target
 	node         uint64             // model.NodeID(spec.ServerID)
 	cancel       context.CancelFunc // stops the goroutine; nil if none runs
@@ -209,6 +216,9 @@ func (p *Pusher) Run(ctx context.Context) {
 	p.mu.run, p.mu.wg = ctx, &wg
 	for _, t := range p.mu.view {
 		p.startLocked(t)
+		if t.tail != nil {
+			p.startLocked(t.tail)
+		}
 	}
 	p.mu.Unlock()
 
@@ -226,9 +236,9 @@ func (p *Pusher) Run(ctx context.Context) {
 	p.mu.Lock()
 	p.mu.run, p.mu.wg = nil, nil
 	for _, t := range p.mu.view {
-		if t.cancel != nil {
-			t.cancel()
-			t.cancel = nil
+		t.stopLocked()
+		if t.tail != nil {
+			t.tail.stopLocked()
 		}
 	}
 	p.mu.Unlock()
@@ -260,6 +270,9 @@ func (p *Pusher) Notify() {
 	defer p.mu.Unlock()
 	for _, t := range p.mu.view {
 		t.signal()
+		if t.tail != nil {
+			t.tail.signal()
+		}
 	}
 }
 
@@ -270,11 +283,16 @@ func (p *Pusher) RetryNow() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, t := range p.mu.view {
-		select {
-		case t.retry <- struct{}{}:
-		default:
+		for _, s := range []*target{t, t.tail} {
+			if s == nil {
+				continue
+			}
+			select {
+			case s.retry <- struct{}{}:
+			default:
+			}
+			s.signal()
 		}
-		t.signal()
 	}
 }
 
@@ -284,6 +302,14 @@ func (p *Pusher) tick() {
 	for _, t := range p.mu.view {
 		t.ticked.Store(true)
 		t.signal()
+	}
+}
+
+// stopLocked cancels t's goroutine, if one runs.
+func (t *target) stopLocked() {
+	if t.cancel != nil {
+		t.cancel()
+		t.cancel = nil
 	}
 }
 
@@ -328,6 +354,10 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	for _, t := range view {
 		p.startLocked(t)
 		t.signal()
+		if t.tail != nil {
+			p.startLocked(t.tail)
+			t.tail.signal()
+		}
 	}
 	p.broadcastLocked()
 }
@@ -355,13 +385,30 @@ func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 			p.log.Info("mark set", "kind", spec.Kind, "server", spec.ServerID, "target", spec.PlacementID, "mark", mark)
 		}
 	}
+	switch {
+	case spec.Kind == metadata.TargetSplit && t.tail == nil:
+		t.tail = &target{id: tailCursor(t.id), tailOf: t, wake: make(chan struct{}, 1), retry: make(chan struct{}, 1)}
+	case spec.Kind != metadata.TargetSplit && t.tail != nil:
+		t.tail.stopLocked()
+		t.tail = nil
+	}
+	if t.tail != nil {
+		t.tail.spec, t.tail.node = t.spec, t.node
+	}
 	return t
 }
 
+// tailCursor is the cursor id of a split target's tail stream: a fixed
+// function of the target's placement, so it survives restarts.
+func tailCursor(placement uuid.UUID) uuid.UUID {
+	return uuid.NewSHA1(placement, []byte("split-tail"))
+}
+
 func (p *Pusher) removeTargetLocked(t *target) {
-	if t.cancel != nil {
-		t.cancel()
-		t.cancel = nil
+	t.stopLocked()
+	if t.tail != nil {
+		t.tail.stopLocked()
+		t.tail = nil
 	}
 	delete(p.mu.targets, t.id)
 	p.log.Info("replication target removed", "server", t.spec.ServerID, "target", t.id)
@@ -441,11 +488,32 @@ func (p *Pusher) countConfirmedLocked(seq uint64, servers []string, kind metadat
 			!slices.Contains(servers, s) || slices.Contains(counted, s) {
 			continue
 		}
-		if p.cfg.Log.Confirmed(t.id) >= seq {
+		if p.hasLocked(t, seq) {
 			counted = append(counted, s)
 		}
 	}
 	return len(counted)
+}
+
+// hasLocked reports whether target t confirmed every row up to seq, or,
+// for a row above t's mark, whether the tail stream did (see splitTail).
+func (p *Pusher) hasLocked(t *target, seq uint64) bool {
+	if p.confirmedLocked(t) >= seq {
+		return true
+	}
+	mark, ok := p.mu.marks[t.id]
+	return ok && seq > mark && p.cfg.Log.Confirmed(tailCursor(t.id)) >= seq
+}
+
+// confirmedLocked is the highest sequence up to which t has every row: its
+// cursor, or once that reached t's mark, the tail stream's cursor if
+// higher.
+func (p *Pusher) confirmedLocked(t *target) uint64 {
+	c := p.cfg.Log.Confirmed(t.id)
+	if mark, ok := p.mu.marks[t.id]; ok && c >= mark {
+		c = max(c, p.cfg.Log.Confirmed(tailCursor(t.id)))
+	}
+	return c
 }
 
 // Drained reports whether there is at least one target and every target
@@ -459,7 +527,7 @@ func (p *Pusher) Drained() bool {
 	}
 	synced := p.cfg.Log.SyncedSeq()
 	for _, t := range p.mu.view {
-		if p.cfg.Log.Confirmed(t.id) < synced {
+		if p.confirmedLocked(t) < synced {
 			return false
 		}
 	}
@@ -474,7 +542,7 @@ func (p *Pusher) Status() []api.TargetStatus {
 	synced := p.cfg.Log.SyncedSeq()
 	out := make([]api.TargetStatus, 0, len(p.mu.view))
 	for _, t := range p.mu.view {
-		c := p.cfg.Log.Confirmed(t.id)
+		c := p.confirmedLocked(t)
 		var lag uint64
 		if synced > c {
 			lag = synced - c
@@ -539,7 +607,11 @@ type pushState struct {
 func (p *Pusher) pushState(t *target) pushState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	mark, ok := p.mu.marks[t.id]
+	id := t.id
+	if t.tailOf != nil {
+		id = t.tailOf.id
+	}
+	mark, ok := p.mu.marks[id]
 	return pushState{
 		spec: t.spec, node: t.node, txnSeq: p.mu.txnSeq, skipOrigin: !p.mu.unloading,
 		mark: mark, hasMark: ok, completeSent: t.completeSent,
@@ -551,6 +623,25 @@ func (p *Pusher) pushState(t *target) pushState {
 func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	st := p.pushState(t)
 	cursor := p.cfg.Log.Confirmed(t.id)
+	backfill := false // a split target's own stream: up to the mark only
+	switch {
+	case t.tailOf != nil:
+		cursor = max(cursor, st.mark)
+	case st.spec.Kind == metadata.TargetSplit && st.hasMark:
+		if cursor >= st.mark {
+			return false, nil // the tail stream pushes the rest
+		}
+		backfill = true
+	case st.hasMark && cursor >= st.mark:
+		// A former split target (the split finalized): continue from
+		// where its tail stream got.
+		if tc := p.cfg.Log.Confirmed(tailCursor(t.id)); tc > cursor {
+			if err := p.confirm(t.id, tc); err != nil {
+				return false, err
+			}
+			cursor = tc
+		}
+	}
 	entries, err := p.cfg.Log.ReadLog(cursor, p.cfg.BatchRows)
 	if err != nil {
 		return false, fmt.Errorf("read log after %d: %w", cursor, err)
@@ -559,9 +650,18 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
 		entries, more = entries[:n], true
 	}
+	reachedMark := false // a row above the mark came next: every live row up to it is in entries
+	if backfill {
+		if n := slices.IndexFunc(entries, func(e partition.LogEntry) bool { return e.Seq > st.mark }); n >= 0 {
+			entries, more, reachedMark = entries[:n], false, true
+		}
+	}
 	last := cursor
 	if len(entries) > 0 {
 		last = entries[len(entries)-1].Seq
+	}
+	if reachedMark {
+		last = st.mark // the sequences up to the mark not read were overwritten since
 	}
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && last >= st.mark
@@ -571,9 +671,13 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		// Nothing for this target (or nothing at all): advance only.
 		return more, p.confirm(t.id, last)
 	}
+	to := t.id
+	if t.tailOf != nil {
+		to = t.tailOf.id
+	}
 	req := api.PushRequest{
 		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
-		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: t.id,
+		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
 		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: last, Complete: complete,
 	}
 	if len(t.rows) > 0 {

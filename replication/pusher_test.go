@@ -660,7 +660,7 @@ func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
 		p := newTestPusher(log, rec, nil)
 		p.SetView(1, view(c1s2, c1s3, c2s2, repl))
 		runPusher(t, p)
-		log.add(row("s1", "cpu", 9, 2, "v", 9)) // after the mark
+		log.add(row("s1", "cpu", 1, 2, "v", 9)) // after the mark, in child1's range
 		p.Notify()
 		if err := p.WaitConfirmedChild(context.Background(), 5, child1, []string{"s2", "s3"}, 1); err != nil {
 			t.Fatal(err)
@@ -770,6 +770,62 @@ func TestWaitConfirmedChildAcrossFinalize(t *testing.T) {
 		p.RetryNow()
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestSplitTailStream: a split target gets two streams. The backfill
+// pushes what the replica held at the mark; the tail pushes what came
+// after it, from the mark on, so an insert during the split is
+// acknowledged as soon as the child has it, without waiting for the
+// backfill of the whole partition. The mark is reached only by the
+// backfill; once the split finalizes (the target becomes a replica
+// target) the cursor continues from the tail's, without pushing again.
+func TestSplitTailStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		for i := range 50 {
+			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+		}
+		child := uuid.New()
+		spec := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		var backfillDown atomic.Bool
+		backfillDown.Store(true)
+		rec := &recorder{fail: func(_ metadata.Target, req api.PushRequest) error {
+			if backfillDown.Load() && req.LastSeq <= 50 {
+				return errDown
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, func(c *Config) { c.BatchRows = 10 })
+		p.SetView(1, view(spec))
+		runPusher(t, p)
+		seq := log.add(row("s1", "cpu", 100, 2, "v", 100)) // during the split
+		p.Notify()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // fake time
+		defer cancel()
+		if err := p.WaitConfirmedChild(ctx, seq, child, []string{"s2"}, 1); err != nil {
+			t.Fatalf("an insert during the split waited for the backfill: %v", err)
+		}
+		if st := p.Status()[0]; st.MarkReached || st.Mark != 50 || st.Confirmed != 0 {
+			t.Fatalf("status %+v: want mark 50 not reached, nothing confirmed yet", st)
+		}
+		backfillDown.Store(false)
+		p.RetryNow()
+		waitUntil(t, p, "the backfill", func() bool { return p.Status()[0].MarkReached })
+		if st := p.Status()[0]; st.Confirmed != seq || st.Lag != 0 {
+			t.Fatalf("status %+v after the backfill: want confirmed %d (the tail's), no lag", st, seq)
+		}
+		// Finalized: the same placement is now a replica target.
+		pushes := len(rec.all())
+		spec.Kind = metadata.TargetReplica
+		p.SetView(2, view(spec))
+		synctest.Wait()
+		if got := log.Confirmed(spec.PlacementID); got != seq {
+			t.Fatalf("cursor %d after the finalize, want %d adopted from the tail", got, seq)
+		}
+		if len(rec.all()) != pushes {
+			t.Fatalf("%d pushes after the finalize, want none (the child has everything)", len(rec.all())-pushes)
 		}
 	})
 }

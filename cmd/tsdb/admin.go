@@ -51,11 +51,11 @@ func newAdminCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Inspect a running cluster, and add or remove partition replicas, through a server's HTTP API",
+		Short: "Inspect a running cluster, add or remove partition replicas, split a partition, through a server's HTTP API",
 		Long: `Inspect a running cluster (servers, tables, partitions and their replicas,
-METADATA files), and add a server to a partition or remove one from it,
-through the public HTTP API of any one of its servers (--server, or the
-` + serverEnv + ` environment variable).
+METADATA files), add a server to a partition or remove one from it, and
+split a partition, through the public HTTP API of any one of its servers
+(--server, or the ` + serverEnv + ` environment variable).
 
 A refused request prints the server's error message and exits with status 1.`,
 		Args: cobra.NoArgs,
@@ -67,7 +67,7 @@ A refused request prints the server's error message and exits with status 1.`,
 	pf.DurationVar(&f.timeout, "timeout", defaultTimeout, "time limit of each request")
 	pf.BoolVar(&f.json, "json", false, "print the server's answer as indented JSON instead of a table")
 	cmd.AddCommand(newAdminServersCmd(&f), newAdminTablesCmd(&f), newAdminPartitionsCmd(&f), newAdminMetadataCmd(&f),
-		newAdminJoinCmd(&f), newAdminLeaveCmd(&f))
+		newAdminJoinCmd(&f), newAdminLeaveCmd(&f), newAdminSplitCmd(&f))
 	return cmd
 }
 

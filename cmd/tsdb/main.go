@@ -46,7 +46,8 @@ func newRootCmd() *cobra.Command {
   tsdb dev      start a local cluster: embedded etcd plus servers on loopback
   tsdb server   run one server against an etcd cluster
   tsdb admin    inspect a running cluster (servers, tables, partitions and
-                their replicas, METADATA files); join or leave a partition
+                their replicas, METADATA files); join or leave a partition,
+                split one
 
 Run 'tsdb COMMAND --help' for a command's flags.`,
 		SilenceUsage:  true,

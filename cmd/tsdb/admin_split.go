@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/http/ingest"
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// Timings of `tsdb admin split`.
+const (
+	// defaultSplitTimeout bounds the whole command, the wait included.
+	defaultSplitTimeout = 10 * time.Minute
+	// splitPollInterval is how often the METADATA is read while waiting.
+	splitPollInterval = 500 * time.Millisecond
+	// splitPollRequestTimeout bounds one read while waiting: a read that
+	// hangs is given up and retried at the next poll.
+	splitPollRequestTimeout = defaultTimeout
+)
+
+// errSplitWaitTimeout is the cause of the wait's context when --wait-timeout
+// passes, to tell it from an interrupt.
+var errSplitWaitTimeout = errors.New("split wait timed out")
+
+// splitFlags are the flags of `tsdb admin split`.
+type splitFlags struct {
+	at      string
+	noWait  bool
+	timeout time.Duration
+}
+
+func newAdminSplitCmd(f *adminFlags) *cobra.Command {
+	var sf splitFlags
+	cmd := &cobra.Command{
+		Use:   "split TABLE PARTITION",
+		Short: "Split a partition in two (SPLIT_BEGIN) and wait for the split to finalize",
+		Long: `Split a partition of TABLE in two (POST /api/v1/tables/{t}/partitions/{p}/split).
+Splits are normally automatic: a partition whose replicas grow past the table's
+partition_size_target is split near the middle of its data. This command forces
+one now, whatever the partition's size.
+
+PARTITION is a partition id or a prefix of one that only one current
+partition of the table has (see 'tsdb admin partitions TABLE'); an unknown
+or ambiguous prefix exits with status 1.
+
+--at TIME is the split point, RFC 3339 ("2026-01-01T12:00:00.5Z") or integer
+nanoseconds since the epoch; it must lie strictly inside the partition's
+range (the first child holds [begin, TIME), the second [TIME, end)). Without
+it the server picks a point near the middle of the partition's data by bytes;
+a partition whose rows are all at one time cannot be split (HTTP 409,
+cannot_split). A point outside the partition, or a partition that is already
+splitting or no longer current, is refused (HTTP 400, invalid_op); every
+refusal exits with status 1 and the server's message.
+
+Once SPLIT_BEGIN is committed the command prints one line: the partition,
+the split point (RFC 3339 with nanoseconds, and integer ns), the children's
+ids and the METADATA txnseq. The split then proceeds in the background: the
+children's servers receive the parent's rows, and SPLIT_FINALIZE replaces
+the partition by its children. The command reads the METADATA (GET
+/api/v1/tables/{t}/metadata) every 500ms, printing a line each time the
+progress changes, and exits 0 once the children are partitions of the table,
+printing the finalizing txnseq and each child's range and servers. It exits
+with status 1 if the split is aborted, or after --wait-timeout or an interrupt
+(the split then goes on in the background: follow it with
+'tsdb admin partitions TABLE'). A METADATA read that fails while waiting is
+shown and retried.
+
+--no-wait prints the first line and exits at once.
+
+--json prints the server's answer, {"txnid", "txnseq", "at" (ns),
+"children": [id, id]}, indented; with --no-wait that is all. Without
+--no-wait it then prints, once finalized, a JSON array of the children's
+METADATA partition entries ({id, begin, end, servers, joining}), and the
+progress lines go to stderr so that stdout holds only the two JSON values.
+
+--wait-timeout bounds the whole command, the split request and the wait
+included (default 10m; admin's per-request --timeout does not apply here);
+each read while waiting is bounded by 10s and retried at the next poll if
+it fails.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSplit(cmd, f, sf, args[0], args[1])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&sf.at, "at", "", "split point: RFC 3339 or integer nanoseconds, strictly inside the partition's range "+
+		"(default: the server picks a point near the middle of the data by bytes)")
+	fl.BoolVar(&sf.noWait, "no-wait", false, "exit once the split has started, without waiting for it to finalize")
+	fl.DurationVar(&sf.timeout, "wait-timeout", defaultSplitTimeout,
+		"time limit of the whole command, waiting for the split to finalize included")
+	return cmd
+}
+
+// runSplit starts the split of args' partition, prints it, and unless
+// --no-wait waits for it to finalize.
+func runSplit(cmd *cobra.Command, f *adminFlags, sf splitFlags, table, arg string) error {
+	req, err := sf.request()
+	if err != nil {
+		return err
+	}
+	c, err := f.client(cmd)
+	if err != nil {
+		return err
+	}
+	c.hc.Timeout = sf.timeout
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeoutCause(parent, sf.timeout, errSplitWaitTimeout)
+	defer cancel()
+	pid, err := c.resolvePartition(ctx, table, arg)
+	if err != nil {
+		return err
+	}
+	body, err := c.post(ctx, partitionPath(table, pid)+"/split", req)
+	if err != nil {
+		return err
+	}
+	var resp api.SplitResponse
+	if err := c.decode(body, &resp); err != nil {
+		return err
+	}
+	if len(resp.Children) == 0 {
+		return &requestError{fmt.Errorf("%s: the split answer names no children: %s", c.base, strings.TrimSpace(string(body)))}
+	}
+	out := cmd.OutOrStdout()
+	progress := out
+	if f.json {
+		if err := printIndented(out, body); err != nil {
+			return err
+		}
+		progress = cmd.ErrOrStderr()
+	} else if _, err := fmt.Fprintln(out, splitStartedLine(table, pid, resp)); err != nil {
+		return err
+	}
+	if sf.noWait {
+		return nil
+	}
+	w := &splitWaiter{c: c, table: table, parent: pid, start: resp, out: progress, timeout: sf.timeout}
+	children, finalSeq, err := w.wait(ctx)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printJSON(out, children)
+	}
+	_, err = fmt.Fprintln(out, finalizedLine(finalSeq, children))
+	return err
+}
+
+// request checks the flags and builds the request body: {} or {"at": …}.
+// A bad --at is a usage error, found before any request.
+func (sf splitFlags) request() (api.SplitRequest, error) {
+	if sf.timeout <= 0 {
+		return api.SplitRequest{}, fmt.Errorf("--wait-timeout %v: want a positive duration", sf.timeout)
+	}
+	if sf.at == "" {
+		return api.SplitRequest{}, nil
+	}
+	if _, err := ingest.ParseTime(sf.at); err != nil {
+		return api.SplitRequest{}, fmt.Errorf("--at %q: want RFC 3339 (2026-01-01T12:00:00.5Z) or integer nanoseconds: %w", sf.at, err)
+	}
+	return api.SplitRequest{At: sf.at}, nil
+}
+
+// partitionPath is the API path of a partition of table.
+func partitionPath(table string, pid uuid.UUID) string {
+	return "/api/v1/tables/" + url.PathEscape(table) + "/partitions/" + pid.String()
+}
+
+// splitStartedLine describes a committed SPLIT_BEGIN.
+func splitStartedLine(table string, pid uuid.UUID, r api.SplitResponse) string {
+	ids := make([]string, len(r.Children))
+	for i, c := range r.Children {
+		ids[i] = c.String()
+	}
+	return fmt.Sprintf("split started: partition %s of %s at %s (%d ns), children %s (txnseq %d, txnid %s)",
+		pid, table, time.Unix(0, r.At).UTC().Format(time.RFC3339Nano), r.At, strings.Join(ids, ", "), r.TxnSeq, r.TxnID)
+}
+
+// finalizedLine describes the children once the split is finalized.
+func finalizedLine(txnSeq uint64, children []metadata.Partition) string {
+	parts := make([]string, len(children))
+	for i, p := range children {
+		parts[i] = fmt.Sprintf("%s [%s, %s) on %s", p.ID, bound(p.Begin, "-inf"), bound(p.End, "+inf"), orDash(serverIDs(p.Servers)))
+	}
+	return fmt.Sprintf("finalized at txnseq %d: children %s", txnSeq, strings.Join(parts, "; "))
+}
+
+// serverIDs lists the placements' server ids, comma-separated.
+func serverIDs(ps []metadata.Placement) string {
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.ServerID
+	}
+	return strings.Join(ids, ",")
+}
+
+// splitWaiter follows a split from its SPLIT_BEGIN to its SPLIT_FINALIZE.
+type splitWaiter struct {
+	c       *adminClient
+	table   string
+	parent  uuid.UUID
+	start   api.SplitResponse
+	out     io.Writer // the progress lines
+	timeout time.Duration
+	// last is the last progress line printed.
+	last string
+	// lastErr is the last failed read, for the timeout message.
+	lastErr error
+}
+
+// wait polls the METADATA until the split is finalized (it returns the
+// children's partitions and the txnseq of the file it saw them in), is
+// aborted, or ctx ends.
+func (w *splitWaiter) wait(ctx context.Context) ([]metadata.Partition, uint64, error) {
+	tick := time.NewTicker(splitPollInterval)
+	defer tick.Stop()
+	for {
+		children, seq, err := w.poll(ctx)
+		if children != nil || err != nil {
+			return children, seq, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, 0, w.stopped(ctx)
+		case <-tick.C:
+		}
+	}
+}
+
+// poll reads the METADATA once. It returns the children once they are
+// partitions, a *requestError once the split is aborted, and otherwise
+// prints the progress if it changed.
+func (w *splitWaiter) poll(ctx context.Context) ([]metadata.Partition, uint64, error) {
+	rctx, cancel := context.WithTimeout(ctx, splitPollRequestTimeout)
+	defer cancel()
+	body, err := w.c.get(rctx, "/api/v1/tables/"+url.PathEscape(w.table)+"/metadata", nil)
+	var resp tsdbhttp.MetadataResponse
+	if err == nil {
+		err = w.c.decode(body, &resp)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, nil // the caller reports the end of ctx
+		}
+		w.lastErr = err
+		w.report(fmt.Sprintf("waiting: cannot read the METADATA: %v", err))
+		return nil, 0, nil
+	}
+	w.lastErr = nil
+	st := splitProgress(resp.Metadata, w.parent, w.start)
+	if st.err != nil {
+		return nil, 0, &requestError{fmt.Errorf("%w (see 'tsdb admin partitions %s')", st.err, w.table)}
+	}
+	if st.children != nil {
+		return st.children, resp.Metadata.TxnSeq, nil
+	}
+	line := st.line
+	if st.loading {
+		line += w.copyProgress(ctx)
+	}
+	w.report(line)
+	return nil, 0, nil
+}
+
+// report prints line unless it is the last one printed.
+func (w *splitWaiter) report(line string) {
+	if line != w.last {
+		w.last = line
+		fmt.Fprintln(w.out, line)
+	}
+}
+
+// stopped is the error of a wait cut short: by --wait-timeout or an interrupt.
+func (w *splitWaiter) stopped(ctx context.Context) error {
+	how := "interrupted"
+	if errors.Is(context.Cause(ctx), errSplitWaitTimeout) {
+		how = fmt.Sprintf("not finalized after %v (--wait-timeout)", w.timeout)
+	}
+	state := ""
+	switch {
+	case w.lastErr != nil:
+		state = fmt.Sprintf(" (last read: %v)", w.lastErr)
+	case w.last != "":
+		state = fmt.Sprintf(" (last seen: %s)", strings.TrimPrefix(w.last, "waiting: "))
+	}
+	return &requestError{fmt.Errorf("split of partition %s of %s: %s%s; it continues in the background: check it with 'tsdb admin partitions %s'",
+		w.parent, w.table, how, state, w.table)}
+}
+
+// copyProgress reads the parent's replicas (GET /api/v1/tables/{t}?replicas=1)
+// and says, per child, how many of the parent replicas' split targets have
+// confirmed everything their source held when it learned of the split. It
+// is a detail: "" when the read fails or reports no split target.
+func (w *splitWaiter) copyProgress(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(ctx, splitPollRequestTimeout)
+	defer cancel()
+	body, err := w.c.get(rctx, "/api/v1/tables/"+url.PathEscape(w.table), url.Values{"replicas": {"1"}})
+	if err != nil {
+		return ""
+	}
+	var resp tsdbhttp.TableReplicasResponse
+	if json.Unmarshal(body, &resp) != nil {
+		return ""
+	}
+	i := slices.IndexFunc(resp.Partitions, func(p api.PartitionReplicas) bool { return p.ID == w.parent })
+	if i < 0 {
+		return ""
+	}
+	return splitTargetsText(resp.Partitions[i].Replicas, w.start.Children)
+}
+
+// splitTargetsText formats, per child, the split targets past their mark
+// out of all: "; caught up: child 1a2b3c4d 1/2, child 5e6f7a8b 0/2".
+func splitTargetsText(replicas []api.ReplicaStatus, children []uuid.UUID) string {
+	reached := make(map[uuid.UUID]int, len(children))
+	total := make(map[uuid.UUID]int, len(children))
+	for _, r := range replicas {
+		for _, t := range r.Targets {
+			if t.Kind != metadata.TargetSplit {
+				continue
+			}
+			total[t.PartitionID]++
+			if t.MarkReached {
+				reached[t.PartitionID]++
+			}
+		}
+	}
+	if len(total) == 0 {
+		return ""
+	}
+	parts := make([]string, len(children))
+	for i, c := range children {
+		parts[i] = fmt.Sprintf("child %s %d/%d", prefix(c.String(), shortPlacement), reached[c], total[c])
+	}
+	return "; copies caught up: " + strings.Join(parts, ", ")
+}
+
+// splitState is what one METADATA file says of a split.
+type splitState struct {
+	// children are the children's partitions once the split is finalized.
+	children []metadata.Partition
+	// err says the split was aborted.
+	err error
+	// line is the progress line while it goes on; loading says the
+	// children are receiving the parent's rows.
+	line    string
+	loading bool
+}
+
+// splitProgress reads where the split started by start stands in f.
+func splitProgress(f *metadata.File, parent uuid.UUID, start api.SplitResponse) splitState {
+	switch {
+	case f == nil:
+		return splitState{line: "waiting: the table has no METADATA file"}
+	case f.TxnSeq < start.TxnSeq:
+		return splitState{line: fmt.Sprintf("waiting: the METADATA read is at txnseq %d, before the split's %d", f.TxnSeq, start.TxnSeq)}
+	}
+	if p, ok := f.Partition(parent); ok {
+		return splittingState(p, start)
+	}
+	children := make([]metadata.Partition, 0, len(start.Children))
+	for _, id := range start.Children {
+		c, ok := f.Partition(id)
+		if !ok {
+			return splitState{err: fmt.Errorf("split aborted: partition %s is gone at txnseq %d but its child %s is not a partition",
+				parent, f.TxnSeq, id)}
+		}
+		children = append(children, *c)
+	}
+	return splitState{children: children}
+}
+
+// splittingState is the state while the parent p is still current.
+func splittingState(p *metadata.Partition, start api.SplitResponse) splitState {
+	if p.Split == nil {
+		return splitState{err: fmt.Errorf("split aborted: partition %s is current and no longer splitting", p.ID)}
+	}
+	ids := make([]uuid.UUID, len(p.Split.Children))
+	on := make([]string, len(p.Split.Children))
+	for i, c := range p.Split.Children {
+		ids[i] = c.ID
+		on[i] = fmt.Sprintf("%s on %s", prefix(c.ID.String(), shortPlacement), orDash(serverIDs(c.Servers)))
+	}
+	if !slices.Equal(ids, start.Children) {
+		return splitState{err: fmt.Errorf("split aborted: partition %s is now splitting into other children (%s), another split", p.ID,
+			strings.Join(on, ", "))}
+	}
+	return splitState{line: "waiting: children loading: " + strings.Join(on, ", "), loading: true}
+}
