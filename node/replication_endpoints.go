@@ -73,8 +73,45 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	}
 	n.rmetrics.recvRows.Add(float64(received))
 	n.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
-	if rt := n.runtime(req.ToPlacement); rt != nil {
+	rt := n.runtime(req.ToPlacement)
+	if rt != nil {
 		rt.pusher.Notify() // the rows may be due to other targets
+	}
+	if received > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
+		return n.confirmSplitPush(ctx, rt, st, rep.SyncedSeq())
+	}
+	return nil
+}
+
+// confirmSplitPush holds the confirmation of a push from a sender that has
+// not learned of a split this replica knows of, until each child's
+// majority holds this replica's rows up to seq (DESIGN.md section 6: a
+// parent replica's push confirmations, like its acknowledgements, wait for
+// the children). Otherwise the sender could acknowledge an insert on this
+// replica's confirmation while the row is after this replica's mark and in
+// no child yet, and a finalize could hide it.
+func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st ReplicaStatus, seq uint64) error {
+	_, file, ok := n.router.Cached(st.Table)
+	if !ok {
+		return nil
+	}
+	p, ok := file.Partition(st.PartitionID)
+	if !ok || p.Split == nil {
+		return nil
+	}
+	if rt == nil {
+		return fmt.Errorf("%w: replica %s has no replication running yet", tsdbhttp.ErrUnavailable, st.Placement)
+	}
+	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	defer cancel()
+	for _, c := range p.Split.Children {
+		servers := make([]string, 0, len(c.Servers))
+		for _, s := range c.Servers {
+			servers = append(servers, s.ServerID)
+		}
+		if err := rt.pusher.WaitConfirmedChild(wctx, seq, c.ID, servers, len(c.Servers)/2+1); err != nil {
+			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", tsdbhttp.ErrUnavailable, c.ID, err)
+		}
 	}
 	return nil
 }
