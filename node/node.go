@@ -79,6 +79,11 @@ type Config struct {
 	// with its table's partition_size_target (and a split started above
 	// it); a large insert triggers a check sooner. Default 10s.
 	SplitCheckInterval time.Duration
+	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
+	// the parent's rows, a joining server's initial copy) this server has
+	// in flight at once, so bulk copies leave CPU and disk to inserts.
+	// Default 1 (docs/performance.md, "Split").
+	CatchUpConcurrency int
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
 	// writes; default DefaultMaxClockOffset.
@@ -137,6 +142,9 @@ func (c *Config) ensureDefaults() {
 	if c.LifecycleTick <= 0 {
 		c.LifecycleTick = 500 * time.Millisecond
 	}
+	if c.CatchUpConcurrency <= 0 {
+		c.CatchUpConcurrency = 1
+	}
 	if c.SplitCheckInterval <= 0 {
 		c.SplitCheckInterval = 10 * time.Second
 	}
@@ -192,6 +200,9 @@ type Node struct {
 	resync chan string
 	// splitKick asks the split loop for a size check now (a large insert).
 	splitKick chan struct{}
+	// catchUpSlots bounds the catch-up pushes (split backfills, join
+	// catch-ups) in flight from this server (CatchUpConcurrency).
+	catchUpSlots chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -279,6 +290,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.rmetrics = newReplicationMetrics()
 	n.smetrics = newSplitMetrics()
 	n.splitKick = make(chan struct{}, 1)
+	n.catchUpSlots = make(chan struct{}, cfg.CatchUpConcurrency)
 	n.joins = &replication.JoinProgress{}
 	n.resync = make(chan string, 1)
 	n.router = router.New(router.Config{

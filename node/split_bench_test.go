@@ -17,7 +17,9 @@ import (
 // BenchmarkSplit measures one split of a large partition (issue 5's
 // figures) on 3 in-process servers sharing this machine:
 //
-//   - the table (RF from TSDB_BENCH_SPLIT_RF, default 3) is loaded with
+//   - the table (RF from TSDB_BENCH_SPLIT_RF, default 3; catch-up pushes
+//     in flight per server from TSDB_BENCH_CATCHUP, default the server's)
+//     is loaded with
 //     TSDB_BENCH_SPLIT_MIB MiB of line protocol (default 64; 1000 rows of
 //     about 90 bytes per request, each request at its own time);
 //   - a paced writer then inserts 100 rows every 20 ms (5,000 rows/s)
@@ -34,12 +36,14 @@ import (
 func BenchmarkSplit(b *testing.B) {
 	mib := envInt(b, "TSDB_BENCH_SPLIT_MIB", 64)
 	rf := envInt(b, "TSDB_BENCH_SPLIT_RF", 3)
+	catchUp := envInt(b, "TSDB_BENCH_CATCHUP", 0) // 0: the server's default
 	e := testEtcd(b)
 	nodes := make([]*Node, 3)
 	for i := range nodes {
 		nodes[i] = startNode(b, e, fmt.Sprintf("s%d", i+1), b.TempDir(), func(cfg *Config) {
 			cfg.SplitCheckInterval = time.Hour // only the manual split
 			cfg.AckTimeout = time.Minute
+			cfg.CatchUpConcurrency = catchUp
 		})
 	}
 	c := &client{t: b, base: nodes[0].URL()}
@@ -106,7 +110,7 @@ func BenchmarkSplit(b *testing.B) {
 	b.ReportMetric(ms(quantile(before, 0.99)), "p99-before-ms")
 	b.ReportMetric(ms(quantile(during, 0.50)), "p50-during-ms")
 	b.ReportMetric(ms(quantile(during, 0.99)), "p99-during-ms")
-	b.Logf("%d inserts before the split, %d during; %d failed", len(before), len(during), w.failed.Load())
+	b.Logf("%d inserts before the split, %d during; %d failed %q", len(before), len(during), w.failed.Load(), w.errs)
 }
 
 // envInt reads a positive integer from the environment, or def.
@@ -158,6 +162,7 @@ type pacedWriter struct {
 	failed atomic.Int64
 	mu     sync.Mutex
 	lat    []time.Duration
+	errs   []string // the first few failures
 }
 
 func (w *pacedWriter) run(ctx context.Context) {
@@ -188,6 +193,11 @@ func (w *pacedWriter) run(ctx context.Context) {
 		d := time.Since(start)
 		if err != nil || resp.StatusCode() != 204 {
 			w.failed.Add(1)
+			w.mu.Lock()
+			if len(w.errs) < 3 {
+				w.errs = append(w.errs, fmt.Sprintf("after %v: %v %d %.300s", d.Round(time.Millisecond), err, resp.StatusCode(), resp.Body()))
+			}
+			w.mu.Unlock()
 			continue
 		}
 		w.mu.Lock()

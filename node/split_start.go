@@ -255,6 +255,11 @@ func pickChildServers(live []membership.Info, children, k int, rnd func(int) int
 // the partition). It returns the METADATA holding SPLIT_BEGIN; the split
 // then proceeds and finalizes like a size-triggered one.
 func (n *Node) SplitPartition(ctx context.Context, table string, pid uuid.UUID, at *int64) (*metadata.File, error) {
+	// The current METADATA, not a cached one: the partition may be a
+	// child that finalized a moment ago.
+	if err := n.router.Refresh(ctx, table); err != nil {
+		return nil, err
+	}
 	_, file, err := n.router.Table(ctx, table)
 	if err != nil {
 		return nil, err

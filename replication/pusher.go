@@ -87,6 +87,15 @@ type Config struct {
 	// and re-sends a joining target its Complete signal; 0 means
 	// DefaultTick.
 	Tick time.Duration
+	// CatchUpSlots, when set, bounds how many catch-up pushes (a split
+	// target's backfill, a joining target below its mark) run at once
+	// across every Pusher sharing it, so bulk copies leave the machine to
+	// inserts and their replication; its capacity is the bound.
+	CatchUpSlots chan struct{}
+	// CatchUpBatchRows is the most rows per catch-up push; 0 means
+	// BatchRows. Smaller catch-up batches hold the receiver's replica for
+	// less time, so the pushes of new rows wait less behind them.
+	CatchUpBatchRows int
 	// OnStale is called, on the target's goroutine, when a target answers
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
@@ -102,6 +111,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.BatchRows <= 0 {
 		c.BatchRows = DefaultBatchRows
+	}
+	if c.CatchUpBatchRows <= 0 {
+		c.CatchUpBatchRows = c.BatchRows
 	}
 	if c.RetryMin <= 0 {
 		c.RetryMin = DefaultRetryMin
@@ -642,11 +654,24 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 			cursor = tc
 		}
 	}
-	entries, err := p.cfg.Log.ReadLog(cursor, p.cfg.BatchRows)
+	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
+	if catchUp && p.cfg.CatchUpSlots != nil {
+		select {
+		case p.cfg.CatchUpSlots <- struct{}{}:
+			defer func() { <-p.cfg.CatchUpSlots }()
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	batchRows := p.cfg.BatchRows
+	if catchUp {
+		batchRows = p.cfg.CatchUpBatchRows
+	}
+	entries, err := p.cfg.Log.ReadLog(cursor, batchRows)
 	if err != nil {
 		return false, fmt.Errorf("read log after %d: %w", cursor, err)
 	}
-	more = len(entries) >= p.cfg.BatchRows
+	more = len(entries) >= batchRows
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
 		entries, more = entries[:n], true
 	}

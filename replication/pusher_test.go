@@ -829,3 +829,39 @@ func TestSplitTailStream(t *testing.T) {
 		}
 	})
 }
+
+// TestCatchUpSlotsBoundBackfills: with one catch-up slot, the backfills
+// of two split targets never push at the same time, and both complete.
+func TestCatchUpSlotsBoundBackfills(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		for i := range 100 {
+			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+		}
+		child := uuid.New()
+		a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		var inflight, most atomic.Int64
+		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+			n := inflight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(10 * time.Millisecond) // fake time: lets the other target try
+			inflight.Add(-1)
+			return nil
+		}}
+		p := newTestPusher(log, rec, func(c *Config) { c.CatchUpBatchRows = 10; c.CatchUpSlots = make(chan struct{}, 1) })
+		p.SetView(1, view(a, b))
+		runPusher(t, p)
+		waitUntil(t, p, "both backfills", func() bool {
+			st := p.Status()
+			return len(st) == 2 && st[0].MarkReached && st[1].MarkReached
+		})
+		if most.Load() != 1 {
+			t.Fatalf("%d catch-up pushes at once, want 1", most.Load())
+		}
+		if n := len(rec.all()); n < 20 {
+			t.Fatalf("%d pushes of 100 rows to two targets at 10 rows a push, want at least 20", n)
+		}
+	})
+}
