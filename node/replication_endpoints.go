@@ -64,7 +64,8 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
 		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
 	}
-	received, err := replication.Receive(observingApplier{rep, n.clock}, req)
+	applier := &observingApplier{rep: rep, clock: n.clock}
+	received, err := replication.Receive(applier, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
 	}
@@ -77,19 +78,22 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	if rt != nil {
 		rt.pusher.Notify() // the rows may be due to other targets
 	}
-	if received > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
-		return n.confirmSplitPush(ctx, rt, st, rep.SyncedSeq())
+	if applier.changed > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
+		return n.confirmSplitPush(ctx, rt, st, applier.last)
 	}
 	return nil
 }
 
 // confirmSplitPush holds the confirmation of a push from a sender that has
 // not learned of a split this replica knows of, until each child's
-// majority holds this replica's rows up to seq (DESIGN.md section 6: a
+// majority holds the rows the push wrote here (DESIGN.md section 6: a
 // parent replica's push confirmations, like its acknowledgements, wait for
 // the children). Otherwise the sender could acknowledge an insert on this
 // replica's confirmation while the row is after this replica's mark and in
-// no child yet, and a finalize could hide it.
+// no child yet, and a finalize could hide it. Rows the push did not change
+// are not waited for (they were written here before, and are covered by
+// this replica's mark or by their writer's own wait), nor are rows at or
+// below the mark (the finalize waits for those).
 func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st ReplicaStatus, seq uint64) error {
 	_, file, ok := n.router.Cached(st.Table)
 	if !ok {
@@ -109,7 +113,7 @@ func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Repl
 		for _, s := range c.Servers {
 			servers = append(servers, s.ServerID)
 		}
-		if err := rt.pusher.WaitConfirmedChild(wctx, seq, c.ID, servers, len(c.Servers)/2+1); err != nil {
+		if err := rt.pusher.WaitChildAfterMark(wctx, seq, c.ID, servers, len(c.Servers)/2+1); err != nil {
 			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", tsdbhttp.ErrUnavailable, c.ID, err)
 		}
 	}
@@ -118,13 +122,16 @@ func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Repl
 
 // observingApplier applies pushed rows to a replica after moving the
 // hybrid logical clock past their versions (rule 2: versions this server
-// assigns later order after what it has seen).
+// assigns later order after what it has seen). It remembers how many rows
+// its applies changed and the last sequence they reached.
 type observingApplier struct {
-	rep   *partition.Replica
-	clock *model.Clock
+	rep     *partition.Replica
+	clock   *model.Clock
+	changed int
+	last    uint64
 }
 
-func (a observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
+func (a *observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
 	var newest model.Version
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -136,7 +143,12 @@ func (a observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error)
 	if newest.Wall != 0 {
 		a.clock.Observe(newest)
 	}
-	return a.rep.Apply(rows)
+	res, err := a.rep.Apply(rows)
+	if err == nil {
+		a.changed += res.Changed
+		a.last = max(a.last, res.LastSeq)
+	}
+	return res, err
 }
 
 // ForwardInsert coordinates an insert a front end forwarded.

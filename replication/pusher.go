@@ -489,6 +489,40 @@ func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.
 	}
 }
 
+// WaitChildAfterMark is WaitConfirmedChild for rows a parent replica
+// received after it learned of the split: a target counts once its tail
+// stream (or its cursor) is past seq, or at once when seq is at or below
+// its mark, since such rows are covered by the mark the finalize waits for
+// (rule 7). It never waits for a backfill.
+func (p *Pusher) WaitChildAfterMark(ctx context.Context, seq uint64, child uuid.UUID, servers []string, need int) error {
+	if need <= 0 {
+		return nil
+	}
+	for {
+		p.mu.Lock()
+		var counted []string
+		for _, t := range p.mu.view {
+			s := t.spec.ServerID
+			if t.spec.PartitionID != child || !slices.Contains(servers, s) || slices.Contains(counted, s) {
+				continue
+			}
+			if mark, ok := p.mu.marks[t.id]; (ok && seq <= mark) || p.hasLocked(t, seq) {
+				counted = append(counted, s)
+			}
+		}
+		changed := p.mu.changed
+		p.mu.Unlock()
+		if len(counted) >= need {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", len(counted), need, child, seq, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
 // countConfirmedLocked counts the distinct servers among servers having a
 // target of the given kind (any kind if empty) and partition (any unless
 // uuid.Nil) that confirmed seq.

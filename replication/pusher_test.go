@@ -865,3 +865,46 @@ func TestCatchUpSlotsBoundBackfills(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitChildAfterMark: a row at or below a split target's mark counts
+// at once (the finalize waits for the backfill of those); a row after it
+// waits for the tail stream, never for the backfill.
+func TestWaitChildAfterMark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		for i := range 20 {
+			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+		}
+		child := uuid.New()
+		spec := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		var tailDown atomic.Bool
+		tailDown.Store(true)
+		rec := &recorder{fail: func(_ metadata.Target, req api.PushRequest) error {
+			if req.LastSeq <= 20 {
+				return errDown // the backfill never gets through
+			}
+			if tailDown.Load() {
+				return errDown
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, nil)
+		p.SetView(1, view(spec))
+		runPusher(t, p)
+		if err := p.WaitChildAfterMark(context.Background(), 15, child, []string{"s2"}, 1); err != nil {
+			t.Fatalf("a row below the mark waited: %v", err)
+		}
+		seq := log.add(row("s1", "cpu", 50, 2, "v", 1))
+		p.Notify()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // fake time
+		defer cancel()
+		if err := p.WaitChildAfterMark(ctx, seq, child, []string{"s2"}, 1); err == nil {
+			t.Fatal("a row after the mark counted before the tail pushed it")
+		}
+		tailDown.Store(false)
+		p.RetryNow()
+		if err := p.WaitChildAfterMark(context.Background(), seq, child, []string{"s2"}, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
