@@ -903,7 +903,9 @@ func TestWaitChildAfterMark(t *testing.T) {
 		}
 		tailDown.Store(false)
 		p.RetryNow()
-		if err := p.WaitChildAfterMark(context.Background(), seq, child, []string{"s2"}, 1); err != nil {
+		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Minute) // fake time: fails fast
+		defer cancel2()
+		if err := p.WaitChildAfterMark(ctx2, seq, child, []string{"s2"}, 1); err != nil {
 			t.Fatal(err)
 		}
 	})
