@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
+	"github.com/tsdb/tsdb/cluster/election"
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
@@ -200,6 +202,8 @@ type Node struct {
 	resync chan string
 	// splitKick asks the split loop for a size check now (a large insert).
 	splitKick chan struct{}
+	// isMaster is set while this server leads (election.Run's term).
+	isMaster atomic.Bool
 	// catchUpSlots bounds the catch-up pushes (split backfills, join
 	// catch-ups) in flight from this server (CatchUpConcurrency).
 	catchUpSlots chan struct{}
@@ -369,6 +373,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
 	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
 	n.goAttach(func() { n.splitLoop(bg) })
+	n.goAttach(func() {
+		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.lead)
+	})
 	n.goAttach(func() { n.resyncLoop(bg) })
 	n.goAttach(func() { n.sessionLoop(bg) })
 	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
@@ -714,10 +721,15 @@ func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	if err != nil {
 		return api.ClusterResponse{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
 	}
+	master, err := election.Leader(ctx, b.n.etcd, b.n.cfg.EtcdPrefix)
+	if err != nil {
+		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	}
 	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
 	for _, i := range live {
 		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt,
-			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec})
+			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec,
+			Master: i.ID == master})
 	}
 	return resp, nil
 }

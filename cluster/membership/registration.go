@@ -133,6 +133,19 @@ func (r *Registration) Epoch() int64 {
 	return r.mu.epoch
 }
 
+// Lease returns the current epoch's lease and the epoch, or 0 while not
+// registered or not Valid. Keys attached to it (an election candidacy)
+// vanish with the registration.
+func (r *Registration) Lease() (clientv3.LeaseID, int64) {
+	r.mu.Lock()
+	lease, epoch := r.mu.lease, r.mu.epoch
+	r.mu.Unlock()
+	if !r.Valid() {
+		return 0, epoch
+	}
+	return lease, epoch
+}
+
 // Key returns the etcd key this server registers at.
 func (r *Registration) Key() string { return r.key }
 

@@ -111,13 +111,17 @@ func printServers(w io.Writer, servers []api.ServerInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDR\tSTARTED\tREPLICAS\tBYTES\tINSERT ROWS/S")
+	fmt.Fprintln(tw, "ID\tROLE\tADDR\tSTARTED\tREPLICAS\tBYTES\tINSERT ROWS/S")
 	for _, s := range servers {
 		started := "-"
 		if !s.StartedAt.IsZero() {
 			started = s.StartedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f\n", s.ID, orDash(s.Addr), started, s.Replicas, s.Bytes, s.InsertRowsPerSec)
+		role := "-"
+		if s.Master {
+			role = "master"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\n", s.ID, role, orDash(s.Addr), started, s.Replicas, s.Bytes, s.InsertRowsPerSec)
 	}
 	return tw.Flush()
 }

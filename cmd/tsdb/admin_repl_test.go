@@ -81,7 +81,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == "GET" && r.URL.Path == "/api/v1/cluster":
 		io.WriteString(w, `{"servers":[{"id":"s1","addr":"127.0.0.1:8080","started_at":"2026-01-01T00:00:00Z","replicas":3},
-{"id":"s2","addr":"127.0.0.1:8081","started_at":"2026-01-02T03:04:05.5Z","replicas":12,"bytes":4096,"insert_rows_per_sec":1234.4}]}`)
+{"id":"s2","addr":"127.0.0.1:8081","started_at":"2026-01-02T03:04:05.5Z","replicas":12,"bytes":4096,"insert_rows_per_sec":1234.4,"master":true}]}`)
 	case r.Method == "GET" && r.URL.Path == "/api/v1/tables/metrics" && r.URL.Query().Get("replicas") == "1":
 		io.WriteString(w, cannedReplicas)
 	case r.Method == "GET" && r.URL.Path == "/api/v1/tables/metrics":
@@ -127,8 +127,8 @@ func TestAdminServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	want := []string{"ID ADDR STARTED REPLICAS BYTES INSERT ROWS/S", "s1 127.0.0.1:8080 2026-01-01T00:00:00Z 3 0 0",
-		"s2 127.0.0.1:8081 2026-01-02T03:04:05Z 12 4096 1234"}
+	want := []string{"ID ROLE ADDR STARTED REPLICAS BYTES INSERT ROWS/S", "s1 - 127.0.0.1:8080 2026-01-01T00:00:00Z 3 0 0",
+		"s2 master 127.0.0.1:8081 2026-01-02T03:04:05Z 12 4096 1234"}
 	if len(lines) != len(want) {
 		t.Fatalf("servers:\n%s", out)
 	}
@@ -142,7 +142,7 @@ func TestAdminServers(t *testing.T) {
 	}
 	out, err = admin("servers", "--json")
 	var servers []api.ServerInfo
-	if err != nil || json.Unmarshal([]byte(out), &servers) != nil || len(servers) != 2 || servers[1].ID != "s2" || servers[1].Replicas != 12 {
+	if err != nil || json.Unmarshal([]byte(out), &servers) != nil || len(servers) != 2 || servers[1].ID != "s2" || servers[1].Replicas != 12 || !servers[1].Master {
 		t.Errorf("servers --json: %v %+v\n%s", err, servers, out)
 	}
 

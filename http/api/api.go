@@ -131,6 +131,8 @@ type ServerInfo struct {
 	Replicas         int     `json:"replicas"`
 	Bytes            uint64  `json:"bytes"`
 	InsertRowsPerSec float64 `json:"insert_rows_per_sec"`
+	// Master is true for the server elected master (DESIGN.md section 9).
+	Master bool `json:"master,omitempty"`
 }
 
 // ClusterResponse answers GET /api/v1/cluster.
