@@ -231,3 +231,106 @@ func TestKill9Splitter(t *testing.T) {
 	}
 	t.Logf("%d batches acknowledged of %d tried; all present once through every server", len(acked), l.tried)
 }
+
+// TestKill9ReReplicates: five real `tsdb server` processes, a table of RF
+// 3 under insert load; one of the partition's servers is killed with
+// SIGKILL. Once its membership key has been gone for --dead-after, the
+// master joins a replacement and, after JOIN_FINALIZE, removes the dead
+// server: the partition is back at three live servers, and every
+// acknowledged row is there once.
+func TestKill9ReReplicates(t *testing.T) {
+	e := testEtcd(t)
+	procs := map[string]*proc{}
+	ids := []string{"s1", "s2", "s3", "s4", "s5"}
+	for _, id := range ids {
+		procs[id] = startProc(t, id, t.TempDir(), e.Endpoint(), "--dead-after", "2s")
+	}
+	c := procs["s1"].client()
+	c.must(201, c.do("POST", "/api/v1/tables", []byte(`{"name":"crash","replication_factor":3}`)), nil)
+	var victim *proc
+	urls := func() []string {
+		var out []string
+		for _, id := range ids {
+			if p := procs[id]; p != victim {
+				out = append(out, p.url())
+			}
+		}
+		return out
+	}
+	l := &loader{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wg.Go(func() {
+		l.run(ctx, func() []string { mu.Lock(); defer mu.Unlock(); return urls() })
+	})
+	defer func() { cancel(); wg.Wait() }()
+	waitLong(t, time.Minute, "100 acknowledged batches", func() bool { return l.ackedCount() >= 100 })
+
+	var md tsdbhttp.MetadataResponse
+	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	mu.Lock()
+	victim = procs[md.Metadata.Partitions[0].Servers[1].ServerID]
+	mu.Unlock()
+	killed := time.Now()
+	victim.kill9()
+	var other *proc
+	for _, id := range ids {
+		if procs[id] != victim {
+			other = procs[id]
+			break
+		}
+	}
+	waitLong(t, 2*time.Minute, "the partition back at three live servers without the dead one", func() bool {
+		var md tsdbhttp.MetadataResponse
+		r := other.client().do("GET", "/api/v1/tables/crash/metadata", nil)
+		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
+			return false
+		}
+		for _, p := range md.Metadata.Partitions {
+			if len(p.Servers) != 3 || len(p.Joining) != 0 || p.Split != nil {
+				return false
+			}
+			for _, pl := range p.Servers {
+				if pl.ServerID == victim.id {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	repaired := time.Since(killed)
+	cancel()
+	wg.Wait()
+	l.mu.Lock()
+	acked := append([]int(nil), l.acked...)
+	l.mu.Unlock()
+	for _, id := range ids {
+		p := procs[id]
+		if p == victim {
+			continue
+		}
+		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
+		var resp api.RawQueryResponse
+		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
+			t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
+		}
+		seen := make(map[string]bool, len(resp.Rows))
+		for _, row := range resp.Rows {
+			k := fmt.Sprintf("%s@%d", row.Series, row.Time)
+			if seen[k] {
+				t.Fatalf("%s answers row %s twice", p.id, k)
+			}
+			seen[k] = true
+		}
+		for _, i := range acked {
+			for j := range loaderRows {
+				if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
+					t.Fatalf("%s lacks acknowledged row %s", p.id, k)
+				}
+			}
+		}
+	}
+	t.Logf("back at replication factor 3 %v after the kill -9 (lease TTL 10 s + --dead-after 2 s + join), %d rows acknowledged",
+		repaired.Round(100*time.Millisecond), len(acked)*loaderRows)
+}

@@ -86,6 +86,13 @@ type Config struct {
 	// in flight at once, so bulk copies leave CPU and disk to inserts.
 	// Default 1 (docs/performance.md, "Split").
 	CatchUpConcurrency int
+	// DeadAfter is how long a server listed in a partition may be absent
+	// from the membership list before the master treats it as dead and
+	// replaces it; default 30s.
+	DeadAfter time.Duration
+	// MasterTick is how often the master checks for dead servers; default
+	// 1s.
+	MasterTick time.Duration
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
 	// writes; default DefaultMaxClockOffset.
@@ -143,6 +150,12 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.LifecycleTick <= 0 {
 		c.LifecycleTick = 500 * time.Millisecond
+	}
+	if c.DeadAfter <= 0 {
+		c.DeadAfter = 30 * time.Second
+	}
+	if c.MasterTick <= 0 {
+		c.MasterTick = time.Second
 	}
 	if c.CatchUpConcurrency <= 0 {
 		c.CatchUpConcurrency = 1

@@ -53,6 +53,7 @@ func tsdbBinary(t *testing.T) string {
 // proc is one `tsdb server` process.
 type proc struct {
 	t    *testing.T
+	args []string // extra flags of tsdb server
 	id   string
 	dir  string
 	addr string
@@ -73,9 +74,9 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProc starts server id on a fresh port and waits for /healthz.
-func startProc(t *testing.T, id, dir, etcdURL string) *proc {
+func startProc(t *testing.T, id, dir, etcdURL string, args ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, id: id, dir: dir, addr: freeAddr(t), etcd: etcdURL}
+	p := &proc{t: t, id: id, dir: dir, addr: freeAddr(t), etcd: etcdURL, args: args}
 	p.start()
 	t.Cleanup(p.stop)
 	return p
@@ -87,8 +88,8 @@ func (p *proc) start() {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	p.cmd = exec.Command(tsdbBinary(p.t), "server", "--id", p.id, "--listen", p.addr, "--data", p.dir,
-		"--etcd", p.etcd, "--log-level", "info")
+	p.cmd = exec.Command(tsdbBinary(p.t), append([]string{"server", "--id", p.id, "--listen", p.addr, "--data", p.dir,
+		"--etcd", p.etcd, "--log-level", "info"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

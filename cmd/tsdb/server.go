@@ -17,6 +17,7 @@ func newServerCmd() *cobra.Command {
 	var (
 		id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
 		maxBody                                                          int
+		deadAfter                                                        time.Duration
 		logs                                                             logFlags
 	)
 	cmd := &cobra.Command{
@@ -41,6 +42,9 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 					return fmt.Errorf("--advertise %q: want host:port", advertise)
 				}
 			}
+			if deadAfter < time.Second {
+				return fmt.Errorf("--dead-after %v: want at least 1s", deadAfter)
+			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body-bytes %d: want at least 1024", maxBody)
 			}
@@ -63,6 +67,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			n, err := node.Start(cmd.Context(), node.Config{
 				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
+				DeadAfter: deadAfter,
 			})
 			if err != nil {
 				return err
@@ -84,6 +89,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
 	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
+	f.DurationVar(&deadAfter, "dead-after", 30*time.Second, "how long a server may be gone from the membership list before the master replaces it in its partitions")
 	logs.register(f)
 	return cmd
 }
