@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
 )
 
 // loader inserts batches of unique rows round-robin through servers until
@@ -233,11 +235,12 @@ func TestKill9Splitter(t *testing.T) {
 }
 
 // TestKill9ReReplicates: five real `tsdb server` processes, a table of RF
-// 3 under insert load; one of the partition's servers is killed with
-// SIGKILL. Once its membership key has been gone for --dead-after, the
-// master joins a replacement and, after JOIN_FINALIZE, removes the dead
-// server: the partition is back at three live servers, and every
-// acknowledged row is there once.
+// 3 under insert load; the master and one of the partition's servers are
+// killed with SIGKILL (one kill if the master is a partition server).
+// Another server becomes master; once the dead servers' membership keys
+// have been gone for --dead-after, it joins replacements and, after
+// JOIN_FINALIZE, removes the dead: the partition is back at three live
+// servers, and every acknowledged row is there once.
 func TestKill9ReReplicates(t *testing.T) {
 	e := testEtcd(t)
 	procs := map[string]*proc{}
@@ -247,11 +250,11 @@ func TestKill9ReReplicates(t *testing.T) {
 	}
 	c := procs["s1"].client()
 	c.must(201, c.do("POST", "/api/v1/tables", []byte(`{"name":"crash","replication_factor":3}`)), nil)
-	var victim *proc
+	dead := map[*proc]bool{}
 	urls := func() []string {
 		var out []string
 		for _, id := range ids {
-			if p := procs[id]; p != victim {
+			if p := procs[id]; !dead[p] {
 				out = append(out, p.url())
 			}
 		}
@@ -269,14 +272,43 @@ func TestKill9ReReplicates(t *testing.T) {
 
 	var md tsdbhttp.MetadataResponse
 	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	master := ""
+	waitFor(t, "a master", func() bool {
+		var cl api.ClusterResponse
+		c.must(200, c.do("GET", "/api/v1/cluster", nil), &cl)
+		for _, s := range cl.Servers {
+			if s.Master {
+				master = s.ID
+			}
+		}
+		return master != ""
+	})
+	// The master dies, and one partition server if the master is not one.
+	// At most one of the table's three metadata servers may die with them,
+	// or no METADATA change could commit (keeping the metadata servers at
+	// N live is a master duty still to come).
+	victims := []*proc{procs[master]}
+	part := md.Metadata.Partitions[0].Servers
+	isMeta := func(id string) bool { return slices.Contains(md.Config.MetadataServers, id) }
+	if !slices.ContainsFunc(part, func(pl metadata.Placement) bool { return pl.ServerID == master }) {
+		i := slices.IndexFunc(part, func(pl metadata.Placement) bool { return !isMeta(master) || !isMeta(pl.ServerID) })
+		if i < 0 {
+			t.Fatalf("setup: no partition server to kill with master %s without losing the metadata quorum (%v)", master, md.Config.MetadataServers)
+		}
+		victims = append(victims, procs[part[i].ServerID])
+	}
 	mu.Lock()
-	victim = procs[md.Metadata.Partitions[0].Servers[1].ServerID]
+	for _, v := range victims {
+		dead[v] = true
+	}
 	mu.Unlock()
 	killed := time.Now()
-	victim.kill9()
+	for _, v := range victims {
+		v.kill9()
+	}
 	var other *proc
 	for _, id := range ids {
-		if procs[id] != victim {
+		if !dead[procs[id]] {
 			other = procs[id]
 			break
 		}
@@ -292,7 +324,7 @@ func TestKill9ReReplicates(t *testing.T) {
 				return false
 			}
 			for _, pl := range p.Servers {
-				if pl.ServerID == victim.id {
+				if dead[procs[pl.ServerID]] {
 					return false
 				}
 			}
@@ -307,7 +339,7 @@ func TestKill9ReReplicates(t *testing.T) {
 	l.mu.Unlock()
 	for _, id := range ids {
 		p := procs[id]
-		if p == victim {
+		if dead[p] {
 			continue
 		}
 		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
@@ -331,6 +363,6 @@ func TestKill9ReReplicates(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("back at replication factor 3 %v after the kill -9 (lease TTL 10 s + --dead-after 2 s + join), %d rows acknowledged",
-		repaired.Round(100*time.Millisecond), len(acked)*loaderRows)
+	t.Logf("killed %d server(s), the master %s among them; back at replication factor 3 %v after the kill -9 (lease TTL 10 s + --dead-after 2 s + join), %d rows acknowledged",
+		len(victims), master, repaired.Round(100*time.Millisecond), len(acked)*loaderRows)
 }
