@@ -167,7 +167,13 @@ func localRouteError(err error) error {
 // it catch up first (rule 8).
 func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
 	st, ok := n.replicaStatus(placement)
-	if ok && st.TxnSeq < senderTxnSeq {
+	n.mu.Lock()
+	synced := n.mu.synced[table]
+	n.mu.Unlock()
+	// Rule 8: a sender with a newer view makes this server catch up first,
+	// whether it already knows the placement (an older answer) or not yet
+	// (the table change that created it is still on its way here).
+	if ok && st.TxnSeq < senderTxnSeq || !ok && synced < senderTxnSeq {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SyncTimeout)
 		err := n.syncTable(ctx, table)
 		cancel()
