@@ -149,7 +149,9 @@ func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p 
 	}
 	cands := slices.DeleteFunc(slices.Clone(live), func(s membership.Info) bool { return in(s.ID) })
 	if len(cands) == 0 {
-		n.log.Warn("master: no live server to replace a dead one", "table", cfg.Name, "partition", p.ID)
+		// Every live server holds the partition already; retried each
+		// tick, so not worth a warning each time.
+		n.log.Debug("master: no live server to replace a dead one", "table", cfg.Name, "partition", p.ID)
 		return nil
 	}
 	slices.SortStableFunc(cands, func(a, b membership.Info) int {
