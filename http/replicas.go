@@ -140,13 +140,8 @@ func (s *Server) decodeSplit(ctx *fasthttp.RequestCtx) (*int64, error) {
 		return nil, nil
 	}
 	var req api.SplitRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("%w: request body: %v (want nothing, or {\"at\": TIME} with TIME in RFC 3339 or integer nanoseconds)", ErrBadRequest, err)
-	}
-	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: request body: data after the JSON object", ErrBadRequest)
+	if err := decodeObject(body, &req, `nothing, or {"at": TIME} with TIME in RFC 3339 or integer nanoseconds`); err != nil {
+		return nil, err
 	}
 	if req.At == "" {
 		return nil, nil
@@ -214,19 +209,28 @@ func (s *Server) decodeServerChange(ctx *fasthttp.RequestCtx, join bool) (api.Se
 		return req, err
 	}
 	defer release()
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return req, fmt.Errorf("%w: request body: %v (want {\"server\": \"ID\"%s})", ErrBadRequest, err, forceHint(join))
-	}
-	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
-		return req, fmt.Errorf("%w: request body: data after the JSON object", ErrBadRequest)
+	if err := decodeObject(body, &req, `{"server": "ID"`+forceHint(join)+`}`); err != nil {
+		return req, err
 	}
 	p := []error{checkServerID("server", req.Server)}
 	if req.Force && !join {
 		p = append(p, badRequest("force: only a join can be forced"))
 	}
 	return req, joinProblems(p...)
+}
+
+// decodeObject decodes body, one JSON object with known fields only, into
+// v; an error (ErrBadRequest) names the problem and want, the expected body.
+func decodeObject(body []byte, v any, want string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: request body: %v (want %s)", ErrBadRequest, err, want)
+	}
+	if err := dec.Decode(new(json.RawMessage)); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: request body: data after the JSON object", ErrBadRequest)
+	}
+	return nil
 }
 
 func forceHint(join bool) string {

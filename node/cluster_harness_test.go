@@ -131,13 +131,19 @@ func toggle(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 	return offlineOp(f, !f.Partitions[0].Offline), nil
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or 30 s pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitLong(t, 30*time.Second, what, cond)
+}
+
+// waitLong polls cond until it holds or d passes.
+func waitLong(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -104,10 +104,3 @@ func benchCommit(b *testing.B, n int) {
 	// CAS, are all on s1 here.
 	b.ReportMetric(float64(counters[0].gets.Load()+counters[0].updates.Load()-coord0)/float64(b.N), "etcd-calls/commit(s1)")
 }
-
-// syncedSeq is the txnseq of the last METADATA of table this server processed.
-func (n *Node) syncedSeq(table string) uint64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.synced[table]
-}

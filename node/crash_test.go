@@ -60,6 +60,33 @@ func (l *loader) run(ctx context.Context, urls func() []string) {
 	}
 }
 
+// checkAckedOnce queries table "crash" through p (with headers) and fails
+// the test unless every row of the acknowledged batches is answered, and
+// no row twice.
+func checkAckedOnce(t *testing.T, p *proc, acked []int, headers ...string) {
+	t.Helper()
+	r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, headers...)
+	var resp api.RawQueryResponse
+	if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
+		t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
+	}
+	seen := make(map[string]bool, len(resp.Rows))
+	for _, row := range resp.Rows {
+		k := fmt.Sprintf("%s@%d", row.Series, row.Time)
+		if seen[k] {
+			t.Fatalf("%s answers row %s twice", p.id, k)
+		}
+		seen[k] = true
+	}
+	for _, i := range acked {
+		for j := range loaderRows {
+			if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
+				t.Fatalf("%s lacks acknowledged row %s (batch %d of %d acknowledged)", p.id, k, i, len(acked))
+			}
+		}
+	}
+}
+
 func (l *loader) ackedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -124,26 +151,7 @@ func TestKill9DuringInsertLoad(t *testing.T) {
 	// Every acknowledged row is there, once, through every server (each
 	// reads its own replica first).
 	for _, p := range procs {
-		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil)
-		var resp api.RawQueryResponse
-		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
-			t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
-		}
-		seen := make(map[string]bool, len(resp.Rows))
-		for _, row := range resp.Rows {
-			k := fmt.Sprintf("%s@%d", row.Series, row.Time)
-			if seen[k] {
-				t.Fatalf("%s answers row %s twice", p.id, k)
-			}
-			seen[k] = true
-		}
-		for _, i := range acked {
-			for j := range loaderRows {
-				if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
-					t.Fatalf("%s lacks acknowledged row %s (batch %d of %d acknowledged)", p.id, k, i, len(acked))
-				}
-			}
-		}
+		checkAckedOnce(t, p, acked)
 	}
 	t.Logf("%d batches acknowledged of %d tried; all present on every replica", len(acked), l.tried)
 }
@@ -210,26 +218,7 @@ func TestKill9Splitter(t *testing.T) {
 	acked := append([]int(nil), l.acked...)
 	l.mu.Unlock()
 	for _, p := range procs {
-		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
-		var resp api.RawQueryResponse
-		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
-			t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
-		}
-		seen := make(map[string]bool, len(resp.Rows))
-		for _, row := range resp.Rows {
-			k := fmt.Sprintf("%s@%d", row.Series, row.Time)
-			if seen[k] {
-				t.Fatalf("%s answers row %s twice", p.id, k)
-			}
-			seen[k] = true
-		}
-		for _, i := range acked {
-			for j := range loaderRows {
-				if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
-					t.Fatalf("%s lacks acknowledged row %s (batch %d of %d acknowledged)", p.id, k, i, len(acked))
-				}
-			}
-		}
+		checkAckedOnce(t, p, acked, api.HeaderConsistency, api.ConsistencyQuorum)
 	}
 	t.Logf("%d batches acknowledged of %d tried; all present once through every server", len(acked), l.tried)
 }
@@ -342,26 +331,7 @@ func TestKill9ReReplicates(t *testing.T) {
 		if dead[p] {
 			continue
 		}
-		r := p.client().do("GET", "/api/v1/tables/crash/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
-		var resp api.RawQueryResponse
-		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil {
-			t.Fatalf("query via %s: %d %s", p.id, r.status, r.body)
-		}
-		seen := make(map[string]bool, len(resp.Rows))
-		for _, row := range resp.Rows {
-			k := fmt.Sprintf("%s@%d", row.Series, row.Time)
-			if seen[k] {
-				t.Fatalf("%s answers row %s twice", p.id, k)
-			}
-			seen[k] = true
-		}
-		for _, i := range acked {
-			for j := range loaderRows {
-				if k := fmt.Sprintf("m,b=%d@%d", i, int64(i)*1_000_000+int64(j)); !seen[k] {
-					t.Fatalf("%s lacks acknowledged row %s", p.id, k)
-				}
-			}
-		}
+		checkAckedOnce(t, p, acked, api.HeaderConsistency, api.ConsistencyQuorum)
 	}
 	t.Logf("killed %d server(s), the master %s among them; back at replication factor 3 %v after the kill -9 (lease TTL 10 s + --dead-after 2 s + join), %d rows acknowledged",
 		len(victims), master, repaired.Round(100*time.Millisecond), len(acked)*loaderRows)

@@ -167,13 +167,10 @@ func localRouteError(err error) error {
 // it catch up first (rule 8).
 func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
 	st, ok := n.replicaStatus(placement)
-	n.mu.Lock()
-	synced := n.mu.synced[table]
-	n.mu.Unlock()
 	// Rule 8: a sender with a newer view makes this server catch up first,
 	// whether it already knows the placement (an older answer) or not yet
 	// (the table change that created it is still on its way here).
-	if ok && st.TxnSeq < senderTxnSeq || !ok && synced < senderTxnSeq {
+	if ok && st.TxnSeq < senderTxnSeq || !ok && n.syncedSeq(table) < senderTxnSeq {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SyncTimeout)
 		err := n.syncTable(ctx, table)
 		cancel()
@@ -192,6 +189,13 @@ func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (
 		return nil, fmt.Errorf("%w: replica %s is %s", tsdbhttp.ErrMoved, placement, st.Discovery.Status)
 	}
 	return rep, nil
+}
+
+// syncedSeq is the txnseq of the table's last METADATA this server installed.
+func (n *Node) syncedSeq(table string) uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.synced[table]
 }
 
 // replicaStatus returns the last discovery answer of a local replica.
@@ -294,16 +298,21 @@ func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata
 		if err != nil {
 			return err
 		}
-		servers := make([]string, 0, len(c.Servers))
-		for _, s := range c.Servers {
-			servers = append(servers, s.ServerID)
-		}
-		if err := rt.pusher.WaitConfirmedChild(ctx, seq, c.ID, servers, need); err != nil {
+		if err := rt.pusher.WaitConfirmedChild(ctx, seq, c.ID, serverIDs(c.Servers), need); err != nil {
 			return fmt.Errorf("%w: fewer than %d of split child %s's %d servers confirmed within %v: %v",
 				tsdbhttp.ErrInsertOutcomeUnknown, need, c.ID, len(c.Servers), n.cfg.AckTimeout, err)
 		}
 	}
 	return nil
+}
+
+// serverIDs lists the servers of placements, in order.
+func serverIDs(pls []metadata.Placement) []string {
+	ids := make([]string, len(pls))
+	for i, pl := range pls {
+		ids[i] = pl.ServerID
+	}
+	return ids
 }
 
 // ackCount is W: how many of a partition's servers must hold an insert.

@@ -109,11 +109,7 @@ func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Repl
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
 	defer cancel()
 	for _, c := range p.Split.Children {
-		servers := make([]string, 0, len(c.Servers))
-		for _, s := range c.Servers {
-			servers = append(servers, s.ServerID)
-		}
-		if err := rt.pusher.WaitChildAfterMark(wctx, seq, c.ID, servers, len(c.Servers)/2+1); err != nil {
+		if err := rt.pusher.WaitChildAfterMark(wctx, seq, c.ID, serverIDs(c.Servers), len(c.Servers)/2+1); err != nil {
 			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", tsdbhttp.ErrUnavailable, c.ID, err)
 		}
 	}

@@ -36,18 +36,6 @@ func (c *testCluster) createSplitTable(id, name string, rf int) {
 		`{"name":%q,"replication_factor":%d,"partition_size_target":%d}`, name, rf, splitTarget))), nil)
 }
 
-// waitLong polls cond until it holds or d passes.
-func waitLong(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // splitsSettled reports whether no partition of table is splitting and no
 // SERVE replica on any server is above limit bytes.
 func (c *testCluster) splitsSettled(table string, limit uint64) bool {

@@ -186,8 +186,8 @@ type target struct {
 	tailOf *target
 
 	// Guarded by Pusher.mu:
-	// tail is the tail stream of a split target (see splitTail), nil if
-	// none.
+	// tail is the tail stream of a split target (see tailCursor and
+	// step), nil if none.
 	tail         *target
 	spec         metadata.Target
 	node         uint64             // model.NodeID(spec.ServerID)
@@ -444,23 +444,13 @@ func cloneBound(b *int64) *int64 {
 // <= 0 returns nil at once. It is woken by every confirmation and view
 // change, and returns ctx's error (wrapped) when ctx ends first.
 func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string, need int) error {
-	if need <= 0 {
-		return nil
-	}
-	for {
-		p.mu.Lock()
-		n := p.countConfirmedLocked(seq, servers, metadata.TargetReplica, uuid.Nil)
-		changed := p.mu.changed
-		p.mu.Unlock()
-		if n >= need {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("replication: %d of %d replicas confirmed sequence %d: %w", n, need, seq, ctx.Err())
-		case <-changed:
-		}
-	}
+	return p.waitCount(ctx, need, func() int {
+		return p.countLocked(servers, func(t *target) bool {
+			return t.spec.Kind == metadata.TargetReplica && p.hasLocked(t, seq)
+		})
+	}, func(n int, err error) error {
+		return fmt.Errorf("replication: %d of %d replicas confirmed sequence %d: %w", n, need, seq, err)
+	})
 }
 
 // WaitConfirmedChild is WaitConfirmed for a split child: it counts the
@@ -470,23 +460,13 @@ func (p *Pusher) WaitConfirmed(ctx context.Context, seq uint64, servers []string
 // sees the child's servers as replica or joining targets, under the same
 // placements and cursors, and a wait begun before must still end.
 func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.UUID, servers []string, need int) error {
-	if need <= 0 {
-		return nil
-	}
-	for {
-		p.mu.Lock()
-		n := p.countConfirmedLocked(seq, servers, "", child)
-		changed := p.mu.changed
-		p.mu.Unlock()
-		if n >= need {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", n, need, child, seq, ctx.Err())
-		case <-changed:
-		}
-	}
+	return p.waitCount(ctx, need, func() int {
+		return p.countLocked(servers, func(t *target) bool {
+			return t.spec.PartitionID == child && p.hasLocked(t, seq)
+		})
+	}, func(n int, err error) error {
+		return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", n, need, child, seq, err)
+	})
 }
 
 // WaitChildAfterMark is WaitConfirmedChild for rows a parent replica
@@ -495,46 +475,46 @@ func (p *Pusher) WaitConfirmedChild(ctx context.Context, seq uint64, child uuid.
 // its mark, since such rows are covered by the mark the finalize waits for
 // (rule 7). It never waits for a backfill.
 func (p *Pusher) WaitChildAfterMark(ctx context.Context, seq uint64, child uuid.UUID, servers []string, need int) error {
+	return p.waitCount(ctx, need, func() int {
+		return p.countLocked(servers, func(t *target) bool {
+			mark, ok := p.mu.marks[t.id]
+			return t.spec.PartitionID == child && (ok && seq <= mark || p.hasLocked(t, seq))
+		})
+	}, func(n int, err error) error {
+		return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", n, need, child, seq, err)
+	})
+}
+
+// waitCount blocks until count, run under p.mu after every confirmation
+// and view change, reaches need (need <= 0: at once); when ctx ends first
+// it returns fail of the last count and ctx's error.
+func (p *Pusher) waitCount(ctx context.Context, need int, count func() int, fail func(n int, err error) error) error {
 	if need <= 0 {
 		return nil
 	}
 	for {
 		p.mu.Lock()
-		var counted []string
-		for _, t := range p.mu.view {
-			s := t.spec.ServerID
-			if t.spec.PartitionID != child || !slices.Contains(servers, s) || slices.Contains(counted, s) {
-				continue
-			}
-			if mark, ok := p.mu.marks[t.id]; (ok && seq <= mark) || p.hasLocked(t, seq) {
-				counted = append(counted, s)
-			}
-		}
+		n := count()
 		changed := p.mu.changed
 		p.mu.Unlock()
-		if len(counted) >= need {
+		if n >= need {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("replication: %d of %d servers of child %s confirmed sequence %d: %w", len(counted), need, child, seq, ctx.Err())
+			return fail(n, ctx.Err())
 		case <-changed:
 		}
 	}
 }
 
-// countConfirmedLocked counts the distinct servers among servers having a
-// target of the given kind (any kind if empty) and partition (any unless
-// uuid.Nil) that confirmed seq.
-func (p *Pusher) countConfirmedLocked(seq uint64, servers []string, kind metadata.TargetKind, partition uuid.UUID) int {
+// countLocked counts the distinct servers among servers having a target
+// for which counts holds.
+func (p *Pusher) countLocked(servers []string, counts func(*target) bool) int {
 	var counted []string
 	for _, t := range p.mu.view {
 		s := t.spec.ServerID
-		if (kind != "" && t.spec.Kind != kind) || (partition != uuid.Nil && t.spec.PartitionID != partition) ||
-			!slices.Contains(servers, s) || slices.Contains(counted, s) {
-			continue
-		}
-		if p.hasLocked(t, seq) {
+		if slices.Contains(servers, s) && !slices.Contains(counted, s) && counts(t) {
 			counted = append(counted, s)
 		}
 	}
@@ -542,7 +522,7 @@ func (p *Pusher) countConfirmedLocked(seq uint64, servers []string, kind metadat
 }
 
 // hasLocked reports whether target t confirmed every row up to seq, or,
-// for a row above t's mark, whether the tail stream did (see splitTail).
+// for a row above t's mark, whether the tail stream did (see tailCursor).
 func (p *Pusher) hasLocked(t *target, seq uint64) bool {
 	if p.confirmedLocked(t) >= seq {
 		return true
