@@ -527,23 +527,58 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 	if est+r.store.db.Metrics().WAL.Size <= limit {
 		return false, est, nil
 	}
-	sr, err := r.newSplitReader()
+	n, err := r.scanSize(limit)
 	if err != nil {
 		return false, 0, err
+	}
+	return n > limit, max(n, est), nil
+}
+
+// Size measures the replica for a rate estimate (pre-split): pebble's
+// estimate of its disk usage when that is at least scanLimit, else the
+// larger of the estimate and a key scan that stops just past scanLimit, so
+// rows still in the memtable count too. The scan reads at most about
+// scanLimit bytes.
+func (r *Replica) Size(scanLimit uint64) (uint64, error) {
+	if err := r.enter(); err != nil {
+		return 0, err
+	}
+	defer r.store.gate.exit()
+	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	if est >= scanLimit {
+		return est, nil
+	}
+	n, err := r.scanSize(scanLimit)
+	if err != nil {
+		return 0, err
+	}
+	return max(n, est), nil
+}
+
+// scanSize sums the uncompressed key and value bytes of the replica's rows
+// in its range, stopping once the sum passes limit. The caller holds the
+// store's gate.
+func (r *Replica) scanSize(limit uint64) (uint64, error) {
+	sr, err := r.newSplitReader()
+	if err != nil {
+		return 0, err
 	}
 	defer sr.close()
 	var n uint64
 	for valid := sr.it.First(); valid && n <= limit; valid = sr.it.Next() {
 		_, _, t, err := rowKeyParts(sr.it.Key())
 		if err != nil {
-			return false, 0, r.splitErr(err)
+			return 0, r.splitErr(err)
 		}
 		if sr.inRange(t) {
 			n += sr.rowBytes()
 		}
 	}
 	if err := sr.it.Error(); err != nil {
-		return false, 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)
+		return 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)
 	}
-	return n > limit, max(n, est), nil
+	return n, nil
 }

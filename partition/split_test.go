@@ -651,3 +651,30 @@ func TestSizeOver(t *testing.T) {
 		t.Fatalf("flushed: SizeOver(%d) = %v, %v; want false", est*4, over, err)
 	}
 }
+
+func TestSize(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(100), func(int) int { return 100 }) // about 250 KB
+	ws := weights(t, r, minTime, maxTime)
+	var total uint64
+	for _, w := range ws {
+		total += uint64(w.bytes)
+	}
+	// Unflushed: the estimate knows nothing, the scan counts the rows.
+	if n, err := r.Size(total * 2); err != nil || n != total {
+		t.Fatalf("unflushed: Size(%d) = %d, %v; want the scanned %d", total*2, n, err, total)
+	}
+	if n, err := r.Size(total / 4); err != nil || n <= total/4 || n > total/4+200 {
+		t.Fatalf("unflushed: Size(%d) = %d, %v; the scan should stop just past the limit", total/4, n, err)
+	}
+	flush(t, s)
+	est, err := r.DiskUsage()
+	if err != nil || est == 0 {
+		t.Fatalf("setup: DiskUsage after flush = %d, %v", est, err)
+	}
+	// An estimate at or above the limit is used as is: no scan.
+	if n, err := r.Size(est); err != nil || n != est {
+		t.Fatalf("flushed: Size(%d) = %d, %v; want the estimate", est, n, err)
+	}
+}

@@ -62,6 +62,10 @@ type Config struct {
 	// less than the horizon; the next run continues from its last point.
 	// Default 1000.
 	MaxPoints int
+	// RateWindow is the span of closed time the rate is estimated over
+	// (EstimateRateOver). Default RateWindow (1h); tests shorten it so a
+	// change of rate shows within a run.
+	RateWindow time.Duration
 }
 
 // DefaultConfig returns a Config with every default filled in.
@@ -96,6 +100,9 @@ func (c *Config) EnsureDefaults() {
 	if c.MaxPoints == 0 {
 		c.MaxPoints = DefaultMaxPoints
 	}
+	if c.RateWindow == 0 {
+		c.RateWindow = RateWindow
+	}
 }
 
 // Validate reports every problem of c at once, each naming its field, in an
@@ -113,6 +120,7 @@ func (c Config) Validate() error {
 	positive("MinWidth", c.MinWidth)
 	positive("MaxWidth", c.MaxWidth)
 	positive("UnknownWidth", c.UnknownWidth)
+	positive("RateWindow", c.RateWindow)
 	if c.MinWidth > 0 && c.MaxWidth > 0 && c.MinWidth > c.MaxWidth {
 		probs = append(probs, fmt.Sprintf("MinWidth: %s is above MaxWidth %s", c.MinWidth, c.MaxWidth))
 	}

@@ -10,7 +10,7 @@ import (
 func TestDefaultConfig(t *testing.T) {
 	got := DefaultConfig()
 	want := Config{Horizon: 10 * time.Minute, Refill: 5 * time.Minute, MinWidth: time.Second,
-		MaxWidth: 24 * time.Hour, UnknownWidth: time.Hour, MinAhead: 3, MaxPoints: 1000}
+		MaxWidth: 24 * time.Hour, UnknownWidth: time.Hour, MinAhead: 3, MaxPoints: 1000, RateWindow: time.Hour}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
@@ -23,7 +23,7 @@ func TestEnsureDefaultsKeepsSetFields(t *testing.T) {
 	c := Config{Horizon: time.Hour, MinWidth: time.Minute, MinAhead: 5}
 	c.EnsureDefaults()
 	want := Config{Horizon: time.Hour, Refill: 30 * time.Minute, MinWidth: time.Minute,
-		MaxWidth: DefaultMaxWidth, UnknownWidth: DefaultUnknownWidth, MinAhead: 5, MaxPoints: DefaultMaxPoints}
+		MaxWidth: DefaultMaxWidth, UnknownWidth: DefaultUnknownWidth, MinAhead: 5, MaxPoints: DefaultMaxPoints, RateWindow: RateWindow}
 	if c != want {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}

@@ -10,7 +10,7 @@ import (
 
 // RateWindow is the span of the time axis EstimateRate looks at: the last
 // hour covered by closed partitions, ending at the most recent closed
-// partition's end.
+// partition's end. Config.RateWindow changes it for PlanTable.
 const RateWindow = time.Hour
 
 // PartitionStats is what the planner knows of one partition: its range and
@@ -79,13 +79,18 @@ type closedRange struct {
 // the rate. A table whose recent closed partitions are empty is idle and
 // gets (0, true).
 func EstimateRate(stats []PartitionStats, now int64) (bytesPerSecond float64, ok bool) {
+	return EstimateRateOver(stats, now, RateWindow)
+}
+
+// EstimateRateOver is EstimateRate over a window other than RateWindow.
+func EstimateRateOver(stats []PartitionStats, now int64, window time.Duration) (bytesPerSecond float64, ok bool) {
 	closed := closedBefore(stats, now)
 	if len(closed) == 0 {
 		return 0, false
 	}
 	slices.SortFunc(closed, func(a, b closedRange) int { return cmp.Compare(b.end, a.end) })
 	anchor := closed[0].end
-	from := subSat(anchor, int64(RateWindow))
+	from := subSat(anchor, int64(window))
 	samples := make([]rateSample, 0, len(closed))
 	for _, c := range closed {
 		if c.end <= from {

@@ -82,7 +82,7 @@ func PlanTable(f *metadata.File, stats []PartitionStats, target uint64, now int6
 		return Decision{}, false, err
 	}
 	tail := f.Partitions[len(f.Partitions)-1]
-	rate, known := EstimateRate(stats, now)
+	rate, known := EstimateRateOver(stats, now, cfg.RateWindow)
 	d := Decision{
 		PartitionID: tail.ID,
 		Width:       tableWidth(rate, known, target, cfg),
