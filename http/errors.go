@@ -21,6 +21,12 @@ var (
 	ErrInvalidQuery        = errors.New("http: invalid query")
 	ErrBadRequest          = errors.New("http: bad request")
 	ErrUnavailable         = errors.New("http: unavailable")
+	// ErrOffline: an operator took the partition out of service; answered
+	// 503 api.CodeOffline.
+	ErrOffline = errors.New("http: partition offline")
+	// ErrServerNotFound: no live or listed server has the id; answered
+	// 404 api.CodeServerNotFound.
+	ErrServerNotFound = errors.New("http: server not found")
 )
 
 // Sentinel errors of replication and forwarding (DESIGN.md section 5). The
@@ -86,6 +92,10 @@ func classify(err error) (int, string, string) {
 		return http.StatusBadRequest, api.CodeBadRequest, err.Error()
 	case errors.Is(err, ErrInvalidQuery):
 		return http.StatusBadRequest, api.CodeInvalidQuery, err.Error()
+	case errors.Is(err, ErrOffline):
+		return http.StatusServiceUnavailable, api.CodeOffline, err.Error()
+	case errors.Is(err, ErrServerNotFound):
+		return http.StatusNotFound, api.CodeServerNotFound, err.Error()
 	}
 	// The commit sentinels come before "unavailable": a no-quorum error may
 	// wrap a peer's missing file, and it is the no-quorum the caller must see.

@@ -77,3 +77,9 @@ func TestHandlerPanicIsA500(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+func (panicky) SetOffline(context.Context, string, uuid.UUID, bool) (*metadata.File, error) {
+	panic("bug")
+}
+func (panicky) Drain(context.Context, string, bool) (api.DrainResponse, error) { panic("bug") }
+func (panicky) Rebalance(context.Context) (api.RebalanceResponse, error)       { panic("bug") }
+func (panicky) Health(context.Context) (api.HealthResponse, error)             { panic("bug") }

@@ -27,10 +27,7 @@ type TableReplicasResponse struct {
 
 // ServerChangeResponse answers POST /api/v1/tables/{t}/partitions/{p}/join
 // and …/leave: the METADATA transaction that made the change.
-type ServerChangeResponse struct {
-	TxnID  string `json:"txnid"`
-	TxnSeq uint64 `json:"txnseq"`
-}
+type ServerChangeResponse = api.ChangeResponse
 
 // wantReplicas reads the replicas parameter of GET /api/v1/tables/{t}.
 func wantReplicas(args *fasthttp.Args) (bool, error) {
@@ -74,19 +71,22 @@ func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
 func (s *Server) routePartition(ctx *fasthttp.RequestCtx, table, rest string) string {
 	id, verb, _ := strings.Cut(rest, "/")
 	switch verb {
-	case "join", "leave", "split":
+	case "join", "leave", "split", "offline", "online":
 	default:
 		s.writeAPIError(ctx, http.StatusNotFound, api.CodeNotFound,
-			fmt.Sprintf("no such endpoint: %s %s (want …/partitions/{id}/join, …/leave or …/split)", ctx.Method(), ctx.Path()))
+			fmt.Sprintf("no such endpoint: %s %s (want …/partitions/{id}/join, …/leave, …/split, …/offline or …/online)", ctx.Method(), ctx.Path()))
 		return "not_found"
 	}
 	route := "partition_" + verb
 	if !s.method(ctx, "POST") {
 		return route
 	}
-	if verb == "split" {
+	switch verb {
+	case "split":
 		s.handleSplit(ctx, table, id)
-	} else {
+	case "offline", "online":
+		s.handleSetOffline(ctx, table, id, verb == "offline")
+	default:
 		s.handleServerChange(ctx, table, id, verb == "join")
 	}
 	return route

@@ -60,6 +60,16 @@ type Backend interface {
 	// Metadata returns a table's config and the decoded METADATA file of
 	// txnID (empty: the current one).
 	Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error)
+	// SetOffline commits SET_OFFLINE of a current partition: offline, or
+	// back online.
+	SetOffline(ctx context.Context, table string, partition uuid.UUID, offline bool) (*metadata.File, error)
+	// Drain marks a server draining (on) or clears the mark.
+	Drain(ctx context.Context, server string, on bool) (api.DrainResponse, error)
+	// Rebalance records a rebalance request for the master.
+	Rebalance(ctx context.Context) (api.RebalanceResponse, error)
+	// Health reports every server's assigned partitions and every problem
+	// of the cluster (tsdb admin stale).
+	Health(ctx context.Context) (api.HealthResponse, error)
 }
 
 // InsertOptions are an insert's per-request settings.
@@ -278,6 +288,25 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 			s.handleCluster(ctx)
 		}
 		return "cluster"
+	case path == "/api/v1/cluster/health":
+		if s.method(ctx, "GET") {
+			s.handleHealth(ctx)
+		}
+		return "cluster_health"
+	case path == "/api/v1/cluster/rebalance":
+		if s.method(ctx, "POST") {
+			s.handleRebalance(ctx)
+		}
+		return "cluster_rebalance"
+	case strings.HasPrefix(path, "/api/v1/servers/"):
+		id, ok := strings.CutSuffix(path[len("/api/v1/servers/"):], "/drain")
+		if !ok {
+			break
+		}
+		if s.method(ctx, "POST", "DELETE") {
+			s.handleDrain(ctx, id, string(ctx.Method()) == "POST")
+		}
+		return "server_drain"
 	case strings.HasPrefix(path, "/api/v1/tables/"):
 		rest := path[len("/api/v1/tables/"):]
 		table, action, _ := strings.Cut(rest, "/")

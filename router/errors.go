@@ -14,6 +14,10 @@ var (
 	// ErrUnavailable means a replica could not be reached or could not
 	// answer; the router tries the partition's next replica.
 	ErrUnavailable = errors.New("router: replica unavailable")
+	// ErrOffline means an operator took a partition the request needs out
+	// of service (SET_OFFLINE); nothing is written or read until it is
+	// back online.
+	ErrOffline = errors.New("router: partition offline")
 	// ErrNoPartition means the METADATA has no partition for a row's time,
 	// which a valid file never allows.
 	ErrNoPartition = errors.New("router: no partition covers the time")

@@ -256,6 +256,12 @@ func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, con
 		if err != nil {
 			return err
 		}
+		// All or nothing: no group is written if one partition is offline.
+		for _, g := range groups {
+			if g.p.Offline {
+				return offlineError(e.file, g.p)
+			}
+		}
 		moved, err := r.insertGroups(ctx, e.file, groups, consistency)
 		if err != nil {
 			return err
@@ -456,6 +462,9 @@ func (r *Router) eachPartition(ctx context.Context, table string, from, to int64
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			if p.Offline {
+				return offlineError(e.file, p)
+			}
 			pfrom, pto := clip(p, from, to)
 			stop, err := f(e.file, p, pfrom, pto)
 			if errors.Is(err, ErrMoved) {
@@ -495,6 +504,12 @@ func (r *Router) onReplica(ctx context.Context, file *metadata.File, p *metadata
 		errs = append(errs, fmt.Errorf("%s: %w", t.Server, err))
 	}
 	return fmt.Errorf("%w: no replica of partition %s answered: %w", ErrUnavailable, p.ID, errors.Join(errs...))
+}
+
+// offlineError names the offline partition p and how to bring it back.
+func offlineError(file *metadata.File, p *metadata.Partition) error {
+	return fmt.Errorf("%w: partition %s of %q (txnseq %d) was taken offline by an operator; 'tsdb admin online %s %s' brings it back",
+		ErrOffline, p.ID, file.Table, file.TxnSeq, file.Table, p.ID)
 }
 
 // AggQuery selects aggregates per step bucket.

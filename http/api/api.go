@@ -133,6 +133,9 @@ type ServerInfo struct {
 	InsertRowsPerSec float64 `json:"insert_rows_per_sec"`
 	// Master is true for the server elected master (DESIGN.md section 9).
 	Master bool `json:"master,omitempty"`
+	// Draining is true for a server an operator is draining (tsdb admin
+	// drain), until the drain is undone.
+	Draining bool `json:"draining,omitempty"`
 }
 
 // ClusterResponse answers GET /api/v1/cluster.

@@ -159,6 +159,14 @@ type ReplicasRequest struct {
 	// of it; without it Rows is -1 and Checksum empty (what a split's
 	// finalizer, which reads only the targets, asks for).
 	Counts bool `json:"counts,omitempty"`
+	// SizeScan, when set, makes Bytes the larger of the disk estimate and
+	// a key scan stopping past SizeScan bytes for each replica whose
+	// estimate is below it, so rows not yet flushed count (the master's
+	// pre-split rate estimate).
+	SizeScan uint64 `json:"size_scan,omitempty"`
+	// SizeScanAfter limits SizeScan to the replicas whose range ends
+	// after it (integer ns; an open end always does).
+	SizeScanAfter int64 `json:"size_scan_after,omitempty"`
 }
 
 // ReplicasResponse lists a server's local replicas.

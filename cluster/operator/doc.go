@@ -1,0 +1,8 @@
+// Package operator stores an operator's standing requests to the master in
+// etcd (DESIGN.md section 9): the servers being drained, under
+// <prefix>drain/<server_id> (JSON {"since": time}), and the last rebalance
+// request, at <prefix>rebalance (JSON {"requested_at": time}). They are
+// plain JSON so that `etcdctl get --prefix /tsdb/drain/` shows them, and
+// they stay until undone: a drain mark outlives the master that acted on
+// it and the server it names.
+package operator
