@@ -29,7 +29,10 @@ func testEtcd(t testing.TB) *embedetcd.Etcd {
 // the end of the test unless the test stops it first.
 func startNode(t testing.TB, e *embedetcd.Etcd, id, dir string, mut ...func(*Config)) *Node {
 	t.Helper()
-	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()}}
+	// Pre-split and rebalancing change partition maps on their own; the
+	// tests of other features turn them off, the master's tests back on.
+	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()},
+		NoPresplit: true, NoRebalance: true}
 	if os.Getenv("TSDB_TEST_LOG") != "" {
 		// Debugging aid: the servers' logs on stderr.
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -11,29 +11,55 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/metadata"
 )
 
 // The master (DESIGN.md section 9). One server at a time holds the term
 // (cluster/election); its duties run under the term's context, which ends
-// as soon as its lease may have lapsed. Built so far: failure handling
-// (re-replication of partitions listing a dead server). Rebalancing,
-// pre-split, retention, SPLIT_ABORT and the operator tools are still to
-// come (issue 6).
+// as soon as its lease may have lapsed. Every MasterTick it reads the
+// cluster (membership, drain marks, every table's METADATA) and makes at
+// most one change per partition: failure handling and drains (this file),
+// metadata servers and SPLIT_ABORT (master_meta.go), rebalancing
+// (master_balance.go) and pre-split (master_presplit.go). Each
+// change is planned against the METADATA current when it is sent (a
+// planner that finds the partition changed gives up until the next tick),
+// so a master that acts on a stale read changes nothing.
 
 // errRepairSettled: the partition changed under the planned repair.
 var errRepairSettled = errors.New("node: repair no longer needed")
 
-// lead runs while this server is the elected master: the repair loop every
-// MasterTick until the term ends.
+// masterState is what a master term remembers between ticks.
+type masterState struct {
+	// absent is when each server listed somewhere was first seen absent
+	// in this term: a new master gives every absent server the full grace
+	// period again.
+	absent map[string]time.Time
+	// noMajority is when each splitting partition was first seen with a
+	// child lacking a live majority.
+	noMajority map[uuid.UUID]time.Time
+	// balancing is set while a rebalance runs: at the term's start, when a
+	// server joins, and on an operator's request, until balanced.
+	balancing bool
+	// rebalanceRev is the etcd revision of the last rebalance request seen.
+	rebalanceRev int64
+	// lastLive are the servers live at the previous tick.
+	lastLive map[string]bool
+	// presplitAt is when pre-split last ran.
+	presplitAt time.Time
+}
+
+// lead runs while this server is the elected master: the master's duties
+// every MasterTick until the term ends.
 func (n *Node) lead(ctx context.Context) {
 	n.isMaster.Store(true)
 	defer n.isMaster.Store(false)
 	start := time.Now()
 	n.log.Info("master term started", "dead_after", n.cfg.DeadAfter)
-	// Absences are timed from this term's start: a new master gives every
-	// absent server the full grace period again.
-	absent := map[string]time.Time{}
+	st := &masterState{absent: map[string]time.Time{}, noMajority: map[uuid.UUID]time.Time{}, balancing: true}
+	if rev, err := operator.RebalanceRequest(ctx, n.etcd, n.cfg.EtcdPrefix); err == nil {
+		st.rebalanceRev = rev
+	}
 	t := time.NewTicker(n.cfg.MasterTick)
 	defer t.Stop()
 	for {
@@ -43,8 +69,8 @@ func (n *Node) lead(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := n.repairTick(ctx, absent, time.Now()); err != nil && ctx.Err() == nil {
-			n.log.Warn("master: repair pass failed; retried next tick", "err", err)
+		if err := n.masterTick(ctx, st, time.Now()); err != nil && ctx.Err() == nil {
+			n.log.Warn("master: pass failed; retried next tick", "err", err)
 		}
 	}
 }
@@ -52,110 +78,143 @@ func (n *Node) lead(ctx context.Context) {
 // IsMaster reports whether this server is the elected master now.
 func (n *Node) IsMaster() bool { return n.isMaster.Load() }
 
-// repairTick is one pass of failure handling: a server listed in a
-// partition whose membership key has been gone for DeadAfter is dead; for
-// each partition listing it the master joins a replacement (the least
-// loaded live server not in the partition) and, once enough live servers
-// are listed again (the replacement finalized its join), removes the dead
-// one. One change per partition per pass; splitting partitions wait for
-// their split to settle.
-func (n *Node) repairTick(ctx context.Context, absent map[string]time.Time, now time.Time) error {
-	live, err := n.dir.refresh(ctx)
+// masterTick is one pass of the master's duties over a fresh read of the
+// cluster. Nothing is assigned while fewer than MinServers are live.
+func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) error {
+	v, err := n.readView(ctx, false)
 	if err != nil {
-		return fmt.Errorf("read the live servers: %w", err)
+		return err
 	}
-	isLive := make(map[string]bool, len(live))
-	for _, s := range live {
-		isLive[s.ID] = true
-	}
-	for id := range absent {
-		if isLive[id] {
-			delete(absent, id) // back within the grace period
+	joined := false
+	for _, s := range v.live {
+		if st.lastLive != nil && !st.lastLive[s.ID] {
+			joined = true
 		}
 	}
-	tables, err := n.meta.ListTables(ctx)
-	if err != nil {
-		return fmt.Errorf("list tables: %w", err)
+	st.lastLive = v.isLive
+	for id := range st.absent {
+		if v.isLive[id] {
+			delete(st.absent, id) // back within the grace period
+		}
+	}
+	if rev, err := operator.RebalanceRequest(ctx, n.etcd, n.cfg.EtcdPrefix); err == nil && rev != st.rebalanceRev {
+		st.rebalanceRev, joined = rev, true
+		n.log.Info("master: rebalance requested by an operator")
+	}
+	if joined && !st.balancing {
+		st.balancing = true
+		n.log.Info("master: rebalance started")
+	}
+	if len(v.live) < n.cfg.MinServers {
+		n.log.Debug("master: fewer live servers than --min-servers; nothing assigned", "live", len(v.live), "min", n.cfg.MinServers)
+		return nil
 	}
 	dead := func(id string) bool {
-		if isLive[id] {
+		if v.isLive[id] {
 			return false
 		}
-		since, ok := absent[id]
+		since, ok := st.absent[id]
 		if !ok {
-			absent[id] = now
+			st.absent[id] = now
 			n.log.Warn("master: server listed in a partition is not live; dead if it stays away", "server", id, "dead_after", n.cfg.DeadAfter)
 			return false
 		}
 		return now.Sub(since) >= n.cfg.DeadAfter
 	}
 	var errs []error
-	for _, cfg := range tables {
+	for _, t := range v.tables {
 		if !n.reg.Valid() {
 			return errors.New("lease not valid")
 		}
-		_, file, err := n.router.Table(ctx, cfg.Name)
-		if err != nil {
-			errs = append(errs, err)
+		if t.err != nil {
+			errs = append(errs, t.err)
 			continue
 		}
-		for i := range file.Partitions {
-			p := &file.Partitions[i]
+		errs = append(errs, n.keepMetadataServers(ctx, v, t, dead))
+		for i := range t.file.Partitions {
+			p := &t.file.Partitions[i]
+			var err error
 			if p.Split != nil {
-				continue
+				err = n.maybeAbortSplit(ctx, st, v, t, p, now)
+			} else {
+				err = n.repairPartition(ctx, t.cfg, p, v, dead)
 			}
-			if err := n.repairPartition(ctx, cfg, p, live, dead); err != nil {
-				errs = append(errs, fmt.Errorf("table %q partition %s: %w", cfg.Name, p.ID, err))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("table %q partition %s: %w", t.cfg.Name, p.ID, err))
 			}
 		}
+	}
+	if st.balancing && !n.cfg.NoRebalance {
+		done, err := n.rebalanceStep(ctx, v)
+		errs = append(errs, err)
+		if done {
+			st.balancing = false
+			n.log.Info("master: partitions balanced")
+		}
+	}
+	if !n.cfg.NoPresplit && now.Sub(st.presplitAt) >= n.cfg.PresplitInterval {
+		st.presplitAt = now
+		errs = append(errs, n.presplitPass(ctx, v, now))
 	}
 	return errors.Join(errs...)
 }
 
-// repairPartition makes at most one change to p: drop a dead joiner, join a
-// replacement for a dead server, or remove a dead server once the live ones
-// are back at the replication factor.
-func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, live []membership.Info, dead func(string) bool) error {
-	var deadServers, deadJoiners []string
+// repairPartition makes at most one change to p: drop a dead or draining
+// joiner, join a replacement for a dead or draining server, or remove a
+// dead server once the live ones are back at the replication factor, or a
+// draining one once the eligible ones are (join new, then remove old, so a
+// partition never drops below its factor).
+func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView, dead func(string) bool) error {
+	rf := cfg.ReplicationFactor
+	var deadServers, drainServers []string
+	live, eligible := 0, 0
 	for _, pl := range p.Servers {
-		if dead(pl.ServerID) {
+		switch {
+		case dead(pl.ServerID):
 			deadServers = append(deadServers, pl.ServerID)
+		case !v.isLive[pl.ServerID]:
+		case !v.eligible(pl.ServerID):
+			live++
+			drainServers = append(drainServers, pl.ServerID)
+		default:
+			live++
+			eligible++
 		}
 	}
+	joining := 0
 	for _, pl := range p.Joining {
 		if dead(pl.ServerID) {
-			deadJoiners = append(deadJoiners, pl.ServerID)
+			return n.removeServer(ctx, cfg, p.ID, pl.ServerID, true)
 		}
+		if v.isLive[pl.ServerID] && !v.eligible(pl.ServerID) {
+			return n.removeServer(ctx, cfg, p.ID, pl.ServerID, false) // a draining joiner
+		}
+		joining++
 	}
 	switch {
-	case len(deadJoiners) > 0:
-		return n.removeDead(ctx, cfg, p.ID, deadJoiners[0])
-	case len(deadServers) == 0:
-		return nil
-	case len(p.Servers)-len(deadServers) >= cfg.ReplicationFactor:
-		return n.removeDead(ctx, cfg, p.ID, deadServers[0])
-	case len(p.Servers)-len(deadServers)+len(p.Joining) < cfg.ReplicationFactor:
-		return n.joinReplacement(ctx, cfg, p, live)
+	case len(deadServers) > 0 && live >= rf:
+		return n.removeServer(ctx, cfg, p.ID, deadServers[0], true)
+	case len(drainServers) > 0 && eligible >= rf && joining == 0:
+		return n.removeServer(ctx, cfg, p.ID, drainServers[0], false)
+	case len(deadServers)+len(drainServers) > 0 && eligible+joining < rf:
+		return n.joinReplacement(ctx, cfg, p, v)
 	}
 	return nil // a replacement is joining: JOIN_FINALIZE, then the removal
 }
 
 // joinReplacement commits JOIN_SERVER of the least-loaded live server not
 // in p.
-func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, live []membership.Info) error {
-	in := func(id string) bool {
-		has := func(pl metadata.Placement) bool { return pl.ServerID == id }
-		return slices.ContainsFunc(p.Servers, has) || slices.ContainsFunc(p.Joining, has)
-	}
-	cands := slices.DeleteFunc(slices.Clone(live), func(s membership.Info) bool { return in(s.ID) })
+func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView) error {
+	counts, _ := v.placementCounts()
+	cands := slices.DeleteFunc(v.eligibleServers(), func(s membership.Info) bool { return listed(p, s.ID) })
 	if len(cands) == 0 {
 		// Every live server holds the partition already; retried each
 		// tick, so not worth a warning each time.
-		n.log.Debug("master: no live server to replace a dead one", "table", cfg.Name, "partition", p.ID)
+		n.log.Debug("master: no eligible server to replace a dead or draining one", "table", cfg.Name, "partition", p.ID)
 		return nil
 	}
 	slices.SortStableFunc(cands, func(a, b membership.Info) int {
-		return cmp.Or(cmp.Compare(a.Summary.Partitions, b.Summary.Partitions), cmp.Compare(a.ID, b.ID))
+		return cmp.Or(cmp.Compare(counts[a.ID], counts[b.ID]), cmp.Compare(a.ID, b.ID))
 	})
 	pl := metadata.Placement{ServerID: cands[0].ID, PlacementID: uuid.New()}
 	servers, joining := len(p.Servers), len(p.Joining)
@@ -172,28 +231,35 @@ func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p 
 	if err != nil {
 		return fmt.Errorf("join replacement %s: %w", pl.ServerID, err)
 	}
-	n.log.Info("master: replacement joining for a dead server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
+	n.log.Info("master: replacement joining for a dead or draining server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
 	return nil
 }
 
-// removeDead commits REMOVE_SERVER of a dead server.
-func (n *Node) removeDead(ctx context.Context, cfg metadata.TableConfig, pid uuid.UUID, server string) error {
+// listed reports whether server is in p's servers or joining.
+func listed(p *metadata.Partition, server string) bool {
+	has := func(pl metadata.Placement) bool { return pl.ServerID == server }
+	return slices.ContainsFunc(p.Servers, has) || slices.ContainsFunc(p.Joining, has)
+}
+
+// removeServer commits REMOVE_SERVER of a server from a partition: as dead
+// (its data is gone, so the op may go below the factor), or as a live
+// server leaving (the op then keeps the factor).
+func (n *Node) removeServer(ctx context.Context, cfg metadata.TableConfig, pid uuid.UUID, server string, dead bool) error {
 	_, err := n.RequestChange(ctx, cfg.Name, func(c metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		cur, ok := f.Partition(pid)
-		has := func(pl metadata.Placement) bool { return pl.ServerID == server }
-		if !ok || cur.Split != nil || !slices.ContainsFunc(cur.Servers, has) && !slices.ContainsFunc(cur.Joining, has) {
+		if !ok || cur.Split != nil || !listed(cur, server) {
 			return metadata.Op{}, errRepairSettled
 		}
 		return metadata.Op{Type: metadata.OpRemoveServer, RemoveServer: &metadata.RemoveServerOp{
-			PartitionID: pid, ServerID: server, Dead: true, ReplicationFactor: c.ReplicationFactor,
+			PartitionID: pid, ServerID: server, Dead: dead, ReplicationFactor: c.ReplicationFactor,
 		}}, nil
 	})
 	if errors.Is(err, errRepairSettled) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("remove dead server %s: %w", server, err)
+		return fmt.Errorf("remove server %s (dead %t): %w", server, dead, err)
 	}
-	n.log.Info("master: dead server removed", "table", cfg.Name, "partition", pid, "server", server)
+	n.log.Info("master: server removed from a partition", "table", cfg.Name, "partition", pid, "server", server, "dead", dead)
 	return nil
 }

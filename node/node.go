@@ -25,12 +25,14 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/election"
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/presplit"
 	"github.com/tsdb/tsdb/replication"
 	"github.com/tsdb/tsdb/router"
 )
@@ -93,6 +95,23 @@ type Config struct {
 	// MasterTick is how often the master checks for dead servers; default
 	// 1s.
 	MasterTick time.Duration
+	// MinServers is the cluster size below which the master assigns
+	// nothing (no replacement, move or pre-split) and tables cannot be
+	// created; default 1.
+	MinServers int
+	// RebalanceMoves bounds the partition moves a rebalance has in flight
+	// at once; default 2.
+	RebalanceMoves int
+	// NoPresplit and NoRebalance turn those duties of the master off
+	// (tsdb server --presplit=false, --rebalance=false; tests of other
+	// features, whose partition maps they would change).
+	NoPresplit, NoRebalance bool
+	// PresplitInterval is how often the master runs pre-split; default
+	// 10s.
+	PresplitInterval time.Duration
+	// Presplit configures pre-split (horizon, width bounds); zero fields
+	// take presplit's defaults.
+	Presplit presplit.Config
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
 	// writes; default DefaultMaxClockOffset.
@@ -157,6 +176,16 @@ func (c *Config) ensureDefaults() {
 	if c.MasterTick <= 0 {
 		c.MasterTick = time.Second
 	}
+	if c.MinServers <= 0 {
+		c.MinServers = 1
+	}
+	if c.RebalanceMoves <= 0 {
+		c.RebalanceMoves = 2
+	}
+	if c.PresplitInterval <= 0 {
+		c.PresplitInterval = 10 * time.Second
+	}
+	c.Presplit.EnsureDefaults()
 	if c.CatchUpConcurrency <= 0 {
 		c.CatchUpConcurrency = 1
 	}
@@ -595,6 +624,10 @@ func (b backend) CreateTable(ctx context.Context, req api.CreateTableRequest) (m
 	if !slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == n.cfg.ID }) {
 		return metadata.TableConfig{}, fmt.Errorf("%w: this server's own registration is not live", tsdbhttp.ErrUnavailable)
 	}
+	if len(live) < n.cfg.MinServers {
+		return metadata.TableConfig{}, fmt.Errorf("%w: %d server(s) live, fewer than the cluster's minimum of %d (--min-servers); no table is created until they are",
+			tsdbhttp.ErrUnavailable, len(live), n.cfg.MinServers)
+	}
 	cfg, err := tableConfigFromRequest(req, len(live))
 	if err != nil {
 		return metadata.TableConfig{}, err
@@ -672,6 +705,9 @@ func (b backend) Insert(ctx context.Context, table string, rows []model.Row, opt
 // publicError turns the router's routing failures into the public API's
 // 503: no replica could take or answer the request.
 func publicError(err error) error {
+	if errors.Is(err, router.ErrOffline) {
+		return fmt.Errorf("%w: %w", tsdbhttp.ErrOffline, err)
+	}
 	if err != nil && (errors.Is(err, router.ErrUnavailable) || errors.Is(err, router.ErrMoved) || errors.Is(err, router.ErrNotLocal)) &&
 		!errors.Is(err, tsdbhttp.ErrInsertOutcomeUnknown) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
@@ -738,11 +774,16 @@ func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	if err != nil {
 		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
 	}
+	draining, err := operator.Draining(ctx, b.n.etcd, b.n.cfg.EtcdPrefix)
+	if err != nil {
+		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	}
 	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
 	for _, i := range live {
+		_, drain := draining[i.ID]
 		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt,
 			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec,
-			Master: i.ID == master})
+			Master: i.ID == master, Draining: drain})
 	}
 	return resp, nil
 }

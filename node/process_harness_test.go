@@ -89,7 +89,10 @@ func (p *proc) start() {
 		p.t.Fatal(err)
 	}
 	p.cmd = exec.Command(tsdbBinary(p.t), append([]string{"server", "--id", p.id, "--listen", p.addr, "--data", p.dir,
-		"--etcd", p.etcd, "--log-level", "info"}, p.args...)...)
+		"--etcd", p.etcd, "--log-level", "info",
+		// As in startNode: off unless a test's args turn them back on
+		// (the last value of a flag wins).
+		"--presplit=false", "--rebalance=false"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -237,7 +237,11 @@ func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.Re
 			Begin: info.Begin, End: info.End, Status: st.Discovery.Status, TxnSeq: st.TxnSeq,
 			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []api.TargetStatus{},
 		}
-		if b, err := rep.DiskUsage(); err == nil {
+		if req.SizeScan > 0 && (info.End == nil || *info.End > req.SizeScanAfter) {
+			if b, err := rep.Size(req.SizeScan); err == nil {
+				rs.Bytes = b
+			}
+		} else if b, err := rep.DiskUsage(); err == nil {
 			rs.Bytes = b
 		}
 		if req.Counts {

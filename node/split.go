@@ -128,6 +128,7 @@ func splitReportOK(r map[uuid.UUID]map[string]bool, split *metadata.Split) bool 
 	return true
 }
 
+// childIDs lists a split's children's ids.
 func childIDs(s *metadata.Split) []uuid.UUID {
 	ids := make([]uuid.UUID, 0, len(s.Children))
 	for _, c := range s.Children {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
@@ -40,7 +41,7 @@ var errSplitDeferred = errors.New("node: split deferred")
 
 // splitMetrics counts the split trigger's outcomes.
 type splitMetrics struct {
-	started, followed, impossible, finalized prometheus.Counter
+	started, followed, impossible, finalized, aborted, presplits prometheus.Counter
 }
 
 func newSplitMetrics() *splitMetrics {
@@ -52,11 +53,13 @@ func newSplitMetrics() *splitMetrics {
 		followed:   c("tsdb_splits_followed_total", "Size-triggered splits this server found already started by another replica (it follows that split)."),
 		impossible: c("tsdb_splits_impossible_total", "Times a partition over its size target could not split because every row is at one time."),
 		finalized:  c("tsdb_splits_finalized_total", "SPLIT_FINALIZE transactions this server committed."),
+		aborted:    c("tsdb_splits_aborted_total", "SPLIT_ABORT transactions this server committed as master (a child without a live majority)."),
+		presplits:  c("tsdb_presplits_total", "Pre-split SPLIT_BEGIN transactions this server committed as master."),
 	}
 }
 
 func (m *splitMetrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.started, m.followed, m.impossible, m.finalized)
+	reg.MustRegister(m.started, m.followed, m.impossible, m.finalized, m.aborted, m.presplits)
 }
 
 // unsplittable remembers a replica whose rows were all at one time.
@@ -124,7 +127,7 @@ func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
 		return nil
 	}
 	p, ok := file.Partition(st.PartitionID)
-	if !ok || p.Split != nil || len(p.Joining) > 0 {
+	if !ok || p.Split != nil || len(p.Joining) > 0 || p.Offline {
 		return nil
 	}
 	rep, ok := n.store.Replica(st.Placement)
@@ -180,6 +183,12 @@ func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
 // caller to follow or retry; otherwise the op's own validation answers
 // (a manual split of such a partition is refused with the reason).
 func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at int64, follow bool) (*metadata.File, error) {
+	// Draining servers get no children; if the marks cannot be read the
+	// split goes ahead (the drain moves a child off later).
+	draining, err := operator.Draining(ctx, n.etcd, n.cfg.EtcdPrefix)
+	if err != nil {
+		n.log.Warn("split: drain marks unreadable; children may land on a draining server", "err", err)
+	}
 	f, err := n.RequestChange(ctx, table, func(cfg metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		if follow {
 			cur, ok := f.Partition(pid)
@@ -193,7 +202,7 @@ func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at i
 		if n.cfg.beforeSplitBegin != nil {
 			n.cfg.beforeSplitBegin()
 		}
-		live := n.dir.live()
+		live := slices.DeleteFunc(n.dir.live(), func(s membership.Info) bool { _, d := draining[s.ID]; return d })
 		if len(live) == 0 {
 			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", tsdbhttp.ErrUnavailable)
 		}

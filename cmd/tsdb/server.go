@@ -11,13 +11,16 @@ import (
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/node"
+	"github.com/tsdb/tsdb/presplit"
 )
 
 func newServerCmd() *cobra.Command {
 	var (
 		id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
-		maxBody                                                          int
-		deadAfter                                                        time.Duration
+		maxBody, minServers, rebalanceMoves                              int
+		deadAfter, presplitEvery                                         time.Duration
+		ps                                                               presplit.Config
+		presplitOn, rebalanceOn                                          bool
 		logs                                                             logFlags
 	)
 	cmd := &cobra.Command{
@@ -45,6 +48,17 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			if deadAfter < time.Second {
 				return fmt.Errorf("--dead-after %v: want at least 1s", deadAfter)
 			}
+			if minServers < 1 || rebalanceMoves < 1 {
+				return fmt.Errorf("--min-servers %d, --rebalance-moves %d: want at least 1", minServers, rebalanceMoves)
+			}
+			if presplitEvery < 100*time.Millisecond {
+				return fmt.Errorf("--presplit-interval %v: want at least 100ms", presplitEvery)
+			}
+			ps.Refill = 0 // half of the horizon given
+			ps.EnsureDefaults()
+			if err := ps.Validate(); err != nil {
+				return fmt.Errorf("--presplit-*: %w", err)
+			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body-bytes %d: want at least 1024", maxBody)
 			}
@@ -67,7 +81,8 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			n, err := node.Start(cmd.Context(), node.Config{
 				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
-				DeadAfter: deadAfter,
+				DeadAfter: deadAfter, MinServers: minServers, RebalanceMoves: rebalanceMoves,
+				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
 			})
 			if err != nil {
 				return err
@@ -90,6 +105,15 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
 	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
 	f.DurationVar(&deadAfter, "dead-after", 30*time.Second, "how long a server may be gone from the membership list before the master replaces it in its partitions")
+	f.IntVar(&minServers, "min-servers", 1, "live servers the cluster needs before the master assigns anything (replacements, moves, pre-splits) and tables can be created")
+	f.IntVar(&rebalanceMoves, "rebalance-moves", 2, "partition moves a rebalance (on a server's join or 'tsdb admin rebalance') has in flight at once")
+	f.BoolVar(&rebalanceOn, "rebalance", true, "let the master rebalance partitions when a server joins (false: only drains and repairs move them)")
+	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future (false: only size splits)")
+	ps = presplit.DefaultConfig()
+	f.DurationVar(&ps.Horizon, "presplit-horizon", ps.Horizon, "how far past now the master keeps every table pre-split (at least 3 partitions ahead)")
+	f.DurationVar(&ps.MinWidth, "presplit-min-width", ps.MinWidth, "narrowest partition a pre-split makes")
+	f.DurationVar(&ps.MaxWidth, "presplit-max-width", ps.MaxWidth, "widest partition a pre-split makes (and the width for an idle table)")
+	f.DurationVar(&presplitEvery, "presplit-interval", 10*time.Second, "how often the master measures recent partitions and pre-splits")
 	logs.register(f)
 	return cmd
 }

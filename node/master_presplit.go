@@ -1,0 +1,125 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/presplit"
+)
+
+// Pre-split (DESIGN.md section 8): every PresplitInterval the master
+// measures the recent partitions of every table, asks presplit.PlanTable
+// for the split of the open tail that keeps the future up to the horizon
+// (and at least MinAhead partitions) split at the width that reaches the
+// table's size target, and commits it as a SPLIT_BEGIN with Presplit set.
+// The tail's replicas then finalize it like any split (rule 7): at once
+// when the tail is empty, after moving them when future-dated rows
+// arrived.
+
+// presplitSizeScan bounds the key scan that measures a replica whose disk
+// estimate is smaller (rows still in the memtable): at most this many
+// bytes are read per replica per pass, and only for replicas inside the
+// rate window.
+const presplitSizeScan = 4 << 20
+
+// presplitPass plans and commits the pre-split of every table that needs
+// one.
+func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) error {
+	elig := v.eligibleServers()
+	if len(elig) == 0 || len(v.tables) == 0 {
+		return nil
+	}
+	cfg := n.cfg.Presplit
+	sizes := n.partitionSizes(ctx, v, now.Add(-2*cfg.RateWindow).UnixNano())
+	var errs []error
+	for _, t := range v.tables {
+		if t.file == nil || len(t.file.Partitions) == 0 {
+			continue
+		}
+		tail := t.file.Partitions[len(t.file.Partitions)-1]
+		if tail.Split != nil || tail.Offline {
+			continue
+		}
+		stats := make([]presplit.PartitionStats, 0, len(t.file.Partitions))
+		for _, p := range t.file.Partitions {
+			if b, ok := sizes[p.ID]; ok {
+				stats = append(stats, presplit.PartitionStats{ID: p.ID, Begin: p.Begin, End: p.End, Bytes: b})
+			}
+		}
+		d, ok, err := presplit.PlanTable(t.file, stats, uint64(t.cfg.PartitionSizeTarget), now.UnixNano(), cfg)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("table %q: pre-split plan: %w", t.cfg.Name, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if err := n.commitPresplit(ctx, t, d, elig); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// commitPresplit commits the SPLIT_BEGIN of a pre-split decision, its
+// children on the least-loaded eligible servers, spread across sets.
+func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decision, elig []membership.Info) error {
+	sets := pickChildServers(elig, len(d.Points)+1, t.cfg.ReplicationFactor, rand.IntN)
+	children := make([]metadata.SplitChild, len(sets))
+	for i, set := range sets {
+		children[i].ID = uuid.New()
+		for _, s := range set {
+			children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
+		}
+	}
+	op := d.SplitBegin(children)
+	_, err := n.RequestChange(ctx, t.cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+		last := f.Partitions[len(f.Partitions)-1]
+		if last.ID != d.PartitionID || last.Split != nil {
+			return metadata.Op{}, errRepairSettled
+		}
+		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &op}, nil
+	})
+	if errors.Is(err, errRepairSettled) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("table %q: pre-split of %s into %d: %w", t.cfg.Name, d.PartitionID, len(children), err)
+	}
+	n.smetrics.presplits.Inc()
+	n.log.Info("master: pre-split", "table", t.cfg.Name, "partition", d.PartitionID, "children", len(children),
+		"width", d.Width, "rate_bytes_per_sec", int64(d.Rate), "rate_known", d.RateKnown, "ahead", d.Ahead)
+	return nil
+}
+
+// partitionSizes asks every live server for the size of its replicas and
+// keeps the largest replica of each partition. Replicas whose range ends
+// after scanAfter (ns) are measured with a bounded key scan when their disk
+// estimate is small, so recent unflushed rows count. A server that does not
+// answer is skipped: its partitions are measured by their other replicas,
+// or left out of the estimate.
+func (n *Node) partitionSizes(ctx context.Context, v *clusterView, scanAfter int64) map[uuid.UUID]uint64 {
+	out := map[uuid.UUID]uint64{}
+	for _, s := range v.live {
+		resp, err := n.replicasOn(ctx, s.ID, api.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
+		if err != nil {
+			n.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
+			continue
+		}
+		for _, r := range resp.Replicas {
+			if r.Status != metadata.StatusServe && r.Status != metadata.StatusLoad {
+				continue
+			}
+			out[r.PartitionID] = max(out[r.PartitionID], r.Bytes)
+		}
+	}
+	return out
+}
