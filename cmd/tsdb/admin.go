@@ -51,11 +51,18 @@ func newAdminCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Inspect a running cluster, add or remove partition replicas, split a partition, through a server's HTTP API",
+		Short: "Inspect and operate a running cluster through a server's HTTP API: partitions, splits, moves, drains, problems",
 		Long: `Inspect a running cluster (servers, tables, partitions and their replicas,
 METADATA files), add a server to a partition or remove one from it, and
 split a partition, through the public HTTP API of any one of its servers
 (--server, or the ` + serverEnv + ` environment variable).
+
+The operator's tools: 'stale' lists the cluster's problems (exit status 1
+if any); 'drain' moves every partition replica off a server so that it can
+be stopped ('undrain' undoes it); 'move' moves one partition replica from a
+server to another; 'offline' takes a partition out of service and 'online'
+brings it back; 'rebalance' asks the master to even out the replicas. Every
+manual action stays visible (in the METADATA, and in 'stale') until undone.
 
 A refused request prints the server's error message and exits with status 1.`,
 		Args: cobra.NoArgs,
@@ -67,7 +74,9 @@ A refused request prints the server's error message and exits with status 1.`,
 	pf.DurationVar(&f.timeout, "timeout", defaultTimeout, "time limit of each request")
 	pf.BoolVar(&f.json, "json", false, "print the server's answer as indented JSON instead of a table")
 	cmd.AddCommand(newAdminServersCmd(&f), newAdminTablesCmd(&f), newAdminPartitionsCmd(&f), newAdminMetadataCmd(&f),
-		newAdminJoinCmd(&f), newAdminLeaveCmd(&f), newAdminSplitCmd(&f))
+		newAdminJoinCmd(&f), newAdminLeaveCmd(&f), newAdminSplitCmd(&f),
+		newAdminStaleCmd(&f), newAdminDrainCmd(&f), newAdminUndrainCmd(&f), newAdminMoveCmd(&f),
+		newAdminOfflineCmd(&f, true), newAdminOfflineCmd(&f, false), newAdminRebalanceCmd(&f))
 	return cmd
 }
 

@@ -117,13 +117,22 @@ func printServers(w io.Writer, servers []api.ServerInfo) error {
 		if !s.StartedAt.IsZero() {
 			started = s.StartedAt.UTC().Format(time.RFC3339)
 		}
-		role := "-"
-		if s.Master {
-			role = "master"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\n", s.ID, role, orDash(s.Addr), started, s.Replicas, s.Bytes, s.InsertRowsPerSec)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\n", s.ID, serverRole(s), orDash(s.Addr), started, s.Replicas, s.Bytes, s.InsertRowsPerSec)
 	}
 	return tw.Flush()
+}
+
+// serverRole is a server's ROLE column: "master", "draining" (an operator
+// is draining it), both comma-separated, or "-".
+func serverRole(s api.ServerInfo) string {
+	var roles []string
+	if s.Master {
+		roles = append(roles, "master")
+	}
+	if s.Draining {
+		roles = append(roles, "draining")
+	}
+	return orDash(strings.Join(roles, ","))
 }
 
 // printPartitions writes one block per partition: a line with its id, range
