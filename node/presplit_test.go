@@ -1,0 +1,142 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/presplit"
+)
+
+// TestPresplitTracksRate: a steady insert rate at "now" into a table with
+// a 64 KiB target. The master keeps at least three empty partitions of the
+// planned width ahead of now, and when the rate quadruples the width of
+// the partitions it adds ahead shrinks with it.
+//
+// Rows carry a 1 KB string, so 10 rows/s is about 10.5 KB per second of
+// the time axis: 64 KiB lasts 6.2 s, which rounds down to a 5 s width. At
+// 40 rows/s it lasts 1.6 s: 1 s (2 s if the estimate runs low). The writer
+// stamps rows at evenly spaced times, so the bytes per second of the time
+// axis do not depend on how fast the machine is.
+func TestPresplitTracksRate(t *testing.T) {
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.NoPresplit = false
+		cfg.MasterTick = 100 * time.Millisecond
+		cfg.PresplitInterval = 250 * time.Millisecond
+		cfg.LifecycleTick = 100 * time.Millisecond
+		cfg.Presplit = presplit.Config{Horizon: 10 * time.Second, MinWidth: 500 * time.Millisecond, MaxWidth: time.Hour,
+			UnknownWidth: 2 * time.Second, RateWindow: 15 * time.Second}
+	})
+	cl := c.client("s1")
+	cl.must(201, cl.do("POST", "/api/v1/tables", []byte(`{"name":"ps","replication_factor":2,"partition_size_target":65536}`)), nil)
+
+	var rate atomic.Int64 // rows per second of the time axis
+	rate.Store(10)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	wg.Go(func() { steadyWriter(ctx, c, "ps", &rate, &failed) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	// aheadOf reports the widths of the bounded partitions that begin at
+	// or after now, in order.
+	aheadOf := func() []time.Duration {
+		f := c.currentFile("s1", "ps")
+		now := time.Now().UnixNano()
+		var out []time.Duration
+		for _, p := range f.Partitions {
+			if p.Begin != nil && p.End != nil && *p.Begin >= now {
+				out = append(out, time.Duration(*p.End-*p.Begin))
+			}
+		}
+		return out
+	}
+	// lastAhead is the width of the three partitions furthest ahead, if
+	// they share one.
+	lastAhead := func(ws []time.Duration) (time.Duration, bool) {
+		if len(ws) < 3 {
+			return 0, false
+		}
+		w := ws[len(ws)-1]
+		return w, ws[len(ws)-2] == w && ws[len(ws)-3] == w
+	}
+	var widthA time.Duration
+	waitLong(t, 2*time.Minute, "3 partitions 5 s wide ahead of now at 10 rows/s", func() bool {
+		time.Sleep(200 * time.Millisecond)
+		ws := aheadOf()
+		w, ok := lastAhead(ws)
+		widthA = w
+		return ok && w == 5*time.Second
+	})
+	checkEmptyAhead(t, c, "ps")
+	t.Logf("10 rows/s: partitions ahead of now %v", aheadOf())
+
+	rate.Store(40)
+	var ws []time.Duration
+	waitLong(t, 2*time.Minute, "the partitions ahead to narrow after the rate quadrupled", func() bool {
+		time.Sleep(200 * time.Millisecond)
+		ws = aheadOf()
+		w, ok := lastAhead(ws)
+		return ok && w <= widthA/2
+	})
+	t.Logf("40 rows/s: partitions ahead of now %v", ws)
+	checkEmptyAhead(t, c, "ps")
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d inserts failed", n)
+	}
+}
+
+// steadyWriter inserts rows stamped at evenly spaced times up to now, at
+// rate rows per second of the time axis, every 100 ms, until ctx ends.
+func steadyWriter(ctx context.Context, c *testCluster, table string, rate *atomic.Int64, failed *atomic.Int64) {
+	pad := strings.Repeat("p", 1000)
+	next := time.Now().UnixNano()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	i := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		step := int64(time.Second) / rate.Load()
+		now := time.Now().UnixNano()
+		var b strings.Builder
+		for ; next <= now; next += step {
+			fmt.Fprintf(&b, "m,s=s%d v=%d,pad=%q %d\n", i%5, i, pad, next)
+			i++
+		}
+		if b.Len() == 0 {
+			continue
+		}
+		r := c.client("s2").do("POST", "/write?db="+table+"&precision=ns", []byte(b.String()))
+		if r.status != 204 && ctx.Err() == nil {
+			failed.Add(1)
+		}
+	}
+}
+
+// checkEmptyAhead checks no row lies in a partition that begins after now.
+func checkEmptyAhead(t *testing.T, c *testCluster, table string) {
+	t.Helper()
+	f := c.currentFile("s1", table)
+	now := time.Now().UnixNano()
+	for _, p := range f.Partitions {
+		if p.Begin == nil || *p.Begin < now {
+			continue
+		}
+		q := fmt.Sprintf("/api/v1/tables/%s/query?agg=count&fields=v&from=%d", table, *p.Begin)
+		if p.End != nil {
+			q += fmt.Sprintf("&to=%d", *p.End)
+		}
+		r := c.client("s3").do("GET", q, nil)
+		if r.status != 200 || strings.Contains(string(r.body), `"v"`) {
+			t.Errorf("partition %s ahead of now: %d %s, want no rows", p.ID, r.status, r.body)
+		}
+	}
+}
