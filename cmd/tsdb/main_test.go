@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
+	"github.com/tsdb/tsdb/http/api"
 )
 
 func run(args ...string) (string, error) {
@@ -242,6 +245,7 @@ func TestDevRunsAndStops(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	checkAdminOnDev(t, base)
 	if s := internalStatus(t, base, "", ""); s != http.StatusUnauthorized {
 		t.Fatalf("internal API without --cluster-secret-file's secret: %d, want 401", s)
 	}
@@ -325,4 +329,64 @@ func TestServerCommand(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("tsdb server did not stop")
 	}
+}
+
+// checkAdminOnDev runs the operator's commands against the dev cluster at
+// base: stale is clean (exit status 0), offline makes it report the
+// partition (exit status 1), online makes it clean again.
+func checkAdminOnDev(t *testing.T, base string) {
+	t.Helper()
+	admin := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append([]string{"admin", "--server", base}, args...))
+		err := root.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	waitClean := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, err := admin("stale")
+			if err == nil && strings.Contains(out, "no problems") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: tsdb admin stale still reports problems: %v\n%s", what, err, out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitClean("a new dev cluster")
+	resp, err := http.Get(base + "/api/v1/tables/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Partitions []struct {
+			ID string `json:"id"`
+		} `json:"partitions"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&table)
+	resp.Body.Close()
+	if err != nil || len(table.Partitions) == 0 {
+		t.Fatalf("table answer: %v %+v", err, table)
+	}
+	pid := table.Partitions[0].ID
+	if out, err := admin("offline", "metrics", pid); err != nil || !strings.Contains(out, "offline") {
+		t.Fatalf("tsdb admin offline: %v\n%s", err, out)
+	}
+	out, err := admin("stale", "--json")
+	var h api.HealthResponse
+	if err == nil || json.Unmarshal([]byte(out), &h) != nil || !slices.ContainsFunc(h.Problems, func(p api.Problem) bool {
+		return p.Kind == api.ProblemOffline && p.Partition != nil && p.Partition.String() == pid
+	}) {
+		t.Fatalf("tsdb admin stale --json with an offline partition: %v\n%s", err, out)
+	}
+	if out, err := admin("online", "metrics", pid); err != nil {
+		t.Fatalf("tsdb admin online: %v\n%s", err, out)
+	}
+	waitClean("after online")
 }
