@@ -200,7 +200,7 @@ func TestRebalanceOnJoin(t *testing.T) {
 //     partition_offline, the report lists it, online undoes it;
 //   - stop s3 (its lease goes): the report lists the expired lease and the
 //     under-replicated partitions; the master replaces s3 everywhere, in
-//     the metadata servers too.
+//     the metadata servers too; s3 restarted drops its stale copies.
 func TestDrainOfflineAndStale(t *testing.T) {
 	c := startCluster(t, 4, masterOn, func(cfg *Config) { cfg.DeadAfter = 10 * time.Second })
 	c.createTable("s1", "st", 3)
@@ -293,6 +293,10 @@ func TestDrainOfflineAndStale(t *testing.T) {
 
 	// Stop s3: an expired lease and under-replicated partitions, then the
 	// master's repair.
+	old := map[uuid.UUID]bool{}
+	for _, st := range c.nodes["s3"].ReplicaStatuses() {
+		old[st.Placement] = true
+	}
 	c.stop("s3")
 	delete(c.nodes, "s3")
 	h = c.health("s1")
@@ -309,6 +313,19 @@ func TestDrainOfflineAndStale(t *testing.T) {
 	if len(cfg.MetadataServers) != 3 || slices.Contains(cfg.MetadataServers, "s3") {
 		t.Errorf("metadata servers after the repair: %v, want 3 without s3", cfg.MetadataServers)
 	}
+	c.checkRowsEverywhere("st", want)
+
+	// s3 comes back after it was removed: its old copies are UNLOAD,
+	// pushed to the partitions' servers and dropped (the rebalance its
+	// return starts may give it new placements); the report ends clean.
+	if len(old) == 0 {
+		t.Fatal("setup: s3 held no replica before it stopped")
+	}
+	c.start("s3")
+	waitFor(t, "the returning s3 to drop its stale copies", func() bool {
+		return !slices.ContainsFunc(c.nodes["s3"].ReplicaStatuses(), func(st ReplicaStatus) bool { return old[st.Placement] })
+	})
+	clean("a clean report with s3 back")
 	c.checkRowsEverywhere("st", want)
 }
 
