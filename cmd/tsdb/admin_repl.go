@@ -19,9 +19,10 @@ func newAdminServersCmd(f *adminFlags) *cobra.Command {
 		Use:   "servers",
 		Short: "List the live servers: id, master, address, start time, local replicas",
 		Long: `List the live servers of the cluster (GET /api/v1/cluster): id, role (the
-elected master, or -), address, start time and the number of partition
-replicas each holds. --json prints the servers as the API describes them
-("master": true on the master).`,
+elected master, a server being drained, or -), address, start time and the
+number of partition replicas each holds. --json prints the servers as the
+API describes them ("master": true on the master, "draining": true on a
+server being drained).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.client(cmd)

@@ -46,8 +46,9 @@ func newRootCmd() *cobra.Command {
   tsdb dev      start a local cluster: embedded etcd plus servers on loopback
   tsdb server   run one server against an etcd cluster
   tsdb admin    inspect a running cluster (servers, tables, partitions and
-                their replicas, METADATA files); join or leave a partition,
-                split one
+                their replicas, METADATA files, problems); join, leave, move,
+                split, offline or online a partition; drain a server;
+                rebalance
 
 Run 'tsdb COMMAND --help' for a command's flags.`,
 		SilenceUsage:  true,
