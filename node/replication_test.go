@@ -374,7 +374,10 @@ func TestLargeInsertAndQueryThroughFrontEnd(t *testing.T) {
 	rows := strings.Count(b.String(), "\n")
 	c.insertLP("fe", "cpu", []byte(b.String()))
 	cl := c.client("fe")
-	r := cl.do("GET", "/api/v1/tables/cpu/query?limit=1000000", nil)
+	// A quorum read: the insert was acknowledged by two of the three
+	// replicas, and a read of one replica may meet the third before the
+	// pushes reach it.
+	r := cl.do("GET", "/api/v1/tables/cpu/query?limit=1000000", nil, api.HeaderConsistency, api.ConsistencyQuorum)
 	var resp api.RawQueryResponse
 	if r.status != 200 || json.Unmarshal(r.body, &resp) != nil || len(resp.Rows) != rows {
 		t.Fatalf("query via the front end: %d, %d rows of %d (%d bytes)", r.status, len(resp.Rows), rows, len(r.body))
