@@ -1,0 +1,147 @@
+// Package smear implements insert smearing (DESIGN.md section 7): an
+// insert aimed at a very narrow partition (the "now" partition of a table
+// that is written in time order) is not written at once but kept in a
+// durable local queue and forwarded after a random delay, so that the write
+// load of the present moment spreads over time instead of landing on one
+// replica set.
+//
+// The package has three parts, each usable alone:
+//
+//   - The policy (policy.go), pure and without I/O: Decide says whether an
+//     insert is smeared, HeaderOptsOut/ParseHeader read the X-TSDB-Smear
+//     header, DueTime draws the due time uniformly from [now, now+max delay].
+//   - The Queue (queue.go, pass.go), one pebble DB per server.
+//   - The Forwarder (forwarder.go), which sends due rows through a Sender
+//     that the node implements.
+//
+// The node wires them into the insert path: it assigns versions, asks
+// Decide, draws one DueTime per insert batch, calls Queue.Enqueue and
+// acknowledges the client once Enqueue returned nil; it maps ErrFull to 503
+// with Retry-After (Queue.RetryAfter) and ErrTooLarge to "insert without
+// smearing". Its Sender routes each row by the METADATA current at the
+// moment of the forward and inserts it with its original version.
+//
+// # Policy
+//
+// An insert is smeared when smearing is on for the server (--smear), on
+// for the table (TableConfig.smear.enabled), not refused by the request
+// (X-TSDB-Smear: off, false, 0 or no; an unrecognised value also opts out,
+// see HeaderOptsOut), the table's max delay is positive, and the target
+// partition is narrower than the table's keyrange threshold: end − begin <
+// threshold, so a partition exactly as wide as the threshold is not
+// smeared and an open-ended one never is. Defaults (metadata.DefaultSmear):
+// threshold 60 s, max delay 120 s.
+//
+// One due time is drawn per insert batch of one table: the rows of a
+// request stay together as one queue entry and are forwarded together.
+// Different requests draw independently, which is what spreads the load.
+//
+// # Key layout
+//
+// The queue has its own pebble DB (never shared with the partition store),
+// holding two namespaces:
+//
+//	0x01 | due | seq   → entry         (queued rows)
+//	0x02 | due | seq   → entry         (quarantined, see below)
+//
+// due is the due time in ns since the epoch as 8 big-endian bytes with the
+// sign bit flipped (so the unsigned byte order is the time order), seq an
+// 8-byte big-endian sequence unique within the process (restarted after
+// the highest one found on disk at Open). Keys are fixed-length, 17 bytes,
+// and sort by due time: the due entries are exactly the range
+// [0x01, 0x01|now+1), read in due order.
+//
+// An entry value is
+//
+//	format (1 byte, 1) | enqueued (varint ns) | attempts (uvarint) |
+//	table (uvarint length + bytes) | row count (uvarint) | rows
+//
+// where rows is the RowCodec's encoding (the replication package's codec in
+// production): every row with its time, series and fields, each field with
+// its value and version. No partition id is stored: a row is routed when
+// it is forwarded. enqueued is when the rows were first enqueued (kept
+// across retries; the delay histogram measures from it); attempts counts
+// failed forwards and sets the backoff. The row count lets Open rebuild
+// the depth without decoding rows.
+//
+// # Guarantees
+//
+//   - Enqueue returns nil only after the entry is synced (pebble WAL
+//     fsync). An acknowledged smeared insert therefore survives a crash and
+//     restart of this server, but not the loss of its disk during the delay;
+//     with X-TSDB-Consistency quorum or all, the node also enqueues copies on
+//     other servers before acknowledging, and every copy forwards.
+//   - Concurrent Enqueues share fsyncs. Pebble's commit pipeline writes each
+//     batch to the WAL under a mutex and queues its sync request; the WAL's
+//     flush loop (record.LogWriter.flushLoop) takes every sync request
+//     queued so far, writes the pending blocks and issues one fsync for all
+//     of them (flushPending → syncWithLatency, then pendingSyncs.pop), up to
+//     record.SyncConcurrency (4096) waiters. So N goroutines committing with
+//     pebble.Sync at once cost about one fsync, not N: group commit needs no
+//     code of ours.
+//   - Open replays the DB: it rebuilds the depth (rows, bytes) and the
+//     sequence, and the forwarder picks up every entry, due or overdue.
+//   - A row leaves the queue only when the Sender accepted it: the forwarder
+//     deletes an entry in the same synced batch that writes its failed rows
+//     back as a new entry (attempts+1, due after an exponential backoff with
+//     jitter, initial 100 ms doubling to 10 s). There is no attempt limit;
+//     failures are logged at warn level, rate-limited, and counted.
+//   - A row may be forwarded more than once (a crash between the Sender's
+//     acceptance and the settling batch, a pass cut short by shutdown, a
+//     quorum copy on another server). That is harmless: the merge keeps the
+//     higher version per field, and the version travels with the row.
+//   - The queue is bounded by Options.MaxRows and Options.MaxBytes (entries'
+//     keys and values as written). An Enqueue that would exceed them writes
+//     nothing and fails with ErrFull; a batch that alone exceeds them fails
+//     with ErrTooLarge. Requeued retries are never refused: they replace the
+//     entries they come from and hold a subset of their rows.
+//   - Smeared rows become visible to queries only when forwarded.
+//
+// # Quarantine
+//
+// An entry that does not decode (a corrupt header or rows, found at Open
+// or by the forwarder) cannot be forwarded and must not be lost: it is
+// moved, in one synced batch, from 0x01 to 0x02 with the same suffix, logged
+// at error level and counted in tsdb_smear_quarantined_entries_total. It
+// then leaves the depth. Nothing deletes quarantined entries; an operator
+// can inspect them with pebble's tools.
+//
+// # Forwarding
+//
+// A pass loads due entries in due order (at most 8 calls' worth of rows),
+// groups the rows of each table, across entries, into Sender calls of at
+// most ForwarderOptions.MaxRowsPerCall rows and MaxBytesPerCall bytes
+// (splitting an entry across calls if needed; the node's Sender then groups
+// each call's rows by partition), and settles the entries whose rows all
+// have an outcome. Run does this whenever an already-due entry is enqueued,
+// on Kick, and every PollInterval; Drain does it for every entry, due or
+// not, until the queue is empty (a drained or leaving server empties its
+// queue before it stops). Passes are serialized by a mutex, so Run and
+// Drain may overlap.
+//
+// To keep passes from iterating over the tombstones of forwarded entries,
+// the queue keeps in memory a lower bound of the due times it holds
+// (scanFrom) and starts each scan there. Every write lowers it after its
+// commit; a pass that has settled everything due before some time raises
+// it to that time, lowered again to the earliest due time written while
+// the pass ran. As a safety net against a wrong hint stranding rows, Run
+// scans the whole queue once a minute, and Drain does whenever it finds
+// nothing while the depth says rows remain.
+//
+// # Metrics
+//
+// NewMetrics builds tsdb_smear_queue_rows and _bytes (gauges),
+// tsdb_smear_delay_seconds (histogram, per forwarded row, from its first
+// enqueue to its accepted forward), and the counters
+// tsdb_smear_enqueued_rows_total, _forwarded_rows_total,
+// _retried_rows_total, _full_rejections_total, _forward_failures_total and
+// _quarantined_entries_total.
+//
+// # Concurrency
+//
+// Queue and Forwarder methods are safe for concurrent use. Forwarder.Run
+// and Drain run in their caller's goroutine and start none. The owner stops
+// Run (cancels its context and waits for it to return) before Queue.Close;
+// operations after Close fail with ErrClosed, and Close waits for
+// operations in flight.
+package smear

@@ -1,0 +1,68 @@
+package smear
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the smear queue's and forwarder's Prometheus collectors. One
+// Metrics serves one Queue and the Forwarder over it; create it once per
+// registry (registering twice on one registry panics).
+type Metrics struct {
+	queueRows    prometheus.Gauge     // rows stored or being enqueued
+	queueBytes   prometheus.Gauge     // bytes of those entries (keys and values)
+	enqueuedRows prometheus.Counter   // rows admitted by Enqueue
+	fullRejects  prometheus.Counter   // Enqueue calls refused with ErrFull or ErrTooLarge
+	delay        prometheus.Histogram // per forwarded row: forward time − first enqueue time
+	forwarded    prometheus.Counter   // rows a Sender accepted
+	retried      prometheus.Counter   // rows rewritten for a later retry
+	callFailures prometheus.Counter   // Sender calls that failed as a whole
+	quarantined  prometheus.Counter   // entries moved aside because they do not decode
+}
+
+// NewMetrics builds the collectors and registers them on reg; a nil reg
+// registers nothing (tests, or a caller that exports them otherwise). The
+// names are tsdb_smear_*.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		queueRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_queue_rows",
+			Help: "Rows in this server's smear queue (including enqueues in flight).",
+		}),
+		queueBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_queue_bytes",
+			Help: "Bytes of the entries in this server's smear queue (including enqueues in flight).",
+		}),
+		enqueuedRows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_enqueued_rows_total",
+			Help: "Rows written durably to the smear queue.",
+		}),
+		fullRejects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_full_rejections_total",
+			Help: "Inserts refused because the smear queue was full (or the insert larger than the queue).",
+		}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tsdb_smear_delay_seconds",
+			Help:    "Per forwarded row, the time from its enqueue to the forward that was accepted.",
+			Buckets: prometheus.ExponentialBuckets(0.1, 2, 13), // 0.1 s .. 409.6 s
+		}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_forwarded_rows_total",
+			Help: "Smeared rows forwarded and accepted by their partition.",
+		}),
+		retried: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_retried_rows_total",
+			Help: "Smeared rows whose forward failed and were requeued with backoff.",
+		}),
+		callFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_forward_failures_total",
+			Help: "Forward calls that failed as a whole (every row of the call requeued).",
+		}),
+		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_quarantined_entries_total",
+			Help: "Queue entries that did not decode and were moved aside (kept on disk, not forwarded).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay,
+			m.forwarded, m.retried, m.callFailures, m.quarantined)
+	}
+	return m
+}

@@ -1,0 +1,116 @@
+package smear
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/tsdb/tsdb/metadata"
+)
+
+// PolicyInput is everything Decide looks at. It is filled by the front end
+// for one insert batch aimed at one partition.
+type PolicyInput struct {
+	// Enabled is the server-wide switch (the --smear flag).
+	Enabled bool
+	// Table is the target table's smear settings (TableConfig.smear).
+	Table metadata.SmearConfig
+	// OptedOut reports that the request asked not to be smeared: the
+	// X-TSDB-Smear header, read with HeaderOptsOut.
+	OptedOut bool
+	// Begin is the target partition's inclusive start in ns; nil is open.
+	Begin *int64
+	// End is the target partition's exclusive end in ns; nil is open.
+	End *int64
+}
+
+// Decide reports whether an insert should be smeared (DESIGN.md section 7):
+// smearing is on for the server and for the table, the request did not opt
+// out, the table's max delay is positive, and the target partition is
+// narrower than the table's threshold, that is end−begin < threshold. A
+// partition of exactly the threshold's width is not smeared, and an
+// open-ended partition (Begin or End nil) is infinitely wide, so never.
+//
+// A zero (or negative) max delay turns smearing off: every due time would
+// be "now", so the queue would add a synced write and a hop and spread
+// nothing. A zero threshold smears nothing either, as no partition is
+// narrower than zero.
+func Decide(in PolicyInput) bool {
+	if !in.Enabled || !in.Table.Enabled || in.OptedOut || in.Table.MaxDelay <= 0 {
+		return false
+	}
+	return narrower(in.Begin, in.End, in.Table.KeyrangeThreshold.Std())
+}
+
+// narrower reports whether [begin, end) is narrower than threshold. The
+// width is computed in uint64 so that a range spanning most of the int64
+// axis does not overflow.
+func narrower(begin, end *int64, threshold time.Duration) bool {
+	if begin == nil || end == nil || threshold <= 0 || *end <= *begin {
+		// An empty or inverted range is invalid METADATA: do not smear
+		// what cannot be routed sensibly anyway.
+		return false
+	}
+	width := uint64(*end) - uint64(*begin)
+	return width < uint64(threshold)
+}
+
+// HeaderOptsOut reports whether an X-TSDB-Smear header value opts the
+// request out of smearing. "off", "false", "0" and "no" opt out; an absent
+// or empty header and "on", "true", "1", "yes" do not (they leave the
+// decision to the table and the server). Comparison ignores case and
+// surrounding spaces.
+//
+// Any other value also opts out. The header exists only to switch
+// smearing off, so a value we do not recognise ("disable", "none") most
+// likely means that; and not smearing is always safe (the rows are written
+// at once and become visible sooner), whereas smearing against the
+// client's wish delays its rows by up to the max delay. A front end that
+// prefers to reject such a value with 400 uses ParseHeader.
+func HeaderOptsOut(value string) bool {
+	optOut, _ := ParseHeader(value)
+	return optOut
+}
+
+// ParseHeader is HeaderOptsOut with an error for unrecognised values: it
+// returns true and an error wrapping ErrInvalidHeader for them.
+func ParseHeader(value string) (optOut bool, err error) {
+	v := strings.TrimSpace(value)
+	for _, s := range []string{"off", "false", "0", "no"} {
+		if strings.EqualFold(v, s) {
+			return true, nil
+		}
+	}
+	for _, s := range []string{"", "on", "true", "1", "yes"} {
+		if strings.EqualFold(v, s) {
+			return false, nil
+		}
+	}
+	return true, fmt.Errorf("%w: %q (want off or on)", ErrInvalidHeader, value)
+}
+
+// DueTime draws a due time uniformly from [now, now+maxDelay], both ends
+// included. rnd returns a uniform integer in [0, n) for n > 0, like
+// math/rand/v2.Int64N (nil uses that); results outside the range are
+// clamped. A zero or negative maxDelay returns now without calling rnd.
+//
+// One due time is drawn per insert batch (per table): the rows of one
+// request travel together, so the queue writes one entry per request and
+// the forwarder sends them as one call. The load still spreads, because
+// different requests draw independent times.
+func DueTime(now time.Time, maxDelay time.Duration, rnd func(int64) int64) time.Time {
+	if maxDelay <= 0 {
+		return now
+	}
+	if rnd == nil {
+		rnd = rand.Int64N
+	}
+	n := int64(maxDelay)
+	if n < math.MaxInt64 {
+		n++ // include maxDelay itself
+	}
+	d := min(max(rnd(n), 0), int64(maxDelay))
+	return now.Add(time.Duration(d))
+}

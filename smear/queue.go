@@ -1,0 +1,476 @@
+package smear
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// RowCodec encodes the rows of a queue entry. The node passes the
+// replication package's row codec (CodecFuncs{replication.AppendRows,
+// replication.DecodeRows}); smear does not import its sibling. The encoding
+// must keep every field's name, value and version exactly.
+type RowCodec interface {
+	// AppendRows appends the encoding of rows to dst.
+	AppendRows(dst []byte, rows []model.Row) []byte
+	// DecodeRows decodes what AppendRows wrote. The result must not share
+	// memory with b (the queue reuses b).
+	DecodeRows(b []byte) ([]model.Row, error)
+}
+
+// CodecFuncs adapts a pair of functions to RowCodec.
+type CodecFuncs struct {
+	// Append is RowCodec.AppendRows.
+	Append func(dst []byte, rows []model.Row) []byte
+	// Decode is RowCodec.DecodeRows.
+	Decode func(b []byte) ([]model.Row, error)
+}
+
+// AppendRows implements RowCodec.
+func (c CodecFuncs) AppendRows(dst []byte, rows []model.Row) []byte { return c.Append(dst, rows) }
+
+// DecodeRows implements RowCodec.
+func (c CodecFuncs) DecodeRows(b []byte) ([]model.Row, error) { return c.Decode(b) }
+
+// Options configure a Queue.
+type Options struct {
+	// Codec encodes rows in entries. Required.
+	Codec RowCodec
+	// MaxRows bounds the rows in the queue; 0 means DefaultMaxRows.
+	MaxRows int64
+	// MaxBytes bounds the bytes of the queue's entries (keys and values as
+	// written, before pebble's compression); 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// RetryAfter is what RetryAfter suggests to a client refused with
+	// ErrFull; 0 means DefaultRetryAfter.
+	RetryAfter time.Duration
+	// BeforeWrite, when set, is called before every write to the queue's
+	// DB (Enqueue, and the forwarder's requeue and delete batches) with the
+	// bytes about to be written (keys plus values). An error aborts the
+	// write and is returned wrapped. The node plugs its server-wide write
+	// limiter in here.
+	BeforeWrite func(ctx context.Context, bytes int) error
+	// Now is the clock (enqueue times, due checks); nil is time.Now.
+	Now func() time.Time
+	// Logger receives the queue's and pebble's lines; nil discards them.
+	Logger *slog.Logger
+	// Metrics receives the queue's and its forwarder's metrics; nil uses
+	// an unregistered set.
+	Metrics *Metrics
+	// MemTableSize is pebble's memtable size; 0 means 32 MiB.
+	MemTableSize uint64
+	// FS is the filesystem pebble uses; nil is the real one.
+	FS vfs.FS
+}
+
+// Defaults of Options.
+const (
+	// DefaultMaxRows bounds the queue at 10 million rows.
+	DefaultMaxRows = 10_000_000
+	// DefaultMaxBytes bounds the queue at 1 GiB of entries.
+	DefaultMaxBytes = 1 << 30
+	// DefaultRetryAfter is the suggested wait after ErrFull.
+	DefaultRetryAfter = time.Second
+)
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.MaxRows == 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = DefaultRetryAfter
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = defaultMemTableSize
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+}
+
+// Validate reports every problem at once, each naming its field; the error
+// wraps ErrInvalidOptions.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Codec == nil {
+		errs = append(errs, errors.New("Codec is required"))
+	}
+	if o.MaxRows < 0 {
+		errs = append(errs, fmt.Errorf("MaxRows must not be negative, got %d", o.MaxRows))
+	}
+	if o.MaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxBytes must not be negative, got %d", o.MaxBytes))
+	}
+	if o.RetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("RetryAfter must not be negative, got %s", o.RetryAfter))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(errs...))
+}
+
+// Queue is the durable smear queue of one server: entries of rows with a
+// due time, in their own pebble DB. See doc.go for the layout and the
+// guarantees. All methods are safe for concurrent use.
+type Queue struct {
+	db      *pebble.DB
+	opts    Options // defaults filled
+	log     *slog.Logger
+	metrics *Metrics
+	gate    gate
+
+	// seq is the last entry sequence handed out; keys stay unique because
+	// each one carries a fresh sequence.
+	seq atomic.Uint64
+	// wake has room for one signal; Enqueue of an already-due entry and
+	// Forwarder.Kick post to it, a forwarder's Run loop waits on it.
+	wake chan struct{}
+	// bufs holds *[]byte encode buffers for Enqueue.
+	bufs sync.Pool
+	// passMu serializes forwarding passes, so that two passes (Run and
+	// Drain, or two forwarders) never settle the same entry twice.
+	passMu sync.Mutex
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu struct {
+		sync.Mutex
+		// rows and bytes are the queue depth: committed entries plus
+		// the reservations of Enqueues in flight.
+		rows, bytes int64
+		// scanFrom is a lower bound of the due times of every stored
+		// entry, so that a pass seeks past the tombstones of forwarded
+		// entries instead of iterating over them. math.MaxInt64 when
+		// nothing is known to be stored.
+		scanFrom int64
+		// lowestPut is the earliest due time written since the current
+		// pass began (math.MaxInt64 if none); a pass that ends lowers
+		// its new scanFrom to it, so entries written while it scanned
+		// are never skipped.
+		lowestPut int64
+	}
+}
+
+// maxPooledBuf is the largest encode buffer kept for reuse.
+const maxPooledBuf = 4 << 20
+
+// Open opens (creating if needed) the queue's pebble DB in dir, replays it
+// to rebuild the depth, and returns the queue. Entries that do not decode
+// are quarantined (doc.go). The caller closes the queue after its
+// forwarder's Run has returned.
+func Open(dir string, opts Options) (*Queue, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("%w: dir is required", ErrInvalidOptions)
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the DB keeps its own reference
+	db, err := pebble.Open(dir, pebbleOptions(&opts, cache, opts.Logger))
+	if err != nil {
+		return nil, fmt.Errorf("smear: open pebble in %s: %w", dir, err)
+	}
+	q := &Queue{
+		db:      db,
+		opts:    opts,
+		log:     opts.Logger,
+		metrics: opts.Metrics,
+		wake:    make(chan struct{}, 1),
+	}
+	q.mu.scanFrom, q.mu.lowestPut = math.MaxInt64, math.MaxInt64
+	if err := q.replay(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	rows, bytes := q.Depth()
+	q.log.Info("smear queue opened", "dir", dir, "rows", rows, "bytes", bytes)
+	return q, nil
+}
+
+// replay scans every entry: it rebuilds the depth, the sequence and the
+// scan hint, and quarantines entries whose key or header does not decode.
+func (q *Queue) replay() error {
+	it, err := q.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsEntry}, UpperBound: []byte{nsEntry + 1}})
+	if err != nil {
+		return fmt.Errorf("smear: replay: %w", err)
+	}
+	var bad []kv
+	var maxSeq uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("smear: replay: %w", err)
+		}
+		due, seq, kerr := parseKey(it.Key())
+		h, _, herr := parseHeader(v)
+		if err := errors.Join(kerr, herr); err != nil {
+			bad = append(bad, kv{key: clone(it.Key()), value: clone(v), err: err})
+			continue
+		}
+		maxSeq = max(maxSeq, seq)
+		q.mu.scanFrom = min(q.mu.scanFrom, due)
+		q.adjust(int64(h.rows), int64(len(it.Key())+len(v)))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("smear: replay: %w", err)
+	}
+	q.seq.Store(maxSeq)
+	if len(bad) > 0 {
+		return q.quarantine(bad)
+	}
+	return nil
+}
+
+// kv is a stored entry that did not decode.
+type kv struct {
+	key, value []byte
+	err        error
+}
+
+func clone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// quarantine moves entries that do not decode under the quarantine
+// namespace, in one synced batch. They leave the depth (which never
+// counted them if they come from replay) but stay on disk for an operator.
+func (q *Queue) quarantine(bad []kv) error {
+	b := q.db.NewBatch()
+	defer b.Close()
+	for _, e := range bad {
+		q.log.Error("smear: quarantining a queue entry that does not decode; its rows are kept on disk but not forwarded",
+			"key", fmt.Sprintf("%x", e.key), "bytes", len(e.value), "err", e.err)
+		if err := b.Set(quarantineKey(e.key), e.value, nil); err != nil {
+			return fmt.Errorf("smear: quarantine: %w", err)
+		}
+		if err := b.Delete(e.key, nil); err != nil {
+			return fmt.Errorf("smear: quarantine: %w", err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("smear: quarantine: %w", err)
+	}
+	q.metrics.quarantined.Add(float64(len(bad)))
+	return nil
+}
+
+// Close waits for operations in flight and closes the DB. Later calls
+// return nil; every other method fails with ErrClosed once Close began.
+func (q *Queue) Close() error {
+	q.closeOnce.Do(func() {
+		q.gate.close()
+		if err := q.db.Close(); err != nil {
+			q.closeErr = fmt.Errorf("smear: close pebble: %w", err)
+		}
+	})
+	return q.closeErr
+}
+
+// Depth returns the rows and bytes in the queue, Enqueues in flight
+// included. It is kept in memory and rebuilt by Open.
+func (q *Queue) Depth() (rows, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.rows, q.mu.bytes
+}
+
+// RetryAfter is the wait to suggest to a client refused with ErrFull
+// (Options.RetryAfter).
+func (q *Queue) RetryAfter() time.Duration { return q.opts.RetryAfter }
+
+func (q *Queue) now() time.Time { return q.opts.Now() }
+
+// Enqueue writes rows of table, due at due, durably to the queue: when it
+// returns nil the entry is synced to disk, so the caller may acknowledge
+// the insert. The rows keep their versions and times; they are encoded (so
+// copied) before Enqueue returns, and the caller may reuse rows at once.
+// Concurrent Enqueues share fsyncs (pebble's group commit, see doc.go).
+//
+// It fails with an error wrapping ErrFull when the queue is too full to
+// admit the rows, ErrTooLarge when the rows alone exceed the bounds,
+// ErrClosed after Close, ctx's error when ctx is done before the write,
+// or BeforeWrite's error; in every failure case nothing was written. An
+// empty rows is a no-op.
+func (q *Queue) Enqueue(ctx context.Context, table string, rows []model.Row, due time.Time) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := model.ValidateTableName(table); err != nil {
+		return fmt.Errorf("smear: enqueue: %w", err)
+	}
+	if err := q.gate.enter(); err != nil {
+		return err
+	}
+	defer q.gate.exit()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("smear: enqueue: %w", err)
+	}
+	now := q.now().UnixNano()
+	dueNs := due.UnixNano()
+	bp := q.getBuf()
+	defer q.putBuf(bp)
+	h := header{enqueued: now, table: table, rows: len(rows)}
+	buf := appendKey((*bp)[:0], dueNs, q.seq.Add(1))
+	buf = appendHeader(buf, &h)
+	buf = q.opts.Codec.AppendRows(buf, rows)
+	*bp = buf
+	n, size := int64(len(rows)), int64(len(buf))
+	if err := q.reserve(n, size); err != nil {
+		return err
+	}
+	if err := q.put(ctx, buf[:keyLen], buf[keyLen:]); err != nil {
+		q.adjust(-n, -size)
+		return err
+	}
+	q.notePut(dueNs)
+	q.metrics.enqueuedRows.Add(float64(n))
+	if dueNs <= now {
+		q.signal()
+	}
+	return nil
+}
+
+// put writes one key and value, synced.
+func (q *Queue) put(ctx context.Context, key, value []byte) error {
+	if err := q.beforeWrite(ctx, len(key)+len(value)); err != nil {
+		return err
+	}
+	b := q.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(key, value, nil); err != nil {
+		return fmt.Errorf("smear: enqueue: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("smear: enqueue: %w", err)
+	}
+	return nil
+}
+
+func (q *Queue) beforeWrite(ctx context.Context, bytes int) error {
+	if q.opts.BeforeWrite == nil {
+		return nil
+	}
+	if err := q.opts.BeforeWrite(ctx, bytes); err != nil {
+		return fmt.Errorf("smear: write limiter: %w", err)
+	}
+	return nil
+}
+
+func (q *Queue) getBuf() *[]byte {
+	if bp, ok := q.bufs.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+func (q *Queue) putBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledBuf {
+		q.bufs.Put(bp)
+	}
+}
+
+// reserve admits n rows of size bytes into the depth, or refuses them.
+func (q *Queue) reserve(n, size int64) error {
+	if n > q.opts.MaxRows || size > q.opts.MaxBytes {
+		q.metrics.fullRejects.Inc()
+		return fmt.Errorf("%w: %d rows, %d bytes; the queue holds at most %d rows, %d bytes",
+			ErrTooLarge, n, size, q.opts.MaxRows, q.opts.MaxBytes)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.rows+n > q.opts.MaxRows || q.mu.bytes+size > q.opts.MaxBytes {
+		q.metrics.fullRejects.Inc()
+		return fmt.Errorf("%w: %d rows, %d bytes queued (limits %d rows, %d bytes)",
+			ErrFull, q.mu.rows, q.mu.bytes, q.opts.MaxRows, q.opts.MaxBytes)
+	}
+	q.adjustLocked(n, size)
+	return nil
+}
+
+func (q *Queue) adjust(rows, bytes int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.adjustLocked(rows, bytes)
+}
+
+func (q *Queue) adjustLocked(rows, bytes int64) {
+	q.mu.rows += rows
+	q.mu.bytes += bytes
+	q.metrics.queueRows.Set(float64(q.mu.rows))
+	q.metrics.queueBytes.Set(float64(q.mu.bytes))
+}
+
+// notePut records that an entry due at due was committed (after the
+// commit, so a pass that began before it either sees the entry or sees
+// lowestPut lowered; see Queue.mu).
+func (q *Queue) notePut(due int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mu.scanFrom = min(q.mu.scanFrom, due)
+	q.mu.lowestPut = min(q.mu.lowestPut, due)
+}
+
+// signal wakes a waiting forwarder without blocking.
+func (q *Queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// gate lets operations run until Close, then waits for them.
+type gate struct {
+	mu struct {
+		sync.Mutex
+		closed bool
+	}
+	// wg counts operations inside the gate; Add happens under mu while
+	// closed is false, so it never races with Wait.
+	wg sync.WaitGroup
+}
+
+func (g *gate) enter() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return ErrClosed
+	}
+	g.wg.Add(1)
+	return nil
+}
+
+func (g *gate) exit() { g.wg.Done() }
+
+func (g *gate) close() {
+	g.mu.Lock()
+	g.mu.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
