@@ -109,6 +109,11 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
+	if r.store.throttle != nil {
+		// Before applyMu: a paced write does not hold up the others'
+		// bookkeeping, only its own batch.
+		r.store.throttle(len(sc.keys) + fieldBytes(rows))
+	}
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
@@ -127,6 +132,19 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 		return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
 	return res, nil
+}
+
+// fieldBytes is about what rows' fields take in a batch: names, values and
+// versions.
+func fieldBytes(rows []model.Row) int {
+	n := 0
+	for i := range rows {
+		for j := range rows[i].Fields {
+			f := &rows[i].Fields[j]
+			n += len(f.Name) + len(f.Value.S) + 8 + 16
+		}
+	}
+	return n
 }
 
 // maxBatchKeyBytes bounds the row keys of one Apply call (offsets into

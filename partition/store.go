@@ -32,6 +32,11 @@ type Options struct {
 	// FS is the filesystem pebble uses; nil means the real one. Tests pass
 	// pebble's vfs/errorfs to inject failures.
 	FS vfs.FS
+	// Throttle, when set, is called before each Apply writes, with about
+	// the bytes it will write (keys, field names, values, versions); it
+	// may block to pace the store's writes (the server's --write-limit)
+	// and count them.
+	Throttle func(bytes int)
 }
 
 const (
@@ -41,9 +46,10 @@ const (
 
 // Store holds the partition replicas of one server in one pebble DB.
 type Store struct {
-	db   *pebble.DB
-	log  *slog.Logger
-	gate gate
+	db       *pebble.DB
+	log      *slog.Logger
+	gate     gate
+	throttle func(bytes int)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -134,7 +140,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, log: log}
+	s := &Store{db: db, log: log, throttle: opts.Throttle}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
 	if err := s.loadRegistry(); err != nil {
 		_ = db.Close()
