@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"time"
+
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
 	"github.com/tsdb/tsdb/metadata"
@@ -27,7 +29,27 @@ var (
 	// ErrServerNotFound: no live or listed server has the id; answered
 	// 404 api.CodeServerNotFound.
 	ErrServerNotFound = errors.New("http: server not found")
+	// ErrQueueFull: the server's smear queue cannot take the rows now;
+	// answered 503 api.CodeQueueFull, with Retry-After when the error is a
+	// *RetryError.
+	ErrQueueFull = errors.New("http: smear queue full")
 )
+
+// RetryError is a refusal the client should retry after a while: it is
+// answered as its Err is, with a Retry-After header of After (whole
+// seconds, at least 1).
+type RetryError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryError) Error() string { return e.Err.Error() }
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// retryAfterSeconds is the Retry-After header value of d.
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
 
 // Sentinel errors of replication and forwarding (DESIGN.md section 5). The
 // node wraps them with context; classify answers them with the codes of
@@ -96,6 +118,8 @@ func classify(err error) (int, string, string) {
 		return http.StatusServiceUnavailable, api.CodeOffline, err.Error()
 	case errors.Is(err, ErrServerNotFound):
 		return http.StatusNotFound, api.CodeServerNotFound, err.Error()
+	case errors.Is(err, ErrQueueFull):
+		return http.StatusServiceUnavailable, api.CodeQueueFull, err.Error()
 	}
 	// The commit sentinels come before "unavailable": a no-quorum error may
 	// wrap a peer's missing file, and it is the no-quorum the caller must see.

@@ -37,6 +37,8 @@ type replBackend struct {
 		changes []serverChange
 		splits  []*int64
 		err     error
+		// insertErr is the answer of Insert.
+		insertErr error
 	}
 }
 
@@ -73,7 +75,7 @@ func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts In
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.mu.inserts = append(b.mu.inserts, opts)
-	return nil
+	return b.mu.insertErr
 }
 
 func (b *replBackend) Replicas(_ context.Context, table string) ([]api.PartitionReplicas, error) {
@@ -544,5 +546,56 @@ func TestShutdownCancelsWaitingRequests(t *testing.T) {
 	}
 	if r := <-answered; r.status < 500 {
 		t.Fatalf("the cancelled insert answered %d %s, want a 5xx", r.status, r.body)
+	}
+}
+
+// TestInsertSmearHeader checks X-TSDB-Smear reaches the backend as NoSmear
+// on every insert route, a bad value is a 400 that inserts nothing, and a
+// full smear queue is a 503 queue_full with Retry-After.
+func TestInsertSmearHeader(t *testing.T) {
+	be := newReplBackend()
+	addr := startServer(t, NewServer(Config{AuthToken: "tok"}, be))
+	base := "http://" + addr
+	routes := []struct{ url, body string }{
+		{base + "/api/v1/tables/metrics/insert", `[{"time":1,"series":"cpu","fields":{"v":1}}]`},
+		{base + "/write?db=metrics", "cpu v=1 1\n"},
+	}
+	calls := 0
+	for _, rt := range routes {
+		for _, tc := range []struct {
+			header  string // "-" for no header
+			noSmear bool
+		}{{"-", false}, {"on", false}, {"OFF", true}, {" false ", true}, {"0", true}, {"yes", false}} {
+			h := map[string]string{}
+			if tc.header != "-" {
+				h[api.HeaderSmear] = tc.header
+			}
+			r := publicRequest(t, "POST", rt.url, h, rt.body)
+			calls++
+			opts, n := be.lastInsert()
+			if r.status >= 300 || n != calls || opts.NoSmear != tc.noSmear {
+				t.Errorf("%s with %q: %d %s, backend got %+v, want NoSmear %v", rt.url, tc.header, r.status, r.body, opts, tc.noSmear)
+			}
+		}
+		r := publicRequest(t, "POST", rt.url, map[string]string{api.HeaderSmear: "later"}, rt.body)
+		if eb := errorOf(t, r); r.status != 400 || !strings.Contains(eb.Message, api.HeaderSmear) {
+			t.Errorf("%s with a bad smear header: %d %s", rt.url, r.status, r.body)
+		}
+		if _, n := be.lastInsert(); n != calls {
+			t.Fatalf("a bad smear header inserted")
+		}
+	}
+	be.mu.Lock()
+	be.mu.insertErr = &RetryError{Err: fmt.Errorf("%w: 10 rows over the limit", ErrQueueFull), After: 1500 * time.Millisecond}
+	be.mu.Unlock()
+	req, _ := http.NewRequest("POST", base+"/write?db=metrics", strings.NewReader("cpu v=1 1\n"))
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "2" {
+		t.Errorf("full queue: %d, Retry-After %q; want 503 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 }

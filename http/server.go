@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,6 +78,9 @@ type InsertOptions struct {
 	// Consistency is api.ConsistencyOne, Quorum (the default when empty)
 	// or All: how many replicas must hold the rows before the answer.
 	Consistency string
+	// NoSmear is set by the header X-TSDB-Smear: off: the rows are written
+	// now even into a narrow partition (DESIGN.md section 7).
+	NoSmear bool
 }
 
 // RawQuery selects rows: [From, To), a series or series prefix, fields and a
@@ -372,10 +376,14 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
 // writeError answers err with its status and the JSON error body.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	status, code, msg := classify(err)
-	if status >= 500 {
+	if status >= 500 && !errors.Is(err, ErrQueueFull) {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 	}
 	s.writeAPIError(ctx, status, code, msg)
+	var re *RetryError
+	if errors.As(err, &re) {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds(re.After)))
+	}
 }
 
 func (s *Server) writeAPIError(ctx *fasthttp.RequestCtx, status int, code, msg string) {

@@ -29,10 +29,11 @@ func testEtcd(t testing.TB) *embedetcd.Etcd {
 // the end of the test unless the test stops it first.
 func startNode(t testing.TB, e *embedetcd.Etcd, id, dir string, mut ...func(*Config)) *Node {
 	t.Helper()
-	// Pre-split and rebalancing change partition maps on their own; the
-	// tests of other features turn them off, the master's tests back on.
+	// Pre-split and rebalancing change partition maps on their own, and
+	// smearing delays inserts into the narrow partitions many tests make;
+	// the tests of other features turn them off, their own tests back on.
 	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()},
-		NoPresplit: true, NoRebalance: true}
+		NoPresplit: true, NoRebalance: true, NoSmear: true}
 	if os.Getenv("TSDB_TEST_LOG") != "" {
 		// Debugging aid: the servers' logs on stderr.
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

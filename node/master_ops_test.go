@@ -57,8 +57,8 @@ func hasProblem(h api.HealthResponse, kind, server string) bool {
 }
 
 // splitInto splits table's partitions at base + i·step for i in 1..k-1 by
-// hand, each split finalized before the next, so the table has k
-// partitions.
+// hand, each split finalized (and its joins finished) before the next: k-1
+// more partitions.
 func (c *testCluster) splitInto(id, table string, base, step int64, k int) {
 	c.t.Helper()
 	n := c.nodes[id]
@@ -68,6 +68,7 @@ func (c *testCluster) splitInto(id, table string, base, step int64, k int) {
 		if err != nil {
 			c.t.Fatal(err)
 		}
+		before := len(f.Partitions)
 		p, ok := f.Find(at)
 		if !ok {
 			c.t.Fatalf("no partition covers %d", at)
@@ -80,7 +81,7 @@ func (c *testCluster) splitInto(id, table string, base, step int64, k int) {
 				return false
 			}
 			_, f, err := n.router.Table(context.Background(), table)
-			return err == nil && len(f.Partitions) == i+1 &&
+			return err == nil && len(f.Partitions) == before+1 &&
 				!slices.ContainsFunc(f.Partitions, func(p metadata.Partition) bool { return p.Split != nil || len(p.Joining) > 0 })
 		})
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/tsdb/tsdb/presplit"
 	"github.com/tsdb/tsdb/replication"
 	"github.com/tsdb/tsdb/router"
+	"github.com/tsdb/tsdb/smear"
 )
 
 // Config configures one server.
@@ -102,6 +103,20 @@ type Config struct {
 	// RebalanceMoves bounds the partition moves a rebalance has in flight
 	// at once; default 2.
 	RebalanceMoves int
+	// NoSmear turns insert smearing off on this server (tsdb server
+	// --smear=false); tables and requests can also opt out.
+	NoSmear bool
+	// SmearMaxRows and SmearMaxBytes bound the smear queue (0: the smear
+	// package's defaults, 10 M rows and 1 GiB); a full queue answers 503
+	// with Retry-After.
+	SmearMaxRows, SmearMaxBytes int64
+	// SmearDrainTimeout bounds how long Stop forwards what is still queued;
+	// default 30s (the rest is forwarded after a restart).
+	SmearDrainTimeout time.Duration
+	// WriteLimit caps the bytes per second this server writes to its
+	// stores, smear queue included (tsdb server --write-limit); 0 is no
+	// limit.
+	WriteLimit int64
 	// NoPresplit and NoRebalance turn those duties of the master off
 	// (tsdb server --presplit=false, --rebalance=false; tests of other
 	// features, whose partition maps they would change).
@@ -135,6 +150,9 @@ type Config struct {
 	// beforeSplitBegin, set by tests, runs in the SPLIT_BEGIN planner, once
 	// per plan, before the op is sent.
 	beforeSplitBegin func()
+	// smearDelay, set by tests, picks a smeared insert's delay instead of
+	// a uniform draw from [0, max].
+	smearDelay func(max time.Duration) time.Duration
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
 }
@@ -175,6 +193,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.MasterTick <= 0 {
 		c.MasterTick = time.Second
+	}
+	if c.SmearDrainTimeout <= 0 {
+		c.SmearDrainTimeout = 30 * time.Second
 	}
 	if c.MinServers <= 0 {
 		c.MinServers = 1
@@ -246,6 +267,11 @@ type Node struct {
 	splitKick chan struct{}
 	// isMaster is set while this server leads (election.Run's term).
 	isMaster atomic.Bool
+	// limiter paces and counts the store writes (WriteLimit).
+	limiter *writeLimiter
+	// smearQ and smearFwd are the smear queue and its forwarder.
+	smearQ   *smear.Queue
+	smearFwd *smear.Forwarder
 	// catchUpSlots bounds the catch-up pushes (split backfills, join
 	// catch-ups) in flight from this server (CatchUpConcurrency).
 	catchUpSlots chan struct{}
@@ -291,7 +317,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("node: create data dir: %w", err)
 	}
-	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log})
+	n.limiter = newWriteLimiter(cfg.WriteLimit)
+	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
+		Throttle: func(b int) { _ = n.limiter.wait(context.Background(), b) }})
 	if err != nil {
 		return nil, fmt.Errorf("node: open partition store: %w", err)
 	}
@@ -395,6 +423,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	registerStoreMetrics(n.registry, n.store)
 	n.rmetrics.register(n.registry, n)
 	n.smetrics.register(n.registry)
+	n.registry.MustRegister(n.limiter.bytes)
+	if err := n.openSmear(); err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() { n.smearQ.Close() })
 	n.api = tsdbhttp.NewServer(tsdbhttp.Config{
 		AuthToken:     cfg.AuthToken,
 		ClusterSecret: cfg.ClusterSecret,
@@ -415,6 +448,11 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
 	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
 	n.goAttach(func() { n.splitLoop(bg) })
+	n.goAttach(func() {
+		if err := n.smearFwd.Run(bg); err != nil {
+			n.log.Error("smear forwarder stopped", "err", err)
+		}
+	})
 	n.goAttach(func() {
 		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.lead)
 	})
@@ -484,6 +522,9 @@ func (n *Node) summary() membership.Summary {
 		if b, err := r.DiskUsage(); err == nil {
 			s.Bytes += b
 		}
+	}
+	if n.smearQ != nil {
+		s.SmearQueueRows, s.SmearQueueBytes = n.smearQ.Depth()
 	}
 	return s
 }
@@ -587,8 +628,12 @@ func (n *Node) Stop(ctx context.Context) error {
 		if err := n.api.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("http shutdown: %w", err))
 		}
+		n.drainSmear(ctx)
 		n.cancel()
 		n.wg.Wait()
+		if err := n.smearQ.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close smear queue: %w", err))
+		}
 		if err := n.reg.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("leave the server list: %w", err))
 		}
@@ -699,7 +744,7 @@ func (b backend) Table(ctx context.Context, name string) (metadata.TableConfig, 
 }
 
 func (b backend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
-	return publicError(b.n.router.Insert(ctx, table, rows, opts.Consistency))
+	return publicError(b.n.insert(ctx, table, rows, opts))
 }
 
 // publicError turns the router's routing failures into the public API's
@@ -783,7 +828,8 @@ func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 		_, drain := draining[i.ID]
 		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt,
 			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec,
-			Master: i.ID == master, Draining: drain})
+			Master: i.ID == master, Draining: drain,
+			SmearQueueRows: i.Summary.SmearQueueRows, SmearQueueBytes: i.Summary.SmearQueueBytes})
 	}
 	return resp, nil
 }

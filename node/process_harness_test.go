@@ -92,7 +92,7 @@ func (p *proc) start() {
 		"--etcd", p.etcd, "--log-level", "info",
 		// As in startNode: off unless a test's args turn them back on
 		// (the last value of a flag wins).
-		"--presplit=false", "--rebalance=false"}, p.args...)...)
+		"--presplit=false", "--rebalance=false", "--smear=false"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

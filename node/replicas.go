@@ -25,15 +25,15 @@ type replicas struct{ n *Node }
 var _ router.Replicas = replicas{}
 
 // Insert has the target replica coordinate rows.
-func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row, consistency string) error {
+func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row, opts router.WriteOptions) error {
 	if t.Server == r.n.cfg.ID {
-		return localRouteError(r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, consistency))
+		return localRouteError(r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, opts))
 	}
 	addr, err := r.n.dir.addr(ctx, t.Server)
 	if err != nil {
 		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
-	return r.forward(ctx, addr, t, rows, consistency)
+	return r.forward(ctx, addr, t, rows, opts)
 }
 
 // maxForwardBytes bounds the encoded rows of one forwarded insert: a
@@ -46,18 +46,18 @@ func (n *Node) maxForwardBytes() int { return n.cfg.MaxBodyBytes / 4 }
 // maxForwardBytes. One attempt each: a refusal or a timeout fails over to
 // another replica, and "outcome unknown" is the client's answer, not a
 // reason to resend.
-func (r replicas) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, consistency string) error {
+func (r replicas) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts router.WriteOptions) error {
 	enc := replication.AppendRows(nil, rows)
 	if len(enc) > r.n.maxForwardBytes() && len(rows) > 1 {
 		half := len(rows) / 2
-		if err := r.forward(ctx, addr, t, rows[:half], consistency); err != nil {
+		if err := r.forward(ctx, addr, t, rows[:half], opts); err != nil {
 			return err
 		}
-		return r.forward(ctx, addr, t, rows[half:], consistency)
+		return r.forward(ctx, addr, t, rows[half:], opts)
 	}
 	req := api.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
-		Consistency: consistency, Rows: enc, Count: len(rows),
+		Consistency: opts.Consistency, Versioned: opts.Versioned, Rows: enc, Count: len(rows),
 	}
 	var resp api.ForwardInsertResponse
 	return routeError(r.n.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
@@ -210,7 +210,8 @@ func (n *Node) replicaStatus(placement uuid.UUID) (ReplicaStatus, bool) {
 // section 5, insert acknowledgement): one fresh version for all of them, a
 // synced write, a wake-up of the replica's pushes, then a wait until the
 // consistency level's count of p's servers — this one included — hold them.
-func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, consistency string) error {
+func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
+	consistency := opts.Consistency
 	rep, err := n.serving(table, txnSeq, placement)
 	if err != nil {
 		return err
@@ -230,9 +231,17 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	if err != nil {
 		return err
 	}
-	v := n.clock.Now()
-	for i := range rows {
-		rows[i].SetVersion(v)
+	if opts.Versioned {
+		// Stamped by the front end that first accepted them (a smeared
+		// insert): kept, and this clock moves past them.
+		if err := n.observeVersions(rows); err != nil {
+			return err
+		}
+	} else {
+		v := n.clock.Now()
+		for i := range rows {
+			rows[i].SetVersion(v)
+		}
 	}
 	res, err := rep.Apply(rows)
 	if err == nil {
@@ -278,6 +287,24 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 		}
 	}
 	return n.waitChildren(wctx, rt, p, rows, res.LastSeq, consistency)
+}
+
+// observeVersions checks that versioned rows carry their versions and moves
+// the clock past the newest.
+func (n *Node) observeVersions(rows []model.Row) error {
+	var newest model.Version
+	for i := range rows {
+		for _, f := range rows[i].Fields {
+			if f.Version == (model.Version{}) {
+				return fmt.Errorf("%w: row %d: field %q of a versioned insert has no version", tsdbhttp.ErrBadRequest, i, f.Name)
+			}
+			if newest.Less(f.Version) {
+				newest = f.Version
+			}
+		}
+	}
+	n.clock.Observe(newest)
+	return nil
 }
 
 // waitChildren makes an insert into a splitting partition also wait until

@@ -16,6 +16,7 @@ import (
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/replication"
+	"github.com/tsdb/tsdb/router"
 )
 
 // pushSender delivers a replica's pushes over the internal API.
@@ -181,7 +182,7 @@ func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertReques
 			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", tsdbhttp.ErrMoved, r.Time, p.ID)
 		}
 	}
-	if err := n.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, req.Consistency); err != nil {
+	if err := n.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
 		return api.ForwardInsertResponse{}, err
 	}
 	return api.ForwardInsertResponse{Rows: len(rows)}, nil

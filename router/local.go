@@ -20,15 +20,18 @@ func (l localReplicas) replica(t Target) (*partition.Replica, error) {
 	return l.r.replicaFor(t.File, t.Partition)
 }
 
-// Insert stamps the rows with one fresh version and applies them.
-func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ string) error {
+// Insert stamps the rows with one fresh version (unless they carry
+// theirs) and applies them.
+func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, opts WriteOptions) error {
 	rep, err := l.replica(t)
 	if err != nil {
 		return err
 	}
-	v := l.r.cfg.Clock.Now()
-	for i := range rows {
-		rows[i].SetVersion(v)
+	if !opts.Versioned {
+		v := l.r.cfg.Clock.Now()
+		for i := range rows {
+			rows[i].SetVersion(v)
+		}
 	}
 	_, err = rep.Apply(rows)
 	return err

@@ -54,15 +54,26 @@ type Target struct {
 // is the answer.
 type Replicas interface {
 	// Insert has the replica coordinate rows of its partition: stamp their
-	// versions, write them durably, and return once as many replicas as
-	// consistency asks hold them.
-	Insert(ctx context.Context, t Target, rows []model.Row, consistency string) error
+	// versions (unless opts.Versioned), write them durably, and return once
+	// as many replicas as opts.Consistency asks hold them.
+	Insert(ctx context.Context, t Target, rows []model.Row, opts WriteOptions) error
 	// Scan reads rows of the replica; consistency "quorum" or "all" makes
 	// it catch up from that many of its peers first ("" or "one": as it is).
 	Scan(ctx context.Context, t Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error)
 	// Aggregate computes partial aggregates on the replica (consistency as
 	// for Scan).
 	Aggregate(ctx context.Context, t Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error)
+}
+
+// WriteOptions are an insert's settings.
+type WriteOptions struct {
+	// Consistency is how many replicas must hold the rows before Insert
+	// returns: "one", "quorum" ("" means quorum) or "all".
+	Consistency string
+	// Versioned rows carry the versions a front end stamped when it first
+	// accepted them (a smeared insert, forwarded later): the coordinating
+	// replica keeps them instead of stamping its own (DESIGN.md rule 2).
+	Versioned bool
 }
 
 // Router routes inserts and queries of one server's front end.
@@ -239,7 +250,7 @@ const maxRouteAttempts = 4
 // the rows not yet written again, invisibly to the caller. It returns once
 // every partition's coordinator acknowledged (consistency: one, quorum or
 // all; "" is quorum). rows must be validated; Insert may reorder them.
-func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, consistency string) error {
+func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, opts WriteOptions) error {
 	pending := rows
 	var last error
 	for attempt := range maxRouteAttempts {
@@ -262,7 +273,7 @@ func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, con
 				return offlineError(e.file, g.p)
 			}
 		}
-		moved, err := r.insertGroups(ctx, e.file, groups, consistency)
+		moved, err := r.insertGroups(ctx, e.file, groups, opts)
 		if err != nil {
 			return err
 		}
@@ -286,14 +297,14 @@ type movedGroup struct {
 
 // insertGroups writes each partition's rows, concurrently when there are
 // several (they share fsyncs), and returns the groups to route again.
-func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups []partitionRows, consistency string) ([]movedGroup, error) {
+func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups []partitionRows, opts WriteOptions) ([]movedGroup, error) {
 	errs := make([]error, len(groups))
 	if len(groups) == 1 {
-		errs[0] = r.insertPartition(ctx, file, groups[0], consistency)
+		errs[0] = r.insertPartition(ctx, file, groups[0], opts)
 	} else {
 		var wg sync.WaitGroup
 		for i := range groups {
-			wg.Go(func() { errs[i] = r.insertPartition(ctx, file, groups[i], consistency) })
+			wg.Go(func() { errs[i] = r.insertPartition(ctx, file, groups[i], opts) })
 		}
 		wg.Wait()
 	}
@@ -311,10 +322,10 @@ func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups [
 }
 
 // insertPartition has one replica of the partition coordinate its rows.
-func (r *Router) insertPartition(ctx context.Context, file *metadata.File, g partitionRows, consistency string) error {
+func (r *Router) insertPartition(ctx context.Context, file *metadata.File, g partitionRows, opts WriteOptions) error {
 	var errs []error
 	for _, t := range r.candidates(file, g.p) {
-		err := r.cfg.Replicas.Insert(ctx, t, g.rows, consistency)
+		err := r.cfg.Replicas.Insert(ctx, t, g.rows, opts)
 		if err == nil {
 			return nil
 		}

@@ -64,7 +64,7 @@ func TestRoutesRowsToTheirPartitions(t *testing.T) {
 	r, store := newTestRouter(t, file)
 	ctx := context.Background()
 	rows := []model.Row{row(150, "a", 1), row(-5, "a", 2), row(99, "b", 3), row(100, "b", 4), row(199, "a", 5)}
-	if err := r.Insert(ctx, "t", rows, ""); err != nil {
+	if err := r.Insert(ctx, "t", rows, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Each replica holds exactly the rows of its range.
@@ -92,7 +92,7 @@ func TestRoutesRowsToTheirPartitions(t *testing.T) {
 		}
 	}
 	// The third partition is another server's: nothing local for it.
-	if err := r.Insert(ctx, "t", []model.Row{row(250, "a", 1)}, ""); !errors.Is(err, ErrNotLocal) {
+	if err := r.Insert(ctx, "t", []model.Row{row(250, "a", 1)}, WriteOptions{}); !errors.Is(err, ErrNotLocal) {
 		t.Fatalf("insert into a remote partition: %v, want ErrNotLocal", err)
 	}
 	if _, ok := store.Replica(file.Partitions[2].Servers[0].PlacementID); ok {
@@ -126,7 +126,7 @@ func TestQueryAndAggregateAcrossPartitions(t *testing.T) {
 		all = append(all, row(ts, string(rune('a'+s)), float64(rng.Intn(1000))))
 	}
 	in := append([]model.Row(nil), all...)
-	if err := r.Insert(ctx, "t", in, ""); err != nil {
+	if err := r.Insert(ctx, "t", in, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sort.Slice(all, func(i, j int) bool {

@@ -39,7 +39,7 @@ type scriptedReplicas struct {
 	onCall func(server string)
 }
 
-func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ string) error {
+func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ WriteOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.onCall != nil {
@@ -80,7 +80,7 @@ func TestInsertFailsOverToAnotherReplica(t *testing.T) {
 	var order []string
 	reps.onCall = func(s string) { order = append(order, s) }
 	r := New(Config{Self: "s1", Meta: &swapMeta{file: onePartition("s2", "s1", "s3")}, Replicas: reps})
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); err != nil {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if order[0] != "s1" || len(order) != 2 || reps.took[order[1]] != 1 {
@@ -88,14 +88,14 @@ func TestInsertFailsOverToAnotherReplica(t *testing.T) {
 	}
 	// Every replica unavailable: a clear ErrUnavailable naming each.
 	reps.errs = map[string]error{"s1": ErrUnavailable, "s2": ErrUnavailable, "s3": ErrUnavailable}
-	err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, "")
+	err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("all down: %v", err)
 	}
 	// Any other error is the answer: no second replica is tried.
 	order = nil
 	reps.errs = map[string]error{"s1": errors.New("bad rows")}
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); err == nil || len(order) != 1 {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); err == nil || len(order) != 1 {
 		t.Fatalf("err %v after %v, want the first replica's answer", err, order)
 	}
 }
@@ -116,7 +116,7 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 	meta.mu.Lock()
 	meta.file = moved
 	meta.mu.Unlock()
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1), row(2, "b", 1)}, ""); err != nil {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1), row(2, "b", 1)}, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if reps.took["s3"] != 2 || meta.loads != 2 {
@@ -125,7 +125,7 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 	// A replica that keeps answering "moved" ends with an error, not a
 	// loop; the caller sees "unavailable", never "moved".
 	reps.errs["s3"] = ErrMoved
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, ""); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
 		t.Fatalf("always moved: %v, want unavailable", err)
 	}
 	if _, _, err := r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {

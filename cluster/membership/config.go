@@ -53,6 +53,10 @@ type Summary struct {
 	Bytes uint64 `json:"bytes"`
 	// InsertRowsPerSec is the recent insert rate the server accepted.
 	InsertRowsPerSec float64 `json:"insert_rows_per_sec"`
+	// SmearQueueRows and SmearQueueBytes are the depth of the server's
+	// smear queue.
+	SmearQueueRows  int64 `json:"smear_queue_rows,omitempty"`
+	SmearQueueBytes int64 `json:"smear_queue_bytes,omitempty"`
 }
 
 // equal reports whether a and b carry the same information (times compared

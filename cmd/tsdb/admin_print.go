@@ -111,13 +111,14 @@ func printServers(w io.Writer, servers []api.ServerInfo) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tADDR\tSTARTED\tREPLICAS\tBYTES\tINSERT ROWS/S")
+	fmt.Fprintln(tw, "ID\tROLE\tADDR\tSTARTED\tREPLICAS\tBYTES\tINSERT ROWS/S\tSMEAR QUEUE ROWS\tSMEAR QUEUE BYTES")
 	for _, s := range servers {
 		started := "-"
 		if !s.StartedAt.IsZero() {
 			started = s.StartedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\n", s.ID, serverRole(s), orDash(s.Addr), started, s.Replicas, s.Bytes, s.InsertRowsPerSec)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%.0f\t%d\t%d\n", s.ID, serverRole(s), orDash(s.Addr), started, s.Replicas, s.Bytes,
+			s.InsertRowsPerSec, s.SmearQueueRows, s.SmearQueueBytes)
 	}
 	return tw.Flush()
 }

@@ -127,8 +127,9 @@ func TestAdminServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	want := []string{"ID ROLE ADDR STARTED REPLICAS BYTES INSERT ROWS/S", "s1 - 127.0.0.1:8080 2026-01-01T00:00:00Z 3 0 0",
-		"s2 master 127.0.0.1:8081 2026-01-02T03:04:05Z 12 4096 1234"}
+	want := []string{"ID ROLE ADDR STARTED REPLICAS BYTES INSERT ROWS/S SMEAR QUEUE ROWS SMEAR QUEUE BYTES",
+		"s1 - 127.0.0.1:8080 2026-01-01T00:00:00Z 3 0 0 0 0",
+		"s2 master 127.0.0.1:8081 2026-01-02T03:04:05Z 12 4096 1234 0 0"}
 	if len(lines) != len(want) {
 		t.Fatalf("servers:\n%s", out)
 	}

@@ -20,7 +20,8 @@ func newServerCmd() *cobra.Command {
 		maxBody, minServers, rebalanceMoves                              int
 		deadAfter, presplitEvery                                         time.Duration
 		ps                                                               presplit.Config
-		presplitOn, rebalanceOn                                          bool
+		presplitOn, rebalanceOn, smearOn                                 bool
+		writeLimit, smearMaxBytes                                        int64
 		logs                                                             logFlags
 	)
 	cmd := &cobra.Command{
@@ -47,6 +48,9 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			}
 			if deadAfter < time.Second {
 				return fmt.Errorf("--dead-after %v: want at least 1s", deadAfter)
+			}
+			if writeLimit < 0 || smearMaxBytes < 0 {
+				return fmt.Errorf("--write-limit %d, --smear-queue-max-bytes %d: want 0 or more", writeLimit, smearMaxBytes)
 			}
 			if minServers < 1 || rebalanceMoves < 1 {
 				return fmt.Errorf("--min-servers %d, --rebalance-moves %d: want at least 1", minServers, rebalanceMoves)
@@ -83,6 +87,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
 				DeadAfter: deadAfter, MinServers: minServers, RebalanceMoves: rebalanceMoves,
 				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
+				NoSmear: !smearOn, WriteLimit: writeLimit, SmearMaxBytes: smearMaxBytes,
 			})
 			if err != nil {
 				return err
@@ -107,6 +112,9 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.DurationVar(&deadAfter, "dead-after", 30*time.Second, "how long a server may be gone from the membership list before the master replaces it in its partitions")
 	f.IntVar(&minServers, "min-servers", 1, "live servers the cluster needs before the master assigns anything (replacements, moves, pre-splits) and tables can be created")
 	f.IntVar(&rebalanceMoves, "rebalance-moves", 2, "partition moves a rebalance (on a server's join or 'tsdb admin rebalance') has in flight at once")
+	f.BoolVar(&smearOn, "smear", true, "smear inserts aimed at a narrow partition over the table's max delay (tables and the X-TSDB-Smear: off header can opt out)")
+	f.Int64Var(&smearMaxBytes, "smear-queue-max-bytes", 0, "bound of the smear queue in bytes; a full queue answers 503 with Retry-After (0: 1 GiB)")
+	f.Int64Var(&writeLimit, "write-limit", 0, "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth (0: no limit)")
 	f.BoolVar(&rebalanceOn, "rebalance", true, "let the master rebalance partitions when a server joins (false: only drains and repairs move them)")
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future (false: only size splits)")
 	ps = presplit.DefaultConfig()

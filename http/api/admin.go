@@ -31,6 +31,9 @@ const (
 	CodeOffline = "partition_offline"
 	// CodeServerNotFound (404): no live or listed server has that id.
 	CodeServerNotFound = "server_not_found"
+	// CodeQueueFull (503, with Retry-After): the receiving server's smear
+	// queue is full; retry after the given seconds, or elsewhere.
+	CodeQueueFull = "queue_full"
 )
 
 // ChangeResponse answers a METADATA change made by an operator: the

@@ -136,6 +136,10 @@ type ServerInfo struct {
 	// Draining is true for a server an operator is draining (tsdb admin
 	// drain), until the drain is undone.
 	Draining bool `json:"draining,omitempty"`
+	// SmearQueueRows and SmearQueueBytes are the depth of the server's
+	// smear queue, as last published.
+	SmearQueueRows  int64 `json:"smear_queue_rows"`
+	SmearQueueBytes int64 `json:"smear_queue_bytes"`
 }
 
 // ClusterResponse answers GET /api/v1/cluster.

@@ -97,7 +97,11 @@ type ForwardInsertRequest struct {
 	ToPlacement uuid.UUID `json:"to_placement"`
 	TxnSeq      uint64    `json:"txnseq"`
 	Consistency string    `json:"consistency"`
-	// Rows is replication's binary row encoding (versions unset).
+	// Versioned rows carry the versions their first front end stamped (a
+	// smeared insert); otherwise the coordinator stamps them.
+	Versioned bool `json:"versioned,omitempty"`
+	// Rows is replication's binary row encoding (versions unset unless
+	// Versioned).
 	Rows  []byte `json:"rows"`
 	Count int    `json:"count"`
 }
