@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // Insert smearing on real servers (DESIGN.md section 7, issue 7). The
@@ -156,15 +159,32 @@ func TestSmearedRowsFollowASplit(t *testing.T) {
 	if got := c.countIn("s3", "sp", *right.Begin, *right.End); got != 7 {
 		t.Errorf("child [%d, %d): %d rows, want 7", *right.Begin, *right.End, got)
 	}
-	// Each child's replicas hold exactly their rows.
+	// Each child's replicas hold exactly their rows, all with the one
+	// version s1 stamped when it took the insert (rule 2): the children's
+	// coordinators kept it.
+	var version model.Version
 	for _, p := range []int{1, 2} {
-		for _, pl := range f.Partitions[p].Servers {
-			for _, st := range c.replicaStates(pl.ServerID, "sp") {
-				if st.PartitionID == f.Partitions[p].ID && st.Rows != map[int]int64{1: 3, 2: 7}[p] {
-					t.Errorf("replica of child %d on %s holds %d rows", p, pl.ServerID, st.Rows)
+		waitFor(t, "the children's replicas converging", func() bool {
+			for _, pl := range f.Partitions[p].Servers {
+				rep, ok := c.nodes[pl.ServerID].store.Replica(pl.PlacementID)
+				if !ok {
+					return false
+				}
+				rows, _, err := rep.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64, Limit: 100})
+				if err != nil || len(rows) != map[int]int{1: 3, 2: 7}[p] {
+					return false
+				}
+				for _, r := range rows {
+					if version == (model.Version{}) {
+						version = r.Fields[0].Version
+					}
+					if r.Fields[0].Version != version {
+						t.Fatalf("row %s on %s has version %v, another row %v: not the one the front end stamped", r.Series, pl.ServerID, r.Fields[0].Version, version)
+					}
 				}
 			}
-		}
+			return true
+		})
 	}
 }
 
