@@ -35,15 +35,16 @@ type writeLimiter struct {
 	bytes prometheus.Counter
 }
 
-// newWriteLimiter paces writes at bytesPerSec (0: no limit), with one
-// second's worth of burst.
+// newWriteLimiter paces writes at bytesPerSec (0: no limit), with a tenth
+// of a second's worth of burst (at least 64 KiB): like a disk, an idle
+// server does not bank a second of bandwidth to spend at once.
 func newWriteLimiter(bytesPerSec int64) *writeLimiter {
 	w := &writeLimiter{bytes: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "tsdb_store_write_bytes_total",
 		Help: "Bytes this server wrote to its stores (partition replicas and smear queue), what --write-limit caps.",
 	})}
 	if bytesPerSec > 0 {
-		w.lim = rate.NewLimiter(rate.Limit(bytesPerSec), int(min(bytesPerSec, 1<<30)))
+		w.lim = rate.NewLimiter(rate.Limit(bytesPerSec), int(min(max(bytesPerSec/10, 64<<10), 1<<30)))
 	}
 	return w
 }
