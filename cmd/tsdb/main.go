@@ -49,6 +49,10 @@ func newRootCmd() *cobra.Command {
                 their replicas, METADATA files, problems); join, leave, move,
                 split, offline or online a partition; drain a server;
                 rebalance
+  tsdb loadtest send inserts (hot or over a time range) to a running
+                cluster or to a local one it starts, and report throughput,
+                latency, per-server share of stored writes and visibility
+                delay; --compare measures smear off against smear on
 
 Run 'tsdb COMMAND --help' for a command's flags.`,
 		SilenceUsage:  true,
@@ -57,7 +61,7 @@ Run 'tsdb COMMAND --help' for a command's flags.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %w (see '%s --help')", c.CommandPath(), err, c.CommandPath())
 	})
-	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newVersionCmd())
+	root.AddCommand(newServerCmd(), newDevCmd(), newAdminCmd(), newLoadtestCmd(), newVersionCmd())
 	return root
 }
 

@@ -1,0 +1,319 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tsdb/tsdb/cluster/embedetcd"
+	"github.com/tsdb/tsdb/http/api"
+)
+
+// Defaults of a Config.
+const (
+	DefaultStartTimeout = 2 * time.Minute
+	DefaultStopTimeout  = 30 * time.Second
+	DefaultLogLevel     = "info"
+)
+
+// Config describes the cluster to start.
+type Config struct {
+	// Servers is the number of server processes (at least 1).
+	Servers int
+	// Dir holds etcd's data and each server's data directory and log
+	// (sN/ and sN.log). Empty: a new temporary directory.
+	Dir string
+	// Keep leaves Dir in place on Close (a temporary one is otherwise
+	// removed; a given Dir is never removed).
+	Keep bool
+	// Command is the tsdb executable; Args come before the server's flags
+	// (normally ["server"]). Env is added to each process's environment.
+	Command string
+	Args    []string
+	Env     []string
+	// WriteLimit is each server's --write-limit in bytes/s (passed only
+	// when > 0).
+	WriteLimit int64
+	// Presplit* are the servers' --presplit-* flags (passed only when > 0).
+	PresplitMinWidth, PresplitMaxWidth, PresplitHorizon, PresplitInterval time.Duration
+	// ExtraFlags are appended to every server's flags (a later flag wins).
+	ExtraFlags []string
+	// LogLevel is the servers' --log-level. Default info.
+	LogLevel string
+	// StartTimeout bounds the wait for all servers to be ready; StopTimeout
+	// the wait after SIGTERM before SIGKILL.
+	StartTimeout, StopTimeout time.Duration
+	// Logger receives progress notes; nil discards.
+	Logger *slog.Logger
+}
+
+func (c *Config) ensureDefaults() error {
+	if c.Servers < 1 || c.Command == "" || c.WriteLimit < 0 {
+		return fmt.Errorf("%w: want Servers >= 1 (got %d), a Command, WriteLimit >= 0", ErrConfig, c.Servers)
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	cfg       Config
+	dir       string
+	removeDir bool
+	etcd      *embedetcd.Etcd
+	procs     []*proc
+}
+
+// proc is one server process.
+type proc struct {
+	id, addr string
+	cmd      *exec.Cmd
+	logPath  string
+	done     chan struct{} // closed when the process has exited
+}
+
+// Start starts etcd and the servers and waits until all are ready. On
+// error everything started is stopped again.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if err := cfg.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, dir: cfg.Dir}
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "tsdb-loadtest-"); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		c.removeDir = !cfg.Keep
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Close())
+		}
+	}()
+	c.etcd, err = embedetcd.Start(embedetcd.Config{Dir: filepath.Join(c.dir, "etcd"), Fast: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w: etcd: %w", ErrStart, err)
+	}
+	ports, err := freePorts(cfg.Servers)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	for i, port := range ports {
+		if err := c.startProc(fmt.Sprintf("s%d", i+1), net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Logger.Info("local cluster starting", "servers", cfg.Servers, "dir", c.dir, "etcd", c.etcd.Endpoint())
+	return c, c.waitReady(ctx)
+}
+
+// freePorts returns n distinct loopback ports free at the moment.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("pick a port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// serverFlags returns the arguments of server id listening on addr.
+func (c *Cluster) serverFlags(id, addr string) []string {
+	args := append(append([]string(nil), c.cfg.Args...),
+		"--id", id, "--listen", addr, "--data", filepath.Join(c.dir, id), "--etcd", c.etcd.Endpoint())
+	return append(args, c.SharedFlags()...)
+}
+
+// SharedFlags returns the flags every server is started with beyond its
+// own id, addresses and directories (for a report).
+func (c *Cluster) SharedFlags() []string {
+	cfg := &c.cfg
+	args := []string{"--log-level", cfg.LogLevel, "--min-servers", strconv.Itoa(cfg.Servers)}
+	if cfg.WriteLimit > 0 {
+		args = append(args, "--write-limit", strconv.FormatInt(cfg.WriteLimit, 10))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"--presplit-min-width", cfg.PresplitMinWidth}, {"--presplit-max-width", cfg.PresplitMaxWidth},
+		{"--presplit-horizon", cfg.PresplitHorizon}, {"--presplit-interval", cfg.PresplitInterval},
+	} {
+		if d.v > 0 {
+			args = append(args, d.flag, d.v.String())
+		}
+	}
+	return append(args, cfg.ExtraFlags...)
+}
+
+// startProc starts one server process, logging to DIR/id.log.
+func (c *Cluster) startProc(id, addr string) error {
+	p := &proc{id: id, addr: addr, logPath: filepath.Join(c.dir, id+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	p.cmd = exec.Command(c.cfg.Command, c.serverFlags(id, addr)...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.Env = append(os.Environ(), c.cfg.Env...)
+	p.cmd.SysProcAttr = sysProcAttr()
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("%w: server %s: %w", ErrStart, id, err)
+	}
+	c.procs = append(c.procs, p)
+	go func() {
+		p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return nil
+}
+
+// waitReady polls until every server answers /healthz and the cluster
+// lists every server, a server exits, or the start timeout passes.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	for {
+		for _, p := range c.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("%w: server %s exited: %s", ErrStart, p.id, logTail(p.logPath))
+			default:
+			}
+		}
+		if c.ready(ctx, hc) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: the servers were not ready within %v (logs in %s): %w",
+				ErrStart, c.cfg.StartTimeout, c.dir, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// ready reports whether every server is healthy and listed.
+func (c *Cluster) ready(ctx context.Context, hc *http.Client) bool {
+	for _, p := range c.procs {
+		if get(ctx, hc, "http://"+p.addr+"/healthz") == nil {
+			return false
+		}
+	}
+	b := get(ctx, hc, "http://"+c.procs[0].addr+"/api/v1/cluster")
+	var cl api.ClusterResponse
+	return b != nil && json.Unmarshal(b, &cl) == nil && len(cl.Servers) >= len(c.procs)
+}
+
+// get returns the body of a 200 answer, or nil.
+func get(ctx context.Context, hc *http.Client, u string) []byte {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// logTail returns the last lines of a log file, for an error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// URLs returns the servers' base URLs, in id order (s1, s2, ...).
+func (c *Cluster) URLs() []string {
+	out := make([]string, len(c.procs))
+	for i, p := range c.procs {
+		out[i] = "http://" + p.addr
+	}
+	return out
+}
+
+// Dir returns the directory holding etcd's and the servers' data and logs.
+func (c *Cluster) Dir() string { return c.dir }
+
+// EtcdEndpoint returns the embedded etcd's client URL.
+func (c *Cluster) EtcdEndpoint() string {
+	if c.etcd == nil {
+		return ""
+	}
+	return c.etcd.Endpoint()
+}
+
+// Close stops the servers (SIGTERM, then SIGKILL after StopTimeout),
+// closes etcd and removes a temporary directory unless Keep. It returns
+// ErrStop naming any server that had to be killed.
+func (c *Cluster) Close() error {
+	var errs []error
+	for _, p := range c.procs {
+		terminate(p.cmd.Process)
+	}
+	deadline := time.NewTimer(c.cfg.StopTimeout)
+	defer deadline.Stop()
+	for _, p := range c.procs {
+		select {
+		case <-p.done:
+			continue
+		case <-deadline.C:
+		}
+		p.cmd.Process.Kill()
+		<-p.done
+		errs = append(errs, fmt.Errorf("%w: server %s killed after %v", ErrStop, p.id, c.cfg.StopTimeout))
+		deadline.Reset(0)
+	}
+	c.procs = nil
+	if c.etcd != nil {
+		c.etcd.Close()
+		c.etcd = nil
+	}
+	if c.removeDir {
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrStop, err))
+		}
+	}
+	return errors.Join(errs...)
+}
