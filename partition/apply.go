@@ -109,15 +109,15 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
-	if r.store.throttle != nil {
-		// Before applyMu: a paced write does not hold up the others'
-		// bookkeeping, only its own batch.
-		r.store.throttle(len(sc.keys) + fieldBytes(rows))
-	}
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
 		return ApplyResult{}, err
+	}
+	if batch != nil && r.store.throttle != nil {
+		// Paid for once written, outside applyMu, and only for what
+		// changed: a replayed push that changes nothing costs nothing.
+		r.store.throttle(batch.Len())
 	}
 	if batch != nil {
 		// Outside applyMu: concurrent Applies wait for the same fsync.
@@ -132,19 +132,6 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 		return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
 	return res, nil
-}
-
-// fieldBytes is about what rows' fields take in a batch: names, values and
-// versions.
-func fieldBytes(rows []model.Row) int {
-	n := 0
-	for i := range rows {
-		for j := range rows[i].Fields {
-			f := &rows[i].Fields[j]
-			n += len(f.Name) + len(f.Value.S) + 8 + 16
-		}
-	}
-	return n
 }
 
 // maxBatchKeyBytes bounds the row keys of one Apply call (offsets into

@@ -32,10 +32,11 @@ type Options struct {
 	// FS is the filesystem pebble uses; nil means the real one. Tests pass
 	// pebble's vfs/errorfs to inject failures.
 	FS vfs.FS
-	// Throttle, when set, is called before each Apply writes, with about
-	// the bytes it will write (keys, field names, values, versions); it
-	// may block to pace the store's writes (the server's --write-limit)
-	// and count them.
+	// Throttle, when set, is called by each Apply that changed anything,
+	// with the size of the batch it wrote, before the Apply waits for its
+	// sync; it may block to pace the store's writes (the server's
+	// --write-limit: the Apply returns once the bytes are paid for) and
+	// count them.
 	Throttle func(bytes int)
 }
 
