@@ -28,6 +28,12 @@ import (
 // METADATA current then, with their versions. The write limit paces every
 // write to this server's stores, the queue's included.
 
+// Bounds of one forward call of the smear forwarder.
+const (
+	smearCallRows  = 2000
+	smearCallBytes = 1 << 20
+)
+
 // writeLimiter paces this server's store writes (--write-limit) and counts
 // them (tsdb_store_write_bytes_total).
 type writeLimiter struct {
@@ -78,7 +84,11 @@ func (n *Node) openSmear() error {
 		return fmt.Errorf("node: open smear queue: %w", err)
 	}
 	n.smearQ = q
-	n.smearFwd = smear.NewForwarder(q, smearSender{n}, smear.ForwarderOptions{Logger: n.log})
+	// Calls of at most 2,000 rows: a forward is an insert at quorum, and
+	// one that a write-limited replica set cannot confirm within the ack
+	// timeout is sent again whole.
+	n.smearFwd = smear.NewForwarder(q, smearSender{n}, smear.ForwarderOptions{Logger: n.log,
+		MaxRowsPerCall: smearCallRows, MaxBytesPerCall: smearCallBytes})
 	return nil
 }
 
