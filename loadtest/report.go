@@ -35,6 +35,12 @@ type RunResult struct {
 	RowsAcked       int64     `json:"rows_acked"`
 	Requests        int64     `json:"requests"`
 	AckedRowsPerSec float64   `json:"acked_rows_per_sec"`
+	// QueueGrowthRowsPerSec is how fast the servers' smear queues grew in
+	// the window (summed over the servers); DeliveredRowsPerSec is
+	// AckedRowsPerSec minus it: the rate the cluster wrote to partitions,
+	// which a queue filling faster than it drains cannot sustain.
+	QueueGrowthRowsPerSec float64 `json:"queue_growth_rows_per_sec"`
+	DeliveredRowsPerSec   float64 `json:"delivered_rows_per_sec"`
 	// Latency is the latency of the acknowledged requests.
 	Latency Latency `json:"latency"`
 	// Errors counts failed requests by "STATUS CODE" (e.g. "503
@@ -131,7 +137,7 @@ func (r *Report) comparison() *Comparison {
 		return nil
 	}
 	c := &Comparison{
-		OffRowsPerSec: r.Runs[0].AckedRowsPerSec, OnRowsPerSec: r.Runs[1].AckedRowsPerSec,
+		OffRowsPerSec: r.Runs[0].DeliveredRowsPerSec, OnRowsPerSec: r.Runs[1].DeliveredRowsPerSec,
 		Servers: len(r.Servers), ReplicationFactor: r.Table.ReplicationFactor,
 	}
 	if c.OffRowsPerSec > 0 {
@@ -231,6 +237,9 @@ type summaryRow struct {
 func (r *Report) summaryRows() []summaryRow {
 	rows := []summaryRow{
 		{"acked rows/s", func(x RunResult) string { return fmt.Sprintf("%.0f", x.AckedRowsPerSec) }},
+		{"delivered rows/s", func(x RunResult) string {
+			return fmt.Sprintf("%.0f (smear queues %+.0f rows/s)", x.DeliveredRowsPerSec, x.QueueGrowthRowsPerSec)
+		}},
 		{"acked rows / requests", func(x RunResult) string { return fmt.Sprintf("%d / %d", x.RowsAcked, x.Requests) }},
 		{"latency p50 / p99", func(x RunResult) string {
 			return fmtMs(x.Latency.P50Ms) + " / " + fmtMs(x.Latency.P99Ms)

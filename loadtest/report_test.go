@@ -31,7 +31,7 @@ func sampleReport() *Report {
 	run := func(name string, smear bool, rate float64) RunResult {
 		return RunResult{
 			Name: name, Smear: smear, Start: from, Seconds: 10, RowsAcked: int64(rate * 10), Requests: int64(rate / 100),
-			AckedRowsPerSec: rate, Latency: Latency{P50Ms: 1.5, P90Ms: 3, P99Ms: 12.25, MaxMs: 40, MeanMs: 2},
+			AckedRowsPerSec: rate, DeliveredRowsPerSec: rate, Latency: Latency{P50Ms: 1.5, P90Ms: 3, P99Ms: 12.25, MaxMs: 40, MeanMs: 2},
 			Errors: map[string]int64{"503 queue_full": 3},
 			Stored: StoredWrites{Available: true, TotalBytes: 3000, BytesPerSec: 300, BusiestID: "s1", BusiestShare: 2.0 / 3,
 				FairShare: 0.5, BusiestOverFair: 4.0 / 3, Servers: []ServerShare{
@@ -83,7 +83,7 @@ func TestComparison(t *testing.T) {
 	if c.Ratio != 1.5 || c.Ideal != 1.5 || c.Servers != 6 {
 		t.Errorf("comparison %+v, want ratio 1.5, ideal 6/4", c)
 	}
-	rep.Runs[0].AckedRowsPerSec = 0
+	rep.Runs[0].DeliveredRowsPerSec = 0
 	if c := rep.comparison(); c.Ratio != 0 {
 		t.Errorf("ratio with nothing acked off: %v", c.Ratio)
 	}

@@ -310,6 +310,15 @@ func (r *runner) result(w window, aborted bool) RunResult {
 	res.Seconds = w.end.Sub(w.start).Seconds()
 	if res.Seconds > 0 {
 		res.AckedRowsPerSec = float64(res.RowsAcked) / res.Seconds
+		var q0, q1 float64
+		for i := range w.base {
+			q0 += w.base[i].queue
+		}
+		for i := range w.last {
+			q1 += w.last[i].queue
+		}
+		res.QueueGrowthRowsPerSec = (q1 - q0) / res.Seconds
+		res.DeliveredRowsPerSec = res.AckedRowsPerSec - res.QueueGrowthRowsPerSec
 	}
 	res.Stored = storedShares(r.servers, w.base, w.last)
 	for i := range res.Stored.Servers {

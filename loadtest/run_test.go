@@ -64,7 +64,7 @@ func TestRunCompare(t *testing.T) {
 	}
 	c := rep.Compare
 	if c == nil || c.Ideal != 0.75 || c.Servers != 3 || c.ReplicationFactor != 3 ||
-		c.Ratio != rep.Runs[1].AckedRowsPerSec/rep.Runs[0].AckedRowsPerSec {
+		c.Ratio != rep.Runs[1].DeliveredRowsPerSec/rep.Runs[0].DeliveredRowsPerSec {
 		t.Fatalf("compare %+v", c)
 	}
 	for _, want := range []string{"throughput ratio smear on/off:", "ideal N/(RF+1) = 3/4 = 0.75", "acked rows/s",

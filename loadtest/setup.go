@@ -144,8 +144,8 @@ type partitionsAnswer struct {
 }
 
 // waitNarrow waits, in hot mode with smearing on for the table, until the
-// partitions at now and a warm-up later are narrower than the table's
-// threshold and not splitting: the master's pre-split makes them, and
+// partition at now is narrower than the table's threshold and not
+// splitting: the master's pre-split makes them, and
 // until then the present is in a wide partition no insert is smeared into
 // (a comparison would measure nothing). It gives up with a warning after
 // cfg.NarrowWait; zero does not wait.
@@ -168,7 +168,7 @@ func waitNarrow(ctx context.Context, cl *client, cfg *Config, server string, inf
 		var ans partitionsAnswer
 		err := cl.getJSON(ctx, server+"/api/v1/tables/"+url.PathEscape(cfg.Table), &ans)
 		now := time.Now()
-		if err == nil && narrowAt(ans, now.UnixNano()) && narrowAt(ans, now.Add(cfg.Warmup).UnixNano()) {
+		if err == nil && narrowAt(ans, now.UnixNano()) {
 			return nil
 		}
 		if now.After(deadline) {
