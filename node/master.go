@@ -85,10 +85,11 @@ func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) e
 	if err != nil {
 		return err
 	}
-	joined := false
+	// A server that joined, or an operator's request, starts a rebalance.
+	rebalance := false
 	for _, s := range v.live {
 		if st.lastLive != nil && !st.lastLive[s.ID] {
-			joined = true
+			rebalance = true
 		}
 	}
 	st.lastLive = v.isLive
@@ -98,10 +99,10 @@ func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) e
 		}
 	}
 	if rev, err := operator.RebalanceRequest(ctx, n.etcd, n.cfg.EtcdPrefix); err == nil && rev != st.rebalanceRev {
-		st.rebalanceRev, joined = rev, true
+		st.rebalanceRev, rebalance = rev, true
 		n.log.Info("master: rebalance requested by an operator")
 	}
-	if joined && !st.balancing {
+	if rebalance && !st.balancing {
 		st.balancing = true
 		n.log.Info("master: rebalance started")
 	}

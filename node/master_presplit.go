@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -39,6 +40,7 @@ func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) 
 	}
 	cfg := n.cfg.Presplit
 	sizes := n.partitionSizes(ctx, v, now.Add(-2*cfg.RateWindow).UnixNano())
+	counts, _ := v.placementCounts()
 	var errs []error
 	for _, t := range v.tables {
 		if t.file == nil || len(t.file.Partitions) == 0 {
@@ -62,7 +64,7 @@ func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) 
 		if !ok {
 			continue
 		}
-		if err := n.commitPresplit(ctx, t, d, elig); err != nil {
+		if err := n.commitPresplit(ctx, t, d, elig, counts); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -71,8 +73,25 @@ func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) 
 
 // commitPresplit commits the SPLIT_BEGIN of a pre-split decision, its
 // children on the least-loaded eligible servers, spread across sets.
-func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decision, elig []membership.Info) error {
-	sets := pickChildServers(elig, len(d.Points)+1, t.cfg.ReplicationFactor, rand.IntN)
+func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decision, elig []membership.Info, counts map[string]int) error {
+	// The load is first each server's placements among the table's recent
+	// and future partitions — those a smeared insert may still reach, the
+	// ones ending after now - max_delay — then its placements in every
+	// METADATA (the counts servers publish lag by up to 10 s). Least
+	// loaded first rotates the present's partitions over every server, so
+	// that the partitions smearing spreads one moment's writes over sit on
+	// different servers.
+	recent := recentPlacements(t, time.Now().Add(-time.Duration(t.cfg.Smear.MaxDelay)))
+	cands := slices.Clone(elig)
+	for i := range cands {
+		cands[i].Summary.Partitions = recent[cands[i].ID]<<20 + counts[cands[i].ID]
+	}
+	sets := pickChildServers(cands, len(d.Points)+1, t.cfg.ReplicationFactor, rand.IntN)
+	for _, set := range sets {
+		for _, s := range set {
+			counts[s.ID]++
+		}
+	}
 	children := make([]metadata.SplitChild, len(sets))
 	for i, set := range sets {
 		children[i].ID = uuid.New()
@@ -119,6 +138,31 @@ func (n *Node) partitionSizes(ctx context.Context, v *clusterView, scanAfter int
 				continue
 			}
 			out[r.PartitionID] = max(out[r.PartitionID], r.Bytes)
+		}
+	}
+	return out
+}
+
+// recentPlacements counts each server's placements among the partitions
+// (and split children) of a table that end after since or not at all.
+func recentPlacements(t tableView, since time.Time) map[string]int {
+	out := map[string]int{}
+	after := func(end *int64) bool { return end == nil || *end > since.UnixNano() }
+	for _, p := range t.file.Partitions {
+		if after(p.End) {
+			for _, pl := range slices.Concat(p.Servers, p.Joining) {
+				out[pl.ServerID]++
+			}
+		}
+		if p.Split == nil {
+			continue
+		}
+		for _, c := range p.Split.Children {
+			if after(c.End) {
+				for _, pl := range c.Servers {
+					out[pl.ServerID]++
+				}
+			}
 		}
 	}
 	return out
