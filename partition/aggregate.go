@@ -43,7 +43,7 @@ func (r *Replica) Aggregate(q AggQuery) ([]model.SeriesAgg, error) {
 	if err := r.enter(); err != nil {
 		return nil, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
 	if err != nil || w == nil {
 		return nil, err

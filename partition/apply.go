@@ -105,7 +105,7 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)

@@ -43,7 +43,7 @@ func (r *Replica) ChecksumRange(from, to int64) (ReplicaChecksum, error) {
 	if err := r.enter(); err != nil {
 		return ReplicaChecksum{}, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	h := rowHasher{sum: sha256.New()}
 	w, err := r.newWalker(from, to, "", false)
 	if err != nil {

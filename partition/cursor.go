@@ -77,7 +77,7 @@ func (r *Replica) SetConfirmed(target uuid.UUID, seq uint64) error {
 	if err := r.enter(); err != nil {
 		return err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
 	if r.dropped.Load() {

@@ -33,7 +33,7 @@ func (r *Replica) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 	if err := r.enter(); err != nil {
 		return nil, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	snap, high, err := r.snapshot()
 	if err != nil {
 		return nil, err

@@ -127,7 +127,7 @@ func (r *Replica) DiskUsage() (uint64, error) {
 	if err := r.enter(); err != nil {
 		return 0, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	n, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
@@ -147,11 +147,11 @@ func (r *Replica) Stats() ReplicaStats {
 // enter passes the store's gate and checks that the replica is live. On
 // success the caller must call r.store.gate.exit.
 func (r *Replica) enter() error {
-	if err := r.store.gate.enter(); err != nil {
+	if err := r.store.gate.Enter(ErrClosed); err != nil {
 		return err
 	}
 	if r.dropped.Load() {
-		r.store.gate.exit()
+		r.store.gate.Exit()
 		return fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
 	return nil

@@ -39,7 +39,7 @@ func (r *Replica) Scan(q ScanQuery) (rows []model.Row, truncated bool, err error
 	if err := r.enter(); err != nil {
 		return nil, false, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
 	if err != nil || w == nil {
 		return nil, false, err

@@ -99,7 +99,7 @@ func (r *Replica) splitPoint(mode splitMode) (int64, splitMode, error) {
 	if err := r.enter(); err != nil {
 		return 0, mode, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	sr, err := r.newSplitReader()
 	if err != nil {
 		return 0, mode, err
@@ -516,7 +516,7 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 	if err := r.enter(); err != nil {
 		return false, 0, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
 	if err != nil {
 		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
@@ -543,7 +543,7 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 	if err := r.enter(); err != nil {
 		return 0, err
 	}
-	defer r.store.gate.exit()
+	defer r.store.gate.Exit()
 	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)

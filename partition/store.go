@@ -15,6 +15,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/internal/gate"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -49,7 +50,7 @@ const (
 type Store struct {
 	db       *pebble.DB
 	log      *slog.Logger
-	gate     gate
+	gate     gate.Gate
 	throttle func(bytes int)
 
 	closeOnce sync.Once
@@ -201,7 +202,7 @@ func (s *Store) loadRegistry() error {
 // fails with ErrClosed once Close has begun.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.gate.close()
+		s.gate.Close()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}
@@ -213,10 +214,10 @@ func (s *Store) Close() error {
 // Metrics returns pebble's metrics for the /metrics exporter. It returns
 // nil after Close.
 func (s *Store) Metrics() *pebble.Metrics {
-	if err := s.gate.enter(); err != nil {
+	if err := s.gate.Enter(ErrClosed); err != nil {
 		return nil
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	return s.db.Metrics()
 }
 
@@ -236,10 +237,10 @@ func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 	if err := info.validate(); err != nil {
 		return nil, err
 	}
-	if err := s.gate.enter(); err != nil {
+	if err := s.gate.Enter(ErrClosed); err != nil {
 		return nil, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	info = info.clone()
 	if info.CreatedAt.IsZero() {
 		info.CreatedAt = time.Now().UTC()
@@ -315,10 +316,10 @@ func (s *Store) Replicas() []*Replica {
 // (and removes any stray data) and succeeds. The replication safety checks
 // of DESIGN.md section 12 rule 3 are the caller's.
 func (s *Store) DropReplica(placement uuid.UUID) error {
-	if err := s.gate.enter(); err != nil {
+	if err := s.gate.Enter(ErrClosed); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.mu.replicas[placement]
@@ -343,10 +344,10 @@ func (s *Store) DropReplica(placement uuid.UUID) error {
 // apply lock), never fall. It returns whether it dropped; an unknown or
 // already dropped placement gives (false, nil) and writes nothing.
 func (s *Store) DropReplicaIf(placement uuid.UUID, cond func(*Replica) bool) (bool, error) {
-	if err := s.gate.enter(); err != nil {
+	if err := s.gate.Enter(ErrClosed); err != nil {
 		return false, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.mu.replicas[placement]
@@ -360,35 +361,4 @@ func (s *Store) DropReplicaIf(placement uuid.UUID, cond func(*Replica) bool) (bo
 	delete(s.mu.replicas, placement)
 	s.log.Info("replica dropped", "placement", placement, "conditional", true)
 	return true, nil
-}
-
-// gate counts in-flight operations so Close can wait for them, and refuses
-// new ones once closing.
-type gate struct {
-	mu struct {
-		sync.Mutex
-		closed bool
-	}
-	// wg counts operations inside the gate; Add happens under mu while
-	// closed is false, so it never races with Wait.
-	wg sync.WaitGroup
-}
-
-func (g *gate) enter() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mu.closed {
-		return ErrClosed
-	}
-	g.wg.Add(1)
-	return nil
-}
-
-func (g *gate) exit() { g.wg.Done() }
-
-func (g *gate) close() {
-	g.mu.Lock()
-	g.mu.closed = true
-	g.mu.Unlock()
-	g.wg.Wait()
 }

@@ -258,10 +258,10 @@ type passStats struct {
 // pass forwards the entries due at or before upTo once.
 func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
 	var st passStats
-	if err := f.q.gate.enter(); err != nil {
+	if err := f.q.gate.Enter(ErrClosed); err != nil {
 		return st, err
 	}
-	defer f.q.gate.exit()
+	defer f.q.gate.Exit()
 	f.q.passMu.Lock()
 	defer f.q.passMu.Unlock()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/tsdb/tsdb/internal/gate"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -141,7 +142,7 @@ type Queue struct {
 	opts    Options // defaults filled
 	log     *slog.Logger
 	metrics *Metrics
-	gate    gate
+	gate    gate.Gate
 
 	// seq is the last entry sequence handed out; keys stay unique because
 	// each one carries a fresh sequence.
@@ -284,7 +285,7 @@ func (q *Queue) quarantine(bad []kv) error {
 // return nil; every other method fails with ErrClosed once Close began.
 func (q *Queue) Close() error {
 	q.closeOnce.Do(func() {
-		q.gate.close()
+		q.gate.Close()
 		if err := q.db.Close(); err != nil {
 			q.closeErr = fmt.Errorf("smear: close pebble: %w", err)
 		}
@@ -324,10 +325,10 @@ func (q *Queue) Enqueue(ctx context.Context, table string, rows []model.Row, due
 	if err := model.ValidateTableName(table); err != nil {
 		return fmt.Errorf("smear: enqueue: %w", err)
 	}
-	if err := q.gate.enter(); err != nil {
+	if err := q.gate.Enter(ErrClosed); err != nil {
 		return err
 	}
-	defer q.gate.exit()
+	defer q.gate.Exit()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("smear: enqueue: %w", err)
 	}
@@ -443,34 +444,4 @@ func (q *Queue) signal() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-}
-
-// gate lets operations run until Close, then waits for them.
-type gate struct {
-	mu struct {
-		sync.Mutex
-		closed bool
-	}
-	// wg counts operations inside the gate; Add happens under mu while
-	// closed is false, so it never races with Wait.
-	wg sync.WaitGroup
-}
-
-func (g *gate) enter() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.mu.closed {
-		return ErrClosed
-	}
-	g.wg.Add(1)
-	return nil
-}
-
-func (g *gate) exit() { g.wg.Done() }
-
-func (g *gate) close() {
-	g.mu.Lock()
-	g.mu.closed = true
-	g.mu.Unlock()
-	g.wg.Wait()
 }
