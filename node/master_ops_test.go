@@ -337,7 +337,11 @@ func TestDrainOfflineAndStale(t *testing.T) {
 func TestSplitAbortWithoutChildMajority(t *testing.T) {
 	var blocked atomic.Bool
 	blocked.Store(true)
-	c := startCluster(t, 3, masterOn, func(cfg *Config) {
+	c := startCluster(t, 3, func(cfg *Config) {
+		// The master's repairs and aborts, without rebalancing (it would
+		// trim the RF 1 partition's second server under moveTo).
+		cfg.MasterTick = 200 * time.Millisecond
+		cfg.LifecycleTick = 100 * time.Millisecond
 		cfg.DeadAfter = 2 * time.Second
 		if cfg.ID == "s1" {
 			// s1's split pushes wait, so the split cannot finalize before
