@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/valyala/fasthttp"
 
 	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/model"
 )
 
 // The operator's endpoints (http/api/admin.go): offline and online, drain,
@@ -16,16 +16,7 @@ import (
 
 // handleSetOffline commits SET_OFFLINE of a partition and answers the
 // transaction.
-func (s *Server) handleSetOffline(ctx *fasthttp.RequestCtx, table, id string, offline bool) {
-	if err := model.ValidateTableName(table); err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	pid, err := parsePartitionID(id)
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
+func (s *Server) handleSetOffline(ctx *fasthttp.RequestCtx, table string, pid uuid.UUID, offline bool) {
 	rctx, cancel := s.requestContext()
 	defer cancel()
 	f, err := s.backend.SetOffline(rctx, table, pid, offline)

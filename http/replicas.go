@@ -81,13 +81,22 @@ func (s *Server) routePartition(ctx *fasthttp.RequestCtx, table, rest string) st
 	if !s.method(ctx, "POST") {
 		return route
 	}
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return route
+	}
+	pid, err := parsePartitionID(id)
+	if err != nil {
+		s.writeError(ctx, err)
+		return route
+	}
 	switch verb {
 	case "split":
-		s.handleSplit(ctx, table, id)
+		s.handleSplit(ctx, table, pid)
 	case "offline", "online":
-		s.handleSetOffline(ctx, table, id, verb == "offline")
+		s.handleSetOffline(ctx, table, pid, verb == "offline")
 	default:
-		s.handleServerChange(ctx, table, id, verb == "join")
+		s.handleServerChange(ctx, table, pid, verb == "join")
 	}
 	return route
 }
@@ -95,16 +104,7 @@ func (s *Server) routePartition(ctx *fasthttp.RequestCtx, table, rest string) st
 // handleSplit starts a split of a partition (tsdb admin split): at the
 // body's "at", or at a point the server chooses near the middle of the
 // partition's data by bytes. It answers once SPLIT_BEGIN is committed.
-func (s *Server) handleSplit(ctx *fasthttp.RequestCtx, table, id string) {
-	if err := model.ValidateTableName(table); err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	pid, err := parsePartitionID(id)
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
+func (s *Server) handleSplit(ctx *fasthttp.RequestCtx, table string, pid uuid.UUID) {
 	at, err := s.decodeSplit(ctx)
 	if err != nil {
 		s.writeError(ctx, err)
@@ -156,16 +156,7 @@ func (s *Server) decodeSplit(ctx *fasthttp.RequestCtx) (*int64, error) {
 // handleServerChange commits JOIN_SERVER (FORCE_JOIN with "force") or
 // REMOVE_SERVER for the server named in the body, and answers the new
 // transaction's txnid and txnseq.
-func (s *Server) handleServerChange(ctx *fasthttp.RequestCtx, table, id string, join bool) {
-	if err := model.ValidateTableName(table); err != nil {
-		s.writeError(ctx, err)
-		return
-	}
-	pid, err := parsePartitionID(id)
-	if err != nil {
-		s.writeError(ctx, err)
-		return
-	}
+func (s *Server) handleServerChange(ctx *fasthttp.RequestCtx, table string, pid uuid.UUID, join bool) {
 	req, err := s.decodeServerChange(ctx, join)
 	if err != nil {
 		s.writeError(ctx, err)

@@ -811,12 +811,17 @@ func (w *waiter) stopped(ctx context.Context) error {
 	if errors.Is(context.Cause(ctx), errOpsWaitTimeout) {
 		how = fmt.Sprintf("not finished after %v (--wait-timeout)", w.timeout)
 	}
-	state := ""
+	return &requestError{fmt.Errorf("%s: %s%s; %s", w.subject, how, w.lastState(), w.after)}
+}
+
+// lastState is what a wait cut short last saw, for its error: the last
+// failed read, else the last progress line, in parentheses.
+func (w *waiter) lastState() string {
 	switch {
 	case w.lastErr != nil:
-		state = fmt.Sprintf(" (last read: %v)", w.lastErr)
+		return fmt.Sprintf(" (last read: %v)", w.lastErr)
 	case w.last != "":
-		state = fmt.Sprintf(" (last seen: %s)", strings.TrimPrefix(w.last, "waiting: "))
+		return fmt.Sprintf(" (last seen: %s)", strings.TrimPrefix(w.last, "waiting: "))
 	}
-	return &requestError{fmt.Errorf("%s: %s%s; %s", w.subject, how, state, w.after)}
+	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -150,7 +149,7 @@ func runSplit(cmd *cobra.Command, f *adminFlags, sf splitFlags, table, arg strin
 	if sf.noWait {
 		return nil
 	}
-	w := &splitWaiter{c: c, table: table, parent: pid, start: resp, out: progress, timeout: sf.timeout}
+	w := &splitWaiter{waiter: waiter{c: c, out: progress, timeout: sf.timeout}, table: table, parent: pid, start: resp}
 	children, finalSeq, err := w.wait(ctx)
 	if err != nil {
 		return err
@@ -212,16 +211,12 @@ func serverIDs(ps []metadata.Placement) string {
 
 // splitWaiter follows a split from its SPLIT_BEGIN to its SPLIT_FINALIZE.
 type splitWaiter struct {
-	c       *adminClient
-	table   string
-	parent  uuid.UUID
-	start   api.SplitResponse
-	out     io.Writer // the progress lines
-	timeout time.Duration
-	// last is the last progress line printed.
-	last string
-	// lastErr is the last failed read, for the timeout message.
-	lastErr error
+	// waiter holds the client, the progress output, --wait-timeout and
+	// the last line and read error (admin_ops.go).
+	waiter
+	table  string
+	parent uuid.UUID
+	start  api.SplitResponse
 }
 
 // wait polls the METADATA until the split is finalized (it returns the
@@ -278,29 +273,14 @@ func (w *splitWaiter) poll(ctx context.Context) ([]metadata.Partition, uint64, e
 	return nil, 0, nil
 }
 
-// report prints line unless it is the last one printed.
-func (w *splitWaiter) report(line string) {
-	if line != w.last {
-		w.last = line
-		fmt.Fprintln(w.out, line)
-	}
-}
-
 // stopped is the error of a wait cut short: by --wait-timeout or an interrupt.
 func (w *splitWaiter) stopped(ctx context.Context) error {
 	how := "interrupted"
 	if errors.Is(context.Cause(ctx), errSplitWaitTimeout) {
 		how = fmt.Sprintf("not finalized after %v (--wait-timeout)", w.timeout)
 	}
-	state := ""
-	switch {
-	case w.lastErr != nil:
-		state = fmt.Sprintf(" (last read: %v)", w.lastErr)
-	case w.last != "":
-		state = fmt.Sprintf(" (last seen: %s)", strings.TrimPrefix(w.last, "waiting: "))
-	}
 	return &requestError{fmt.Errorf("split of partition %s of %s: %s%s; it continues in the background: check it with 'tsdb admin partitions %s'",
-		w.parent, w.table, how, state, w.table)}
+		w.parent, w.table, how, w.lastState(), w.table)}
 }
 
 // copyProgress reads the parent's replicas (GET /api/v1/tables/{t}?replicas=1)
