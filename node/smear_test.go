@@ -30,6 +30,21 @@ func (c *testCluster) createSmearTable(id, table string, rf int, maxDelay time.D
 		`{"name":%q,"replication_factor":%d,"smear":{"enabled":true,"max_delay":%q,"keyrange_threshold":"60s"}}`,
 		table, rf, maxDelay.String()))), nil)
 	c.splitInto(id, table, smearBase, 10e9, 3)
+	// Every front end decides on its own METADATA whether to smear: wait
+	// until each has the narrow partition (the watch delivers it).
+	waitFor(c.t, "every server to see the narrow partition", func() bool {
+		for _, n := range c.nodes {
+			_, f, ok := n.router.Cached(table)
+			if !ok {
+				return false
+			}
+			p, found := f.Find(smearBase + 15e9)
+			if !found || p.Begin == nil || *p.Begin != smearBase+10e9 || p.End == nil || *p.End != smearBase+20e9 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // countIn counts table's rows in [from, to) through server id (quorum).
@@ -264,6 +279,15 @@ func TestKill9WithQueuedRows(t *testing.T) {
 		})
 	}
 	s2 := procs[1].client()
+	// s2 decides on its own METADATA whether to smear: wait until it has
+	// the narrow partition.
+	waitFor(t, "s2 to see the narrow partition", func() bool {
+		var tr struct {
+			Partitions []any `json:"partitions"`
+		}
+		s2.must(200, s2.do("GET", "/api/v1/tables/kq", nil), &tr)
+		return len(tr.Partitions) == 3
+	})
 	const batches, per = 20, 50
 	for b := range batches {
 		r := s2.do("POST", "/write?db=kq&precision=ns", smearRows(fmt.Sprintf("b%d-", b), per, 10e9+int64(b)*1e8, 1e6))
