@@ -155,6 +155,10 @@ type Config struct {
 	smearDelay func(max time.Duration) time.Duration
 	// beforeCAS, set by tests, is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
+	// refuseCoordinate, set by tests, makes this server's replicas refuse
+	// to coordinate inserts (as a failed clock check does) while it
+	// returns true.
+	refuseCoordinate func() bool
 }
 
 func (c *Config) ensureDefaults() {

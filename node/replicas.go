@@ -227,6 +227,9 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 		// Another replica coordinates instead (the router fails over).
 		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
 	}
+	if n.cfg.refuseCoordinate != nil && n.cfg.refuseCoordinate() {
+		return fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, tsdbhttp.ErrUnavailable)
+	}
 	need, err := ackCount(consistency, len(p.Servers))
 	if err != nil {
 		return err

@@ -128,7 +128,8 @@ type observingApplier struct {
 	last    uint64
 }
 
-func (a *observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
+// ApplyFrom applies rows pushed from the placement origin.
+func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error) {
 	var newest model.Version
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -140,7 +141,7 @@ func (a *observingApplier) Apply(rows []model.Row) (partition.ApplyResult, error
 	if newest.Wall != 0 {
 		a.clock.Observe(newest)
 	}
-	res, err := a.rep.Apply(rows)
+	res, err := a.rep.ApplyFrom(rows, origin)
 	if err == nil {
 		a.changed += res.Changed
 		a.last = max(a.last, res.LastSeq)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -50,6 +51,11 @@ type applyScratch struct {
 	// are prev+1, prev+2, ...); oldSeqs the index entries they supersede.
 	written []int32
 	oldSeqs []uint64
+	// whole[i] reports that written row i's new value is its incoming
+	// fields alone (nothing kept from the stored row), so origin holds it.
+	whole []bool
+	// origin is ApplyFrom's origin placement.
+	origin uuid.UUID
 }
 
 var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
@@ -64,6 +70,8 @@ func (sc *applyScratch) release() {
 	sc.entries = sc.entries[:0]
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
+	sc.whole = sc.whole[:0]
+	sc.origin = uuid.Nil
 	clear(sc.fields) // drop references to the caller's fields
 	sc.fields = sc.fields[:0]
 	clear(sc.merged)
@@ -99,6 +107,16 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 // Apply fails with ErrDropped on a dropped replica, with ErrUnloading
 // after Unload (until Resume) and with ErrClosed after Close.
 func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
+	return r.ApplyFrom(rows, uuid.Nil)
+}
+
+// ApplyFrom is Apply for rows pushed from the replica placement origin
+// (uuid.Nil: written here). A row whose new value is exactly the pushed
+// fields (nothing of the stored row kept) records origin in its sequence
+// index entry (LogEntry.Origin): origin already holds that value, so the
+// pushes of this replica need not send it back there ("rows are not pushed
+// back to where they came from", DESIGN.md section 5).
+func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID) (ApplyResult, error) {
 	if err := validateRows(rows); err != nil {
 		return ApplyResult{}, err
 	}
@@ -109,6 +127,7 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
+	sc.origin = origin
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
@@ -307,6 +326,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	}()
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
+	sc.whole = sc.whole[:0]
 	seq := prev
 	for i := range sc.entries {
 		e := &sc.entries[i]
@@ -317,6 +337,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			merged []encField
 			oldSeq uint64
 			exists bool
+			whole  = true
 			err    error
 		)
 		if row.Time > r.applyMu.maxTime {
@@ -327,7 +348,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 				}
 			}
-			merged, oldSeq, exists, err = sc.mergeStored(it, key, fields)
+			merged, oldSeq, exists, whole, err = sc.mergeStored(it, key, fields)
 			if err != nil {
 				return 0, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, key, err)
 			}
@@ -341,6 +362,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			return 0, fmt.Errorf("partition: batch set: %w", err)
 		}
 		sc.written = append(sc.written, e.row)
+		sc.whole = append(sc.whole, whole)
 		if exists {
 			sc.oldSeqs = append(sc.oldSeqs, oldSeq)
 		}
@@ -362,7 +384,11 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 	for i, ri := range sc.written {
 		row := &rows[ri]
 		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+1+uint64(i))
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time)
+		origin := uuid.Nil
+		if sc.whole[i] {
+			origin = sc.origin
+		}
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}
@@ -388,26 +414,28 @@ func (sc *applyScratch) newFields(in []model.Field) []encField {
 
 // mergeStored looks key up with it (seeks are monotone, so most are cheap
 // or no-ops) and merges the incoming fields into the stored row. It
-// returns the fields to write, or nil when nothing changed, and the stored
-// row's sequence when there is one. The result aliases the iterator's
-// value and is valid until the next positioning call.
-func (sc *applyScratch) mergeStored(it *pebble.Iterator, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists bool, err error) {
+// returns the fields to write, or nil when nothing changed, the stored
+// row's sequence when there is one, and whether the fields to write are
+// the incoming ones alone (every stored field replaced or equal). The
+// result aliases the iterator's value and is valid until the next
+// positioning call.
+func (sc *applyScratch) mergeStored(it *pebble.Iterator, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists, whole bool, err error) {
 	sc.merged = sc.merged[:0]
 	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 		if err := it.Error(); err != nil {
-			return nil, 0, false, err
+			return nil, 0, false, false, err
 		}
-		return sc.newFields(in), 0, false, nil
+		return sc.newFields(in), 0, false, true, nil
 	}
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
 	raw := &sc.raw
 	if err := decodeRaw(v, raw); err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, false, err
 	}
-	changed := false
+	changed, whole := false, true
 	i, j := 0, 0
 	for i < len(raw.fields) || j < len(in) {
 		var c int
@@ -422,26 +450,30 @@ func (sc *applyScratch) mergeStored(it *pebble.Iterator, key []byte, in []model.
 		switch {
 		case c < 0:
 			sc.merged = append(sc.merged, encFromRaw(raw, &raw.fields[i]))
+			whole = false
 			i++
 		case c > 0:
 			sc.merged = append(sc.merged, encFromModel(&in[j]))
 			changed = true
 			j++
 		default:
-			if raw.versions[raw.fields[i].ver].Less(in[j].Version) {
+			stored := raw.versions[raw.fields[i].ver]
+			if stored.Less(in[j].Version) {
 				sc.merged = append(sc.merged, encFromModel(&in[j]))
 				changed = true
 			} else {
 				sc.merged = append(sc.merged, encFromRaw(raw, &raw.fields[i]))
+				// A tie is the same write (versions are unique).
+				whole = whole && stored == in[j].Version
 			}
 			i++
 			j++
 		}
 	}
 	if !changed {
-		return nil, raw.seq, true, nil
+		return nil, raw.seq, true, false, nil
 	}
-	return sc.merged, raw.seq, true, nil
+	return sc.merged, raw.seq, true, whole, nil
 }
 
 // compareName compares a stored field name with an incoming one without

@@ -179,7 +179,7 @@ func ceilingBatch(db *pebble.DB, ks *keyspace, rows []model.Row, withSeq bool, f
 	for i := 0; withSeq && i < len(rows); i++ {
 		r := &rows[i]
 		sk = ks.appendSeqKey(sk[:0], firstSeq+uint64(i)+1)
-		sval = appendSeqValue(sval[:0], r.Series, r.Time)
+		sval = appendSeqValue(sval[:0], r.Series, r.Time, uuid.Nil)
 		if err := batch.Set(sk, sval, nil); err != nil {
 			return err
 		}

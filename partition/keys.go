@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -163,17 +164,31 @@ func seqFromKey(key []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(key[prefixLen+1:]), nil
 }
 
-// appendSeqValue appends the sequence index value of (series, t).
-func appendSeqValue(dst []byte, series string, t int64) []byte {
+// appendSeqValue appends the sequence index value of (series, t) and, when
+// origin is not uuid.Nil, the placement the row's value was pushed from:
+// 0x00 | origin(16) (a series never contains 0x00).
+func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
-	return append(dst, series...)
+	dst = append(dst, series...)
+	if origin != uuid.Nil {
+		dst = append(append(dst, 0), origin[:]...)
+	}
+	return dst
 }
 
-// seqValueParts decodes a sequence index value into time and series bytes
-// (aliasing v).
-func seqValueParts(v []byte) (t int64, series []byte, err error) {
+// seqValueParts decodes a sequence index value into time, series bytes
+// (aliasing v) and origin placement (uuid.Nil when the value has none).
+func seqValueParts(v []byte) (t int64, series []byte, origin uuid.UUID, err error) {
 	if len(v) < timeLen+1 {
-		return 0, nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+		return 0, nil, uuid.Nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
 	}
-	return timeFromOrdered(binary.BigEndian.Uint64(v)), v[timeLen:], nil
+	series = v[timeLen:]
+	if i := bytes.IndexByte(series, 0); i >= 0 {
+		if i == 0 || len(series)-i-1 != placementLen {
+			return 0, nil, uuid.Nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+		}
+		copy(origin[:], series[i+1:])
+		series = series[:i]
+	}
+	return timeFromOrdered(binary.BigEndian.Uint64(v)), series, origin, nil
 }

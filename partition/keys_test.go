@@ -128,15 +128,25 @@ func TestSeqKeyAndValue(t *testing.T) {
 		}
 		prev = k
 	}
+	origin := uuid.New()
 	for _, tm := range []int64{minTime, -5, 0, maxTime} {
-		v := appendSeqValue(nil, "cpu,host=a", tm)
-		gt, gs, err := seqValueParts(v)
-		if err != nil || gt != tm || string(gs) != "cpu,host=a" {
-			t.Fatalf("seq value round trip of %d = %d, %q, %v", tm, gt, gs, err)
+		for _, o := range []uuid.UUID{uuid.Nil, origin} {
+			v := appendSeqValue(nil, "cpu,host=a", tm, o)
+			gt, gs, gotO, err := seqValueParts(v)
+			if err != nil || gt != tm || string(gs) != "cpu,host=a" || gotO != o {
+				t.Fatalf("seq value round trip of %d, %s = %d, %q, %s, %v", tm, o, gt, gs, gotO, err)
+			}
 		}
 	}
-	if _, _, err := seqValueParts([]byte{1, 2}); err == nil {
-		t.Fatal("short sequence value decoded")
+	for _, bad := range [][]byte{
+		{1, 2}, // short
+		append(appendSeqValue(nil, "cpu", 1, uuid.Nil), 0, 1),            // truncated origin
+		append(appendSeqValue(nil, "cpu", 1, origin), 7),                 // origin too long
+		append(appendSeqValue(nil, "x", 1, uuid.Nil)[:timeLen], 0, 1, 2), // empty series
+	} {
+		if _, _, _, err := seqValueParts(bad); err == nil {
+			t.Fatalf("bad sequence value %x decoded", bad)
+		}
 	}
 	if _, err := seqFromKey([]byte{1}); err == nil {
 		t.Fatal("short sequence key decoded")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -15,6 +16,10 @@ type LogEntry struct {
 	Seq uint64
 	// Row is the row as stored, with every field's version.
 	Row model.Row
+	// Origin is the placement that pushed the row's current value (see
+	// Replica.ApplyFrom), uuid.Nil if the value was written here or merged
+	// from several writes: that placement holds the value already.
+	Origin uuid.UUID
 }
 
 // ReadLog returns, in ascending sequence order, the live rows whose
@@ -93,7 +98,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 		}
-		t, s, err := seqValueParts(v)
+		t, s, origin, err := seqValueParts(v)
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +110,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if raw.seq != seq {
 			return nil, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
-		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, &slab)})
+		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, &slab), Origin: origin})
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)

@@ -59,7 +59,8 @@ type testNet struct {
 	rng        *rand.Rand
 	faultRate  float64
 	faultKind  fault
-	shipped    map[string]int // unique row key → deliveries
+	shipped    map[string]int  // unique row key → deliveries
+	sent       map[string]bool // "from>to>row key" of every delivered unique row
 	violations []string
 	pushes     int
 	bytes      int
@@ -106,22 +107,44 @@ func (s netSender) Push(_ context.Context, target metadata.Target, req api.PushR
 	return nil
 }
 
-// account counts deliveries of unique rows (series "u,origin=<server>") and
-// records any row sent to a replica target whose server wrote it.
+// account counts deliveries of unique rows (series "u,origin=<server>")
+// and records who sent each to whom.
 func (n *testNet) account(from string, target metadata.Target, rows []model.Row, size int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.pushes++
 	n.bytes += size
 	for _, r := range rows {
-		if target.Kind == metadata.TargetReplica && fromServer(&r, model.NodeID(target.ServerID)) {
-			n.violations = append(n.violations, fmt.Sprintf("%s→%s: %s@%d", from, target.ServerID, r.Series, r.Time))
+		if strings.HasPrefix(r.Series, "u,origin=") {
+			key := fmt.Sprintf("%s@%d", r.Series, r.Time)
+			n.shipped[key]++
+			n.sent[from+">"+target.ServerID+">"+key] = true
 		}
-		if origin, ok := strings.CutPrefix(r.Series, "u,origin="); ok {
-			if origin == target.ServerID {
-				n.violations = append(n.violations, fmt.Sprintf("%s→%s: own row %s@%d", from, target.ServerID, r.Series, r.Time))
+	}
+}
+
+// checkNotSentBack records a violation for every unique row a node pushed
+// back to the server whose placement had pushed it there (its log's
+// origin): the skip rule of DESIGN.md section 5.
+func (n *testNet) checkNotSentBack(t testing.TB) {
+	t.Helper()
+	server := map[uuid.UUID]string{}
+	for id, nd := range n.nodes {
+		server[nd.log.placement()] = id
+	}
+	for id, nd := range n.nodes {
+		entries, err := nd.log.ReadLog(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Row.Series, "u,origin=") || e.Origin == uuid.Nil {
+				continue
 			}
-			n.shipped[fmt.Sprintf("%s@%d", r.Series, r.Time)]++
+			key := fmt.Sprintf("%s@%d", e.Row.Series, e.Row.Time)
+			if from := server[e.Origin]; n.sent[id+">"+from+">"+key] {
+				n.violations = append(n.violations, fmt.Sprintf("%s→%s: %s came from there", id, from, key))
+			}
 		}
 	}
 }
@@ -151,7 +174,7 @@ func testConverge(t *testing.T, kind fault, rate float64, exact bool, seed uint6
 	pid := uuid.New()
 	ids := []string{"s1", "s2", "s3"}
 	net := &testNet{nodes: map[string]*testNode{}, rng: rand.New(rand.NewPCG(seed, 1)),
-		faultRate: rate, faultKind: kind, shipped: map[string]int{}}
+		faultRate: rate, faultKind: kind, shipped: map[string]int{}, sent: map[string]bool{}}
 	for _, id := range ids {
 		n := &testNode{id: id, log: newReplica(t, pid)}
 		n.pusher = NewPusher(Config{
@@ -240,6 +263,7 @@ func testConverge(t *testing.T, kind fault, rate float64, exact bool, seed uint6
 	}
 	net.mu.Lock()
 	defer net.mu.Unlock()
+	net.checkNotSentBack(t)
 	if len(net.violations) > 0 {
 		t.Fatalf("rows pushed back to their origin: %v", net.violations[:min(5, len(net.violations))])
 	}

@@ -46,17 +46,17 @@
 //
 // # What each target receives
 //
-//   - replica: every row except those whose every field carries the
-//     version node id (model.NodeID) of the target's server: such a row
-//     came from that server ("rows are not pushed back to the server they
-//     came from"). With replication factor 3 a row written at A travels
-//     A→B, A→C, B→C and C→B, never back to A. The rule is safe only if the
-//     server whose node id a row's versions carry stored the row in its
-//     own replica of the partition: the replica that coordinates an insert
-//     must stamp the versions. A row stamped by a front end that is itself
-//     a replica of the partition but stored first elsewhere (a smeared or
-//     forwarded row keeping its versions) would never be pushed to that
-//     front end's replica.
+//   - replica: every row except those the target's own placement pushed
+//     here (partition.LogEntry.Origin, recorded by Receive through
+//     Applier.ApplyFrom when the push alone wrote the stored value): that
+//     placement holds them already ("rows are not pushed back to where
+//     they came from"). With replication factor 3 a row coordinated at A
+//     travels A→B, A→C, then B and C each push it to the one replica that
+//     is neither themselves nor the sender: 4 deliveries, as many as a rule
+//     on the stamping server would give. The rule is keyed on who sent the
+//     row, never on the node id its versions carry: a row stamped by a
+//     front end (a smeared insert keeps its versions) may be stored first
+//     by another replica while the front end's own replica lacks it.
 //   - split: only rows whose time lies in the child's [Begin, End).
 //   - joining: everything (a joiner has nothing yet, whatever its server
 //     wrote before).

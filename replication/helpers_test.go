@@ -32,12 +32,15 @@ func newFakeLog() *fakeLog { return &fakeLog{cursors: make(map[uuid.UUID]uint64)
 
 // add appends rows at the next sequences and marks them synced; it returns
 // the last sequence.
-func (l *fakeLog) add(rows ...model.Row) uint64 {
+func (l *fakeLog) add(rows ...model.Row) uint64 { return l.addFrom(uuid.Nil, rows...) }
+
+// addFrom is add for rows pushed here from the placement origin.
+func (l *fakeLog) addFrom(origin uuid.UUID, rows ...model.Row) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, r := range rows {
 		l.synced++
-		l.entries = append(l.entries, partition.LogEntry{Seq: l.synced, Row: r})
+		l.entries = append(l.entries, partition.LogEntry{Seq: l.synced, Row: r, Origin: origin})
 	}
 	return l.synced
 }

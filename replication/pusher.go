@@ -154,8 +154,6 @@ type Pusher struct {
 		wg  *sync.WaitGroup
 		// txnSeq is the txnseq of the current view.
 		txnSeq uint64
-		// unloading: the replica's last view was UNLOAD (no skip rule).
-		unloading bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
 		view    []*target
@@ -190,7 +188,6 @@ type target struct {
 	// step), nil if none.
 	tail         *target
 	spec         metadata.Target
-	node         uint64             // model.NodeID(spec.ServerID)
 	cancel       context.CancelFunc // stops the goroutine; nil if none runs
 	lastErr      string
 	lastPush     time.Time
@@ -347,7 +344,6 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 		return
 	}
 	p.mu.txnSeq = txnSeq
-	p.mu.unloading = d.Status == metadata.StatusUnload
 	view := make([]*target, 0, len(d.Targets))
 	seen := make(map[uuid.UUID]bool, len(d.Targets))
 	for _, spec := range d.Targets {
@@ -385,7 +381,6 @@ func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 	}
 	spec.Begin, spec.End = cloneBound(spec.Begin), cloneBound(spec.End)
 	t.spec = spec
-	t.node = model.NodeID(spec.ServerID)
 	if spec.Kind == metadata.TargetJoining || spec.Kind == metadata.TargetSplit {
 		// A joiner or a split child must get everything this replica held
 		// when it first saw it: a fixed mark, so catch-up converges under
@@ -405,7 +400,7 @@ func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 		t.tail = nil
 	}
 	if t.tail != nil {
-		t.tail.spec, t.tail.node = t.spec, t.node
+		t.tail.spec = t.spec
 	}
 	return t
 }
@@ -616,14 +611,7 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 
 // pushState is what one step needs of a target, copied under Pusher.mu.
 type pushState struct {
-	spec metadata.Target
-	node uint64
-	// skipOrigin applies the skip rule: only a SERVE replica skips the rows
-	// a replica target's server stamped. An UNLOAD replica (a parent after
-	// its split, a leaver, an old placement of a server that rejoined)
-	// pushes everything: the stamping server stored those rows in another
-	// placement than the target, which may lack them.
-	skipOrigin   bool
+	spec         metadata.Target
 	txnSeq       uint64
 	mark         uint64
 	hasMark      bool
@@ -639,7 +627,7 @@ func (p *Pusher) pushState(t *target) pushState {
 	}
 	mark, ok := p.mu.marks[id]
 	return pushState{
-		spec: t.spec, node: t.node, txnSeq: p.mu.txnSeq, skipOrigin: !p.mu.unloading,
+		spec: t.spec, txnSeq: p.mu.txnSeq,
 		mark: mark, hasMark: ok, completeSent: t.completeSent,
 	}
 }
@@ -737,12 +725,6 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	return more, p.confirm(t.id, last)
 }
 
-// filterRows appends to dst the rows of entries that go to the target:
-//   - replica: all but the rows whose every field was written by the
-//     target's server (they came from there);
-//   - split: the rows inside the child's range;
-//   - joining (and any other kind): all.
-//
 // cutBatch returns how many of entries fit in a push of about maxBytes
 // (at least one): a batch of large rows must stay under the receiver's
 // body limit, or it would be refused forever.
@@ -766,6 +748,16 @@ func rowSize(r *model.Row) int {
 	return n
 }
 
+// filterRows appends to dst the rows of entries that go to the target:
+//   - replica: all but the rows whose stored value was pushed here by the
+//     target's placement (LogEntry.Origin): it holds them already;
+//   - split: the rows inside the child's range;
+//   - joining (and any other kind): all.
+//
+// The skip rule is keyed on the placement that sent a row, never on the
+// server whose node id its versions carry: a row stamped by a front end
+// (a smeared insert) may be stored first by another replica, and the
+// stamping server's own replica may lack it.
 func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []model.Row {
 	for i := range entries {
 		r := &entries[i].Row
@@ -775,22 +767,12 @@ func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []
 		if !inRange(r.Time, st.spec.Begin, st.spec.End) {
 			continue
 		}
-		if st.spec.Kind == metadata.TargetReplica && st.skipOrigin && fromServer(r, st.node) {
+		if st.spec.Kind == metadata.TargetReplica && entries[i].Origin == st.spec.PlacementID {
 			continue
 		}
 		dst = append(dst, *r)
 	}
 	return dst
-}
-
-// fromServer reports whether every field of r carries node's versions.
-func fromServer(r *model.Row, node uint64) bool {
-	for i := range r.Fields {
-		if r.Fields[i].Version.Node != node {
-			return false
-		}
-	}
-	return len(r.Fields) > 0
 }
 
 func inRange(t int64, begin, end *int64) bool {

@@ -445,21 +445,23 @@ func TestSetViewRemovesAndReAddsTargets(t *testing.T) {
 	})
 }
 
-func TestReplicaTargetSkipsRowsFromItsServer(t *testing.T) {
+// TestReplicaTargetSkipsRowsFromItsPlacement: a replica target is not sent
+// the rows its own placement pushed here (the log's origin), whoever
+// stamped them; a row the target's server stamped but that was stored
+// here first (a smeared insert, issue 14 item 2) is sent to it.
+func TestReplicaTargetSkipsRowsFromItsPlacement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newFakeLog()
-		mixed := row("s2", "cpu", 3, 1, "a", 1)
-		mixed.Fields = append(mixed.Fields, row("s3", "cpu", 3, 2, "b", 2).Fields...)
-		log.add(
-			row("s2", "cpu", 1, 1, "v", 1), // from s2: not pushed to s2
-			row("s2", "cpu", 2, 1, "v", 2), // from s2
-			mixed,                          // partly from s2: pushed
-			row("s1", "cpu", 4, 1, "v", 4),
-		)
-		rec := &recorder{}
-		p := newTestPusher(log, rec, nil)
 		pid := uuid.New()
 		s2, s3 := replicaTarget("s2", uuid.New(), pid), replicaTarget("s3", uuid.New(), pid)
+		log.addFrom(s2.PlacementID,
+			row("s2", "cpu", 1, 1, "v", 1), // pushed by s2: not sent back
+			row("s3", "cpu", 2, 1, "v", 2), // stamped by s3, pushed by s2: not sent back to s2
+		)
+		log.add(row("s2", "cpu", 3, 1, "v", 3)) // stamped by s2, stored here first: sent to s2
+		log.addFrom(s3.PlacementID, row("s1", "cpu", 4, 1, "v", 4))
+		rec := &recorder{}
+		p := newTestPusher(log, rec, nil)
 		p.SetView(1, view(s2, s3))
 		runPusher(t, p)
 		synctest.Wait()
@@ -469,8 +471,8 @@ func TestReplicaTargetSkipsRowsFromItsServer(t *testing.T) {
 				got[ps.target.ServerID] = append(got[ps.target.ServerID], r.Time)
 			}
 		}
-		if fmt.Sprint(got["s2"]) != "[3 4]" || fmt.Sprint(got["s3"]) != "[1 2 3 4]" {
-			t.Fatalf("pushed times %v; want s2 [3 4], s3 [1 2 3 4]", got)
+		if fmt.Sprint(got["s2"]) != "[3 4]" || fmt.Sprint(got["s3"]) != "[1 2 3]" {
+			t.Fatalf("pushed times %v; want s2 [3 4], s3 [1 2 3]", got)
 		}
 		if log.Confirmed(s2.PlacementID) != 4 || log.Confirmed(s3.PlacementID) != 4 {
 			t.Fatal("cursors did not reach 4")
@@ -478,16 +480,32 @@ func TestReplicaTargetSkipsRowsFromItsServer(t *testing.T) {
 
 		// A batch whose every row came from s2 makes no call to s2.
 		before := len(rec.all())
-		log.add(row("s2", "cpu", 5, 1, "v", 5), row("s2", "cpu", 6, 1, "v", 6))
+		log.addFrom(s2.PlacementID, row("s2", "cpu", 5, 1, "v", 5), row("s1", "cpu", 6, 1, "v", 6))
 		p.Notify()
 		synctest.Wait()
 		for _, ps := range rec.all()[before:] {
 			if ps.target.ServerID == "s2" {
-				t.Fatalf("pushed %+v to s2, whose rows they are", ps.rows)
+				t.Fatalf("pushed %+v to s2, which sent them here", ps.rows)
 			}
 		}
 		if log.Confirmed(s2.PlacementID) != 6 {
 			t.Fatalf("s2's cursor %d; want it advanced to 6 without a push", log.Confirmed(s2.PlacementID))
+		}
+
+		// Another placement of s2's server (it re-joined) is not the origin.
+		s2new := replicaTarget("s2", uuid.New(), pid)
+		p.SetView(2, view(s2new, s3))
+		synctest.Wait()
+		var times []int64
+		for _, ps := range rec.all() {
+			if ps.target.PlacementID == s2new.PlacementID {
+				for _, r := range ps.rows {
+					times = append(times, r.Time)
+				}
+			}
+		}
+		if fmt.Sprint(times) != "[1 2 3 4 5 6]" {
+			t.Fatalf("pushed times %v to s2's new placement; want every row", times)
 		}
 	})
 }
@@ -703,8 +721,9 @@ func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
 
 // TestUnloadPushesEverything: an UNLOAD replica (a split's parent after
 // finalize, a leaver, a rejoined server's old placement) pushes a replica
-// target even the rows its server stamped: that server stored them in
-// another placement than the target.
+// target even the rows its server stamped: only the placement a row was
+// pushed from is skipped, and that server may have stored them in another
+// placement than the target.
 func TestUnloadPushesEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newFakeLog()

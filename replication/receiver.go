@@ -15,7 +15,11 @@ import (
 // Applier is a local replica receiving pushes; *partition.Replica
 // implements it.
 type Applier interface {
-	Apply(rows []model.Row) (partition.ApplyResult, error)
+	// ApplyFrom stores rows pushed from the placement origin and records
+	// origin with each row whose stored value it alone wrote (see
+	// partition.Replica.ApplyFrom), so that this replica's pushes do not
+	// send the row back there.
+	ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error)
 }
 
 // Receive decodes req.Rows and applies them to a; when it returns nil the
@@ -42,7 +46,7 @@ func Receive(a Applier, req api.PushRequest) (int, error) {
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	if _, err := a.Apply(rows); err != nil {
+	if _, err := a.ApplyFrom(rows, req.FromPlacement); err != nil {
 		return 0, fmt.Errorf("replication: apply push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
 	}
 	return len(rows), nil

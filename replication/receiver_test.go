@@ -13,14 +13,16 @@ import (
 	"github.com/tsdb/tsdb/partition"
 )
 
-// countingApplier records Apply calls and fails with err.
+// countingApplier records ApplyFrom calls and fails with err.
 type countingApplier struct {
-	calls int
-	err   error
+	calls  int
+	origin uuid.UUID
+	err    error
 }
 
-func (a *countingApplier) Apply(rows []model.Row) (partition.ApplyResult, error) {
+func (a *countingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error) {
 	a.calls++
+	a.origin = origin
 	return partition.ApplyResult{Changed: len(rows)}, a.err
 }
 
@@ -28,6 +30,7 @@ func TestReceive(t *testing.T) {
 	rows := []model.Row{row("s1", "cpu", 1, 1, "v", 1), row("s2", "cpu", 2, 1, "v", 2)}
 	enc := AppendRows(nil, rows)
 	errApply := errors.New("disk full")
+	from := uuid.New()
 	tests := []struct {
 		name      string
 		req       api.PushRequest
@@ -36,7 +39,7 @@ func TestReceive(t *testing.T) {
 		wantCalls int
 		wantErr   error
 	}{
-		{"rows", api.PushRequest{Rows: enc, Count: 2}, nil, 2, 1, nil},
+		{"rows", api.PushRequest{Rows: enc, Count: 2, FromPlacement: from}, nil, 2, 1, nil},
 		{"empty complete signal", api.PushRequest{Count: 0, Complete: true}, nil, 0, 0, nil},
 		{"encoded zero rows", api.PushRequest{Rows: AppendRows(nil, nil)}, nil, 0, 0, nil},
 		{"count too high", api.PushRequest{Rows: enc, Count: 3}, nil, 0, 0, ErrCorrupt},
@@ -52,6 +55,9 @@ func TestReceive(t *testing.T) {
 			if n != tt.wantN || a.calls != tt.wantCalls || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("Receive = %d, %v with %d Apply calls; want %d, %v, %d", n, err, a.calls, tt.wantN, tt.wantErr, tt.wantCalls)
 			}
+			if a.calls > 0 && a.origin != tt.req.FromPlacement {
+				t.Fatalf("applied with origin %s, want the sender's placement %s", a.origin, tt.req.FromPlacement)
+			}
 		})
 	}
 }
@@ -59,10 +65,19 @@ func TestReceive(t *testing.T) {
 func TestReceiveIntoReplica(t *testing.T) {
 	dst := newReplica(t, uuid.New())
 	rows := []model.Row{row("s1", "cpu", 1, 5, "v", 1), row("s1", "mem", 1, 5, "v", 2)}
-	req := api.PushRequest{Rows: AppendRows(nil, rows), Count: len(rows)}
+	req := api.PushRequest{Rows: AppendRows(nil, rows), Count: len(rows), FromPlacement: uuid.New()}
 	for range 2 { // a replayed push is harmless
 		if n, err := Receive(dst, req); n != 2 || err != nil {
 			t.Fatalf("Receive = %d, %v", n, err)
+		}
+	}
+	entries, err := dst.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Origin != req.FromPlacement {
+			t.Fatalf("row %s logged with origin %s, want the sender's placement %s", e.Row.Series, e.Origin, req.FromPlacement)
 		}
 	}
 	if err := sameRows(scanAll(t, dst), rows); err != nil {
@@ -74,7 +89,7 @@ func TestReceiveIntoReplica(t *testing.T) {
 	// A row the store refuses (zero version) fails the whole push.
 	bad := []model.Row{row("s1", "cpu", 9, 0, "v", 1)}
 	bad[0].Fields[0].Version = model.Version{}
-	_, err := Receive(dst, api.PushRequest{Rows: AppendRows(nil, bad), Count: 1})
+	_, err = Receive(dst, api.PushRequest{Rows: AppendRows(nil, bad), Count: 1})
 	if !errors.Is(err, partition.ErrInvalidRow) {
 		t.Fatalf("Receive of a zero-version row: %v, want partition.ErrInvalidRow", err)
 	}
