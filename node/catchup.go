@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -15,10 +16,11 @@ import (
 
 // readable returns the local replica of placement for a read at the given
 // consistency: as it is for "one" (or ""), and for "quorum" or "all" only
-// after it has caught up from that many of the partition's replicas, itself
-// included (DESIGN.md section 5): each peer asked pushes it everything the
-// peer holds at that moment. Every row acknowledged by a quorum is then in
-// the answer of a quorum read.
+// after it has caught up from that many of the partition's replicas
+// (planAcks: counted from the table's replication factor, itself included
+// only while servers[] lists it; DESIGN.md section 5): each peer asked
+// pushes it everything the peer holds at that moment. Every row
+// acknowledged by a quorum is then in the answer of a quorum read.
 func (n *Node) readable(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, consistency string) (*partition.Replica, error) {
 	rep, err := n.serving(table, txnSeq, placement)
 	if err != nil {
@@ -27,11 +29,15 @@ func (n *Node) readable(ctx context.Context, table string, txnSeq uint64, p *met
 	if consistency == "" || consistency == api.ConsistencyOne {
 		return rep, nil
 	}
-	need, err := ackCount(consistency, len(p.Servers))
+	cfg, _, err := n.router.Table(ctx, table)
+	if err != nil {
+		return nil, fmt.Errorf("table %q: %w", table, err)
+	}
+	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, n.cfg.ID, placement)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.catchUp(ctx, table, txnSeq, p, placement, need-1); err != nil {
+	if err := n.catchUp(ctx, table, txnSeq, p, placement, acks.fromOthers()); err != nil {
 		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
 	}
 	return rep, nil
@@ -42,6 +48,9 @@ func (n *Node) readable(ctx context.Context, table string, txnSeq uint64, p *met
 func (n *Node) catchUp(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, need int) error {
 	if need <= 0 {
 		return nil
+	}
+	if peers := len(slices.DeleteFunc(serverIDs(p.Servers), func(s string) bool { return s == n.cfg.ID })); peers < need {
+		return fmt.Errorf("catching up partition %s: %d of its other replicas needed and it lists %d", p.ID, need, peers)
 	}
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
 	defer cancel()

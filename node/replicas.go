@@ -208,8 +208,9 @@ func (n *Node) replicaStatus(placement uuid.UUID) (ReplicaStatus, bool) {
 
 // coordinate writes rows a client sent to the local replica of p (DESIGN.md
 // section 5, insert acknowledgement): one fresh version for all of them, a
-// synced write, a wake-up of the replica's pushes, then a wait until the
-// consistency level's count of p's servers — this one included — hold them.
+// synced write, a wake-up of the replica's pushes, then a wait until W of
+// p's servers[] hold them (W from the table's replication factor, see
+// planAcks), this replica included only while servers[] lists it.
 func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
 	consistency := opts.Consistency
 	rep, err := n.serving(table, txnSeq, placement)
@@ -218,7 +219,11 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	}
 	// Acknowledge by this server's own view when it is the newer one (a
 	// split the sender has not seen yet must still be waited for).
-	if _, file, ok := n.router.Cached(table); ok && file.TxnSeq > txnSeq {
+	cfg, file, err := n.router.Table(ctx, table)
+	if err != nil {
+		return fmt.Errorf("table %q: %w", table, err)
+	}
+	if file.TxnSeq > txnSeq {
 		if mine, ok := file.Partition(p.ID); ok {
 			p = mine
 		}
@@ -230,9 +235,14 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	if n.cfg.refuseCoordinate != nil && n.cfg.refuseCoordinate() {
 		return fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, tsdbhttp.ErrUnavailable)
 	}
-	need, err := ackCount(consistency, len(p.Servers))
+	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, n.cfg.ID, placement)
 	if err != nil {
 		return err
+	}
+	if len(acks.others) < acks.fromOthers() {
+		// Refused before anything is written: no outcome is in doubt.
+		return fmt.Errorf("%w: %w: consistency %q needs %d copies (replication factor %d) and partition %s lists only %d server(s) here",
+			router.ErrUnavailable, tsdbhttp.ErrUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
 	}
 	if opts.Versioned {
 		// Stamped by the front end that first accepted them (a smeared
@@ -269,7 +279,7 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 		rt = n.runtime(placement)
 	}
 	if rt == nil {
-		if need > 1 || p.Split != nil {
+		if acks.fromOthers() > 0 || p.Split != nil {
 			return fmt.Errorf("%w: replica %s has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
 		}
 		return nil
@@ -277,19 +287,13 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	rt.pusher.Notify()
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
 	defer cancel()
-	if need > 1 {
-		others := make([]string, 0, len(p.Servers))
-		for _, s := range p.Servers {
-			if s.ServerID != n.cfg.ID {
-				others = append(others, s.ServerID)
-			}
-		}
-		if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, others, need-1); err != nil {
-			return fmt.Errorf("%w: fewer than %d of the partition's %d replicas confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
-				need, len(p.Servers), n.cfg.AckTimeout, err)
+	if k := acks.fromOthers(); k > 0 {
+		if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, acks.others, k); err != nil {
+			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
+				acks.need, cfg.ReplicationFactor, len(p.Servers), n.cfg.AckTimeout, err)
 		}
 	}
-	return n.waitChildren(wctx, rt, p, rows, res.LastSeq, consistency)
+	return n.waitChildren(wctx, rt, p, cfg.ReplicationFactor, rows, res.LastSeq, consistency)
 }
 
 // observeVersions checks that versioned rows carry their versions and moves
@@ -315,7 +319,7 @@ func (n *Node) observeVersions(rows []model.Row) error {
 // covering its rows hold them (DESIGN.md section 6): with quorum
 // intersection, every acknowledged row is then in the children when the
 // split finalizes.
-func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata.Partition, rows []model.Row, seq uint64, consistency string) error {
+func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata.Partition, rf int, rows []model.Row, seq uint64, consistency string) error {
 	if p.Split == nil || consistency == api.ConsistencyOne {
 		return nil
 	}
@@ -324,7 +328,7 @@ func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata
 		if !slices.ContainsFunc(rows, func(r model.Row) bool { return child.Contains(r.Time) }) {
 			continue
 		}
-		need, err := ackCount(consistency, len(c.Servers))
+		need, err := ackCount(consistency, rf, len(c.Servers))
 		if err != nil {
 			return err
 		}
@@ -345,15 +349,65 @@ func serverIDs(pls []metadata.Placement) []string {
 	return ids
 }
 
-// ackCount is W: how many of a partition's servers must hold an insert.
-func ackCount(consistency string, servers int) (int, error) {
+// ackCount is W (DESIGN.md section 5): how many of a partition's servers[]
+// must hold an insert at consistency, for a table of replication factor rf
+// whose partition lists servers servers: ⌊n/2⌋+1 for quorum, 1 for one, n
+// for all, with n = max(rf, servers). Joining servers are not in servers,
+// so a partition listing fewer than rf (a split finalized while some child
+// servers still join, servers removed as dead) needs as many copies as a
+// full one; a partition listing more (a move adds before it removes) needs
+// a majority of them, so that write and read quorums still intersect.
+func ackCount(consistency string, rf, servers int) (int, error) {
+	n := max(rf, servers, 1)
 	switch consistency {
 	case "", api.ConsistencyQuorum:
-		return servers/2 + 1, nil
+		return n/2 + 1, nil
 	case api.ConsistencyOne:
 		return 1, nil
 	case api.ConsistencyAll:
-		return servers, nil
+		return n, nil
 	}
 	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", tsdbhttp.ErrBadRequest, consistency)
+}
+
+// ackPlan is what an acknowledgement (or a quorum read's catch-up) needs of
+// a partition's replicas: need copies in all, among which this replica's
+// own counts only when servers[] lists it (self), the rest confirmed by
+// others (servers[] without this server).
+type ackPlan struct {
+	need   int
+	self   bool
+	others []string
+}
+
+// fromOthers is how many of others must confirm.
+func (a ackPlan) fromOthers() int {
+	if a.self {
+		return a.need - 1
+	}
+	return a.need
+}
+
+// planAcks computes the ackPlan of the replica placement on server self,
+// for a partition listing servers (the newest servers[] self knows) of a
+// table of replication factor rf. A replica no longer listed (removed, or
+// its server listed under another placement) holds a copy that counts for
+// nothing.
+func planAcks(consistency string, rf int, servers []metadata.Placement, self string, placement uuid.UUID) (ackPlan, error) {
+	need, err := ackCount(consistency, rf, len(servers))
+	if err != nil {
+		return ackPlan{}, err
+	}
+	plan := ackPlan{need: need, others: make([]string, 0, len(servers))}
+	for _, s := range servers {
+		switch {
+		case s.ServerID != self:
+			if !slices.Contains(plan.others, s.ServerID) {
+				plan.others = append(plan.others, s.ServerID)
+			}
+		case s.PlacementID == placement:
+			plan.self = true
+		}
+	}
+	return plan, nil
 }
