@@ -24,6 +24,10 @@
 //   - The sequence index covers live rows only: the batch that overwrites a
 //     row deletes the index entry of the sequence it supersedes, and the
 //     row value records its own sequence.
+//   - A sequence index entry names the placement whose push wrote the
+//     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
+//     wrote it: that placement then holds the value, and the replication
+//     pushes need not send it back there.
 //   - Sequences are assigned and batches made visible in sequence order, so
 //     at any moment the visible changes are exactly 1..HighSeq.
 //   - SyncedSeq <= HighSeq, and every change with sequence <= SyncedSeq is
