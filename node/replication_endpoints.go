@@ -1,7 +1,9 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -203,15 +205,21 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}
+	// The front end's limits, or this server's for a sender that sent none.
+	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, n.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, n.cfg.MaxQueryBuckets)
 	if req.Agg {
 		aggs, err := rep.Aggregate(partition.AggQuery{
 			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
-			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll,
+			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
 		})
 		if err != nil {
 			return api.SubQueryResponse{}, err
 		}
-		return api.SubQueryResponse{Aggs: replication.AppendAggs(nil, aggs)}, nil
+		enc := replication.AppendAggs(nil, aggs)
+		if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+			return api.SubQueryResponse{}, err
+		}
+		return api.SubQueryResponse{Aggs: enc}, nil
 	}
 	rows, truncated, err := rep.Scan(partition.ScanQuery{
 		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
@@ -219,7 +227,31 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}
-	return api.SubQueryResponse{Rows: replication.AppendRows(nil, rows), Count: len(rows), Truncated: truncated}, nil
+	enc := replication.AppendRows(nil, rows)
+	if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	return api.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
+}
+
+// subQueryFraming bounds the JSON around a sub-query answer's encoded
+// rows or aggregates (field names, count, truncated).
+const subQueryFraming = 128
+
+// checkAnswerSize refuses a sub-query answer of encoded bytes (sent as
+// base64 in JSON) that would be over the front end's limit maxBytes: the
+// front end would stop reading it and fail the query anyway, so it is
+// not sent. The row limit (raw) and the bucket cap (aggregates) bound
+// what was built before this check.
+func (n *Node) checkAnswerSize(p *metadata.Partition, encoded, maxBytes int) error {
+	size := base64.StdEncoding.EncodedLen(encoded) + subQueryFraming
+	if size <= maxBytes || n.cfg.ignoreSubQueryLimit != nil && n.cfg.ignoreSubQueryLimit.Load() {
+		return nil
+	}
+	return fmt.Errorf("%w: the answer of partition %s on server %s would be %d bytes, over the limit of %d bytes "+
+		"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
+		"or lower limit (raw rows) or use a bigger step (aggregates)",
+		partition.ErrAnswerTooLarge, p.ID, n.cfg.ID, size, maxBytes)
 }
 
 // Replicas lists the local replicas (of one table, or all) with their
