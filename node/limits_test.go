@@ -87,9 +87,16 @@ func TestSubQueryAnswerBytesLimit(t *testing.T) {
 	const all = "/api/v1/tables/cpu/query?limit=100000"
 	wantAPIError(t, "the replica refuses", fe.do("GET", all, nil), 422, api.CodeAnswerTooLarge,
 		fmt.Sprint(limit), "--max-subquery-bytes")
+	// Partial aggregates under the bucket cap whose encoding is over the
+	// byte limit: refused once encoded, before they are sent.
+	aggs := fmt.Sprintf("/api/v1/tables/cpu/query?agg=count&step=1ns&from=%d&to=%d", t0, t0+rows)
+	wantAPIError(t, "the replica refuses partial aggregates", fe.do("GET", aggs, nil), 422, api.CodeAnswerTooLarge,
+		fmt.Sprint(limit), "--max-subquery-bytes", "would be")
 	ignore.Store(true)
 	wantAPIError(t, "the front end stops reading", fe.do("GET", all, nil), 422, api.CodeAnswerTooLarge,
 		fmt.Sprint(limit), "--max-subquery-bytes")
+	wantAPIError(t, "the front end stops reading partial aggregates", fe.do("GET", aggs, nil), 422,
+		api.CodeAnswerTooLarge, fmt.Sprint(limit), "--max-subquery-bytes")
 	ignore.Store(false)
 	for _, id := range []string{"s1", "fe"} {
 		cl := c.client(id)

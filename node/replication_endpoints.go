@@ -221,9 +221,19 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 		}
 		return api.SubQueryResponse{Aggs: enc}, nil
 	}
-	rows, truncated, err := rep.Scan(partition.ScanQuery{
+	scan := partition.ScanQuery{
 		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
-	})
+	}
+	if !n.ignoringSubQueryLimit() {
+		// The scan stops as soon as the rows' values alone would make an
+		// answer over the limit once base64-encoded.
+		scan.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
+	}
+	rows, truncated, err := rep.Scan(scan)
+	if errors.Is(err, partition.ErrAnswerTooLarge) {
+		return api.SubQueryResponse{}, n.answerTooLarge(p,
+			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
+	}
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}
@@ -245,13 +255,25 @@ const subQueryFraming = 128
 // what was built before this check.
 func (n *Node) checkAnswerSize(p *metadata.Partition, encoded, maxBytes int) error {
 	size := base64.StdEncoding.EncodedLen(encoded) + subQueryFraming
-	if size <= maxBytes || n.cfg.ignoreSubQueryLimit != nil && n.cfg.ignoreSubQueryLimit.Load() {
+	if size <= maxBytes || n.ignoringSubQueryLimit() {
 		return nil
 	}
-	return fmt.Errorf("%w: the answer of partition %s on server %s would be %d bytes, over the limit of %d bytes "+
+	return n.answerTooLarge(p, fmt.Sprintf("would be %d bytes", size), maxBytes)
+}
+
+// answerTooLarge is the refusal of a sub-query answer that would be over
+// maxBytes (how is said by size): it names the limit and what to change.
+func (n *Node) answerTooLarge(p *metadata.Partition, size string, maxBytes int) error {
+	return fmt.Errorf("%w: the answer of partition %s on server %s %s, over the limit of %d bytes "+
 		"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
 		"or lower limit (raw rows) or use a bigger step (aggregates)",
 		partition.ErrAnswerTooLarge, p.ID, n.cfg.ID, size, maxBytes)
+}
+
+// ignoringSubQueryLimit reports whether a test made this server send
+// sub-query answers over the front end's limit.
+func (n *Node) ignoringSubQueryLimit() bool {
+	return n.cfg.ignoreSubQueryLimit != nil && n.cfg.ignoreSubQueryLimit.Load()
 }
 
 // Replicas lists the local replicas (of one table, or all) with their
