@@ -27,8 +27,10 @@ func limited(path string) bool {
 // a public request takes a slot for as long as its handler runs, and one
 // arriving when every slot is taken is answered at once with 503
 // api.CodeOverloaded and Retry-After instead of waiting (a queue would
-// hold its body in memory all the same). It returns the route's name for
-// metrics.
+// hold its body in memory all the same). fasthttp has read the body by
+// then: what the cap bounds is the work and the answers in flight, while a
+// body's size is bounded by Config.MaxBodyBytes. It returns the route's
+// name for metrics.
 func (s *Server) admit(ctx *fasthttp.RequestCtx, path string) string {
 	if !limited(path) {
 		return s.route(ctx, path)

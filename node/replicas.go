@@ -110,6 +110,13 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 	return aggs, nil
 }
 
+// DefaultMaxSubQueryBytes is the default bound of one partition's answer to
+// a sub-query (Config.MaxSubQueryBytes), as the front end reads it.
+const DefaultMaxSubQueryBytes = 256 << 20
+
+// subQuery asks the target replica for its part of a query. An answer over
+// MaxSubQueryBytes is not read past the limit and fails the query with
+// partition.ErrAnswerTooLarge.
 func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
 	addr, err := r.n.dir.addr(ctx, t.Server)
 	if err != nil {
@@ -379,7 +386,3 @@ func ackCount(consistency string, servers int) (int, error) {
 	}
 	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", tsdbhttp.ErrBadRequest, consistency)
 }
-
-// DefaultMaxSubQueryBytes is the default bound of one partition's answer to
-// a sub-query (Config.MaxSubQueryBytes), as the front end reads it.
-const DefaultMaxSubQueryBytes = 256 << 20
