@@ -166,6 +166,12 @@ func classifyMetadata(err error) (int, string, bool) {
 // caller must act on.
 func classifyReplication(err error) (int, string, string, bool) {
 	switch {
+	// An answer over a limit is the query's own doing, whichever replica
+	// or layer met it (issue 14 item 7): the client must ask for less.
+	case errors.Is(err, partition.ErrTooManyBuckets):
+		return http.StatusUnprocessableEntity, api.CodeTooManyBuckets, err.Error(), true
+	case errors.Is(err, partition.ErrAnswerTooLarge):
+		return http.StatusUnprocessableEntity, api.CodeAnswerTooLarge, err.Error(), true
 	case errors.Is(err, ErrStalePlacement):
 		return http.StatusConflict, api.CodeStalePlacement, err.Error(), true
 	case errors.Is(err, ErrMoved), errors.Is(err, partition.ErrUnloading):

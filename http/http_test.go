@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // TestAppendStringMatchesEncodingJSON checks the hand-written JSON string
@@ -83,7 +84,7 @@ func args(q string) *fasthttp.Args {
 }
 
 func TestParseQuery(t *testing.T) {
-	q, err := parseQuery(args("from=2026-01-01T00:00:00Z&to=1767225660000000000&series=cpu,region=eu,host=a&fields=a,,b&agg=avg&step=10s&group=none&limit=5"))
+	q, err := parseQuery(args("from=2026-01-01T00:00:00Z&to=1767225660000000000&series=cpu,region=eu,host=a&fields=a,,b&agg=avg&step=10s&group=none&limit=5"), DefaultMaxQueryBuckets)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,19 +93,27 @@ func TestParseQuery(t *testing.T) {
 		!q.groupAll || q.raw.Limit != 5 {
 		t.Fatalf("%+v", q)
 	}
-	q, err = parseQuery(args("series=cpu*"))
+	q, err = parseQuery(args("series=cpu*"), DefaultMaxQueryBuckets)
 	if err != nil || q.raw.Series != "cpu" || !q.raw.Prefix || q.raw.From != math.MinInt64 || q.raw.To != math.MaxInt64 ||
 		q.raw.Limit != DefaultQueryLimit || q.hasAgg {
 		t.Fatalf("%+v %v", q, err)
 	}
 	for _, bad := range []string{
 		"from=10&to=5", "from=x", "to=x", "agg=median", "agg=sum&step=0&from=0&to=1", "agg=sum&step=-5&from=0&to=1",
-		"agg=sum&step=1ns&from=0&to=100001", "agg=sum&step=1s", "step=1s&from=0&to=1", "limit=0", "limit=1000001",
+		"agg=sum&step=1s", "step=1s&from=0&to=1", "limit=0", "limit=1000001",
 		"limit=x", "group=host", "series=cpu,h", "agg=sum&step=soon&from=0&to=1",
 	} {
-		if _, err := parseQuery(args(bad)); !errors.Is(err, ErrInvalidQuery) {
+		if _, err := parseQuery(args(bad), DefaultMaxQueryBuckets); !errors.Is(err, ErrInvalidQuery) {
 			t.Errorf("%s: %v, want ErrInvalidQuery", bad, err)
 		}
+	}
+	// A step making more buckets for one series than the cap allows for
+	// all of them is refused before anything is read.
+	if _, err := parseQuery(args("agg=sum&step=1ns&from=0&to=1001"), 1000); !errors.Is(err, partition.ErrTooManyBuckets) {
+		t.Errorf("1001 buckets under a cap of 1000: %v, want ErrTooManyBuckets", err)
+	}
+	if _, err := parseQuery(args("agg=sum&step=1ns&from=0&to=1000"), 1000); err != nil {
+		t.Errorf("1000 buckets under a cap of 1000: %v", err)
 	}
 }
 

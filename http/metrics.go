@@ -15,6 +15,7 @@ type metrics struct {
 	insertBytes  *prometheus.CounterVec   // by format, as received
 	queryRows    prometheus.Counter       // raw rows returned
 	queryBuckets prometheus.Counter       // aggregate buckets returned
+	rejected     prometheus.Counter       // public requests refused as overloaded
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,8 +45,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tsdb_query_buckets_total",
 			Help: "Buckets returned by aggregate queries.",
 		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_http_rejected_requests_total",
+			Help: "Public requests answered 503 overloaded: the server was serving --max-concurrent-requests already.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets)
+	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets, m.rejected)
 	for _, f := range []string{formatJSON, formatNDJSON, formatLineProtocol} {
 		m.insertRows.WithLabelValues(f)
 		m.insertBytes.WithLabelValues(f)

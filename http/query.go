@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // Query limits.
@@ -19,8 +21,6 @@ const (
 	DefaultQueryLimit = 10_000
 	// MaxQueryLimit is the largest raw row limit accepted.
 	MaxQueryLimit = 1_000_000
-	// MaxBuckets is the most step buckets one aggregate query may produce.
-	MaxBuckets = 100_000
 )
 
 // queryParams is a parsed query string.
@@ -33,8 +33,10 @@ type queryParams struct {
 }
 
 // parseQuery reads and validates the query parameters of
-// GET /api/v1/tables/{t}/query.
-func parseQuery(args *fasthttp.Args) (queryParams, error) {
+// GET /api/v1/tables/{t}/query. maxBuckets bounds an aggregate answer's
+// buckets summed over its series: a step making more than that for one
+// series is refused here, before anything is read.
+func parseQuery(args *fasthttp.Args, maxBuckets int) (queryParams, error) {
 	q := queryParams{raw: RawQuery{From: math.MinInt64, To: math.MaxInt64, Limit: DefaultQueryLimit}}
 	fromSet, toSet := false, false
 	var err error
@@ -102,8 +104,10 @@ func parseQuery(args *fasthttp.Args) (queryParams, error) {
 		if !fromSet || !toSet {
 			return q, badQuery("step needs both from and to (to bound the number of buckets)")
 		}
-		if n := bucketCount(q.raw.From, q.raw.To, step); n > MaxBuckets {
-			return q, badQuery("step %s over [from, to) makes %d buckets, the limit is %d", v, n, MaxBuckets)
+		if n := bucketCount(q.raw.From, q.raw.To, step); n > uint64(maxBuckets) {
+			return q, fmt.Errorf("%w: step %s over [from, to) makes %d buckets for each series, over the limit of %d buckets "+
+				"summed over all series (tsdb server --max-query-buckets); use a bigger step or a narrower time range",
+				partition.ErrTooManyBuckets, v, n, maxBuckets)
 		}
 		q.step = step
 	}
@@ -155,7 +159,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 	if string(ctx.Method()) == "POST" {
 		args = ctx.PostArgs()
 	}
-	q, err := parseQuery(args)
+	q, err := parseQuery(args, s.cfg.MaxQueryBuckets)
 	if err != nil {
 		s.writeError(ctx, err)
 		return
@@ -183,7 +187,8 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		return
 	}
 	aq := AggQuery{From: q.raw.From, To: q.raw.To, Series: q.raw.Series, Prefix: q.raw.Prefix,
-		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll, Consistency: q.raw.Consistency}
+		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll, Consistency: q.raw.Consistency,
+		MaxBuckets: s.cfg.MaxQueryBuckets}
 	res, err := s.backend.Aggregate(rctx, table, aq)
 	if err != nil {
 		s.writeError(ctx, err)

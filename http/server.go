@@ -30,6 +30,18 @@ import (
 // and after decompression.
 const DefaultMaxBodyBytes = 32 << 20
 
+// DefaultMaxConcurrentRequests is the default bound of the public requests
+// a server serves at once (Config.MaxConcurrentRequests). Requests mostly
+// wait (on replicas, fsyncs, catch-ups) rather than compute, so the bound
+// is well above the core count; it is there to cap the memory that bodies
+// and answers in flight hold.
+const DefaultMaxConcurrentRequests = 256
+
+// DefaultMaxQueryBuckets is the default bound of an aggregate answer's
+// buckets summed over all its series (Config.MaxQueryBuckets): about
+// 100-200 MB of partial states and JSON at one field.
+const DefaultMaxQueryBuckets = 1_000_000
+
 // Backend is what the API needs from the rest of the server.
 type Backend interface {
 	// CreateTable creates a table and returns its TableConfig.
@@ -107,6 +119,9 @@ type AggQuery struct {
 	GroupAll bool
 	// Consistency as in RawQuery.
 	Consistency string
+	// MaxBuckets bounds the answer's buckets summed over all its series
+	// (Config.MaxQueryBuckets).
+	MaxBuckets int
 }
 
 // Config configures the server.
@@ -129,6 +144,15 @@ type Config struct {
 	// Now returns the current time in ns, for line-protocol rows without a
 	// timestamp; nil means the system clock.
 	Now func() int64
+	// MaxConcurrentRequests bounds the public requests served at once
+	// (not /healthz, /metrics or /internal/); one more is answered 503
+	// api.CodeOverloaded with Retry-After. 0 means
+	// DefaultMaxConcurrentRequests.
+	MaxConcurrentRequests int
+	// MaxQueryBuckets bounds an aggregate answer's buckets summed over
+	// all its series (422 api.CodeTooManyBuckets above); 0 means
+	// DefaultMaxQueryBuckets.
+	MaxQueryBuckets int
 }
 
 // Server is the public HTTP API of one tsdb server.
@@ -140,6 +164,9 @@ type Server struct {
 	srv     *fasthttp.Server
 	prom    fasthttp.RequestHandler
 	zstd    *zstd.Decoder // shared by requests; DecodeAll is concurrency-safe
+	// slots holds a token per public request being served; its capacity is
+	// Config.MaxConcurrentRequests (admit).
+	slots chan struct{}
 	// base is the parent of every request's context; Shutdown cancels it
 	// once the grace period for in-flight requests is over.
 	base       context.Context
@@ -163,7 +190,14 @@ func NewServer(cfg Config, backend Backend) *Server {
 	if cfg.Now == nil {
 		cfg.Now = func() int64 { return time.Now().UnixNano() }
 	}
-	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger}
+	if cfg.MaxConcurrentRequests <= 0 {
+		cfg.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if cfg.MaxQueryBuckets <= 0 {
+		cfg.MaxQueryBuckets = DefaultMaxQueryBuckets
+	}
+	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger,
+		slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -248,7 +282,7 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		s.metrics.observe(route, ctx.Response.StatusCode(), time.Since(start))
 	}()
-	route = s.route(ctx, string(ctx.Path()))
+	route = s.admit(ctx, string(ctx.Path()))
 }
 
 // route dispatches one request and returns the route's name for metrics.

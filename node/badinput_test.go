@@ -77,7 +77,7 @@ func TestBadInput(t *testing.T) {
 		{"query unknown agg", "GET", "/api/v1/tables/t/query?agg=median", nil, nil, 400, "median"},
 		{"query step zero", "GET", "/api/v1/tables/t/query?agg=sum&step=0&from=0&to=10", nil, nil, 400, "step"},
 		{"query step negative", "GET", "/api/v1/tables/t/query?agg=sum&step=-1s&from=0&to=10", nil, nil, 400, "step"},
-		{"query too many buckets", "GET", "/api/v1/tables/t/query?agg=sum&step=1ns&from=0&to=100001", nil, nil, 400, "100000"},
+		{"query too many buckets", "GET", "/api/v1/tables/t/query?agg=sum&step=1ns&from=0&to=1000001", nil, nil, 422, "--max-query-buckets"},
 		{"query bad limit", "GET", "/api/v1/tables/t/query?limit=0", nil, nil, 400, "limit"},
 		{"query bad time", "GET", "/api/v1/tables/t/query?from=noon", nil, nil, 400, "from"},
 		{"unknown endpoint", "GET", "/api/v1/nothing", nil, nil, 404, "nothing"},

@@ -133,6 +133,18 @@ type Config struct {
 	MaxClockOffset time.Duration
 	// RPCTimeout bounds one internal call attempt; default 5s.
 	RPCTimeout time.Duration
+	// MaxConcurrentRequests bounds the public requests served at once
+	// (503 overloaded with Retry-After above it); default
+	// tsdbhttp.DefaultMaxConcurrentRequests.
+	MaxConcurrentRequests int
+	// MaxQueryBuckets bounds an aggregate answer's buckets summed over
+	// its series (422 too_many_buckets above it); default
+	// tsdbhttp.DefaultMaxQueryBuckets.
+	MaxQueryBuckets int
+	// MaxSubQueryBytes bounds one partition's answer to a sub-query, as
+	// the front end reads it and as the replica builds it (422
+	// answer_too_large above it); default DefaultMaxSubQueryBytes.
+	MaxSubQueryBytes int
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
 
@@ -159,6 +171,11 @@ type Config struct {
 	// to coordinate inserts (as a failed clock check does) while it
 	// returns true.
 	refuseCoordinate func() bool
+	// ignoreSubQueryLimit, set by tests, makes this server answer
+	// sub-queries over the front end's byte limit while it holds true (as
+	// a replica whose estimate is wrong would), so the front end's own
+	// read limit is what stops them.
+	ignoreSubQueryLimit *atomic.Bool
 }
 
 func (c *Config) ensureDefaults() {
@@ -217,6 +234,15 @@ func (c *Config) ensureDefaults() {
 	if c.SplitCheckInterval <= 0 {
 		c.SplitCheckInterval = 10 * time.Second
 	}
+	if c.MaxConcurrentRequests <= 0 {
+		c.MaxConcurrentRequests = tsdbhttp.DefaultMaxConcurrentRequests
+	}
+	if c.MaxQueryBuckets <= 0 {
+		c.MaxQueryBuckets = tsdbhttp.DefaultMaxQueryBuckets
+	}
+	if c.MaxSubQueryBytes <= 0 {
+		c.MaxSubQueryBytes = DefaultMaxSubQueryBytes
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -255,6 +281,7 @@ type Node struct {
 	started   time.Time
 	rpc       *rpc.Client
 	rpcOnce   *rpc.Client // one attempt per call: forwarded inserts
+	rpcQuery  *rpc.Client // sub-queries: answers bounded by MaxSubQueryBytes
 	dir       *directory
 	reg       *membership.Registration
 	clock     *model.Clock
@@ -349,9 +376,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	// Sub-query answers hold up to a query's row limit (1 M rows).
 	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20})
 	closers = append(closers, n.rpc.Close)
+	// Sub-query answers get a client of their own, whose answers are cut
+	// at the sub-query limit (the client stops reading past it), without
+	// bounding METADATA files and listings by the same number.
+	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes})
+	closers = append(closers, n.rpcQuery.Close)
 	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
 	closers = append(closers, n.rpcOnce.Close)
 	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
@@ -439,6 +470,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Registry:      n.registry,
 		Logger:        n.log,
+		// The limits of issue 14 item 7: bounded memory under load.
+		MaxConcurrentRequests: cfg.MaxConcurrentRequests,
+		MaxQueryBuckets:       cfg.MaxQueryBuckets,
 	}, backend{n})
 	n.goAttach(func() {
 		if err := n.api.Serve(n.ln); err != nil {
@@ -643,6 +677,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 		n.rpc.Close()
 		n.rpcOnce.Close()
+		n.rpcQuery.Close()
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partition store: %w", err))
 		}
@@ -775,7 +810,7 @@ func (b backend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) (
 func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
 	aggs, err := b.n.router.Aggregate(ctx, table, router.AggQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency,
+		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency, MaxBuckets: q.MaxBuckets,
 	})
 	return aggs, publicError(err)
 }

@@ -74,7 +74,7 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 	}
 	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: consistency,
+		Consistency: consistency, MaxBytes: r.n.cfg.MaxSubQueryBytes,
 	})
 	if err != nil {
 		return nil, false, err
@@ -98,6 +98,7 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
+		MaxBuckets: q.MaxBuckets, MaxBytes: r.n.cfg.MaxSubQueryBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -109,6 +110,13 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 	return aggs, nil
 }
 
+// DefaultMaxSubQueryBytes is the default bound of one partition's answer to
+// a sub-query (Config.MaxSubQueryBytes), as the front end reads it.
+const DefaultMaxSubQueryBytes = 256 << 20
+
+// subQuery asks the target replica for its part of a query. An answer over
+// MaxSubQueryBytes is not read past the limit and fails the query with
+// partition.ErrAnswerTooLarge.
 func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
 	addr, err := r.n.dir.addr(ctx, t.Server)
 	if err != nil {
@@ -116,8 +124,28 @@ func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQuer
 	}
 	req.Table, req.PartitionID, req.ToPlacement, req.TxnSeq = t.File.Table, t.Partition.ID, t.Placement, t.File.TxnSeq
 	var resp api.SubQueryResponse
-	return resp, routeError(r.n.rpc.Call(ctx, addr, api.PathQuery, req, &resp))
+	err = r.n.rpcQuery.Call(ctx, addr, api.PathQuery, req, &resp)
+	if errors.Is(err, rpc.ErrResponseTooLarge) {
+		// The client stopped reading at the limit. Every replica holds the
+		// same rows: the query fails rather than try another.
+		return resp, fmt.Errorf("%w: the answer of partition %s from server %s is over %d bytes "+
+			"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
+			"or lower limit (raw rows) or use a bigger step (aggregates): %v",
+			partition.ErrAnswerTooLarge, t.Partition.ID, t.Server, r.n.cfg.MaxSubQueryBytes, err)
+	}
+	return resp, routeError(err)
 }
+
+// limitError is a replica's refusal of an answer over a query limit, as
+// the front end passes it on: the replica's message (which names the
+// limit and what to change) matching the partition package's sentinel.
+type limitError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *limitError) Error() string { return e.msg }
+func (e *limitError) Unwrap() error { return e.sentinel }
 
 // routeError sorts an internal call's failure for the router: "moved" and
 // "stale placement" answers need new METADATA; an insert whose outcome is
@@ -135,6 +163,10 @@ func routeError(err error) error {
 			return fmt.Errorf("%w: %w", router.ErrMoved, err)
 		case se.Code == api.CodeOutcomeUnknownRows:
 			return fmt.Errorf("%w: %s", tsdbhttp.ErrInsertOutcomeUnknown, se.Message)
+		case se.Code == api.CodeTooManyBuckets:
+			return &limitError{partition.ErrTooManyBuckets, se.Message}
+		case se.Code == api.CodeAnswerTooLarge:
+			return &limitError{partition.ErrAnswerTooLarge, se.Message}
 		case se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429:
 			return err
 		}

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
@@ -204,23 +206,75 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}
+	// The front end's limits, or this server's for a sender that sent none.
+	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, n.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, n.cfg.MaxQueryBuckets)
 	if req.Agg {
 		aggs, err := rep.Aggregate(partition.AggQuery{
 			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
-			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll,
+			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
 		})
 		if err != nil {
 			return api.SubQueryResponse{}, err
 		}
-		return api.SubQueryResponse{Aggs: replication.AppendAggs(nil, aggs)}, nil
+		enc := replication.AppendAggs(nil, aggs)
+		if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+			return api.SubQueryResponse{}, err
+		}
+		return api.SubQueryResponse{Aggs: enc}, nil
 	}
-	rows, truncated, err := rep.Scan(partition.ScanQuery{
+	scan := partition.ScanQuery{
 		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
-	})
+	}
+	if !n.ignoringSubQueryLimit() {
+		// The scan stops as soon as the rows' values alone would make an
+		// answer over the limit once base64-encoded.
+		scan.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
+	}
+	rows, truncated, err := rep.Scan(scan)
+	if errors.Is(err, partition.ErrAnswerTooLarge) {
+		return api.SubQueryResponse{}, n.answerTooLarge(p,
+			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
+	}
 	if err != nil {
 		return api.SubQueryResponse{}, err
 	}
-	return api.SubQueryResponse{Rows: replication.AppendRows(nil, rows), Count: len(rows), Truncated: truncated}, nil
+	enc := replication.AppendRows(nil, rows)
+	if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+		return api.SubQueryResponse{}, err
+	}
+	return api.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
+}
+
+// subQueryFraming bounds the JSON around a sub-query answer's encoded
+// rows or aggregates (field names, count, truncated).
+const subQueryFraming = 128
+
+// checkAnswerSize refuses a sub-query answer of encoded bytes (sent as
+// base64 in JSON) that would be over the front end's limit maxBytes: the
+// front end would stop reading it and fail the query anyway, so it is
+// not sent. The row limit (raw) and the bucket cap (aggregates) bound
+// what was built before this check.
+func (n *Node) checkAnswerSize(p *metadata.Partition, encoded, maxBytes int) error {
+	size := base64.StdEncoding.EncodedLen(encoded) + subQueryFraming
+	if size <= maxBytes || n.ignoringSubQueryLimit() {
+		return nil
+	}
+	return n.answerTooLarge(p, fmt.Sprintf("would be %d bytes", size), maxBytes)
+}
+
+// answerTooLarge is the refusal of a sub-query answer that would be over
+// maxBytes (how is said by size): it names the limit and what to change.
+func (n *Node) answerTooLarge(p *metadata.Partition, size string, maxBytes int) error {
+	return fmt.Errorf("%w: the answer of partition %s on server %s %s, over the limit of %d bytes "+
+		"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
+		"or lower limit (raw rows) or use a bigger step (aggregates)",
+		partition.ErrAnswerTooLarge, p.ID, n.cfg.ID, size, maxBytes)
+}
+
+// ignoringSubQueryLimit reports whether a test made this server send
+// sub-query answers over the front end's limit.
+func (n *Node) ignoringSubQueryLimit() bool {
+	return n.cfg.ignoreSubQueryLimit != nil && n.cfg.ignoreSubQueryLimit.Load()
 }
 
 // Replicas lists the local replicas (of one table, or all) with their

@@ -29,6 +29,10 @@ type AggQuery struct {
 	// GroupAll merges all series into one result with Series "*" (ties of
 	// first and last are broken by the real series).
 	GroupAll bool
+	// MaxBuckets, when > 0, bounds the buckets of the answer summed over
+	// all its series: Aggregate stops walking and fails with
+	// ErrTooManyBuckets as soon as one more would be made.
+	MaxBuckets int
 }
 
 // groupAllSeries is the series name of a GroupAll result.
@@ -66,6 +70,8 @@ type aggregator struct {
 	raw         rawRow
 
 	series map[string]*aggSeries
+	// buckets counts the buckets made, over all series (AggQuery.MaxBuckets).
+	buckets int
 	// cur and curName cache the state of the last row's series: inside a
 	// storage bucket rows come series by series.
 	cur     *aggSeries
@@ -143,7 +149,14 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 		}
 		a.cur = s
 	}
-	b := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin))
+	b, made := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin))
+	if made {
+		// Stop as soon as the answer is over the cap, before the walk
+		// builds the rest of it.
+		if a.buckets++; a.q.MaxBuckets > 0 && a.buckets > a.q.MaxBuckets {
+			return false, TooManyBuckets(a.q.MaxBuckets)
+		}
+	}
 	hint := 0
 	for i := range a.raw.fields {
 		f := &a.raw.fields[i]
@@ -156,9 +169,10 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	return true, nil
 }
 
-func (s *aggSeries) bucket(start int64) *aggBucket {
+// bucket returns the bucket starting at start, and whether it was made now.
+func (s *aggSeries) bucket(start int64) (*aggBucket, bool) {
 	if s.cur != nil && s.cur.start == start {
-		return s.cur
+		return s.cur, false
 	}
 	b, ok := s.buckets[start]
 	if !ok {
@@ -166,7 +180,7 @@ func (s *aggSeries) bucket(start int64) *aggBucket {
 		s.buckets[start] = b
 	}
 	s.cur = b
-	return b
+	return b, !ok
 }
 
 // bucketOf returns the start of the aggregation bucket holding t.

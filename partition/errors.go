@@ -1,6 +1,9 @@
 package partition
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the partition store. Callers test them with errors.Is;
 // the store wraps them with context (which replica, which row).
@@ -38,4 +41,23 @@ var (
 	// cannot be divided into two non-empty sides: it has no rows, or every
 	// row is at one timestamp.
 	ErrCannotSplit = errors.New("partition: cannot split")
+	// ErrTooManyBuckets is returned by Aggregate when its answer would hold
+	// more buckets, summed over all its series, than AggQuery.MaxBuckets;
+	// the router returns it too when the merged answer of several
+	// partitions does (TooManyBuckets builds it).
+	ErrTooManyBuckets = errors.New("partition: too many buckets")
+	// ErrAnswerTooLarge means a query's answer is over a byte limit: a
+	// replica refuses to send a sub-query answer over the limit its front
+	// end asked for, and a front end stops reading one past it (the
+	// caller wraps it with the limit and what to change).
+	ErrAnswerTooLarge = errors.New("partition: answer too large")
 )
+
+// TooManyBuckets is the error of an aggregate answer over limit buckets
+// summed over its series: it names the limit and what to change.
+func TooManyBuckets(limit int) error {
+	return fmt.Errorf("%w: the answer has more than %d buckets summed over all its series "+
+		"(the server's limit, tsdb server --max-query-buckets); use a bigger step, "+
+		"a narrower time range, fewer series (an exact series or a longer prefix) or group=none",
+		ErrTooManyBuckets, limit)
+}

@@ -28,6 +28,30 @@ type ScanQuery struct {
 	Fields []string
 	// Limit is the most rows returned; <= 0 means no limit.
 	Limit int
+	// MaxBytes, when > 0, bounds the values of the rows returned: once
+	// their ValueBytes sum is over it, Scan stops and fails with
+	// ErrAnswerTooLarge. The sum is a lower bound of the rows' size in any
+	// encoding, so only answers certainly over a byte limit are refused.
+	MaxBytes int
+}
+
+// ValueBytes is a lower bound of a row's size in any encoding that keeps
+// its values: 8 bytes per float, 1 per int or bool, a string's length.
+// (Series, names and versions are left out: encodings share them between
+// rows.)
+func ValueBytes(r *model.Row) int {
+	n := 0
+	for i := range r.Fields {
+		switch v := &r.Fields[i].Value; v.Kind {
+		case model.KindFloat:
+			n += 8
+		case model.KindString:
+			n += len(v.S)
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // Scan returns the rows matching q ordered by (Time, Series), and whether
@@ -48,6 +72,9 @@ func (r *Replica) Scan(q ScanQuery) (rows []model.Row, truncated bool, err error
 	s := scanner{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: interner{}}
 	if err := w.walk(s.visit, s.endBucket); err != nil {
 		return nil, false, err
+	}
+	if s.err != nil {
+		return nil, false, s.err
 	}
 	return s.out, s.truncated, nil
 }
@@ -73,6 +100,8 @@ type scanner struct {
 	out       []model.Row
 	full      bool // out holds Limit rows; looking for one more
 	truncated bool
+	bytes     int   // ValueBytes of out (ScanQuery.MaxBytes)
+	err       error // why the walk was stopped early, if not full
 }
 
 func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
@@ -122,11 +151,18 @@ func (s *scanner) endBucket() bool {
 	}
 	for _, o := range order {
 		s.out = append(s.out, s.bucket[o.idx])
+		s.bytes += ValueBytes(&s.out[len(s.out)-1])
 	}
 	clear(s.bucket)
 	s.bucket = s.bucket[:0]
 	s.order = s.order[:0]
 	s.rank = 0
+	if s.q.MaxBytes > 0 && s.bytes > s.q.MaxBytes {
+		// Checked a storage bucket at a time, once the limit has cut the
+		// bucket: rows the limit drops never count.
+		s.err = fmt.Errorf("%w: the values of the rows read are over %d bytes", ErrAnswerTooLarge, s.q.MaxBytes)
+		return false
+	}
 	return !s.truncated
 }
 

@@ -166,3 +166,42 @@ func TestScanOnDroppedReplica(t *testing.T) {
 		t.Fatalf("ReadLog after drop: %v, want ErrDropped", err)
 	}
 }
+
+// TestScanMaxBytes (issue 14 item 7): a scan whose rows' values are over
+// MaxBytes stops with ErrAnswerTooLarge; rows its Limit drops do not count,
+// and a scan at or under the bound answers.
+func TestScanMaxBytes(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	// 3 series × 100 points of one float: 8 value bytes a row, 2400 in
+	// all, over ~10 storage buckets.
+	var batch []model.Row
+	for ts := int64(-350e9); ts < 350e9; ts += 7e9 {
+		for _, series := range []string{"a", "b", "c"} {
+			batch = append(batch, row(series, ts, fl("v", 1, 1)))
+		}
+	}
+	mustApply(t, r, batch...)
+	for _, tc := range []struct {
+		q        ScanQuery
+		wantFail bool
+	}{
+		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 2399}, true},
+		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800}, true},
+		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 2400}, false},
+		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800, Limit: 100}, false}, // the limit keeps 800 bytes
+		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800, Limit: 101}, true},
+	} {
+		rows, _, err := r.Scan(tc.q)
+		switch {
+		case tc.wantFail && !errors.Is(err, ErrAnswerTooLarge):
+			t.Fatalf("%+v: %d rows, err %v, want ErrAnswerTooLarge", tc.q, len(rows), err)
+		case !tc.wantFail && err != nil:
+			t.Fatalf("%+v: %v", tc.q, err)
+		}
+	}
+	if n := ValueBytes(&model.Row{Fields: []model.Field{{Value: model.Float(1)}, {Value: model.Int(1 << 40)},
+		{Value: model.Bool(true)}, {Value: model.String("abc")}}}); n != 8+1+1+3 {
+		t.Fatalf("ValueBytes %d, want 13", n)
+	}
+}

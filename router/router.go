@@ -501,7 +501,7 @@ func (r *Router) eachPartition(ctx context.Context, table string, from, to int64
 
 // onReplica runs f on one replica of p, trying the next one when a replica
 // fails with anything but "moved" (which needs new METADATA, not another
-// replica).
+// replica) or an answer over a query limit (overLimit).
 func (r *Router) onReplica(ctx context.Context, file *metadata.File, p *metadata.Partition, f func(Target) error) error {
 	var errs []error
 	for _, t := range r.candidates(file, p) {
@@ -509,12 +509,19 @@ func (r *Router) onReplica(ctx context.Context, file *metadata.File, p *metadata
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrMoved) || ctx.Err() != nil {
+		if errors.Is(err, ErrMoved) || ctx.Err() != nil || overLimit(err) {
 			return err
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", t.Server, err))
 	}
 	return fmt.Errorf("%w: no replica of partition %s answered: %w", ErrUnavailable, p.ID, errors.Join(errs...))
+}
+
+// overLimit reports whether err is an answer over a query limit: every
+// replica of the partition holds the same rows and would build the same
+// answer, so another one is not tried.
+func overLimit(err error) bool {
+	return errors.Is(err, partition.ErrTooManyBuckets) || errors.Is(err, partition.ErrAnswerTooLarge)
 }
 
 // offlineError names the offline partition p and how to bring it back.
@@ -535,18 +542,26 @@ type AggQuery struct {
 	GroupAll bool
 	// Consistency as in RawQuery.
 	Consistency string
+	// MaxBuckets, when > 0, bounds the answer's buckets summed over all
+	// its series: each partition's part and the merged answer
+	// (partition.ErrTooManyBuckets above it).
+	MaxBuckets int
 }
 
 // Aggregate answers an aggregate query with the merged partial states of
 // every overlapping partition, each clipped to its range and computed on
 // one of its replicas (as Query chooses them, re-routing after "moved" as
-// Query does).
+// Query does). With MaxBuckets set, each partition's part is bounded by
+// it (the replica stops early) and so is the merged answer after each
+// partition: partitions cover disjoint times, so their buckets mostly add
+// up, and a query over many partitions is stopped as soon as the sum is
+// over, holding at most about twice the cap.
 func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
 	var out []model.SeriesAgg
 	err := r.eachPartition(ctx, table, q.From, q.To, func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error) {
 		aq := partition.AggQuery{
 			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-			Step: q.Step, Origin: q.From, GroupAll: q.GroupAll,
+			Step: q.Step, Origin: q.From, GroupAll: q.GroupAll, MaxBuckets: q.MaxBuckets,
 		}
 		var part []model.SeriesAgg
 		err := r.onReplica(ctx, file, p, func(t Target) error {
@@ -558,12 +573,24 @@ func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]mod
 			return false, fmt.Errorf("aggregate partition %s: %w", p.ID, err)
 		}
 		out = model.MergeSeriesAggs(out, part)
+		if q.MaxBuckets > 0 && countBuckets(out) > q.MaxBuckets {
+			return false, partition.TooManyBuckets(q.MaxBuckets)
+		}
 		return false, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// countBuckets is the number of buckets of aggs summed over its series.
+func countBuckets(aggs []model.SeriesAgg) int {
+	n := 0
+	for i := range aggs {
+		n += len(aggs[i].Buckets)
+	}
+	return n
 }
 
 // clip intersects [from, to) with the partition's range.

@@ -3,10 +3,12 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,6 +203,62 @@ func TestQueryAndAggregateAcrossPartitions(t *testing.T) {
 		}
 		if len(got[s]) != len(want[s]) {
 			t.Fatalf("series %s: %d buckets, want %d", s, len(got[s]), len(want[s]))
+		}
+	}
+}
+
+// TestAggregateBucketCapCountsAllSeries (issue 14 item 7): the bucket cap
+// counts buckets summed over every series of the answer, not per series
+// (each series here has 20 buckets, far under any per-series limit), and
+// over the merged answer of several partitions, not per partition: two
+// partitions of 50 buckets each pass a cap of 80 alone, their merge of 100
+// does not. A single partition over the cap fails on the replica.
+func TestAggregateBucketCapCountsAllSeries(t *testing.T) {
+	file := threePartitions("s1")
+	file.Partitions[2].Servers[0].ServerID = "s1"
+	r, _ := newTestRouter(t, file)
+	ctx := context.Background()
+	var rows []model.Row
+	for s := range 5 {
+		for ts := int64(0); ts < 200; ts += 10 {
+			rows = append(rows, row(ts, fmt.Sprintf("s%d", s), 1))
+		}
+	}
+	if err := r.Insert(ctx, "t", rows, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	q := AggQuery{From: 0, To: 200, Step: 10}
+	res, err := r.Aggregate(ctx, "t", q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range res {
+		total += len(s.Buckets)
+	}
+	if len(res) != 5 || total != 100 {
+		t.Fatalf("%d series, %d buckets, want 5 and 100", len(res), total)
+	}
+	for _, tc := range []struct {
+		what     string
+		q        AggQuery
+		max      int
+		wantFail bool
+	}{
+		{"merged answer over the cap, each partition under it", q, 80, true},
+		{"one partition over the cap", AggQuery{From: 0, To: 100, Step: 10}, 40, true},
+		{"under the cap", q, 100, false},
+		{"group=none folds the series", AggQuery{From: 0, To: 200, Step: 10, GroupAll: true}, 20, false},
+	} {
+		tc.q.MaxBuckets = tc.max
+		_, err := r.Aggregate(ctx, "t", tc.q)
+		switch {
+		case tc.wantFail && !errors.Is(err, partition.ErrTooManyBuckets):
+			t.Fatalf("%s: err %v, want ErrTooManyBuckets", tc.what, err)
+		case tc.wantFail && !strings.Contains(err.Error(), fmt.Sprintf("more than %d buckets", tc.max)):
+			t.Fatalf("%s: %v does not name the limit %d", tc.what, err, tc.max)
+		case !tc.wantFail && err != nil:
+			t.Fatalf("%s: %v", tc.what, err)
 		}
 	}
 }

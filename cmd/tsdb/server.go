@@ -23,6 +23,7 @@ func newServerCmd() *cobra.Command {
 		presplitOn, rebalanceOn, smearOn                                 bool
 		writeLimit, smearMaxBytes                                        int64
 		logs                                                             logFlags
+		limits                                                           limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
@@ -63,6 +64,9 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			if err := ps.Validate(); err != nil {
 				return fmt.Errorf("--presplit-*: %w", err)
 			}
+			if err := limits.validate(); err != nil {
+				return err
+			}
 			if maxBody < 1024 {
 				return fmt.Errorf("--max-body-bytes %d: want at least 1024", maxBody)
 			}
@@ -88,6 +92,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 				DeadAfter: deadAfter, MinServers: minServers, RebalanceMoves: rebalanceMoves,
 				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
 				NoSmear: !smearOn, WriteLimit: writeLimit, SmearMaxBytes: smearMaxBytes,
+				MaxConcurrentRequests: limits.concurrent, MaxQueryBuckets: limits.buckets, MaxSubQueryBytes: limits.subQueryBytes,
 			})
 			if err != nil {
 				return err
@@ -122,6 +127,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.DurationVar(&ps.MinWidth, "presplit-min-width", ps.MinWidth, "narrowest partition a pre-split makes")
 	f.DurationVar(&ps.MaxWidth, "presplit-max-width", ps.MaxWidth, "widest partition a pre-split makes (and the width for an idle table)")
 	f.DurationVar(&presplitEvery, "presplit-interval", 10*time.Second, "how often the master measures recent partitions and pre-splits")
+	limits.register(f)
 	logs.register(f)
 	return cmd
 }

@@ -24,6 +24,15 @@ const (
 	CodeUnsupportedMedia = "unsupported_media_type" // 415
 	CodeInternal         = "internal"               // 500
 	CodeUnavailable      = "unavailable"            // 503
+	// CodeOverloaded (503, with Retry-After): the server already serves
+	// as many public requests as --max-concurrent-requests allows.
+	CodeOverloaded = "overloaded"
+	// CodeTooManyBuckets (422): an aggregate answer would hold more
+	// buckets, summed over its series, than --max-query-buckets.
+	CodeTooManyBuckets = "too_many_buckets"
+	// CodeAnswerTooLarge (422): a partition's part of a query answer is
+	// over --max-subquery-bytes.
+	CodeAnswerTooLarge = "answer_too_large"
 )
 
 // ErrorResponse is the body of every error answer:

@@ -133,6 +133,13 @@ type SubQueryRequest struct {
 	// Origin aligns the step buckets (the whole query's From).
 	Origin   int64 `json:"origin,omitempty"`
 	GroupAll bool  `json:"group_all,omitempty"`
+	// MaxBuckets bounds an aggregate answer's buckets summed over its
+	// series (the front end's --max-query-buckets; 0: the replica's own).
+	MaxBuckets int `json:"max_buckets,omitempty"`
+	// MaxBytes is the most the front end reads of the answer (its
+	// --max-subquery-bytes; 0: the replica's own): the replica refuses
+	// with api.CodeAnswerTooLarge rather than send more.
+	MaxBytes int `json:"max_bytes,omitempty"`
 }
 
 // CatchUpRequest asks the replica FromPlacement of a partition to push the
