@@ -15,6 +15,9 @@ type metrics struct {
 	insertBytes  *prometheus.CounterVec   // by format, as received
 	queryRows    prometheus.Counter       // raw rows returned
 	queryBuckets prometheus.Counter       // aggregate buckets returned
+	// internalUnauthorized counts /internal/ requests refused for a
+	// missing or wrong cluster secret.
+	internalUnauthorized prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -44,8 +47,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tsdb_query_buckets_total",
 			Help: "Buckets returned by aggregate queries.",
 		}),
+		internalUnauthorized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_internal_unauthorized_total",
+			Help: "Internal API requests refused with 401: no cluster secret, a wrong one, or none configured while the public API wants a bearer token.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets)
+	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets, m.internalUnauthorized)
 	for _, f := range []string{formatJSON, formatNDJSON, formatLineProtocol} {
 		m.insertRows.WithLabelValues(f)
 		m.insertBytes.WithLabelValues(f)

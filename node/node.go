@@ -54,7 +54,8 @@ type Config struct {
 	// AuthToken, when set, is required on the public API.
 	AuthToken string
 	// ClusterSecret, when set, is sent on every internal call and required
-	// on every internal request.
+	// on every internal request. It is required when AuthToken is set
+	// (ErrNoClusterSecret).
 	ClusterSecret string
 	// MaxBodyBytes limits request bodies; default tsdbhttp.DefaultMaxBodyBytes.
 	MaxBodyBytes int
@@ -232,8 +233,18 @@ func (c *Config) validate() error {
 	if c.Listen == "" {
 		errs = append(errs, errors.New("node: Listen address is required"))
 	}
+	if c.AuthToken != "" && c.ClusterSecret == "" {
+		errs = append(errs, ErrNoClusterSecret)
+	}
 	return errors.Join(errs...)
 }
+
+// ErrNoClusterSecret refuses a server whose public API wants a bearer token
+// but that has no cluster secret: its internal API, which reads any row,
+// writes rows with any version and commits METADATA ops, would be open to
+// anyone who can reach the port.
+var ErrNoClusterSecret = errors.New("node: an auth token protects the public API but no cluster secret protects the internal API " +
+	"(/internal/...), which would let anyone read and write every table through it; set a cluster secret")
 
 // Node is one running tsdb server.
 type Node struct {

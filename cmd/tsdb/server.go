@@ -82,6 +82,11 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			if err != nil {
 				return err
 			}
+			if token != "" && secret == "" {
+				return fmt.Errorf("--auth-token-file without --cluster-secret-file: the internal API (/internal/...) " +
+					"would be open to anyone who can reach --listen, a way around the bearer token; " +
+					"give every server the same --cluster-secret-file")
+			}
 			n, err := node.Start(cmd.Context(), node.Config{
 				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
@@ -107,7 +112,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "comma-separated etcd client URLs")
 	f.StringVar(&prefix, "etcd-prefix", "/tsdb/", "prefix of every etcd key")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
-	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
+	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+"; required with --auth-token-file")
 	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
 	f.DurationVar(&deadAfter, "dead-after", 30*time.Second, "how long a server may be gone from the membership list before the master replaces it in its partitions")
 	f.IntVar(&minServers, "min-servers", 1, "live servers the cluster needs before the master assigns anything (replacements, moves, pre-splits) and tables can be created")
