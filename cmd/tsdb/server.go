@@ -23,6 +23,7 @@ func newServerCmd() *cobra.Command {
 		presplitOn, rebalanceOn, smearOn                                 bool
 		writeLimit, smearMaxBytes                                        int64
 		logs                                                             logFlags
+		tlsf                                                             tlsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
@@ -87,13 +88,17 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 					"would be open to anyone who can reach --listen, a way around the bearer token; " +
 					"give every server the same --cluster-secret-file")
 			}
-			n, err := node.Start(cmd.Context(), node.Config{
+			cfg := node.Config{
 				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
 				DeadAfter: deadAfter, MinServers: minServers, RebalanceMoves: rebalanceMoves,
 				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
 				NoSmear: !smearOn, WriteLimit: writeLimit, SmearMaxBytes: smearMaxBytes,
-			})
+			}
+			if err := tlsf.apply(&cfg); err != nil {
+				return err
+			}
+			n, err := node.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -127,6 +132,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.DurationVar(&ps.MinWidth, "presplit-min-width", ps.MinWidth, "narrowest partition a pre-split makes")
 	f.DurationVar(&ps.MaxWidth, "presplit-max-width", ps.MaxWidth, "widest partition a pre-split makes (and the width for an idle table)")
 	f.DurationVar(&presplitEvery, "presplit-interval", 10*time.Second, "how often the master measures recent partitions and pre-splits")
+	tlsf.register(f)
 	logs.register(f)
 	return cmd
 }
