@@ -72,13 +72,23 @@ var internalRoutes = map[string]internalRoute{
 
 // routeInternal serves a path under /internal/ and returns the route's name
 // for metrics. The public bearer token plays no part here: the cluster
-// secret, when configured, is the only credential.
+// secret, when configured, is the only credential. With a bearer token and
+// no secret the internal API refuses everything (401) rather than be open.
 func (s *Server) routeInternal(ctx *fasthttp.RequestCtx, path string) string {
 	if s.cfg.Internal == nil {
 		rpc.WriteError(ctx, http.StatusNotFound, api.CodeNotFound, "this server does not serve the internal API")
 		return "internal_not_found"
 	}
+	if s.cfg.ClusterSecret == "" && s.cfg.AuthToken != "" {
+		// Fail closed: the public API is protected, so an open internal
+		// API would be a way around it (node refuses to start like this).
+		s.metrics.internalUnauthorized.Inc()
+		rpc.WriteError(ctx, http.StatusUnauthorized, api.CodeUnauthorized,
+			"the internal API is closed: this server requires a bearer token on its public API and has no cluster secret")
+		return "internal_unauthorized"
+	}
 	if !rpc.Authorized(ctx, s.cfg.ClusterSecret) {
+		s.metrics.internalUnauthorized.Inc()
 		rpc.WriteError(ctx, http.StatusUnauthorized, api.CodeUnauthorized,
 			"missing or invalid cluster secret (header "+rpc.SecretHeader+")")
 		return "internal_unauthorized"

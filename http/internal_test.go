@@ -318,8 +318,10 @@ func TestInternalSecret(t *testing.T) {
 		t.Fatalf("public API with the cluster secret only: %d, want 401", r.status)
 	}
 
-	// A cluster without a secret lets every internal request in.
-	addr = startServer(t, NewServer(Config{AuthToken: "tok", Internal: &fakeInternal{}}, panicky{}))
+	// A cluster with neither a secret nor a bearer token lets every
+	// internal request in (with a token and no secret, see
+	// TestInternalClosedWithTokenAndNoSecret).
+	addr = startServer(t, NewServer(Config{Internal: &fakeInternal{}}, panicky{}))
 	if err := newClient(t, "").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
 		t.Fatalf("no secret configured: %v", err)
 	}

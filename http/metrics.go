@@ -16,6 +16,9 @@ type metrics struct {
 	queryRows    prometheus.Counter       // raw rows returned
 	queryBuckets prometheus.Counter       // aggregate buckets returned
 	rejected     prometheus.Counter       // public requests refused as overloaded
+	// internalUnauthorized counts /internal/ requests refused for a
+	// missing or wrong cluster secret.
+	internalUnauthorized prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,8 +52,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tsdb_http_rejected_requests_total",
 			Help: "Public requests answered 503 overloaded: the server was serving --max-concurrent-requests already.",
 		}),
+		internalUnauthorized: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_internal_unauthorized_total",
+			Help: "Internal API requests refused with 401: no cluster secret, a wrong one, or none configured while the public API wants a bearer token.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets, m.rejected)
+	reg.MustRegister(m.requests, m.duration, m.insertRows, m.insertBytes, m.queryRows, m.queryBuckets, m.rejected, m.internalUnauthorized)
 	for _, f := range []string{formatJSON, formatNDJSON, formatLineProtocol} {
 		m.insertRows.WithLabelValues(f)
 		m.insertBytes.WithLabelValues(f)

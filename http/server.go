@@ -137,7 +137,8 @@ type Config struct {
 	Logger *slog.Logger
 	// ClusterSecret, when set, is required in the X-TSDB-Cluster-Secret
 	// header of every /internal/ request (401 without it). The bearer token
-	// does not apply to the internal API.
+	// does not apply to the internal API; with AuthToken set and no
+	// ClusterSecret, every /internal/ request is refused (401).
 	ClusterSecret string
 	// Internal serves /internal/; nil answers 404 there.
 	Internal Internal

@@ -3,6 +3,7 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +26,11 @@ type client struct {
 }
 
 // newClient returns a client keeping up to conns idle connections per
-// server, so each worker reuses its own.
-func newClient(token string, timeout time.Duration, conns int) *client {
+// server, so each worker reuses its own; tc (nil: defaults) configures
+// https servers.
+func newClient(token string, tc *tls.Config, timeout time.Duration, conns int) *client {
 	tr := &http.Transport{
+		TLSClientConfig:     tc,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: conns,

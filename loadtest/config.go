@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,6 +46,10 @@ type Config struct {
 	Discover bool
 	// AuthToken is sent as a bearer token when set.
 	AuthToken string
+	// TLS configures requests to https servers (RootCAs: the CAs their
+	// certificates must chain to, tsdb loadtest --tls-ca-file); nil: the
+	// system's roots.
+	TLS *tls.Config
 
 	// Table is the table written to. Run creates it with the settings
 	// below; if it exists it is used as it is.

@@ -27,7 +27,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cl := newClient(cfg.AuthToken, cfg.RequestTimeout, cfg.Concurrency+4)
+	cl := newClient(cfg.AuthToken, cfg.TLS, cfg.RequestTimeout, cfg.Concurrency+4)
 	defer cl.close()
 	servers, err := discover(ctx, cl, &cfg)
 	if err != nil {

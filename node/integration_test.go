@@ -253,7 +253,7 @@ func TestTableConfigInEtcd(t *testing.T) {
 // but /healthz and /metrics.
 func TestAuthToken(t *testing.T) {
 	e := testEtcd(t)
-	n := startNode(t, e, "s1", t.TempDir(), func(c *Config) { c.AuthToken = "s3cret" })
+	n := startNode(t, e, "s1", t.TempDir(), func(c *Config) { c.AuthToken, c.ClusterSecret = "s3cret", "cluster-s3cret" })
 	anon := &client{t: t, base: n.URL()}
 	bad := &client{t: t, base: n.URL(), token: "wrong"}
 	good := &client{t: t, base: n.URL(), token: "s3cret"}

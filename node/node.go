@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/internal/tlsconfig"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -54,10 +56,27 @@ type Config struct {
 	// AuthToken, when set, is required on the public API.
 	AuthToken string
 	// ClusterSecret, when set, is sent on every internal call and required
-	// on every internal request.
+	// on every internal request. It is required when AuthToken is set
+	// (ErrNoClusterSecret).
 	ClusterSecret string
 	// MaxBodyBytes limits request bodies; default tsdbhttp.DefaultMaxBodyBytes.
 	MaxBodyBytes int
+	// TLSCertFile and TLSKeyFile, when set (both or neither), make the HTTP
+	// listener, public and internal API alike, serve HTTPS only with this
+	// certificate; the membership entry then tells peers to call
+	// https://Advertise.
+	TLSCertFile, TLSKeyFile string
+	// TLSCAFile holds the CA certificates that peers' certificates must
+	// chain to on internal calls to https peers; empty: the system's roots.
+	TLSCAFile string
+	// EtcdCertFile and EtcdKeyFile are a client certificate for etcd (both
+	// or neither); EtcdCAFile the CAs etcd's certificate must chain to
+	// (empty: the system's roots). Any of them, or an https endpoint, makes
+	// the etcd connection use TLS.
+	EtcdCertFile, EtcdKeyFile, EtcdCAFile string
+	// EtcdUsername and EtcdPassword authenticate to an etcd with auth
+	// enabled; empty: no etcd authentication.
+	EtcdUsername, EtcdPassword string
 	// SweepInterval and SweepGrace drive the metadata file sweep; defaults
 	// 10 min and 1 h. SweepKeep is how many committed ancestors to keep (10).
 	SweepInterval, SweepGrace time.Duration
@@ -262,8 +281,27 @@ func (c *Config) validate() error {
 	if c.Listen == "" {
 		errs = append(errs, errors.New("node: Listen address is required"))
 	}
+	if c.AuthToken != "" && c.ClusterSecret == "" {
+		errs = append(errs, ErrNoClusterSecret)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("node: TLS needs both a certificate file and a key file"))
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		errs = append(errs, errors.New("node: an etcd client certificate needs both its certificate file and its key file"))
+	}
+	if (c.EtcdUsername == "") != (c.EtcdPassword == "") {
+		errs = append(errs, errors.New("node: etcd authentication needs both a username and a password"))
+	}
 	return errors.Join(errs...)
 }
+
+// ErrNoClusterSecret refuses a server whose public API wants a bearer token
+// but that has no cluster secret: its internal API, which reads any row,
+// writes rows with any version and commits METADATA ops, would be open to
+// anyone who can reach the port.
+var ErrNoClusterSecret = errors.New("node: an auth token protects the public API but no cluster secret protects the internal API " +
+	"(/internal/...), which would let anyone read and write every table through it; set a cluster secret")
 
 // Node is one running tsdb server.
 type Node struct {
@@ -359,9 +397,26 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: open metadata file store: %w", err)
 	}
+	var serverTLS, peerTLS, etcdTLS *tls.Config
+	if cfg.TLSCertFile != "" {
+		if serverTLS, err = tlsconfig.Server(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
+			return nil, fmt.Errorf("node: TLS listener: %w", err)
+		}
+	}
+	if peerTLS, err = tlsconfig.Client(cfg.TLSCAFile, "", ""); err != nil {
+		return nil, fmt.Errorf("node: TLS for internal calls: %w", err)
+	}
+	if cfg.etcdTLS() {
+		if etcdTLS, err = tlsconfig.Client(cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile); err != nil {
+			return nil, fmt.Errorf("node: etcd TLS: %w", err)
+		}
+	}
 	n.etcd, err = clientv3.New(clientv3.Config{
 		Endpoints:   cfg.EtcdEndpoints,
 		DialTimeout: 5 * time.Second,
+		TLS:         etcdTLS,
+		Username:    cfg.EtcdUsername,
+		Password:    cfg.EtcdPassword,
 		Logger:      zap.NewNop(),
 		// gRPC's default reconnect backoff grows to 2 minutes: after an
 		// etcd outage the server would stay cut off long after etcd is
@@ -376,14 +431,14 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20})
+	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20})
 	closers = append(closers, n.rpc.Close)
 	// Sub-query answers get a client of their own, whose answers are cut
 	// at the sub-query limit (the client stops reading past it), without
 	// bounding METADATA files and listings by the same number.
-	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes})
+	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes})
 	closers = append(closers, n.rpcQuery.Close)
-	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
+	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
 	closers = append(closers, n.rpcOnce.Close)
 	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
 	n.committer = &metadata.Committer{
@@ -420,6 +475,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { n.ln.Close() })
+	if serverTLS != nil {
+		n.ln = tls.NewListener(n.ln, serverTLS)
+	}
 	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
 	if err != nil {
 		return nil, err
@@ -432,7 +490,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.reg, err = n.register(ctx, membership.Config{
 		Client:  n.etcd,
 		Prefix:  cfg.EtcdPrefix,
-		Self:    membership.Info{ID: cfg.ID, Addr: advertise, StartedAt: n.started},
+		Self:    membership.Info{ID: cfg.ID, Addr: advertise, TLS: serverTLS != nil, StartedAt: n.started},
 		TTL:     cfg.RegistrationTTL,
 		Summary: n.summary,
 		Logger:  n.log,
@@ -523,6 +581,20 @@ func (n *Node) register(ctx context.Context, cfg membership.Config) (*membership
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// etcdTLS reports whether the etcd connection uses TLS: a TLS file is
+// given or an endpoint is https.
+func (c *Config) etcdTLS() bool {
+	if c.EtcdCAFile != "" || c.EtcdCertFile != "" {
+		return true
+	}
+	for _, e := range c.EtcdEndpoints {
+		if strings.HasPrefix(e, "https://") {
+			return true
+		}
+	}
+	return false
 }
 
 // advertiseAddr is the address peers reach this server at.
@@ -653,8 +725,13 @@ func (n *Node) sweepOnce(ctx context.Context) error {
 // Addr returns the address the HTTP API listens on.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
-// URL returns the base URL of the HTTP API.
-func (n *Node) URL() string { return "http://" + n.Addr() }
+// URL returns the base URL of the HTTP API (https with TLSCertFile).
+func (n *Node) URL() string {
+	if n.cfg.TLSCertFile != "" {
+		return "https://" + n.Addr()
+	}
+	return "http://" + n.Addr()
+}
 
 // ID returns the server id.
 func (n *Node) ID() string { return n.cfg.ID }

@@ -57,7 +57,8 @@ func (d *directory) refresh(ctx context.Context) ([]membership.Info, error) {
 	return infos, nil
 }
 
-// addr resolves a live server's address.
+// addr resolves a live server's address for rpc.Client.Call: host:port, or
+// https://host:port for a server serving TLS.
 func (d *directory) addr(ctx context.Context, id string) (string, error) {
 	d.mu.Lock()
 	info, ok := d.mu.servers[id]
@@ -72,6 +73,9 @@ func (d *directory) addr(ctx context.Context, id string) (string, error) {
 	}
 	if !ok || info.Addr == "" {
 		return "", fmt.Errorf("%w: server %s is not live", errServerDown, id)
+	}
+	if info.TLS {
+		return "https://" + info.Addr, nil // rpc.Client.Call's form of a TLS peer
 	}
 	return info.Addr, nil
 }

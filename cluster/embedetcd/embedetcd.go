@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -27,17 +28,29 @@ type Config struct {
 	// PeerPort is the peer port; 0 picks a free one.
 	PeerPort int
 	// Fast shortens raft ticks (10 ms heartbeat, 100 ms election) so the
-	// server is ready in tens of milliseconds. For tests.
+	// server is ready in tens of milliseconds, and hashes passwords at
+	// bcrypt's minimum cost. For tests.
 	Fast bool
 	// Logger receives etcd's logs; nil silences them.
 	Logger *zap.Logger
 	// StartTimeout bounds the wait for the server to become ready; default 30s.
 	StartTimeout time.Duration
+	// CertFile and KeyFile, when set, serve the client URL over https with
+	// this certificate. CAFile is the CA Client verifies it against.
+	CertFile, KeyFile, CAFile string
+	// ClientCertAuth makes etcd require client certificates that chain to
+	// CAFile; Client presents CertFile/KeyFile (which must allow client
+	// authentication).
+	ClientCertAuth bool
+	// RootPassword, when set, enables etcd's authentication with the user
+	// root and this password; Client logs in as root.
+	RootPassword string
 }
 
 // Etcd is a running embedded etcd server.
 type Etcd struct {
 	e        *embed.Etcd
+	cfg      Config
 	endpoint string
 }
 
@@ -60,7 +73,16 @@ func Start(cfg Config) (*Etcd, error) {
 		lg = zap.NewNop()
 	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
-	clientURL := url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", cfg.Host, cfg.ClientPort)}
+	scheme := "http"
+	if cfg.CertFile != "" {
+		scheme = "https"
+		ec.ClientTLSInfo = transport.TLSInfo{CertFile: cfg.CertFile, KeyFile: cfg.KeyFile}
+		if cfg.ClientCertAuth {
+			// A trusted CA on the server side requires client certificates.
+			ec.ClientTLSInfo.TrustedCAFile, ec.ClientTLSInfo.ClientCertAuth = cfg.CAFile, true
+		}
+	}
+	clientURL := url.URL{Scheme: scheme, Host: fmt.Sprintf("%s:%d", cfg.Host, cfg.ClientPort)}
 	peerURL := url.URL{Scheme: "http", Host: fmt.Sprintf("%s:%d", cfg.Host, cfg.PeerPort)}
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
@@ -72,6 +94,10 @@ func Start(cfg Config) (*Etcd, error) {
 	ec.AutoCompactionRetention = "1h"
 	if cfg.Fast {
 		ec.TickMs, ec.ElectionMs = 10, 100
+		// Password checks (RootPassword) at bcrypt's minimum cost: each
+		// login takes microseconds, not tens of milliseconds (seconds
+		// under the race detector).
+		ec.BcryptCost = 4
 	}
 	e, err := embed.StartEtcd(ec)
 	if err != nil {
@@ -86,19 +112,76 @@ func Start(cfg Config) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedetcd: not ready after %v", cfg.StartTimeout)
 	}
-	return &Etcd{e: e, endpoint: "http://" + e.Clients[0].Addr().String()}, nil
+	et := &Etcd{e: e, cfg: cfg, endpoint: scheme + "://" + e.Clients[0].Addr().String()}
+	if cfg.RootPassword != "" {
+		if err := et.enableAuth(cfg.StartTimeout); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	return et, nil
 }
 
-// Endpoint returns the client URL, e.g. http://127.0.0.1:2379.
+// enableAuth creates the user root with Config.RootPassword and turns
+// authentication on, unless it is on already (a restart).
+func (e *Etcd) enableAuth(timeout time.Duration) error {
+	cli, err := e.client(false)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	st, err := cli.AuthStatus(ctx)
+	if err != nil {
+		return fmt.Errorf("embedetcd: auth status: %w", err)
+	}
+	if st.Enabled {
+		return nil
+	}
+	if _, err := cli.UserAdd(ctx, "root", e.cfg.RootPassword); err != nil {
+		return fmt.Errorf("embedetcd: add user root: %w", err)
+	}
+	if _, err := cli.UserGrantRole(ctx, "root", "root"); err != nil {
+		return fmt.Errorf("embedetcd: grant root the root role: %w", err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return fmt.Errorf("embedetcd: enable auth: %w", err)
+	}
+	return nil
+}
+
+// Endpoint returns the client URL, e.g. http://127.0.0.1:2379 (https with
+// Config.CertFile).
 func (e *Etcd) Endpoint() string { return e.endpoint }
 
-// Client returns a new client of this server; the caller closes it.
+// Client returns a new client of this server, with TLS and as root when so
+// configured; the caller closes it.
 func (e *Etcd) Client() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{
+	return e.client(true)
+}
+
+func (e *Etcd) client(login bool) (*clientv3.Client, error) {
+	cc := clientv3.Config{
 		Endpoints:   []string{e.endpoint},
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
-	})
+	}
+	if e.cfg.CertFile != "" {
+		info := transport.TLSInfo{TrustedCAFile: e.cfg.CAFile}
+		if e.cfg.ClientCertAuth {
+			info.CertFile, info.KeyFile = e.cfg.CertFile, e.cfg.KeyFile
+		}
+		tc, err := info.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("embedetcd: client TLS: %w", err)
+		}
+		cc.TLS = tc
+	}
+	if login && e.cfg.RootPassword != "" {
+		cc.Username, cc.Password = "root", e.cfg.RootPassword
+	}
+	return clientv3.New(cc)
 }
 
 // Close stops the server.

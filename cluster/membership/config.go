@@ -30,7 +30,7 @@ const (
 )
 
 // Info is what a server publishes about itself at <prefix>servers/<id>, as
-// JSON: {"id", "addr", "started_at", "summary"}. It stays a few hundred
+// JSON: {"id", "addr", "tls", "started_at", "summary"}. It stays a few hundred
 // bytes: aggregates only, never per-partition statistics (those travel to
 // the master over the internal API).
 type Info struct {
@@ -38,6 +38,9 @@ type Info struct {
 	ID string `json:"id"`
 	// Addr is the address peers and front ends reach the server at.
 	Addr string `json:"addr"`
+	// TLS is set when the server serves HTTPS only (tsdb server
+	// --tls-cert-file): peers call it at https://Addr.
+	TLS bool `json:"tls,omitempty"`
 	// StartedAt is when the server process started (UTC).
 	StartedAt time.Time `json:"started_at"`
 	// Summary holds the server's load aggregates as of the last rewrite.
@@ -62,7 +65,7 @@ type Summary struct {
 // equal reports whether a and b carry the same information (times compared
 // with Equal, so location and monotonic readings do not matter).
 func (a Info) equal(b Info) bool {
-	return a.ID == b.ID && a.Addr == b.Addr && a.StartedAt.Equal(b.StartedAt) && a.Summary == b.Summary
+	return a.ID == b.ID && a.Addr == b.Addr && a.TLS == b.TLS && a.StartedAt.Equal(b.StartedAt) && a.Summary == b.Summary
 }
 
 // Config configures Register.

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -23,6 +24,10 @@ const (
 type Config struct {
 	// Secret is sent as the SecretHeader header when non-empty.
 	Secret string
+	// TLS configures calls to https addresses (see Client.Call): the CAs
+	// peers' certificates must chain to (RootCAs) and a client certificate
+	// if any. Nil: the system's roots.
+	TLS *tls.Config
 	// Timeout bounds one attempt (connect, send, wait, read); the context's
 	// deadline, when earlier, bounds it too. Default 5s.
 	Timeout time.Duration

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +50,7 @@ func NewClient(cfg Config) *Client {
 		// POST anyway, this makes it explicit).
 		MaxIdemponentCallAttempts: 1,
 		RetryIfErr:                func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		TLSConfig:                 cfg.TLS,
 	}
 	return c
 }
@@ -65,6 +67,9 @@ func (c *Client) Close() {
 }
 
 // Call posts req to http://addr/path and decodes the answer into resp.
+// addr is host:port (plain HTTP) or a base URL with its scheme,
+// "https://host:port" for a peer serving TLS, whose certificate is then
+// verified against Config.TLS.
 //
 // req is sent as zstd-compressed JSON (nil sends no body); the answer may be
 // zstd or identity and is JSON-decoded into resp (nil discards it; an empty
@@ -77,7 +82,7 @@ func (c *Client) Close() {
 // every attempt failed retryably; ErrResponseTooLarge, ErrBadResponse;
 // ctx.Err() (matched with errors.Is) as soon as ctx is done.
 func (c *Client) Call(ctx context.Context, addr, path string, req, resp any) error {
-	url := "http://" + addr + path
+	url := baseURL(addr) + path
 	if c.closed() {
 		return fmt.Errorf("POST %s: %w", url, ErrClosed)
 	}
@@ -110,6 +115,15 @@ func (c *Client) Call(ctx context.Context, addr, path string, req, resp any) err
 			return ctxError(url, err, n, last)
 		}
 	}
+}
+
+// baseURL returns addr as a base URL: itself when it has a scheme
+// ("https://host:port"), else http://addr.
+func baseURL(addr string) string {
+	if strings.HasPrefix(addr, "https://") || strings.HasPrefix(addr, "http://") {
+		return addr
+	}
+	return "http://" + addr
 }
 
 // ctxDone returns ctx's error once it is done or its deadline has passed
@@ -254,8 +268,16 @@ func (c *Client) finish(err error, timeout time.Duration, res *fasthttp.Response
 // retried: connection errors and timeouts are, an oversized answer and a
 // malformed address are not.
 func classifyTransport(err error, timeout time.Duration) outcome {
-	var ne net.Error
+	var (
+		ne  net.Error
+		cve *tls.CertificateVerificationError
+		rhe tls.RecordHeaderError
+	)
 	switch {
+	case errors.As(err, &cve), errors.As(err, &rhe):
+		// An untrusted peer certificate, or a peer that does not speak
+		// TLS: retrying cannot help.
+		return outcome{err: fmt.Errorf("%w: %w", ErrTLS, err)}
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		return outcome{err: fmt.Errorf("%w: %w", ErrResponseTooLarge, err)}
 	case errors.Is(err, fasthttp.ErrorInvalidURI):

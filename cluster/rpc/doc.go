@@ -12,7 +12,9 @@
 // zstd, which the Client always does. Errors use the public API's shape,
 // {"error": {"code": "...", "message": "..."}}, with a 4xx/5xx status, and
 // reach the caller as a *StatusError. The secret travels in SecretHeader and
-// is checked in constant time by Authorized. Both directions have a size
+// is checked in constant time by Authorized. A peer serving TLS is called
+// at https://host:port (the address its membership entry marks as TLS),
+// its certificate verified against Config.TLS. Both directions have a size
 // limit that holds after decompression (Config.MaxResponseBytes, the
 // maxBytes of DecodeRequest), so a small compressed body cannot inflate into
 // an out-of-memory.
@@ -46,8 +48,9 @@
 // Not retried, because the same request would fail the same way: any other
 // 4xx (a bad request, 401 wrong secret, 404, 409 conflict, 413), 500 (a bug
 // or a failure the server already reported; repeating it only multiplies the
-// load), an oversized or undecodable answer, and a cancelled or expired
-// context.
+// load), an oversized or undecodable answer, a refused TLS handshake
+// (ErrTLS: an untrusted certificate or a peer not speaking TLS), and a
+// cancelled or expired context.
 //
 // # Idempotency is the caller's job
 //

@@ -25,6 +25,10 @@ var (
 	ErrBadResponse = errors.New("rpc: undecodable response")
 	// ErrClosed means Call was made on a closed Client.
 	ErrClosed = errors.New("rpc: client closed")
+	// ErrTLS means the TLS handshake with an https peer failed for good:
+	// its certificate does not chain to Config.TLS's CAs (or names another
+	// host), or it does not speak TLS. Not retried.
+	ErrTLS = errors.New("rpc: TLS handshake refused")
 )
 
 // Sentinel errors of the server helpers; DecodeRequest has already answered

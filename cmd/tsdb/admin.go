@@ -19,6 +19,7 @@ import (
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/internal/tlsconfig"
 )
 
 // Defaults of the admin flags.
@@ -43,6 +44,7 @@ func (e *requestError) Unwrap() error { return e.err }
 type adminFlags struct {
 	server    string
 	tokenFile string
+	caFile    string // --tls-ca-file
 	timeout   time.Duration
 	json      bool
 }
@@ -71,6 +73,7 @@ A refused request prints the server's error message and exits with status 1.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.server, "server", defaultServer, "URL of any tsdb server of the cluster; $"+serverEnv+" when the flag is not given")
 	pf.StringVar(&f.tokenFile, "auth-token-file", "", "file holding the bearer token the server requires, if any")
+	pf.StringVar(&f.caFile, "tls-ca-file", "", "PEM CA certificates an https --server's certificate must chain to (default: the system's roots)")
 	pf.DurationVar(&f.timeout, "timeout", defaultTimeout, "time limit of each request")
 	pf.BoolVar(&f.json, "json", false, "print the server's answer as indented JSON instead of a table")
 	cmd.AddCommand(newAdminServersCmd(&f), newAdminTablesCmd(&f), newAdminPartitionsCmd(&f), newAdminMetadataCmd(&f),
@@ -169,7 +172,15 @@ func (f *adminFlags) client(cmd *cobra.Command) (*adminClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &adminClient{base: base, token: token, hc: &http.Client{Timeout: f.timeout}}, nil
+	hc := &http.Client{Timeout: f.timeout}
+	if f.caFile != "" {
+		tc, err := tlsconfig.Client(f.caFile, "", "")
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca-file: %w", err)
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}
+	}
+	return &adminClient{base: base, token: token, hc: hc}, nil
 }
 
 // parseServerURL checks a --server value: an http or https URL with a host.

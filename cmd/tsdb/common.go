@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,6 +41,16 @@ func (f *logFlags) logger() (*slog.Logger, error) {
 // run servers.
 const clusterSecretUsage = "file holding the cluster secret that servers send to each other and require on the internal API " +
 	"(/internal/..., header X-TSDB-Cluster-Secret); the same file on every server of the cluster"
+
+// randomSecret returns a new random cluster secret: 32 bytes from
+// crypto/rand, hex-encoded.
+func randomSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate a cluster secret: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
 
 // readSecretFile reads a token from a file, trimming surrounding space. An
 // empty path means no token.

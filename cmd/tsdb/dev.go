@@ -58,6 +58,13 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			if err != nil {
 				return err
 			}
+			if secret == "" {
+				// The internal API is never left open, not even on a laptop:
+				// the servers of this process share a fresh random secret.
+				if secret, err = randomSecret(); err != nil {
+					return err
+				}
+			}
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
 			})
@@ -69,7 +76,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.IntVar(&etcdPort, "etcd-port", 2379, "client port of the embedded etcd")
 	f.StringVar(&data, "data", "./tsdb-data", "directory for all data (etcd and each server)")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires")
-	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
+	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	logs.register(f)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tsdb/tsdb/internal/tlsconfig"
 	"github.com/tsdb/tsdb/loadtest"
 	"github.com/tsdb/tsdb/loadtest/localcluster"
 )
@@ -19,6 +20,7 @@ type loadtestFlags struct {
 	cfg                     loadtest.Config
 	partitionSize, writeLim loadtest.ByteSize
 	from, to, tokenFile     string
+	caFile                  string // --tls-ca-file
 	local                   localcluster.Config
 	logs                    logFlags
 }
@@ -105,6 +107,7 @@ func (lf *loadtestFlags) register(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.Servers, "url", nil, "servers of a running cluster, comma-separated or repeated (default http://127.0.0.1:8080 without --cluster)")
 	f.BoolVar(&c.Discover, "discover", true, "send to every server GET /api/v1/cluster lists, not only to --url")
 	f.StringVar(&lf.tokenFile, "auth-token-file", "", "file holding the bearer token the cluster's public API requires")
+	f.StringVar(&lf.caFile, "tls-ca-file", "", "PEM CA certificates the certificates of https --url servers must chain to (default: the system's roots)")
 	lf.registerLocal(f)
 
 	f.StringVar(&c.Table, "table", loadtest.DefaultTable, "table to write (created if missing, else used as it is)")
@@ -178,6 +181,11 @@ func (lf *loadtestFlags) finish(f *pflag.FlagSet) error {
 	}
 	if c.AuthToken, err = readSecretFile("auth-token-file", lf.tokenFile); err != nil {
 		return err
+	}
+	if lf.caFile != "" {
+		if c.TLS, err = tlsconfig.Client(lf.caFile, "", ""); err != nil {
+			return fmt.Errorf("--tls-ca-file: %w", err)
+		}
 	}
 	c.PartitionSizeTarget, c.WriteLimit = int64(lf.partitionSize), int64(lf.writeLim)
 	c.ClusterMode = "url"

@@ -286,7 +286,8 @@ func TestServerCommand(t *testing.T) {
 	root := newRootCmd()
 	root.SetOut(&out)
 	root.SetArgs([]string{"server", "--id", "s1", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
-		"--data", t.TempDir(), "--etcd", e.Endpoint(), "--auth-token-file", tokenFile, "--log-level", "error"})
+		"--data", t.TempDir(), "--etcd", e.Endpoint(), "--auth-token-file", tokenFile,
+		"--cluster-secret-file", writeFile(t, "secret", "cluster-s3cret\n"), "--log-level", "error"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -24,6 +24,7 @@ func newServerCmd() *cobra.Command {
 		writeLimit, smearMaxBytes                                        int64
 		logs                                                             logFlags
 		limits                                                           limitFlags
+		tlsf                                                             tlsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server --id ID --listen ADDR --data DIR --etcd URLS",
@@ -86,14 +87,23 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 			if err != nil {
 				return err
 			}
-			n, err := node.Start(cmd.Context(), node.Config{
+			if token != "" && secret == "" {
+				return fmt.Errorf("--auth-token-file without --cluster-secret-file: the internal API (/internal/...) " +
+					"would be open to anyone who can reach --listen, a way around the bearer token; " +
+					"give every server the same --cluster-secret-file")
+			}
+			cfg := node.Config{
 				ID: id, Listen: listen, Advertise: advertise, DataDir: data, EtcdEndpoints: endpoints, EtcdPrefix: prefix,
 				AuthToken: token, ClusterSecret: secret, MaxBodyBytes: maxBody, Logger: log,
 				DeadAfter: deadAfter, MinServers: minServers, RebalanceMoves: rebalanceMoves,
 				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
 				NoSmear: !smearOn, WriteLimit: writeLimit, SmearMaxBytes: smearMaxBytes,
 				MaxConcurrentRequests: limits.concurrent, MaxQueryBuckets: limits.buckets, MaxSubQueryBytes: limits.subQueryBytes,
-			})
+			}
+			if err := tlsf.apply(&cfg); err != nil {
+				return err
+			}
+			n, err := node.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -112,7 +122,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.StringVar(&etcd, "etcd", "http://127.0.0.1:2379", "comma-separated etcd client URLs")
 	f.StringVar(&prefix, "etcd-prefix", "/tsdb/", "prefix of every etcd key")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
-	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage)
+	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+"; required with --auth-token-file")
 	f.IntVar(&maxBody, "max-body-bytes", tsdbhttp.DefaultMaxBodyBytes, "largest request body accepted, as sent and decompressed (413 above)")
 	f.DurationVar(&deadAfter, "dead-after", 30*time.Second, "how long a server may be gone from the membership list before the master replaces it in its partitions")
 	f.IntVar(&minServers, "min-servers", 1, "live servers the cluster needs before the master assigns anything (replacements, moves, pre-splits) and tables can be created")
@@ -128,6 +138,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 	f.DurationVar(&ps.MaxWidth, "presplit-max-width", ps.MaxWidth, "widest partition a pre-split makes (and the width for an idle table)")
 	f.DurationVar(&presplitEvery, "presplit-interval", 10*time.Second, "how often the master measures recent partitions and pre-splits")
 	limits.register(f)
+	tlsf.register(f)
 	logs.register(f)
 	return cmd
 }

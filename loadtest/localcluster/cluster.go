@@ -3,6 +3,8 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +85,9 @@ type Cluster struct {
 	removeDir bool
 	etcd      *embedetcd.Etcd
 	procs     []*proc
+	// secretFile holds the random cluster secret every server gets, so
+	// the servers' internal API is never open.
+	secretFile string
 }
 
 // proc is one server process.
@@ -115,6 +120,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: etcd: %w", ErrStart, err)
 	}
+	if c.secretFile, err = writeSecret(c.dir); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
 	ports, err := freePorts(cfg.Servers)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
@@ -145,8 +153,24 @@ func freePorts(n int) ([]int, error) {
 // serverFlags returns the arguments of server id listening on addr.
 func (c *Cluster) serverFlags(id, addr string) []string {
 	args := append(append([]string(nil), c.cfg.Args...),
-		"--id", id, "--listen", addr, "--data", filepath.Join(c.dir, id), "--etcd", c.etcd.Endpoint())
+		"--id", id, "--listen", addr, "--data", filepath.Join(c.dir, id), "--etcd", c.etcd.Endpoint(),
+		"--cluster-secret-file", c.secretFile)
 	return append(args, c.SharedFlags()...)
+}
+
+// writeSecret writes a random cluster secret (32 bytes from crypto/rand,
+// hex) to dir/cluster-secret, readable by its owner only, and returns the
+// file's path.
+func writeSecret(dir string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate a cluster secret: %w", err)
+	}
+	path := filepath.Join(dir, "cluster-secret")
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write the cluster secret: %w", err)
+	}
+	return path, nil
 }
 
 // SharedFlags returns the flags every server is started with beyond its

@@ -92,10 +92,15 @@ func TestStartAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "server --id s2 --listen " + strings.TrimPrefix(urls[1], "http://") + " --data " + filepath.Join(dir, "s2") +
-		" --etcd " + c.EtcdEndpoint() + " --log-level info --min-servers 2 --write-limit 5000" +
+		" --etcd " + c.EtcdEndpoint() + " --cluster-secret-file " + filepath.Join(dir, "cluster-secret") + " --log-level info --min-servers 2 --write-limit 5000" +
 		" --presplit-min-width 1s --presplit-interval 2s --dead-after=10s"
 	if string(args) != want {
 		t.Errorf("server flags\n%s\nwant\n%s", args, want)
+	}
+	// Issue 14 item 8: the servers share a random cluster secret, so their
+	// internal API is never open.
+	if st, err := os.Stat(filepath.Join(dir, "cluster-secret")); err != nil || st.Size() < 32 || st.Mode().Perm() != 0o600 {
+		t.Errorf("cluster secret file: %v, %v", st, err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
