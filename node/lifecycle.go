@@ -134,9 +134,7 @@ func (n *Node) tryDrop(st ReplicaStatus) error {
 	if rt == nil {
 		return nil
 	}
-	dropped, err := n.store.DropReplicaIf(st.Placement, func(r *partition.Replica) bool {
-		return r.Unloading() && rt.pusher.Drained()
-	})
+	dropped, err := n.store.DropReplicaIf(st.Placement, rt.pusher.DropReady)
 	if err != nil || !dropped {
 		return err
 	}

@@ -41,8 +41,10 @@
 // WaitConfirmed is the insert acknowledgement: it counts only targets of
 // kind replica whose server is in the given list (servers[] of the newest
 // txn), never joining or split targets. Drained is the replication input of
-// rule 3: at least one target and every target confirmed the synced
-// watermark.
+// rule 3: at least one target and every target confirmed the replica's
+// high sequence (synced or not); DropReady adds that the replica is
+// unloading and no Apply is in flight on it, and is the condition the
+// node drops replicas with.
 //
 // # What each target receives
 //
@@ -116,6 +118,6 @@
 // All Pusher methods are safe for concurrent use and may be called before
 // Run. No goroutine outlives Run. Pusher.confirmMu and Pusher.mu are never
 // held together. The Sender, Log.ReadLog and Log.SetConfirmed are called
-// without Pusher.mu; Log.SyncedSeq and Log.Confirmed are also called under
+// without Pusher.mu; Log.SyncedSeq, Log.HighSeq and Log.Confirmed are also called under
 // it and must not call back into the Pusher.
 package replication

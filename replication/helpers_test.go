@@ -63,6 +63,9 @@ func (l *fakeLog) SyncedSeq() uint64 {
 	return l.synced
 }
 
+// HighSeq is SyncedSeq: every entry of a fakeLog is synced.
+func (l *fakeLog) HighSeq() uint64 { return l.SyncedSeq() }
+
 func (l *fakeLog) Confirmed(target uuid.UUID) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -27,6 +27,8 @@ type Log interface {
 	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
 	// SyncedSeq is the replica's synced watermark.
 	SyncedSeq() uint64
+	// HighSeq is the replica's last assigned sequence, synced or not.
+	HighSeq() uint64
 	// Confirmed is the highest sequence the target placement confirmed
 	// (0 if none), as recorded durably by SetConfirmed.
 	Confirmed(target uuid.UUID) uint64
@@ -542,18 +544,32 @@ func (p *Pusher) confirmedLocked(t *target) uint64 {
 	return c
 }
 
+// DropReady is the drop condition of DESIGN.md section 12, rule 3, for
+// partition.Store.DropReplicaIf on the replica r this Pusher reads: r
+// refuses writes (Unloading), no Apply is in flight on it (one that made
+// its batch visible and has not returned yet could still acknowledge its
+// rows), and Drained holds: every target confirmed r's high sequence,
+// synced or not. It is the one condition the node's lifecycle drops
+// replicas with; DropReplicaIf calls it under r's apply lock, so no Apply
+// begins meanwhile.
+func (p *Pusher) DropReady(r *partition.Replica) bool {
+	return r.Unloading() && r.ApplyInFlight() == 0 && p.Drained()
+}
+
 // Drained reports whether there is at least one target and every target
-// has confirmed the replica's synced watermark: the replication half of
-// the drop check of DESIGN.md section 12, rule 3.
+// has confirmed the replica's high sequence (not only its synced
+// watermark: a visible batch not yet synced is a write about to be
+// acknowledged): the replication half of the drop check of DESIGN.md
+// section 12, rule 3.
 func (p *Pusher) Drained() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.mu.view) == 0 {
 		return false
 	}
-	synced := p.cfg.Log.SyncedSeq()
+	high := p.cfg.Log.HighSeq()
 	for _, t := range p.mu.view {
-		if p.confirmedLocked(t) < synced {
+		if p.confirmedLocked(t) < high {
 			return false
 		}
 	}
