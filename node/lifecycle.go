@@ -65,7 +65,7 @@ func (n *Node) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		Table:     info.Table,
 		Placement: info.Placement,
 		Self:      n.cfg.ID,
-		Log:       rep,
+		Log:       replication.ReplicaLog(rep),
 		Sender:    pushSender{n},
 		Logger:    n.log.With("placement", info.Placement),
 		OnStale:   func(metadata.Target) { n.requestResync(info.Table) },

@@ -63,6 +63,13 @@ type Store struct {
 		// the registry agree.
 		replicas map[uuid.UUID]*Replica
 	}
+
+	// snaps are the open LogSnapshots; Close closes those still open
+	// before it closes pebble (which refuses to close with snapshots).
+	snaps struct {
+		sync.Mutex
+		m map[*LogSnapshot]struct{}
+	}
 }
 
 // ReplicaInfo is the registry entry of a replica: which placement of which
@@ -144,6 +151,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, log: log, throttle: opts.Throttle}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
+	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -203,6 +211,15 @@ func (s *Store) loadRegistry() error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.gate.Close()
+		s.snaps.Lock()
+		open := make([]*LogSnapshot, 0, len(s.snaps.m))
+		for ls := range s.snaps.m {
+			open = append(open, ls)
+		}
+		s.snaps.Unlock()
+		for _, ls := range open {
+			ls.Close()
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}

@@ -66,7 +66,13 @@
 // # Join mark
 //
 // The first time a placement appears as a joining target of a Pusher, the
-// Pusher fixes its mark := Log.SyncedSeq(). Once the target's cursor reaches
+// Pusher fixes its mark := the Seq of a snapshot of the log
+// (Log.SnapshotLog), and the target's pushes up to the mark read that
+// snapshot: a row held at the mark and overwritten since is in the live
+// log only above the mark. A split target's backfill does the same. The
+// snapshot is released once the cursor reaches the mark, when the target
+// is removed (its mark is forgotten with it) and when Run returns (the next
+// Run sets the marks again). Once the target's cursor reaches
 // the mark, every push to it carries Complete=true, and an empty push is
 // sent as soon as it becomes complete when no row push carries it (and
 // again at every Tick while the target stays joining, so a receiver that
