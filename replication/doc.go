@@ -25,7 +25,13 @@
 //     due, there is no network call: the cursor just advances.
 //  3. On success (the receiver synced the rows) the cursor moves to the
 //     last entry's sequence with Log.SetConfirmed, durably, and
-//     WaitConfirmed waiters wake. A cursor never moves back.
+//     WaitConfirmed waiters wake. A cursor never moves back. A cursor
+//     claims that the target has every row written at or below it, so a
+//     batch cut by its size moves it only if the batch skips no sequence:
+//     a skipped sequence is a row overwritten since, whose new entry may
+//     lie beyond the batch. Otherwise the next reads go on from the
+//     batch's end and the cursor moves once a read reaches the end of the
+//     log (rows overwritten before that read are in it).
 //  4. On failure the cursor stays; the goroutine backs off (RetryMin
 //     doubling to RetryMax, each wait uniform in [d/2, d]) and records the
 //     error for Status. A stale placement answer also calls OnStale, so the

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,5 +110,104 @@ func TestJoinCompleteCoversRowsOverwrittenAfterMark(t *testing.T) {
 	}
 	if !holds(scanAll(t, joiner), "cpu", 2) {
 		t.Fatalf("the joiner was told Complete (mark %d) but lacks a row the sender held at the mark", mark)
+	}
+}
+
+// overwriteInCutBatch writes, on src: a@1 and r@2 (the write whose
+// confirmation is awaited, at sequence first+1), then x and the overwrite
+// of r, which moves r's only log entry to first+3. It returns first+1.
+// A push of at most 2 rows from first reads a, x: r is above the batch.
+func overwriteInCutBatch(t *testing.T, src *replicaLog, ts int64) uint64 {
+	t.Helper()
+	mustApply(t, src, row("s1", "cpu", ts, 10, "v", 1))
+	w := mustApply(t, src, row("s1", "cpu", ts+1, 10, "v", 1)).LastSeq
+	mustApply(t, src, row("s1", "cpu", ts+2, 11, "v", 1))
+	mustApply(t, src, row("s1", "cpu", ts+1, 11, "w", 2)) // r gets a second field
+	return w
+}
+
+// TestConfirmationCoversRowsOverwrittenInBatch: a target's cursor must not
+// pass a write whose row was overwritten before it was read, while the row
+// (at its new sequence, beyond a batch cut by its size) is not pushed: a
+// WaitConfirmed for that write would otherwise return (an acknowledgement)
+// while the target lacks the row.
+func TestConfirmationCoversRowsOverwrittenInBatch(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	dst := newReplica(t, pid)
+	w := overwriteInCutBatch(t, src, 1)
+	failed := make(chan struct{})
+	var once atomic.Bool
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	// Pushes beyond the first batch do not get through.
+	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
+		if req.LastSeq > w+1 {
+			return errDown
+		}
+		return nil
+	}
+	rec.onPush = func(ps recordedPush) {
+		if ps.err != nil && once.CompareAndSwap(false, true) {
+			close(failed)
+		}
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 2})
+	tg := replicaTarget("s2", dst.placement(), pid)
+	p.SetView(1, view(tg))
+	runPusher(t, p)
+	select {
+	case <-failed: // the first batch went before: its confirmation is recorded
+	case <-time.After(2 * time.Minute): // a hang guard
+		t.Fatalf("no push failed; status %+v", p.Status())
+	}
+	if c := src.Confirmed(tg.PlacementID); c >= w && !holds(scanAll(t, dst), "cpu", 2) {
+		t.Fatalf("the target confirmed sequence %d, past the write at %d, but lacks its row", c, w)
+	}
+}
+
+// TestSplitTailCoversRowsOverwrittenAfterMark: an insert after the mark is
+// acknowledged once the covering child's tail stream has it
+// (WaitChildAfterMark), and SPLIT_FINALIZE does not wait for the tail: the
+// tail's cursor must not pass a write whose row was overwritten before it
+// was read while the row is not pushed, or the child may lack an
+// acknowledged row at FINALIZE.
+func TestSplitTailCoversRowsOverwrittenAfterMark(t *testing.T) {
+	src := newReplica(t, uuid.New())
+	mustApply(t, src, row("s1", "cpu", 0, 1, "v", 1))
+	child := newReplica(t, uuid.New())
+	rec := &recorder{apply: map[uuid.UUID]Applier{child.placement(): child}}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 2})
+	cid := uuid.New()
+	tg := metadata.Target{ServerID: "s2", PlacementID: child.placement(), PartitionID: cid, Kind: metadata.TargetSplit}
+	p.SetView(1, view(tg))
+	p.mu.Lock()
+	mark := p.mu.marks[tg.PlacementID]
+	p.mu.Unlock()
+	w := overwriteInCutBatch(t, src, 1) // after the mark
+	failed := make(chan struct{})
+	var once atomic.Bool
+	// The tail's pushes beyond its first batch do not get through.
+	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
+		if req.LastSeq > w+1 {
+			return errDown
+		}
+		return nil
+	}
+	rec.onPush = func(ps recordedPush) {
+		if ps.err != nil && once.CompareAndSwap(false, true) {
+			close(failed)
+		}
+	}
+	runPusher(t, p)
+	select {
+	case <-failed:
+	case <-time.After(2 * time.Minute): // a hang guard
+		t.Fatalf("no push failed; status %+v", p.Status())
+	}
+	waitUntil(t, p, "the child past its mark", func() bool { return p.Status()[0].MarkReached })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // only asks whether the wait is over now
+	if err := p.WaitChildAfterMark(ctx, w, cid, []string{"s2"}, 1); err == nil && !holds(scanAll(t, child), "cpu", 2) {
+		t.Fatalf("the write at %d (mark %d) counts as held by the child, whose split may finalize, but the child lacks its row", w, mark)
 	}
 }

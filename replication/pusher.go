@@ -239,6 +239,11 @@ type target struct {
 	// Owned by the target's goroutine:
 	rows []model.Row
 	buf  []byte
+	// ahead is how far reads got past the cursor aheadOf without the
+	// cursor moving: a batch cut by its size that skips a sequence (a row
+	// overwritten since, now at a higher sequence, maybe beyond the batch)
+	// cannot be confirmed (see step). Valid while the cursor is aheadOf.
+	ahead, aheadOf uint64
 }
 
 // NewPusher returns a Pusher with no targets; Run starts pushing. It panics
@@ -758,6 +763,7 @@ func (p *Pusher) Status() []api.TargetStatus {
 // above the cursor, back off after a failure, otherwise sleep until woken.
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
+	t.ahead, t.aheadOf = 0, 0
 	for {
 		more, err := p.step(ctx, t)
 		if ctx.Err() != nil {
@@ -868,39 +874,55 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if catchUp {
 		batchRows = p.cfg.CatchUpBatchRows
 	}
+	from := cursor
+	if t.aheadOf == cursor && t.ahead > cursor {
+		from = t.ahead
+	}
 	var entries []partition.LogEntry
 	if frozen {
-		entries, err = st.frozen.ReadLog(cursor, batchRows)
+		entries, err = st.frozen.ReadLog(from, batchRows)
 	} else {
-		entries, err = p.cfg.Log.ReadLog(cursor, batchRows)
+		entries, err = p.cfg.Log.ReadLog(from, batchRows)
 	}
 	if err != nil {
-		return false, fmt.Errorf("read log after %d: %w", cursor, err)
+		return false, fmt.Errorf("read log after %d: %w", from, err)
 	}
-	more = len(entries) >= batchRows
+	cut := len(entries) >= batchRows
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
-		entries, more = entries[:n], true
+		entries, cut = entries[:n], true
 	}
 	// The snapshot holds nothing more: every row it holds up to the mark
 	// is in entries or was pushed before.
-	reachedMark := frozen && !more
-	if reachedMark && !backfill {
-		more = true // the live log above the mark follows at once
-	}
-	last := cursor
+	reachedMark := frozen && !cut
+	more = cut || reachedMark && !backfill // the live log above the mark follows at once
+	last := from
 	if len(entries) > 0 {
 		last = entries[len(entries)-1].Seq
 	}
 	if reachedMark {
 		last = st.mark // the sequences up to the mark not read were overwritten before the snapshot
 	}
+	// What the cursor may claim after this push. A read that got to the
+	// end of the log (or snapshot) has every row written up to last: a
+	// sequence it skipped was overwritten by a change it holds. A batch
+	// cut by its size has that only if it skips no sequence, straight
+	// from the cursor: a row overwritten after an earlier read (its entry
+	// below last gone, its new one maybe beyond the batch) would otherwise
+	// count as held by the target (an insert acknowledged, a split child
+	// past a write) while it is not. The reads then go on from last and
+	// the cursor stays until one gets to the end.
+	confirmTo, ahead := last, uint64(0)
+	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
+		confirmTo, ahead = cursor, last
+	}
 	// Complete: after this push the target has everything up to its mark.
-	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && last >= st.mark
+	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
 	t.rows = filterRows(t.rows[:0], entries, &st)
 	if len(t.rows) == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
-		return more, p.confirm(t.id, last)
+		t.ahead, t.aheadOf = ahead, cursor
+		return more, p.confirm(t.id, confirmTo)
 	}
 	to := t.id
 	if t.tailOf != nil {
@@ -926,7 +948,19 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
 	p.mu.Unlock()
-	return more, p.confirm(t.id, last)
+	t.ahead, t.aheadOf = ahead, cursor
+	return more, p.confirm(t.id, confirmTo)
+}
+
+// contiguous reports whether entries hold every sequence from after+1 on,
+// none skipped.
+func contiguous(entries []partition.LogEntry, after uint64) bool {
+	for i := range entries {
+		if entries[i].Seq != after+uint64(i)+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // filterRows appends to dst the rows of entries that go to the target:
