@@ -65,7 +65,7 @@ func (n *Node) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		Table:     info.Table,
 		Placement: info.Placement,
 		Self:      n.cfg.ID,
-		Log:       rep,
+		Log:       replication.ReplicaLog(rep),
 		Sender:    pushSender{n},
 		Logger:    n.log.With("placement", info.Placement),
 		OnStale:   func(metadata.Target) { n.requestResync(info.Table) },
@@ -134,9 +134,7 @@ func (n *Node) tryDrop(st ReplicaStatus) error {
 	if rt == nil {
 		return nil
 	}
-	dropped, err := n.store.DropReplicaIf(st.Placement, func(r *partition.Replica) bool {
-		return r.Unloading() && rt.pusher.Drained()
-	})
+	dropped, err := n.store.DropReplicaIf(st.Placement, rt.pusher.DropReady)
 	if err != nil || !dropped {
 		return err
 	}

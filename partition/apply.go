@@ -104,8 +104,10 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 // sorted; a row naming a field twice is normalized as model.Row.Normalize
 // does. Apply does not modify rows.
 //
-// Apply fails with ErrDropped on a dropped replica, with ErrUnloading
-// after Unload (until Resume) and with ErrClosed after Close.
+// Apply fails with ErrDropped on a dropped replica, and also when a drop
+// begins before it returns (the drop waits for it, then deletes its rows:
+// they are never reported stored), with ErrUnloading after Unload (until
+// Resume) and with ErrClosed after Close.
 func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 	return r.ApplyFrom(rows, uuid.Nil)
 }
@@ -133,6 +135,19 @@ func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID) (ApplyResult, er
 	if err != nil {
 		return ApplyResult{}, err
 	}
+	res, err = r.finishApply(res, batch)
+	if endErr := r.endApply(); err == nil {
+		err = endErr
+	}
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	return res, nil
+}
+
+// finishApply is step 4, outside applyMu: throttle, wait for the WAL sync
+// of batch (nil when nothing changed) and of every earlier change.
+func (r *Replica) finishApply(res ApplyResult, batch *pebble.Batch) (ApplyResult, error) {
 	if batch != nil && r.store.throttle != nil {
 		// Paid for once written, outside applyMu, and only for what
 		// changed: a replayed push that changes nothing costs nothing.
@@ -295,15 +310,22 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	prev := r.high.Load()
 	batch := db.NewBatch()
 	changed, err := r.buildBatch(sc, rows, batch, prev)
-	if err != nil || changed == 0 {
+	if err != nil {
 		_ = batch.Close()
-		return ApplyResult{LastSeq: prev}, nil, err
+		return ApplyResult{}, nil, err
+	}
+	if changed == 0 {
+		// A tie still waits for the sync of the change it ties with.
+		_ = batch.Close()
+		r.beginApply()
+		return ApplyResult{LastSeq: prev}, nil, nil
 	}
 	last := prev + uint64(changed)
 	if err := db.ApplyNoSyncWait(batch, pebble.Sync); err != nil {
 		_ = batch.Close()
 		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: apply: %w", r.info.Placement, err)
 	}
+	r.beginApply()
 	r.synced.add(prev+1, last)
 	r.high.Store(last)
 	for i := range rows {

@@ -46,6 +46,10 @@
 //     flag is not persisted.
 //   - DropReplicaIf evaluates its condition and deletes the replica under
 //     the apply lock, so no Apply changes what the condition saw (rule 3).
+//     An Apply still in flight when a drop begins (its batch visible, its
+//     sync not yet waited for) fails with ErrDropped: the drop waits for
+//     it before deleting, so no Apply reports rows stored that a drop
+//     deletes. ApplyInFlight lets a condition refuse such a drop instead.
 //
 // # Concurrency
 //

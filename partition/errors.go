@@ -35,6 +35,8 @@ var (
 	// replica's synced watermark: no target can hold a change that was not
 	// pushed, and only synced changes are pushed (rule 1).
 	ErrCursorAhead = errors.New("partition: cursor above the synced watermark")
+	// ErrSnapshotClosed is returned by LogSnapshot.ReadLog after Close.
+	ErrSnapshotClosed = errors.New("partition: log snapshot closed")
 	// ErrCorrupt is returned when a stored key or value does not decode.
 	ErrCorrupt = errors.New("partition: corrupt value")
 	// ErrCannotSplit is returned by SplitPoint when the replica's rows

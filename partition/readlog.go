@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -51,6 +52,93 @@ func (r *Replica) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
 	return r.readLog(snap, after, high, maxRows)
+}
+
+// LogSnapshot is a frozen view of a replica's log: ReadLog as it would
+// have answered when the snapshot was taken, whatever was written since.
+// It holds every change up to Seq, the high sequence then, and a row
+// overwritten since is read at its sequence then, with its value then.
+//
+// A mark (a split's backfill, a join's catch-up: DESIGN.md sections 5 and
+// 6, rule 7) must be read from one. The live log covers live rows only: a
+// row held at the mark and overwritten after it has left the log at or
+// below the mark for a sequence above it, so a push of the live log up to
+// the mark would miss it.
+//
+// A LogSnapshot pins the pebble state it reads (compactions keep it) until
+// Close; the Store closes the ones still open when it closes. Its methods
+// are safe for concurrent use.
+type LogSnapshot struct {
+	r    *Replica
+	high uint64
+	// mu is held shared by ReadLog and exclusively by Close.
+	mu   sync.RWMutex
+	snap *pebble.Snapshot // nil once closed
+}
+
+// SnapshotLog freezes the replica's log (see LogSnapshot). It takes the
+// apply lock briefly.
+func (r *Replica) SnapshotLog() (*LogSnapshot, error) {
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.store.gate.Exit()
+	snap, high, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	ls := &LogSnapshot{r: r, high: high, snap: snap}
+	s := r.store
+	s.snaps.Lock()
+	s.snaps.m[ls] = struct{}{}
+	s.snaps.Unlock()
+	return ls, nil
+}
+
+// Seq returns the replica's high sequence when the snapshot was taken:
+// the snapshot holds every change up to it and none above.
+func (s *LogSnapshot) Seq() uint64 { return s.high }
+
+// ReadLog is Replica.ReadLog on the snapshot: the rows live when it was
+// taken whose sequence is above after (all at or below Seq), in ascending
+// sequence order, at most maxRows of them (maxRows <= 0: no limit). It
+// first waits until Seq is synced, so it returns only synced rows (rule
+// 1). It fails with ErrSnapshotClosed after Close, ErrDropped once the
+// replica is dropped and ErrClosed after the Store's Close.
+func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
+	r := s.r
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.store.gate.Exit()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.snap == nil {
+		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrSnapshotClosed)
+	}
+	if s.high <= after {
+		return nil, nil
+	}
+	if err := r.synced.wait(s.high); err != nil {
+		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+	}
+	return r.readLog(s.snap, after, s.high, maxRows)
+}
+
+// Close releases the snapshot, once a ReadLog in progress returned.
+// Idempotent.
+func (s *LogSnapshot) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.snap == nil {
+		return
+	}
+	_ = s.snap.Close()
+	s.snap = nil
+	st := s.r.store
+	st.snaps.Lock()
+	delete(st.snaps.m, s)
+	st.snaps.Unlock()
 }
 
 // snapshot takes a DB snapshot and the high sequence it contains. Under

@@ -37,6 +37,18 @@ type Replica struct {
 	unloading atomic.Bool
 	// synced tracks the synced watermark.
 	synced *syncTracker
+	// inflight counts the Applies in flight: past their checks under
+	// applyMu and not returned yet (a batch made visible but not synced,
+	// or a tie waiting for an earlier sync). A drop marks the replica
+	// dropped and then waits until n is 0 before deleting anything, and an
+	// Apply reads dropped as it leaves, under the same mutex: an Apply that
+	// overlaps a drop fails with ErrDropped, never returns nil for rows the
+	// drop deletes (rule 3).
+	inflight struct {
+		sync.Mutex
+		cond sync.Cond // signalled when n drops to 0
+		n    int
+	}
 
 	// cursors are the replication cursors: target placement → highest
 	// sequence the target confirmed. Holding the mutex across the pebble
@@ -65,7 +77,56 @@ type ReplicaStats struct {
 func newReplica(s *Store, info ReplicaInfo) *Replica {
 	r := &Replica{store: s, info: info, ks: newKeyspace(info.Placement)}
 	r.cursors.m = make(map[uuid.UUID]uint64)
+	r.inflight.cond.L = &r.inflight.Mutex
 	return r
+}
+
+// ApplyInFlight returns the number of Applies in flight on the replica:
+// past their checks under the apply lock and not returned yet. Read under
+// the apply lock (in a DropReplicaIf condition), 0 means that no Apply can
+// still return success for rows a drop would delete.
+func (r *Replica) ApplyInFlight() int {
+	r.inflight.Lock()
+	defer r.inflight.Unlock()
+	return r.inflight.n
+}
+
+// beginApply counts an Apply in flight; the caller holds applyMu and has
+// checked that the replica is not dropped.
+func (r *Replica) beginApply() {
+	r.inflight.Lock()
+	r.inflight.n++
+	r.inflight.Unlock()
+}
+
+// endApply ends an Apply begun with beginApply. It returns ErrDropped when
+// a drop began meanwhile: the drop deletes the Apply's rows once every
+// Apply in flight has ended, so they must not be acknowledged.
+func (r *Replica) endApply() error {
+	r.inflight.Lock()
+	defer r.inflight.Unlock()
+	r.inflight.n--
+	if r.inflight.n == 0 {
+		r.inflight.cond.Broadcast()
+	}
+	if r.dropped.Load() {
+		return fmt.Errorf("replica %s: dropped while the write was in flight: %w", r.info.Placement, ErrDropped)
+	}
+	return nil
+}
+
+// markDropped sets dropped and waits until no Apply is in flight; it
+// returns the previous value of dropped. The caller holds applyMu, so no
+// Apply begins meanwhile, and every Apply that ends from now on fails with
+// ErrDropped.
+func (r *Replica) markDropped() bool {
+	r.inflight.Lock()
+	defer r.inflight.Unlock()
+	was := r.dropped.Swap(true)
+	for r.inflight.n > 0 {
+		r.inflight.cond.Wait()
+	}
+	return was
 }
 
 // initSeq sets the high sequence and the watermark at creation or load
@@ -175,13 +236,14 @@ func (r *Replica) dropIf(cond func(*Replica) bool) (bool, error) {
 	return true, r.dropLocked()
 }
 
-// dropLocked is drop under applyMu. It also takes cursors.mu, so a
-// concurrent SetConfirmed writes its cursor either before the DeleteRange
-// (which removes it) or not at all.
+// dropLocked is drop under applyMu. It first marks the replica dropped
+// and waits for the Applies in flight to end (they fail with ErrDropped).
+// It also takes cursors.mu, so a concurrent SetConfirmed writes its cursor
+// either before the DeleteRange (which removes it) or not at all.
 func (r *Replica) dropLocked() error {
+	wasDropped := r.markDropped()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
-	wasDropped := r.dropped.Swap(true)
 	b := r.store.db.NewBatch()
 	defer b.Close()
 	if err := r.dropOps(b); err != nil {

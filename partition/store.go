@@ -63,6 +63,13 @@ type Store struct {
 		// the registry agree.
 		replicas map[uuid.UUID]*Replica
 	}
+
+	// snaps are the open LogSnapshots; Close closes those still open
+	// before it closes pebble (which refuses to close with snapshots).
+	snaps struct {
+		sync.Mutex
+		m map[*LogSnapshot]struct{}
+	}
 }
 
 // ReplicaInfo is the registry entry of a replica: which placement of which
@@ -144,6 +151,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, log: log, throttle: opts.Throttle}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
+	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -203,6 +211,15 @@ func (s *Store) loadRegistry() error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.gate.Close()
+		s.snaps.Lock()
+		open := make([]*LogSnapshot, 0, len(s.snaps.m))
+		for ls := range s.snaps.m {
+			open = append(open, ls)
+		}
+		s.snaps.Unlock()
+		for _, ls := range open {
+			ls.Close()
+		}
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}
@@ -312,6 +329,8 @@ func (s *Store) Replicas() []*Replica {
 // DropReplica deletes a replica's data and registry entry and writes its
 // tombstone, in one synced batch, under the replica's apply lock: Applies
 // after it fail with ErrDropped, and the placement is never created again.
+// The Applies in flight when it begins (past the apply lock, not returned)
+// are waited for and fail with ErrDropped too.
 // Dropping an unknown or already dropped placement writes the tombstone
 // (and removes any stray data) and succeeds. The replication safety checks
 // of DESIGN.md section 12 rule 3 are the caller's.
@@ -339,7 +358,9 @@ func (s *Store) DropReplica(placement uuid.UUID) error {
 // returns true: the final check and the DeleteRange are atomic with respect
 // to Applies (DESIGN.md section 12, rule 3). cond must not call Apply,
 // ReadLog, Scan, Aggregate, Checksum or any Store method; it may call
-// HighSeq, SyncedSeq, Confirmed, Cursors, Unloading and Info. Cursors may
+// HighSeq, SyncedSeq, Confirmed, Cursors, Unloading, ApplyInFlight and
+// Info. When it returns true, the Applies still in flight are waited for
+// and fail with ErrDropped, as with DropReplica. Cursors may
 // still rise between cond and the drop (SetConfirmed does not take the
 // apply lock), never fall. It returns whether it dropped; an unknown or
 // already dropped placement gives (false, nil) and writes nothing.

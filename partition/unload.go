@@ -5,7 +5,8 @@ package partition
 // moment it learns its status). It takes the apply lock, so an Apply that
 // already holds it makes its batch visible (and gets its sequence) first,
 // and none assigns a sequence after Unload returns: HighSeq is then fixed
-// until Resume. Such an Apply still waits for its sync and succeeds. The
+// until Resume. Such an Apply still waits for its sync and succeeds (unless
+// the replica is dropped before it returns: see DropReplica). The
 // state is not persisted (discovery re-derives it at start). Idempotent.
 //
 // ReadLog, Scan, Aggregate, Checksum and the cursor methods keep working on

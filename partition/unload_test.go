@@ -4,6 +4,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +287,63 @@ func TestDropReplicaIfAtomicWithApply(t *testing.T) {
 	}
 	if n := countKeys(t, s.DB(), r.ks.prefix, r.ks.dataEnd); n != 0 {
 		t.Fatalf("%d keys left after the drop", n)
+	}
+}
+
+// TestApplyLosingToADropFails holds an Apply after it made its batch
+// visible and released the apply lock (in the store's throttle, before its
+// WAL sync) and drops the replica meanwhile, unconditionally and with a
+// condition that holds: the Apply must return ErrDropped, never nil, since
+// its rows are deleted (an acknowledgement of them would be a lie).
+func TestApplyLosingToADropFails(t *testing.T) {
+	for _, conditional := range []bool{false, true} {
+		var hold atomic.Bool
+		entered := make(chan struct{})
+		release := make(chan struct{})
+		s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20, Throttle: func(int) {
+			if hold.CompareAndSwap(true, false) {
+				close(entered)
+				<-release
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		r := createTestReplica(t, s)
+		applyN(t, r, 3)
+		hold.Store(true)
+		applied := make(chan error, 1)
+		go func() {
+			_, err := r.Apply([]model.Row{row("late", 100, fl("v", 1, 1))})
+			applied <- err
+		}()
+		<-entered
+		dropped := make(chan error, 1)
+		go func() {
+			if conditional {
+				ok, err := s.DropReplicaIf(r.Info().Placement, func(*Replica) bool { return true })
+				if err == nil && !ok {
+					err = errors.New("DropReplicaIf did not drop")
+				}
+				dropped <- err
+				return
+			}
+			dropped <- s.DropReplica(r.Info().Placement)
+		}()
+		// The drop has begun once the replica is marked dropped.
+		for !r.dropped.Load() {
+			runtime.Gosched()
+		}
+		close(release)
+		if err := <-applied; !errors.Is(err, ErrDropped) {
+			t.Fatalf("conditional %v: an Apply in flight across the drop returned %v; want ErrDropped", conditional, err)
+		}
+		if err := <-dropped; err != nil {
+			t.Fatalf("conditional %v: drop: %v", conditional, err)
+		}
+		if n := countKeys(t, s.DB(), r.ks.prefix, r.ks.dataEnd); n != 0 {
+			t.Fatalf("conditional %v: %d keys left after the drop", conditional, n)
+		}
 	}
 }

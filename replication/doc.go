@@ -25,7 +25,13 @@
 //     due, there is no network call: the cursor just advances.
 //  3. On success (the receiver synced the rows) the cursor moves to the
 //     last entry's sequence with Log.SetConfirmed, durably, and
-//     WaitConfirmed waiters wake. A cursor never moves back.
+//     WaitConfirmed waiters wake. A cursor never moves back. A cursor
+//     claims that the target has every row written at or below it, so a
+//     batch cut by its size moves it only if the batch skips no sequence:
+//     a skipped sequence is a row overwritten since, whose new entry may
+//     lie beyond the batch. Otherwise the next reads go on from the
+//     batch's end and the cursor moves once a read reaches the end of the
+//     log (rows overwritten before that read are in it).
 //  4. On failure the cursor stays; the goroutine backs off (RetryMin
 //     doubling to RetryMax, each wait uniform in [d/2, d]) and records the
 //     error for Status. A stale placement answer also calls OnStale, so the
@@ -41,8 +47,10 @@
 // WaitConfirmed is the insert acknowledgement: it counts only targets of
 // kind replica whose server is in the given list (servers[] of the newest
 // txn), never joining or split targets. Drained is the replication input of
-// rule 3: at least one target and every target confirmed the synced
-// watermark.
+// rule 3: at least one target and every target confirmed the replica's
+// high sequence (synced or not); DropReady adds that the replica is
+// unloading and no Apply is in flight on it, and is the condition the
+// node drops replicas with.
 //
 // # What each target receives
 //
@@ -64,7 +72,13 @@
 // # Join mark
 //
 // The first time a placement appears as a joining target of a Pusher, the
-// Pusher fixes its mark := Log.SyncedSeq(). Once the target's cursor reaches
+// Pusher fixes its mark := the Seq of a snapshot of the log
+// (Log.SnapshotLog), and the target's pushes up to the mark read that
+// snapshot: a row held at the mark and overwritten since is in the live
+// log only above the mark. A split target's backfill does the same. The
+// snapshot is released once the cursor reaches the mark, when the target
+// is removed (its mark is forgotten with it) and when Run returns (the next
+// Run sets the marks again). Once the target's cursor reaches
 // the mark, every push to it carries Complete=true, and an empty push is
 // sent as soon as it becomes complete when no row push carries it (and
 // again at every Tick while the target stays joining, so a receiver that
@@ -116,6 +130,6 @@
 // All Pusher methods are safe for concurrent use and may be called before
 // Run. No goroutine outlives Run. Pusher.confirmMu and Pusher.mu are never
 // held together. The Sender, Log.ReadLog and Log.SetConfirmed are called
-// without Pusher.mu; Log.SyncedSeq and Log.Confirmed are also called under
+// without Pusher.mu; Log.SyncedSeq, Log.HighSeq and Log.Confirmed are also called under
 // it and must not call back into the Pusher.
 package replication

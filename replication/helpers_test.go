@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 
@@ -66,6 +67,26 @@ func (l *fakeLog) SyncedSeq() uint64 {
 	return l.synced
 }
 
+// HighSeq is SyncedSeq: every entry of a fakeLog is synced.
+func (l *fakeLog) HighSeq() uint64 { return l.SyncedSeq() }
+
+// SnapshotLog copies the entries (a fakeLog never overwrites one).
+func (l *fakeLog) SnapshotLog() (LogSnapshot, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.readErr != nil {
+		return nil, l.readErr
+	}
+	s := &fakeLog{entries: slices.Clone(l.entries), synced: l.synced, cursors: map[uuid.UUID]uint64{}}
+	return fakeSnapshot{s}, nil
+}
+
+// fakeSnapshot is a frozen copy of a fakeLog.
+type fakeSnapshot struct{ *fakeLog }
+
+func (s fakeSnapshot) Seq() uint64 { return s.SyncedSeq() }
+func (s fakeSnapshot) Close()      {}
+
 func (l *fakeLog) Confirmed(target uuid.UUID) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -95,6 +116,10 @@ type replicaLog struct {
 	*partition.Replica
 	mu      sync.Mutex
 	cursors map[uuid.UUID]uint64
+}
+
+func (l *replicaLog) SnapshotLog() (LogSnapshot, error) {
+	return ReplicaLog(l.Replica).SnapshotLog()
 }
 
 func (l *replicaLog) Confirmed(target uuid.UUID) uint64 {

@@ -27,11 +27,46 @@ type Log interface {
 	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
 	// SyncedSeq is the replica's synced watermark.
 	SyncedSeq() uint64
+	// HighSeq is the replica's last assigned sequence, synced or not.
+	HighSeq() uint64
 	// Confirmed is the highest sequence the target placement confirmed
 	// (0 if none), as recorded durably by SetConfirmed.
 	Confirmed(target uuid.UUID) uint64
 	// SetConfirmed records durably that target has every row up to seq.
 	SetConfirmed(target uuid.UUID, seq uint64) error
+	// SnapshotLog freezes the log as it is now (see LogSnapshot). It must
+	// not call back into the Pusher.
+	SnapshotLog() (LogSnapshot, error)
+}
+
+// LogSnapshot is a frozen view of a Log; *partition.LogSnapshot implements
+// it. A joining or split target's mark is the Seq of one, and the target's
+// catch-up up to the mark reads it: a row held at the mark and
+// overwritten after it is in the snapshot at its old sequence, while the
+// live log has it only above the mark (DESIGN.md section 5: the sequence
+// index covers live rows only).
+type LogSnapshot interface {
+	// Seq is the log's high sequence when the snapshot was taken.
+	Seq() uint64
+	// ReadLog is Log.ReadLog on the snapshot: the rows live then with a
+	// sequence above after, all at or below Seq and synced.
+	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
+	// Close releases the snapshot. Idempotent.
+	Close()
+}
+
+// ReplicaLog returns r as a Log.
+func ReplicaLog(r *partition.Replica) Log { return partitionLog{r} }
+
+// partitionLog adapts *partition.Replica to Log.
+type partitionLog struct{ *partition.Replica }
+
+func (l partitionLog) SnapshotLog() (LogSnapshot, error) {
+	s, err := l.Replica.SnapshotLog()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Sender delivers one push to the target's server. It returns nil once the
@@ -158,9 +193,14 @@ type Pusher struct {
 		// same by placement.
 		view    []*target
 		targets map[uuid.UUID]*target
-		// marks are the join marks: Log.SyncedSeq() when a placement
-		// first appeared as a joining target of this Pusher.
+		// marks are the join and split marks: the Seq of a snapshot of
+		// the log (Log.SnapshotLog) taken when a placement first appeared
+		// as a joining or split target of this Pusher.
 		marks map[uuid.UUID]uint64
+		// frozen are those snapshots, kept while the target's cursor is
+		// below its mark: its catch-up up to the mark reads the snapshot.
+		// A mark whose target's cursor is below it always has one here.
+		frozen map[uuid.UUID]LogSnapshot
 		// changed is closed and replaced on every confirmation and view
 		// change; WaitConfirmed waits on it.
 		changed chan struct{}
@@ -196,6 +236,11 @@ type target struct {
 	// Owned by the target's goroutine:
 	rows []model.Row
 	buf  []byte
+	// ahead is how far reads got past the cursor aheadOf without the
+	// cursor moving: a batch cut by its size that skips a sequence (a row
+	// overwritten since, now at a higher sequence, maybe beyond the batch)
+	// cannot be confirmed (see step). Valid while the cursor is aheadOf.
+	ahead, aheadOf uint64
 }
 
 // NewPusher returns a Pusher with no targets; Run starts pushing. It panics
@@ -208,6 +253,7 @@ func NewPusher(cfg Config) *Pusher {
 	p := &Pusher{cfg: cfg, log: cfg.Logger.With("table", cfg.Table, "placement", cfg.Placement)}
 	p.mu.targets = make(map[uuid.UUID]*target)
 	p.mu.marks = make(map[uuid.UUID]uint64)
+	p.mu.frozen = make(map[uuid.UUID]LogSnapshot)
 	p.mu.changed = make(chan struct{})
 	return p
 }
@@ -223,6 +269,10 @@ func (p *Pusher) Run(ctx context.Context) {
 		panic("replication: Pusher.Run called while running")
 	}
 	p.mu.run, p.mu.wg = ctx, &wg
+	p.mu.Unlock()
+	// A previous Run released the snapshots of the marks not reached.
+	p.setMarks()
+	p.mu.Lock()
 	for _, t := range p.mu.view {
 		p.startLocked(t)
 		if t.tail != nil {
@@ -252,6 +302,15 @@ func (p *Pusher) Run(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	wg.Wait()
+	// No snapshot outlives Run: a mark not reached is dropped with its
+	// snapshot, and set again by the next Run or SetView.
+	p.mu.Lock()
+	var release []LogSnapshot
+	for id := range p.mu.frozen {
+		release = append(release, p.unmarkLocked(id))
+	}
+	p.mu.Unlock()
+	closeAll(release)
 }
 
 // startLocked starts t's goroutine if Run is active.
@@ -337,8 +396,14 @@ func (t *target) signal() {
 // for the first time gets its join mark. Every target wakes. A view with
 // an older txnSeq than the current one is ignored.
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
+	// Snapshots for the new marks are taken before p.mu: SnapshotLog takes
+	// the replica's apply lock, under which DropReady takes p.mu.
+	frozen := p.freeze(d.Targets)
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	defer func() {
+		p.mu.Unlock()
+		closeAll(frozen)
+	}()
 	if txnSeq < p.mu.txnSeq {
 		p.log.Debug("older view ignored", "txnseq", txnSeq, "current", p.mu.txnSeq)
 		return
@@ -351,11 +416,11 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 			continue
 		}
 		seen[spec.PlacementID] = true
-		view = append(view, p.updateTargetLocked(spec))
+		view = append(view, p.updateTargetLocked(spec, &frozen))
 	}
 	for id, t := range p.mu.targets {
 		if !seen[id] {
-			p.removeTargetLocked(t)
+			frozen = append(frozen, p.removeTargetLocked(t))
 		}
 	}
 	p.mu.view = view
@@ -371,8 +436,9 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 }
 
 // updateTargetLocked returns the target of spec, created if new, with its
-// spec replaced by a copy of spec.
-func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
+// spec replaced by a copy of spec. A new mark takes its snapshot from
+// frozen.
+func (p *Pusher) updateTargetLocked(spec metadata.Target, frozen *[]LogSnapshot) *target {
 	t, ok := p.mu.targets[spec.PlacementID]
 	if !ok {
 		t = &target{id: spec.PlacementID, wake: make(chan struct{}, 1), retry: make(chan struct{}, 1)}
@@ -381,17 +447,7 @@ func (p *Pusher) updateTargetLocked(spec metadata.Target) *target {
 	}
 	spec.Begin, spec.End = cloneBound(spec.Begin), cloneBound(spec.End)
 	t.spec = spec
-	if spec.Kind == metadata.TargetJoining || spec.Kind == metadata.TargetSplit {
-		// A joiner or a split child must get everything this replica held
-		// when it first saw it: a fixed mark, so catch-up converges under
-		// load (the joiner is told Complete; a split's finalizer reads the
-		// mark from Status).
-		if _, ok := p.mu.marks[spec.PlacementID]; !ok {
-			mark := p.cfg.Log.SyncedSeq()
-			p.mu.marks[spec.PlacementID] = mark
-			p.log.Info("mark set", "kind", spec.Kind, "server", spec.ServerID, "target", spec.PlacementID, "mark", mark)
-		}
-	}
+	p.setMarkLocked(t, frozen)
 	switch {
 	case spec.Kind == metadata.TargetSplit && t.tail == nil:
 		t.tail = &target{id: tailCursor(t.id), tailOf: t, wake: make(chan struct{}, 1), retry: make(chan struct{}, 1)}
@@ -411,7 +467,10 @@ func tailCursor(placement uuid.UUID) uuid.UUID {
 	return uuid.NewSHA1(placement, []byte("split-tail"))
 }
 
-func (p *Pusher) removeTargetLocked(t *target) {
+// removeTargetLocked stops and forgets t. A mark t had not reached is
+// dropped too (a re-added target gets a new one); its snapshot is
+// returned for the caller to close once p.mu is released (nil if none).
+func (p *Pusher) removeTargetLocked(t *target) LogSnapshot {
 	t.stopLocked()
 	if t.tail != nil {
 		t.tail.stopLocked()
@@ -419,6 +478,107 @@ func (p *Pusher) removeTargetLocked(t *target) {
 	}
 	delete(p.mu.targets, t.id)
 	p.log.Info("replication target removed", "server", t.spec.ServerID, "target", t.id)
+	return p.unmarkLocked(t.id)
+}
+
+// needsMark reports whether a target of kind gets a mark: a joiner or a
+// split child must get everything this replica held when it first saw it,
+// a fixed mark, so its catch-up converges under load (the joiner is told
+// Complete; a split's finalizer reads the mark from Status).
+func needsMark(kind metadata.TargetKind) bool {
+	return kind == metadata.TargetJoining || kind == metadata.TargetSplit
+}
+
+// freeze returns one snapshot of the log for each of specs that needs a
+// mark and has none yet (possibly more: callers close what they do not
+// use). It must be called without p.mu. A snapshot that cannot be taken
+// (the replica was dropped or the store closed) is logged and leaves its
+// target without a mark until the next SetView or Run: such a target is
+// never reported past a mark nor told Complete.
+func (p *Pusher) freeze(specs []metadata.Target) []LogSnapshot {
+	p.mu.Lock()
+	n := 0
+	for _, spec := range specs {
+		if _, ok := p.mu.marks[spec.PlacementID]; !ok && needsMark(spec.Kind) && spec.PlacementID != p.cfg.Placement {
+			n++
+		}
+	}
+	p.mu.Unlock()
+	var out []LogSnapshot
+	for range n {
+		s, err := p.cfg.Log.SnapshotLog()
+		if err != nil {
+			p.log.Warn("cannot snapshot the log for a mark; retried with the next view", "err", err)
+			break
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// setMarkLocked gives t its mark if it needs one and has none, taking a
+// snapshot from frozen; without one left, t stays without a mark.
+func (p *Pusher) setMarkLocked(t *target, frozen *[]LogSnapshot) {
+	if _, ok := p.mu.marks[t.id]; ok || !needsMark(t.spec.Kind) || len(*frozen) == 0 {
+		return
+	}
+	s := (*frozen)[len(*frozen)-1]
+	*frozen = (*frozen)[:len(*frozen)-1]
+	mark := s.Seq()
+	p.mu.marks[t.id] = mark
+	p.mu.frozen[t.id] = s
+	p.log.Info("mark set", "kind", t.spec.Kind, "server", t.spec.ServerID, "target", t.id, "mark", mark)
+}
+
+// setMarks gives the targets of the current view that need a mark one.
+// It must be called without p.mu.
+func (p *Pusher) setMarks() {
+	p.mu.Lock()
+	specs := make([]metadata.Target, 0, len(p.mu.view))
+	for _, t := range p.mu.view {
+		specs = append(specs, t.spec)
+	}
+	p.mu.Unlock()
+	frozen := p.freeze(specs)
+	p.mu.Lock()
+	for _, t := range p.mu.view {
+		p.setMarkLocked(t, &frozen)
+	}
+	p.mu.Unlock()
+	closeAll(frozen)
+}
+
+// unmarkLocked forgets target id's mark if it still has its snapshot (its
+// cursor is below the mark) and returns that snapshot for the caller to
+// close without p.mu; nil if none.
+func (p *Pusher) unmarkLocked(id uuid.UUID) LogSnapshot {
+	s, ok := p.mu.frozen[id]
+	if !ok {
+		return nil
+	}
+	delete(p.mu.frozen, id)
+	delete(p.mu.marks, id)
+	return s
+}
+
+// thaw releases target id's snapshot once its cursor reached the mark
+// (the mark stays).
+func (p *Pusher) thaw(id uuid.UUID, s LogSnapshot) {
+	p.mu.Lock()
+	if p.mu.frozen[id] == s {
+		delete(p.mu.frozen, id)
+	}
+	p.mu.Unlock()
+	s.Close()
+}
+
+// closeAll closes every non-nil snapshot of ss.
+func closeAll(ss []LogSnapshot) {
+	for _, s := range ss {
+		if s != nil {
+			s.Close()
+		}
+	}
 }
 
 func (p *Pusher) broadcastLocked() {
@@ -537,18 +697,32 @@ func (p *Pusher) confirmedLocked(t *target) uint64 {
 	return c
 }
 
+// DropReady is the drop condition of DESIGN.md section 12, rule 3, for
+// partition.Store.DropReplicaIf on the replica r this Pusher reads: r
+// refuses writes (Unloading), no Apply is in flight on it (one that made
+// its batch visible and has not returned yet could still acknowledge its
+// rows), and Drained holds: every target confirmed r's high sequence,
+// synced or not. It is the one condition the node's lifecycle drops
+// replicas with; DropReplicaIf calls it under r's apply lock, so no Apply
+// begins meanwhile.
+func (p *Pusher) DropReady(r *partition.Replica) bool {
+	return r.Unloading() && r.ApplyInFlight() == 0 && p.Drained()
+}
+
 // Drained reports whether there is at least one target and every target
-// has confirmed the replica's synced watermark: the replication half of
-// the drop check of DESIGN.md section 12, rule 3.
+// has confirmed the replica's high sequence (not only its synced
+// watermark: a visible batch not yet synced is a write about to be
+// acknowledged): the replication half of the drop check of DESIGN.md
+// section 12, rule 3.
 func (p *Pusher) Drained() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.mu.view) == 0 {
 		return false
 	}
-	synced := p.cfg.Log.SyncedSeq()
+	high := p.cfg.Log.HighSeq()
 	for _, t := range p.mu.view {
-		if p.confirmedLocked(t) < synced {
+		if p.confirmedLocked(t) < high {
 			return false
 		}
 	}
@@ -584,6 +758,7 @@ func (p *Pusher) Status() []api.TargetStatus {
 // above the cursor, back off after a failure, otherwise sleep until woken.
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
+	t.ahead, t.aheadOf = 0, 0
 	for {
 		more, err := p.step(ctx, t)
 		if ctx.Err() != nil {
@@ -616,6 +791,9 @@ type pushState struct {
 	mark         uint64
 	hasMark      bool
 	completeSent bool
+	// frozen is the snapshot the mark was taken from while the target's
+	// cursor is below it (nil for a tail stream).
+	frozen LogSnapshot
 }
 
 func (p *Pusher) pushState(t *target) pushState {
@@ -626,10 +804,14 @@ func (p *Pusher) pushState(t *target) pushState {
 		id = t.tailOf.id
 	}
 	mark, ok := p.mu.marks[id]
-	return pushState{
+	st := pushState{
 		spec: t.spec, txnSeq: p.mu.txnSeq,
 		mark: mark, hasMark: ok, completeSent: t.completeSent,
 	}
+	if t.tailOf == nil {
+		st.frozen = p.mu.frozen[id]
+	}
+	return st
 }
 
 // step reads one batch above t's cursor and delivers it. more reports that
@@ -637,6 +819,14 @@ func (p *Pusher) pushState(t *target) pushState {
 func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	st := p.pushState(t)
 	cursor := p.cfg.Log.Confirmed(t.id)
+	if st.frozen != nil && cursor >= st.mark {
+		p.thaw(t.id, st.frozen)
+		st.frozen = nil
+	}
+	// Up to its mark, a target reads the snapshot the mark was taken from:
+	// a row held then and overwritten since is not in the live log at or
+	// below the mark.
+	frozen := st.frozen != nil
 	backfill := false // a split target's own stream: up to the mark only
 	switch {
 	case t.tailOf != nil:
@@ -644,6 +834,9 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	case st.spec.Kind == metadata.TargetSplit && st.hasMark:
 		if cursor >= st.mark {
 			return false, nil // the tail stream pushes the rest
+		}
+		if !frozen {
+			return false, fmt.Errorf("split target below its mark %d has no log snapshot", st.mark)
 		}
 		backfill = true
 	case st.hasMark && cursor >= st.mark:
@@ -669,34 +862,55 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if catchUp {
 		batchRows = p.cfg.CatchUpBatchRows
 	}
-	entries, err := p.cfg.Log.ReadLog(cursor, batchRows)
+	from := cursor
+	if t.aheadOf == cursor && t.ahead > cursor {
+		from = t.ahead
+	}
+	var entries []partition.LogEntry
+	if frozen {
+		entries, err = st.frozen.ReadLog(from, batchRows)
+	} else {
+		entries, err = p.cfg.Log.ReadLog(from, batchRows)
+	}
 	if err != nil {
-		return false, fmt.Errorf("read log after %d: %w", cursor, err)
+		return false, fmt.Errorf("read log after %d: %w", from, err)
 	}
-	more = len(entries) >= batchRows
+	cut := len(entries) >= batchRows
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
-		entries, more = entries[:n], true
+		entries, cut = entries[:n], true
 	}
-	reachedMark := false // a row above the mark came next: every live row up to it is in entries
-	if backfill {
-		if n := slices.IndexFunc(entries, func(e partition.LogEntry) bool { return e.Seq > st.mark }); n >= 0 {
-			entries, more, reachedMark = entries[:n], false, true
-		}
-	}
-	last := cursor
+	// The snapshot holds nothing more: every row it holds up to the mark
+	// is in entries or was pushed before.
+	reachedMark := frozen && !cut
+	more = cut || reachedMark && !backfill // the live log above the mark follows at once
+	last := from
 	if len(entries) > 0 {
 		last = entries[len(entries)-1].Seq
 	}
 	if reachedMark {
-		last = st.mark // the sequences up to the mark not read were overwritten since
+		last = st.mark // the sequences up to the mark not read were overwritten before the snapshot
+	}
+	// What the cursor may claim after this push. A read that got to the
+	// end of the log (or snapshot) has every row written up to last: a
+	// sequence it skipped was overwritten by a change it holds. A batch
+	// cut by its size has that only if it skips no sequence, straight
+	// from the cursor: a row overwritten after an earlier read (its entry
+	// below last gone, its new one maybe beyond the batch) would otherwise
+	// count as held by the target (an insert acknowledged, a split child
+	// past a write) while it is not. The reads then go on from last and
+	// the cursor stays until one gets to the end.
+	confirmTo, ahead := last, uint64(0)
+	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
+		confirmTo, ahead = cursor, last
 	}
 	// Complete: after this push the target has everything up to its mark.
-	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && last >= st.mark
+	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
 	t.rows = filterRows(t.rows[:0], entries, &st)
 	if len(t.rows) == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
-		return more, p.confirm(t.id, last)
+		t.ahead, t.aheadOf = ahead, cursor
+		return more, p.confirm(t.id, confirmTo)
 	}
 	to := t.id
 	if t.tailOf != nil {
@@ -722,7 +936,19 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
 	p.mu.Unlock()
-	return more, p.confirm(t.id, last)
+	t.ahead, t.aheadOf = ahead, cursor
+	return more, p.confirm(t.id, confirmTo)
+}
+
+// contiguous reports whether entries hold every sequence from after+1 on,
+// none skipped.
+func contiguous(entries []partition.LogEntry, after uint64) bool {
+	for i := range entries {
+		if entries[i].Seq != after+uint64(i)+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // cutBatch returns how many of entries fit in a push of about maxBytes
