@@ -84,12 +84,14 @@ type clusterView struct {
 	live     []membership.Info
 	isLive   map[string]bool
 	draining map[string]time.Time
-	master   string
-	tables   []tableView
+	// lost are the lost-placement marks, by placement (node/lost.go).
+	lost   map[uuid.UUID]operator.LostMark
+	master string
+	tables []tableView
 }
 
 // readView reads the cluster's state: the live servers, the drain marks,
-// the master, and each table's METADATA: with fresh, the current one (read
+// the lost-placement marks, the master, and each table's METADATA: with fresh, the current one (read
 // from etcd and a metadata server), else the router's (kept current by the
 // table watch; the master's changes check the current one when sent).
 func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
@@ -101,6 +103,10 @@ func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
 	}
+	lost, err := operator.Lost(ctx, n.etcd, n.cfg.EtcdPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	}
 	master, err := election.Leader(ctx, n.etcd, n.cfg.EtcdPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
@@ -109,7 +115,7 @@ func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: list tables: %w", tsdbhttp.ErrUnavailable, err)
 	}
-	v := &clusterView{live: live, isLive: make(map[string]bool, len(live)), draining: draining, master: master}
+	v := &clusterView{live: live, isLive: make(map[string]bool, len(live)), draining: draining, lost: lost, master: master}
 	for _, s := range live {
 		v.isLive[s.ID] = true
 	}
