@@ -142,6 +142,18 @@ func TestWipedDiskRejoins(t *testing.T) {
 			t.Fatalf("after the re-join, a read via %s lacks acknowledged row %q: %v", id, k, err)
 		}
 	}
+	if lost := c.nodes["s3"].store.LostReplicas(); len(lost) != 1 || lost[0].Placement != old {
+		t.Fatalf("s3's lost placements: %+v, want only %s", lost, old)
+	}
+	// A restart on an intact data directory loses nothing.
+	c.stop("s2")
+	s2 := c.start("s2")
+	if lost := s2.store.LostReplicas(); len(lost) != 0 || s2.store.Fresh() {
+		t.Fatalf("s2 restarted on its data: lost %+v, fresh %v", lost, s2.store.Fresh())
+	}
+	if k, err := c.missingAcked("s2", acked); err != nil || k != "" {
+		t.Fatalf("after its restart, a read via s2 lacks acknowledged row %q: %v", k, err)
+	}
 	t.Logf("%d batches acknowledged of %d tried (%d before the wipe); %d complete reads via s3 during the repair",
 		len(acked), l.tried, len(before), checks)
 }
