@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/operator"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -156,4 +157,49 @@ func TestWipedDiskRejoins(t *testing.T) {
 	}
 	t.Logf("%d batches acknowledged of %d tried (%d before the wipe); %d complete reads via s3 during the repair",
 		len(acked), l.tried, len(before), checks)
+}
+
+// TestWipedDiskSoleReplica: a table of RF 1 whose only server is restarted
+// on a wiped data directory. Reads of the partition answer 503, never an
+// empty answer, and the master, seeing every server of the partition lost,
+// leaves it listed for an operator (removing it would not bring the rows
+// back).
+func TestWipedDiskSoleReplica(t *testing.T) {
+	c := startCluster(t, 2)
+	c.createTable("s1", "crash", 1)
+	var md tsdbhttp.MetadataResponse
+	c.client("s1").must(200, c.client("s1").do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	owner := md.Metadata.Partitions[0].Servers[0]
+	other := "s1"
+	if owner.ServerID == "s1" {
+		other = "s2"
+	}
+	c.insertLP(other, "crash", loaderBatch(0))
+	c.stop(owner.ServerID)
+	if err := os.RemoveAll(c.dirs[owner.ServerID]); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(c.dirs[owner.ServerID], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.start(owner.ServerID)
+	for _, id := range []string{owner.ServerID, other} {
+		if r := c.client(id).do("GET", "/api/v1/tables/crash/query?limit=1000", nil); r.status != 503 {
+			t.Fatalf("query via %s after the wipe: %d %s, want 503", id, r.status, r.body)
+		}
+	}
+	cli, err := c.etcd.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	waitFor(t, "the lost mark", func() bool {
+		marks, err := operator.Lost(context.Background(), cli, "/tsdb/")
+		return err == nil && marks[owner.PlacementID].Server == owner.ServerID
+	})
+	time.Sleep(3 * time.Second) // three master ticks
+	c.client(other).must(200, c.client(other).do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	if p := md.Metadata.Partitions[0]; len(p.Servers) != 1 || p.Servers[0] != owner || len(p.Joining) != 0 {
+		t.Fatalf("the master changed a partition whose every server lost its data: %+v", p)
+	}
 }
