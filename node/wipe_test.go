@@ -166,15 +166,24 @@ func TestWipedDiskRejoins(t *testing.T) {
 // back).
 func TestWipedDiskSoleReplica(t *testing.T) {
 	c := startCluster(t, 2)
-	c.createTable("s1", "crash", 1)
+	// The table's one metadata server is s1, which created it: the wiped
+	// server must be s2, or the METADATA would be gone with it (the
+	// metadata servers' own files are another matter, rule 5).
 	var md tsdbhttp.MetadataResponse
-	c.client("s1").must(200, c.client("s1").do("GET", "/api/v1/tables/crash/metadata", nil), &md)
-	owner := md.Metadata.Partitions[0].Servers[0]
-	other := "s1"
-	if owner.ServerID == "s1" {
-		other = "s2"
+	table := ""
+	for i := 0; table == ""; i++ {
+		if i == 20 {
+			t.Fatal("setup: 20 tables of RF 1 all placed on s1")
+		}
+		name := fmt.Sprintf("sole%d", i)
+		c.createTable("s1", name, 1)
+		c.client("s1").must(200, c.client("s1").do("GET", "/api/v1/tables/"+name+"/metadata", nil), &md)
+		if md.Metadata.Partitions[0].Servers[0].ServerID == "s2" {
+			table = name
+		}
 	}
-	c.insertLP(other, "crash", loaderBatch(0))
+	owner, other := md.Metadata.Partitions[0].Servers[0], "s1"
+	c.insertLP(other, table, loaderBatch(0))
 	c.stop(owner.ServerID)
 	if err := os.RemoveAll(c.dirs[owner.ServerID]); err != nil {
 		t.Fatal(err)
@@ -184,7 +193,7 @@ func TestWipedDiskSoleReplica(t *testing.T) {
 	}
 	c.start(owner.ServerID)
 	for _, id := range []string{owner.ServerID, other} {
-		if r := c.client(id).do("GET", "/api/v1/tables/crash/query?limit=1000", nil); r.status != 503 {
+		if r := c.client(id).do("GET", "/api/v1/tables/"+table+"/query?limit=1000", nil); r.status != 503 {
 			t.Fatalf("query via %s after the wipe: %d %s, want 503", id, r.status, r.body)
 		}
 	}
@@ -198,7 +207,7 @@ func TestWipedDiskSoleReplica(t *testing.T) {
 		return err == nil && marks[owner.PlacementID].Server == owner.ServerID
 	})
 	time.Sleep(3 * time.Second) // three master ticks
-	c.client(other).must(200, c.client(other).do("GET", "/api/v1/tables/crash/metadata", nil), &md)
+	c.client(other).must(200, c.client(other).do("GET", "/api/v1/tables/"+table+"/metadata", nil), &md)
 	if p := md.Metadata.Partitions[0]; len(p.Servers) != 1 || p.Servers[0] != owner || len(p.Joining) != 0 {
 		t.Fatalf("the master changed a partition whose every server lost its data: %+v", p)
 	}
