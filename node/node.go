@@ -553,10 +553,10 @@ func (n *Node) goAttach(f func()) {
 // the partition store's registry, and placements assigned meanwhile are
 // created. On a partition store created empty, the tables that exist now
 // are recorded first, so that the placements they list for this server
-// are known lost rather than created empty (node/lost.go). Without etcd
-// the server cannot start; a table that fails to load
-// is logged and retried by the watch and the reconciliation, so one bad
-// table does not keep the others down.
+// are known lost rather than created empty (node/lost.go), and each of
+// them is loaded now. Without etcd the server cannot start; a table that
+// fails to load is logged and retried by the watch and the reconciliation,
+// so one bad table does not keep the others down.
 func (n *Node) loadTables(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
 	tables, err := n.meta.ListTables(lctx)

@@ -284,7 +284,8 @@ func (v *clusterView) health() api.HealthResponse {
 
 // tableProblems are the problems of one table: an unreadable or invalid
 // map, too few live metadata servers, and per partition too few live
-// servers, more servers than the factor, or offline.
+// servers (a server that lost its copy does not count), more servers than
+// the factor, or offline.
 func (v *clusterView) tableProblems(t tableView) []api.Problem {
 	var probs []api.Problem
 	name := t.cfg.Name
@@ -309,9 +310,11 @@ func (v *clusterView) tableProblems(t tableView) []api.Problem {
 		p := &t.file.Partitions[i]
 		id := p.ID
 		live := 0
-		var down []string
+		var down, lost []string
 		for _, pl := range p.Servers {
-			if v.isLive[pl.ServerID] {
+			if m, ok := v.lost[pl.PlacementID]; ok && m.Server == pl.ServerID {
+				lost = append(lost, pl.ServerID) // live, but its copy is gone (node/lost.go)
+			} else if v.isLive[pl.ServerID] {
 				live++
 			} else {
 				down = append(down, pl.ServerID)
@@ -321,6 +324,9 @@ func (v *clusterView) tableProblems(t tableView) []api.Problem {
 			msg := fmt.Sprintf("%d of %d servers live (replication factor %d)", live, len(p.Servers), rf)
 			if len(down) > 0 {
 				msg += fmt.Sprintf("; not live: %s", strings.Join(down, ", "))
+			}
+			if len(lost) > 0 {
+				msg += fmt.Sprintf("; lost their data (a wiped disk): %s", strings.Join(lost, ", "))
 			}
 			if len(p.Joining) > 0 {
 				msg += fmt.Sprintf("; joining: %d", len(p.Joining))

@@ -164,8 +164,9 @@ func localRouteError(err error) error {
 // writes (SERVE, not unloading) under a view at least as new as
 // senderTxnSeq; otherwise the error matches tsdbhttp.ErrMoved (the sender
 // reloads METADATA), or tsdbhttp.ErrUnavailable for a placement whose data
-// this server lost (the sender goes to another replica, node/lost.go). A sender with a newer view than this server's makes
-// it catch up first (rule 8).
+// this server lost (the sender goes to another replica, node/lost.go). A
+// sender with a newer view than this server's makes it catch up first
+// (rule 8).
 func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
 	st, ok := n.replicaStatus(placement)
 	// Rule 8: a sender with a newer view makes this server catch up first,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +52,10 @@ func (c *testCluster) missingAcked(id string, acked []int) (string, error) {
 // every acknowledged row ends on three replicas.
 func TestWipedDiskRejoins(t *testing.T) {
 	c := startCluster(t, 3)
+	// Before the servers stop (a defer runs before the cleanups): no idle
+	// keep-alive connection of the test's clients holds up their HTTP
+	// shutdown.
+	defer http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	c.createTable("s1", "crash", 3)
 
 	// The loader's front ends (c.nodes is not safe to read concurrently
@@ -206,6 +212,13 @@ func TestWipedDiskSoleReplica(t *testing.T) {
 		marks, err := operator.Lost(context.Background(), cli, "/tsdb/")
 		return err == nil && marks[owner.PlacementID].Server == owner.ServerID
 	})
+	var health api.HealthResponse
+	c.client(other).must(200, c.client(other).do("GET", "/api/v1/cluster/health", nil), &health)
+	if !slices.ContainsFunc(health.Problems, func(p api.Problem) bool {
+		return p.Kind == api.ProblemUnderReplicated && p.Table == table && strings.Contains(p.Message, "lost their data")
+	}) {
+		t.Fatalf("tsdb admin stale does not report the lost copy: %+v", health.Problems)
+	}
 	time.Sleep(3 * time.Second) // three master ticks
 	c.client(other).must(200, c.client(other).do("GET", "/api/v1/tables/"+table+"/metadata", nil), &md)
 	if p := md.Metadata.Partitions[0]; len(p.Servers) != 1 || p.Servers[0] != owner || len(p.Joining) != 0 {
