@@ -38,7 +38,10 @@ func loaderBatch(i int) []byte {
 }
 
 func (l *loader) run(ctx context.Context, urls func() []string) {
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	// An open keep-alive connection would hold up an in-process server's
+	// Stop (its HTTP shutdown waits for it) once the load is over.
+	defer hc.CloseIdleConnections()
 	for i := 0; ctx.Err() == nil; i++ {
 		us := urls()
 		u := us[i%len(us)]

@@ -99,10 +99,11 @@ func (n *Node) requestResync(table string) {
 
 // lifecycleTick runs the periodic duties of the local replicas: drop the
 // UNLOAD replicas whose targets all confirmed everything, finalize the
-// joins whose initial replication is complete, and finalize the splits
-// whose children have the parent's rows (rule 7).
+// joins whose initial replication is complete, finalize the splits
+// whose children have the parent's rows (rule 7), and report the lost
+// placements to the master (node/lost.go).
 func (n *Node) lifecycleTick(ctx context.Context) error {
-	var errs []error
+	errs := []error{n.reportLost(ctx)}
 	for _, st := range n.ReplicaStatuses() {
 		switch st.Discovery.Status {
 		case metadata.StatusUnload:

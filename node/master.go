@@ -160,12 +160,17 @@ func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) e
 	return errors.Join(errs...)
 }
 
-// repairPartition makes at most one change to p: drop a dead or draining
-// joiner, join a replacement for a dead or draining server, or remove a
-// dead server once the live ones are back at the replication factor, or a
+// repairPartition makes at most one change to p: remove a placement its
+// server lost the data of (node/lost.go), drop a dead or draining joiner,
+// join a replacement for a dead or draining server, or remove a dead
+// server once the live ones are back at the replication factor, or a
 // draining one once the eligible ones are (join new, then remove old, so a
-// partition never drops below its factor).
+// partition never drops below its factor), or join a server to a partition
+// below its factor.
 func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView, dead func(string) bool) error {
+	if had, err := n.repairLost(ctx, cfg, p, v); had || err != nil {
+		return err
+	}
 	rf := cfg.ReplicationFactor
 	var deadServers, drainServers []string
 	live, eligible := 0, 0
@@ -198,6 +203,10 @@ func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p 
 	case len(drainServers) > 0 && eligible >= rf && joining == 0:
 		return n.removeServer(ctx, cfg, p.ID, drainServers[0], false)
 	case len(deadServers)+len(drainServers) > 0 && eligible+joining < rf:
+		return n.joinReplacement(ctx, cfg, p, v)
+	case len(p.Servers)+len(p.Joining) < rf:
+		// Below the factor with nobody dead or draining: a placement
+		// removed as lost (node/lost.go), or an operator's dead removal.
 		return n.joinReplacement(ctx, cfg, p, v)
 	}
 	return nil // a replacement is joining: JOIN_FINALIZE, then the removal
@@ -232,7 +241,7 @@ func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p 
 	if err != nil {
 		return fmt.Errorf("join replacement %s: %w", pl.ServerID, err)
 	}
-	n.log.Info("master: replacement joining for a dead or draining server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
+	n.log.Info("master: replacement joining for a dead, draining or lost server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
 	return nil
 }
 

@@ -356,6 +356,9 @@ type Node struct {
 		// unsplittable holds the local replicas found above their size
 		// target with every row at one time.
 		unsplittable map[uuid.UUID]unsplittable
+		// lostMarked is, per lost placement, whether this process put
+		// (true) or cleared (false) its lost mark in etcd.
+		lostMarked map[uuid.UUID]bool
 		// rateAt and rateRows are the previous insert-rate sample.
 		rateAt   time.Time
 		rateRows float64
@@ -469,6 +472,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.mu.replicas = make(map[uuid.UUID]ReplicaStatus)
 	n.mu.runtimes = make(map[uuid.UUID]*replicaRuntime)
 	n.mu.unsplittable = make(map[uuid.UUID]unsplittable)
+	n.mu.lostMarked = make(map[uuid.UUID]bool)
 
 	n.ln, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -657,9 +661,12 @@ func (n *Node) goAttach(f func()) {
 // down (DESIGN.md section 4: a metadata server that lacks the current txn
 // serves nothing until it has fetched it). Local replicas are re-opened from
 // the partition store's registry, and placements assigned meanwhile are
-// created. Without etcd the server cannot start; a table that fails to load
-// is logged and retried by the watch and the reconciliation, so one bad
-// table does not keep the others down.
+// created. On a partition store created empty, the tables that exist now
+// are recorded first, so that the placements they list for this server
+// are known lost rather than created empty (node/lost.go), and each of
+// them is loaded now. Without etcd the server cannot start; a table that
+// fails to load is logged and retried by the watch and the reconciliation,
+// so one bad table does not keep the others down.
 func (n *Node) loadTables(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
 	tables, err := n.meta.ListTables(lctx)
@@ -668,12 +675,15 @@ func (n *Node) loadTables(ctx context.Context) error {
 		return fmt.Errorf("node: list tables in etcd at %s (is etcd running there?): %w",
 			strings.Join(n.cfg.EtcdEndpoints, ","), err)
 	}
+	if err := n.recordBirth(tables); err != nil {
+		return err
+	}
 	local := make(map[string]bool)
 	for _, rep := range n.store.Replicas() {
 		local[rep.Info().Table] = true
 	}
 	for _, t := range tables {
-		if !slices.Contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] {
+		if !slices.Contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] && !n.store.Pending(t.Name) {
 			continue
 		}
 		if err := n.syncTable(ctx, t.Name); err != nil {

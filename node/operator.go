@@ -84,12 +84,14 @@ type clusterView struct {
 	live     []membership.Info
 	isLive   map[string]bool
 	draining map[string]time.Time
-	master   string
-	tables   []tableView
+	// lost are the lost-placement marks, by placement (node/lost.go).
+	lost   map[uuid.UUID]operator.LostMark
+	master string
+	tables []tableView
 }
 
 // readView reads the cluster's state: the live servers, the drain marks,
-// the master, and each table's METADATA: with fresh, the current one (read
+// the lost-placement marks, the master, and each table's METADATA: with fresh, the current one (read
 // from etcd and a metadata server), else the router's (kept current by the
 // table watch; the master's changes check the current one when sent).
 func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
@@ -101,6 +103,10 @@ func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
 	}
+	lost, err := operator.Lost(ctx, n.etcd, n.cfg.EtcdPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	}
 	master, err := election.Leader(ctx, n.etcd, n.cfg.EtcdPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
@@ -109,7 +115,7 @@ func (n *Node) readView(ctx context.Context, fresh bool) (*clusterView, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: list tables: %w", tsdbhttp.ErrUnavailable, err)
 	}
-	v := &clusterView{live: live, isLive: make(map[string]bool, len(live)), draining: draining, master: master}
+	v := &clusterView{live: live, isLive: make(map[string]bool, len(live)), draining: draining, lost: lost, master: master}
 	for _, s := range live {
 		v.isLive[s.ID] = true
 	}
@@ -278,7 +284,8 @@ func (v *clusterView) health() api.HealthResponse {
 
 // tableProblems are the problems of one table: an unreadable or invalid
 // map, too few live metadata servers, and per partition too few live
-// servers, more servers than the factor, or offline.
+// servers (a server that lost its copy does not count), more servers than
+// the factor, or offline.
 func (v *clusterView) tableProblems(t tableView) []api.Problem {
 	var probs []api.Problem
 	name := t.cfg.Name
@@ -303,9 +310,11 @@ func (v *clusterView) tableProblems(t tableView) []api.Problem {
 		p := &t.file.Partitions[i]
 		id := p.ID
 		live := 0
-		var down []string
+		var down, lost []string
 		for _, pl := range p.Servers {
-			if v.isLive[pl.ServerID] {
+			if m, ok := v.lost[pl.PlacementID]; ok && m.Server == pl.ServerID {
+				lost = append(lost, pl.ServerID) // live, but its copy is gone (node/lost.go)
+			} else if v.isLive[pl.ServerID] {
 				live++
 			} else {
 				down = append(down, pl.ServerID)
@@ -315,6 +324,9 @@ func (v *clusterView) tableProblems(t tableView) []api.Problem {
 			msg := fmt.Sprintf("%d of %d servers live (replication factor %d)", live, len(p.Servers), rf)
 			if len(down) > 0 {
 				msg += fmt.Sprintf("; not live: %s", strings.Join(down, ", "))
+			}
+			if len(lost) > 0 {
+				msg += fmt.Sprintf("; lost their data (a wiped disk): %s", strings.Join(lost, ", "))
 			}
 			if len(p.Joining) > 0 {
 				msg += fmt.Sprintf("; joining: %d", len(p.Joining))

@@ -195,8 +195,10 @@ func localRouteError(err error) error {
 // serving returns the local replica of placement if it serves reads and
 // writes (SERVE, not unloading) under a view at least as new as
 // senderTxnSeq; otherwise the error matches tsdbhttp.ErrMoved (the sender
-// reloads METADATA). A sender with a newer view than this server's makes
-// it catch up first (rule 8).
+// reloads METADATA), or tsdbhttp.ErrUnavailable for a placement whose data
+// this server lost (the sender goes to another replica, node/lost.go). A
+// sender with a newer view than this server's makes it catch up first
+// (rule 8).
 func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
 	st, ok := n.replicaStatus(placement)
 	// Rule 8: a sender with a newer view makes this server catch up first,
@@ -213,6 +215,8 @@ func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (
 	}
 	rep, exists := n.store.Replica(placement)
 	switch {
+	case !exists && n.store.Lost(placement):
+		return nil, n.errLost(placement)
 	case !exists:
 		return nil, fmt.Errorf("%w: no replica %s here", tsdbhttp.ErrMoved, placement)
 	case rep.Unloading():

@@ -56,6 +56,11 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	n := i.n
 	n.clocks.observe(req.FromServer, req.SentAt, n.now())
+	if n.store.Lost(req.ToPlacement) {
+		// Never confirmed: the sender re-checks its view and backs off
+		// until the master removed the placement (node/lost.go).
+		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, n.errLost(req.ToPlacement))
+	}
 	st, ok := n.replicaStatus(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
 		if err := n.syncTable(ctx, req.Table); err != nil {

@@ -81,10 +81,15 @@ func (n *Node) syncTableAt(ctx context.Context, cfg metadata.TableConfig) error 
 	return n.install(cfg, file)
 }
 
-// install makes file the table's METADATA on this server.
+// install makes file the table's METADATA on this server. The first file
+// of a table pending since the partition store's birth settles it first
+// (its placements here are lost, node/lost.go).
 func (n *Node) install(cfg metadata.TableConfig, file *metadata.File) error {
 	table := cfg.Name
 	n.router.Update(cfg, file)
+	if err := n.settleLost(file); err != nil {
+		return err
+	}
 	if _, err := n.router.EnsureLocalReplicas(file); err != nil {
 		return err
 	}

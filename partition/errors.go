@@ -14,6 +14,11 @@ var (
 	// and ReadLog on a dropped Replica, and by CreateReplica for a placement
 	// that was ever dropped (DESIGN.md section 12, rule 4).
 	ErrDropped = errors.New("partition: replica dropped")
+	// ErrLost is returned by CreateReplica for a placement marked lost: the
+	// METADATA listed it for this server when the store was created empty
+	// (a wiped disk), so its data is gone and it is never created or
+	// served here (DESIGN.md section 5).
+	ErrLost = errors.New("partition: placement lost (its data is gone from this server)")
 	// ErrInvalidRow is returned by Apply for a row that cannot be stored
 	// (empty series, a NUL byte in the series, no fields, a zero version or
 	// an unknown value kind). The whole batch is rejected.

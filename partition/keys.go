@@ -13,6 +13,9 @@ const (
 	nsData      byte = 0x01 // 0x01|placement|... : all data of a replica
 	nsRegistry  byte = 0x02 // 0x02|placement     : JSON ReplicaInfo
 	nsTombstone byte = 0x03 // 0x03|placement     : dropped, never re-created
+	nsBirth     byte = 0x04 // 0x04               : JSON birth record (the store's origin)
+	nsPending   byte = 0x05 // 0x05|table         : a table not yet settled since the store was created empty
+	nsLost      byte = 0x06 // 0x06|placement     : JSON ReplicaInfo of a listed placement whose data is gone
 
 	kindCursor byte = 'c' // replication cursors
 	kindSeq    byte = 'q' // sequence index
@@ -82,6 +85,8 @@ func newKeyspace(p uuid.UUID) keyspace {
 
 func registryKey(p uuid.UUID) []byte  { return append([]byte{nsRegistry}, p[:]...) }
 func tombstoneKey(p uuid.UUID) []byte { return append([]byte{nsTombstone}, p[:]...) }
+func pendingKey(table string) []byte  { return append([]byte{nsPending}, table...) }
+func lostKey(p uuid.UUID) []byte      { return append([]byte{nsLost}, p[:]...) }
 
 // prefixSuccessor returns the smallest key greater than every key starting
 // with p, or nil when there is none (p is all 0xff).

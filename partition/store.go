@@ -56,12 +56,20 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// fresh is set while a store opened on an empty directory has not
+	// recorded its birth (lost.go); guarded by mu.
+	fresh bool
+
 	mu struct {
 		sync.Mutex
 		// replicas are the live replicas by placement. Creating and
 		// dropping hold mu for the whole registry write, so the map and
 		// the registry agree.
 		replicas map[uuid.UUID]*Replica
+		// pending are the tables not settled since the store's birth.
+		pending map[string]bool
+		// lost are the placements marked lost, by placement.
+		lost map[uuid.UUID]ReplicaInfo
 	}
 
 	// snaps are the open LogSnapshots; Close closes those still open
@@ -153,6 +161,10 @@ func Open(opts Options) (*Store, error) {
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
 	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.loadBirth(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -248,7 +260,8 @@ func (s *Store) DB() *pebble.DB { return s.db }
 // idempotent: when the placement is already registered with the same
 // table, partition and range, the existing replica is returned (its
 // CreatedAt is kept). It fails with ErrDropped if the placement was ever
-// dropped (DESIGN.md section 12, rule 4) and with ErrReplicaConflict if it
+// dropped (DESIGN.md section 12, rule 4), with ErrLost if it is marked
+// lost (lost.go), and with ErrReplicaConflict if it
 // is registered with different info. A zero CreatedAt is set to now.
 func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 	if err := info.validate(); err != nil {
@@ -277,6 +290,9 @@ func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 	}
 	if dropped {
 		return nil, fmt.Errorf("create replica %s: %w", info.Placement, ErrDropped)
+	}
+	if _, lost := s.mu.lost[info.Placement]; lost {
+		return nil, fmt.Errorf("create replica %s: %w", info.Placement, ErrLost)
 	}
 	enc, err := json.Marshal(info)
 	if err != nil {

@@ -165,7 +165,8 @@ func (r *Router) Forget(table string) {
 // EnsureLocalReplicas creates the local replica of every partition of file
 // that lists this server in servers[] or joining[], and of every child of a
 // split in progress that lists it (DESIGN.md rule 4: only placements the
-// METADATA assigns; a child's replica is LOAD until SPLIT_FINALIZE). It
+// METADATA assigns; a child's replica is LOAD until SPLIT_FINALIZE), except
+// the placements the store marked lost (a wiped disk: never created). It
 // returns the number created.
 func (r *Router) EnsureLocalReplicas(file *metadata.File) (int, error) {
 	created := 0
@@ -173,9 +174,13 @@ func (r *Router) EnsureLocalReplicas(file *metadata.File) (int, error) {
 		if _, ok := r.cfg.Store.Replica(pl); ok {
 			return nil
 		}
-		if _, err := r.cfg.Store.CreateReplica(partition.ReplicaInfo{
+		_, err := r.cfg.Store.CreateReplica(partition.ReplicaInfo{
 			Placement: pl, Table: file.Table, PartitionID: id, Begin: begin, End: end, CreatedAt: time.Now().UTC(),
-		}); err != nil {
+		})
+		if errors.Is(err, partition.ErrLost) {
+			return nil // its data is gone: never created here (DESIGN.md section 5)
+		}
+		if err != nil {
 			return fmt.Errorf("create replica of partition %s of table %s: %w", id, file.Table, err)
 		}
 		created++

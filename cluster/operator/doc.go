@@ -4,5 +4,8 @@
 // request, at <prefix>rebalance (JSON {"requested_at": time}). They are
 // plain JSON so that `etcdctl get --prefix /tsdb/drain/` shows them, and
 // they stay until undone: a drain mark outlives the master that acted on
-// it and the server it names.
+// it and the server it names. A server's own request is stored the same
+// way: a placement whose data it lost (a wiped disk, DESIGN.md section 5),
+// under <prefix>lost/<placement_id> (JSON LostMark), which the master
+// answers by removing and re-joining the server.
 package operator
