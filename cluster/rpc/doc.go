@@ -12,10 +12,13 @@
 // zstd, which the Client always does. Errors use the public API's shape,
 // {"error": {"code": "...", "message": "..."}}, with a 4xx/5xx status, and
 // reach the caller as a *StatusError. The secret travels in SecretHeader and
-// is checked in constant time by Authorized. Both directions have a size
-// limit that holds after decompression (Config.MaxResponseBytes, the
-// maxBytes of DecodeRequest), so a small compressed body cannot inflate into
-// an out-of-memory.
+// is checked in constant time by Authorized. With Config.Clock set,
+// requests carry the caller's wall clock in ClockHeader and the answers'
+// stamps are handed back to it (the server side stamps answers the same
+// way), so both ends of every call sample each other's clock offset. Both
+// directions have a size limit that holds after decompression
+// (Config.MaxResponseBytes, the maxBytes of DecodeRequest), so a small
+// compressed body cannot inflate into an out-of-memory.
 //
 // Handlers use the server helpers: Authorized, then DecodeRequest (which
 // answers 400/413/415 itself on failure), then WriteResponse or WriteError.
