@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,28 +149,41 @@ func TestCoordinatorLearnsItsSkew(t *testing.T) {
 		}
 	})
 	c.createSmearTable("s1", "sm", 3, time.Second)
-	var rep api.ReplicaStatus
-	for _, r := range c.replicaStates("s3", "sm") {
-		if r.Begin == nil { // the first partition: wide, never smeared
-			rep = r
-		}
-	}
+	// A forwarded insert into s3's replica of the first partition (wide,
+	// never smeared), as s3's current METADATA places it.
 	forward := func() error {
+		_, f, ok := c.nodes["s3"].router.Cached("sm")
+		if !ok {
+			return errors.New("s3 has no METADATA for sm")
+		}
+		p, ok := f.Find(5)
+		if !ok {
+			return errors.New("no partition covers time 5")
+		}
+		i := slices.IndexFunc(p.Servers, func(pl metadata.Placement) bool { return pl.ServerID == "s3" })
+		if i < 0 {
+			return fmt.Errorf("s3 does not serve partition %s", p.ID)
+		}
 		return c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), api.PathInsert, api.ForwardInsertRequest{
-			Table: "sm", PartitionID: rep.PartitionID, ToPlacement: rep.Placement, TxnSeq: rep.TxnSeq, Count: 1,
+			Table: "sm", PartitionID: p.ID, ToPlacement: p.Servers[i].PlacementID, TxnSeq: f.TxnSeq, Count: 1,
 			Rows: replication.AppendRows(nil, []model.Row{{Time: 5, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}),
 		}, nil)
 	}
 	// s3's front end sends the inserts; s3 coordinates them (its pushes
 	// reach s1 and s2) until it learns its clock is off, after which another
 	// replica coordinates them.
-	i := 0
-	waitFor(t, "s3 to refuse to coordinate", func() bool {
-		i++
+	for i, deadline := 0, time.Now().Add(30*time.Second); ; i++ {
 		c.insertLP("s3", "sm", lpBatch(fmt.Sprintf("a%d-", i), 0, 2, 1))
+		err := forward()
 		var se *rpc.StatusError
-		return errors.As(forward(), &se) && se.Status == 503 && strings.Contains(se.Message, "clock")
-	})
+		if errors.As(err, &se) && se.Status == 503 && strings.Contains(se.Message, "clock") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("s3 still coordinates after 30 s: %v (its clock check: %v)", err, c.nodes["s3"].clocks.check(c.nodes["s3"].now(), 2))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c.insertLP("s3", "sm", lpBatch("c", 2_000_000, 5, 5))
 	// A smeared insert through s3: s3 would stamp it, and refuses.
 	r := c.client("s3").do("POST", "/write?db=sm&precision=ns", smearRows("late", 3, 11e9, 1e9))
