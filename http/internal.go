@@ -93,6 +93,12 @@ func (s *Server) routeInternal(ctx *fasthttp.RequestCtx, path string) string {
 			"missing or invalid cluster secret (header "+rpc.SecretHeader+")")
 		return "internal_unauthorized"
 	}
+	if pc := s.cfg.Clock; pc != nil {
+		pc.Receive(ctx.Request.Header.Peek(rpc.ClockHeader))
+		// Stamped once the answer is ready: the time the handler took is
+		// not mistaken for an offset by the caller.
+		defer func() { ctx.Response.Header.Set(rpc.ClockHeader, pc.Stamp()) }()
+	}
 	r, ok := internalRoutes[path]
 	if !ok {
 		rpc.WriteError(ctx, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))

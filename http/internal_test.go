@@ -605,3 +605,53 @@ func with[T any](v T, f func(*T)) T {
 	f(&v)
 	return v
 }
+
+// TestInternalClockStamps: an authorized internal request hands the
+// caller's clock stamp to the server's PeerClock, and every answer to it
+// (an error answer too) carries the server's stamp back; a request without
+// the cluster secret is not sampled.
+func TestInternalClockStamps(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{} // observer/peer → samples
+	observer := func(name string) func(string, int64, time.Time) {
+		return func(peer string, _ int64, _ time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[name+"/"+peer]++
+		}
+	}
+	count := func(k string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[k]
+	}
+	fake := &fakeInternal{}
+	addr := startServer(t, NewServer(Config{ClusterSecret: "sec", Internal: fake,
+		Clock: &rpc.PeerClock{ServerID: "srv", Now: time.Now, Observe: observer("srv")}}, panicky{}))
+	client := func(secret string) *rpc.Client {
+		c := rpc.NewClient(rpc.Config{Secret: secret, MaxAttempts: 1, Timeout: 10 * time.Second,
+			Clock: &rpc.PeerClock{ServerID: "caller", Now: time.Now, Observe: observer("caller")}})
+		t.Cleanup(c.Close)
+		return c
+	}
+	join := api.JoinMetadataRequest{Table: "metrics"}
+	if err := client("sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
+		t.Fatal(err)
+	}
+	if count("srv/caller") != 1 || count("caller/srv") != 1 {
+		t.Fatalf("after one call: %v, want one sample each way", seen)
+	}
+	fake.setErr(ErrUnavailable)
+	if err := client("sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err == nil {
+		t.Fatal("the backend's error was not returned")
+	}
+	if count("srv/caller") != 2 || count("caller/srv") != 2 {
+		t.Fatalf("after an error answer: %v, want two samples each way", seen)
+	}
+	if err := client("wrong").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); !errors.Is(err, rpc.ErrUnauthorized) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	if count("srv/caller") != 2 {
+		t.Fatalf("an unauthorized request was sampled: %v", seen)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -142,6 +143,9 @@ type Config struct {
 	ClusterSecret string
 	// Internal serves /internal/; nil answers 404 there.
 	Internal Internal
+	// Clock, when set, receives the clock stamp (rpc.ClockHeader) of every
+	// authorized internal request and stamps its answer.
+	Clock *rpc.PeerClock
 	// Now returns the current time in ns, for line-protocol rows without a
 	// timestamp; nil means the system clock.
 	Now func() int64

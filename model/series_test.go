@@ -123,3 +123,30 @@ func TestValidateTableName(t *testing.T) {
 		}
 	}
 }
+
+// TestClockObserveBounded: a version further ahead of the wall clock than
+// the max ahead does not move the clock (Observe reports it), one within it
+// does, and a clock without a bound follows any version.
+func TestClockObserveBounded(t *testing.T) {
+	const maxAhead = 500 * time.Millisecond
+	wall := int64(1_700_000_000e9)
+	c := NewClock("s1", func() int64 { return wall })
+	c.SetMaxAhead(maxAhead)
+	if c.Observe(Version{Wall: wall + int64(time.Hour), Node: 7}) {
+		t.Fatal("a version an hour ahead was accepted")
+	}
+	if v := c.Now(); v.Wall > wall+int64(maxAhead) {
+		t.Fatalf("after a refused far-future version the clock reads %v, %v ahead", v, time.Duration(v.Wall-wall))
+	}
+	near := wall + int64(maxAhead) - 1
+	if !c.Observe(Version{Wall: near, Node: 7}) {
+		t.Fatal("a version within the max ahead was refused")
+	}
+	if v := c.Now(); v.Wall <= near {
+		t.Fatalf("after observing %d the clock reads %v", near, v)
+	}
+	u := NewClock("s2", func() int64 { return wall })
+	if !u.Observe(Version{Wall: wall + int64(time.Hour), Node: 7}) || u.Now().Wall <= wall+int64(time.Hour) {
+		t.Fatal("an unbounded clock did not follow a far-future version")
+	}
+}

@@ -3,6 +3,7 @@ package model
 import (
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,10 +39,14 @@ func NodeID(serverID string) uint64 {
 
 // Clock is a hybrid logical clock: each reading is max(wall ns, last + 1),
 // and Observe moves it past every version the server receives, so versions a
-// server assigns always order after everything it has seen.
+// server assigns always order after everything it has seen — except a
+// version more than the clock's max ahead (SetMaxAhead) beyond its wall
+// clock, which Observe refuses: one far-future version must not drag every
+// clock in the cluster forward.
 type Clock struct {
-	node uint64
-	now  func() int64
+	node     uint64
+	now      func() int64
+	maxAhead atomic.Int64 // ns; 0: unbounded
 
 	mu struct {
 		sync.Mutex
@@ -70,11 +75,24 @@ func (c *Clock) Now() Version {
 	return Version{Wall: wall, Node: c.node}
 }
 
-// Observe advances the clock past v.
-func (c *Clock) Observe(v Version) {
+// SetMaxAhead bounds how far Observe may move the clock ahead of its wall
+// clock; d <= 0 removes the bound (the default).
+func (c *Clock) SetMaxAhead(d time.Duration) {
+	c.maxAhead.Store(int64(max(d, 0)))
+}
+
+// Observe advances the clock past v and reports true, unless v is more than
+// the max ahead (SetMaxAhead) beyond the wall clock: then the clock stays
+// where it is and Observe reports false. A refused version is still a valid
+// version of its row (its data); only this clock declines to follow it.
+func (c *Clock) Observe(v Version) bool {
+	if limit := c.maxAhead.Load(); limit > 0 && v.Wall > c.now()+limit {
+		return false
+	}
 	c.mu.Lock()
 	if v.Wall > c.mu.last {
 		c.mu.last = v.Wall
 	}
 	c.mu.Unlock()
+	return true
 }

@@ -2,8 +2,13 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsdb/tsdb/model"
 )
 
 // DefaultMaxClockOffset is how far this server's clock may be from its
@@ -14,11 +19,13 @@ const DefaultMaxClockOffset = 500 * time.Millisecond
 const clockWindow = 10 * time.Second
 
 // clockCheck estimates this server's clock offset from each peer's, as seen
-// on internal calls: a push carries the sender's wall clock, and the
-// receiver's reading minus it is the offset plus the network delay. The
-// delay only adds, so the smallest difference over a window is the offset
-// plus the smallest delay (on a LAN, well under a millisecond): a loaded
-// moment does not look like a bad clock.
+// on internal calls, both ways: every request and every answer carries its
+// sender's wall clock (rpc.ClockHeader; a push also in its body), and the
+// receiver's reading minus it is the offset plus the network delay. A
+// server that only sends calls (a coordinator nobody pushes to) learns its
+// offset from the answers. The delay only adds, so the smallest difference
+// over a window is the offset plus the smallest delay (on a LAN, well under
+// a millisecond): a loaded moment does not look like a bad clock.
 type clockCheck struct {
 	max time.Duration
 
@@ -109,4 +116,67 @@ func abs(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// farVersionLogEvery is how often a refused far-future version is logged at
+// most (the metric counts every one).
+const farVersionLogEvery = 10 * time.Second
+
+// farVersions counts and logs the versions this server's clock refused to
+// follow: more than the max clock offset ahead of its wall clock (rule 2:
+// one far-future version must not move every clock forward). The rows
+// carrying them are kept with their versions; only the clock stays.
+type farVersions struct {
+	max      time.Duration
+	log      *slog.Logger
+	rejected prometheus.Counter
+
+	mu struct {
+		sync.Mutex
+		logged     time.Time // when one was last logged
+		suppressed int       // refused since, not logged
+	}
+}
+
+func newFarVersions(max time.Duration, log *slog.Logger) *farVersions {
+	return &farVersions{max: max, log: log, rejected: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tsdb_clock_rejected_versions_total",
+		Help: "Versions received more than the max clock offset ahead of this server's clock: stored with their rows, but the clock did not follow them.",
+	})}
+}
+
+// refused records that the clock refused v, received from (a peer's push,
+// a forwarded insert), when the wall clock read now (ns).
+func (f *farVersions) refused(v model.Version, from string, now int64) {
+	f.rejected.Inc()
+	f.mu.Lock()
+	t := time.Unix(0, now)
+	if !f.mu.logged.IsZero() && t.Sub(f.mu.logged) < farVersionLogEvery && t.After(f.mu.logged) {
+		f.mu.suppressed++
+		f.mu.Unlock()
+		return
+	}
+	suppressed := f.mu.suppressed
+	f.mu.logged, f.mu.suppressed = t, 0
+	f.mu.Unlock()
+	f.log.Warn("clock: a version far ahead of this server's clock is stored but not followed (rule 2: clocks move at most the max offset)",
+		"from", from, "version_wall", v.Wall, "version_node", v.Node, "ahead", time.Duration(v.Wall-now), "max_offset", f.max,
+		"suppressed_since_last_log", suppressed)
+}
+
+// observeVersion moves this server's clock past v (received from: a peer's
+// push or a forwarded insert), unless v is beyond the max clock offset
+// ahead: then the clock stays, and the refusal is counted and logged.
+func (n *Node) observeVersion(v model.Version, from string) {
+	if v.Wall == 0 || n.clock.Observe(v) {
+		return
+	}
+	n.farVersions.refused(v, from, n.now().UnixNano())
+}
+
+// checkClock returns an error (503) when this server must not stamp
+// versions: a majority of its live peers see its clock beyond the max
+// offset (rule 2).
+func (n *Node) checkClock() error {
+	return n.clocks.check(n.now(), n.dir.count()-1)
 }

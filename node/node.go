@@ -327,6 +327,11 @@ type Node struct {
 	rmetrics  *replicationMetrics
 	smetrics  *splitMetrics
 	clocks    *clockCheck
+	// peerClock stamps this server's clock on internal calls and feeds
+	// the peers' stamps to clocks.
+	peerClock *rpc.PeerClock
+	// farVersions counts the versions the clock refused to follow.
+	farVersions *farVersions
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
 	// resync asks the resync loop to re-sync a table (a push was refused
@@ -434,16 +439,23 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	closers = append(closers, func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20})
+	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
+	// Every internal call, both ways, samples the peers' clocks (rule 2).
+	n.clocks = newClockCheck(cfg.MaxClockOffset)
+	n.peerClock = &rpc.PeerClock{ServerID: cfg.ID, Now: n.now, Observe: func(peer string, sentAt int64, at time.Time) {
+		if n.dir.known(peer) { // only live servers' samples count (and take memory)
+			n.clocks.observe(peer, sentAt, at)
+		}
+	}}
+	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20, Clock: n.peerClock})
 	closers = append(closers, n.rpc.Close)
 	// Sub-query answers get a client of their own, whose answers are cut
 	// at the sub-query limit (the client stops reading past it), without
 	// bounding METADATA files and listings by the same number.
-	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes})
+	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes, Clock: n.peerClock})
 	closers = append(closers, n.rpcQuery.Close)
-	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1})
+	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1, Clock: n.peerClock})
 	closers = append(closers, n.rpcOnce.Close)
-	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
 	n.committer = &metadata.Committer{
 		Store:     n.meta,
 		Files:     n.files,
@@ -453,7 +465,8 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		BeforeCAS: cfg.beforeCAS,
 	}
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
-	n.clocks = newClockCheck(cfg.MaxClockOffset)
+	n.clock.SetMaxAhead(cfg.MaxClockOffset)
+	n.farVersions = newFarVersions(cfg.MaxClockOffset, n.log)
 	n.rmetrics = newReplicationMetrics()
 	n.smetrics = newSplitMetrics()
 	n.splitKick = make(chan struct{}, 1)
@@ -521,6 +534,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.rmetrics.register(n.registry, n)
 	n.smetrics.register(n.registry)
 	n.registry.MustRegister(n.limiter.bytes)
+	n.registry.MustRegister(n.farVersions.rejected)
 	if err := n.openSmear(); err != nil {
 		return nil, err
 	}
@@ -529,6 +543,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		AuthToken:     cfg.AuthToken,
 		ClusterSecret: cfg.ClusterSecret,
 		Internal:      internal{n},
+		Clock:         n.peerClock,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Registry:      n.registry,
 		Logger:        n.log,

@@ -80,6 +80,15 @@ func (d *directory) addr(ctx context.Context, id string) (string, error) {
 	return info.Addr, nil
 }
 
+// known reports whether id is in the live list as last delivered (no etcd
+// read).
+func (d *directory) known(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.mu.servers[id]
+	return ok
+}
+
 // count returns how many servers are live (cheap: no copy).
 func (d *directory) count() int {
 	d.mu.Lock()

@@ -264,7 +264,7 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 			p = mine
 		}
 	}
-	if err := n.clocks.check(n.now(), n.dir.count()-1); err != nil {
+	if err := n.checkClock(); err != nil {
 		// Another replica coordinates instead (the router fails over).
 		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
 	}
@@ -282,8 +282,9 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 	}
 	if opts.Versioned {
 		// Stamped by the front end that first accepted them (a smeared
-		// insert): kept, and this clock moves past them.
-		if err := n.observeVersions(rows); err != nil {
+		// insert): kept, and this clock moves past them (at most the max
+		// clock offset ahead of its wall clock).
+		if err := n.observeVersions(rows, "a versioned insert of "+table); err != nil {
 			return err
 		}
 	} else {
@@ -333,8 +334,8 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 }
 
 // observeVersions checks that versioned rows carry their versions and moves
-// the clock past the newest.
-func (n *Node) observeVersions(rows []model.Row) error {
+// the clock past the newest (within the max offset: observeVersion).
+func (n *Node) observeVersions(rows []model.Row, from string) error {
 	var newest model.Version
 	for i := range rows {
 		for _, f := range rows[i].Fields {
@@ -346,7 +347,7 @@ func (n *Node) observeVersions(rows []model.Row) error {
 			}
 		}
 	}
-	n.clock.Observe(newest)
+	n.observeVersion(newest, from)
 	return nil
 }
 

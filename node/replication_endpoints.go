@@ -72,7 +72,7 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
 		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
 	}
-	applier := &observingApplier{rep: rep, clock: n.clock}
+	applier := &observingApplier{rep: rep, observe: func(v model.Version) { n.observeVersion(v, "a push from "+req.FromServer) }}
 	received, err := replication.Receive(applier, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
@@ -126,11 +126,13 @@ func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Repl
 
 // observingApplier applies pushed rows to a replica after moving the
 // hybrid logical clock past their versions (rule 2: versions this server
-// assigns later order after what it has seen). It remembers how many rows
-// its applies changed and the last sequence they reached.
+// assigns later order after what it has seen; a version beyond the max
+// clock offset ahead is stored as it is, but the clock does not follow
+// it). It remembers how many rows its applies changed and the last
+// sequence they reached.
 type observingApplier struct {
 	rep     *partition.Replica
-	clock   *model.Clock
+	observe func(model.Version)
 	changed int
 	last    uint64
 }
@@ -145,9 +147,7 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 			}
 		}
 	}
-	if newest.Wall != 0 {
-		a.clock.Observe(newest)
-	}
+	a.observe(newest)
 	res, err := a.rep.ApplyFrom(rows, origin)
 	if err == nil {
 		a.changed += res.Changed

@@ -127,6 +127,11 @@ func (n *Node) insert(ctx context.Context, table string, rows []model.Row, opts 
 	}
 	smeared, direct := splitSmeared(cfg.Smear, file, rows)
 	if len(smeared) > 0 {
+		// This front end stamps the smeared rows itself (no other server
+		// can take over): with its clock off, it refuses them (rule 2).
+		if err := n.checkClock(); err != nil {
+			return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		}
 		v := n.clock.Now()
 		for i := range smeared {
 			smeared[i].SetVersion(v)

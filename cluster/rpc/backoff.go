@@ -48,6 +48,9 @@ type Config struct {
 	// Sleep waits d or until ctx is done, returning ctx.Err() in that case.
 	// Default: a timer that honours ctx. Tests inject one that records.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock, when set, stamps every request with this server's clock
+	// (ClockHeader) and receives the stamp of every answer.
+	Clock *PeerClock
 }
 
 // EnsureDefaults fills every unset (zero or negative) field with its default.

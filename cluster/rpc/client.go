@@ -234,6 +234,9 @@ func (c *Client) buildRequest(req *fasthttp.Request, url string, body []byte) {
 	if c.cfg.Secret != "" {
 		req.Header.Set(SecretHeader, c.cfg.Secret)
 	}
+	if c.cfg.Clock != nil {
+		req.Header.Set(ClockHeader, c.cfg.Clock.Stamp())
+	}
 	if body != nil {
 		req.Header.SetContentType("application/json")
 		req.Header.SetContentEncoding("zstd")
@@ -245,6 +248,9 @@ func (c *Client) buildRequest(req *fasthttp.Request, url string, body []byte) {
 func (c *Client) finish(err error, timeout time.Duration, res *fasthttp.Response, resp any) outcome {
 	if err != nil {
 		return classifyTransport(err, timeout)
+	}
+	if c.cfg.Clock != nil {
+		c.cfg.Clock.Receive(res.Header.Peek(ClockHeader))
 	}
 	status := res.StatusCode()
 	if status >= 200 && status < 300 {

@@ -14,10 +14,13 @@
 // reach the caller as a *StatusError. The secret travels in SecretHeader and
 // is checked in constant time by Authorized. A peer serving TLS is called
 // at https://host:port (the address its membership entry marks as TLS),
-// its certificate verified against Config.TLS. Both directions have a size
-// limit that holds after decompression (Config.MaxResponseBytes, the
-// maxBytes of DecodeRequest), so a small compressed body cannot inflate into
-// an out-of-memory.
+// its certificate verified against Config.TLS. With Config.Clock set,
+// requests carry the caller's wall clock in ClockHeader and the answers'
+// stamps are handed back to it (the server side stamps answers the same
+// way), so both ends of every call sample each other's clock offset. Both
+// directions have a size limit that holds after decompression
+// (Config.MaxResponseBytes, the maxBytes of DecodeRequest), so a small
+// compressed body cannot inflate into an out-of-memory.
 //
 // Handlers use the server helpers: Authorized, then DecodeRequest (which
 // answers 400/413/415 itself on failure), then WriteResponse or WriteError.
