@@ -165,8 +165,11 @@ func (s *Store) RecordBirth(tables []string, now time.Time) error {
 		s.mu.pending[t] = true
 	}
 	s.fresh = false
-	s.log.Info("partition store created empty: placements the METADATA already lists for this server are lost, to be re-joined",
-		"tables", len(tables))
+	if len(tables) > 0 {
+		// Worth a line only when there was data this server may have held.
+		s.log.Info("partition store created empty while tables exist: placements their METADATA already lists for this server are lost, to be re-joined",
+			"tables", len(tables))
+	}
 	return nil
 }
 
