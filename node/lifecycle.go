@@ -44,7 +44,13 @@ func (n *Node) applyDiscovery(rep *partition.Replica, st ReplicaStatus) {
 		rt.pusher.SetView(st.TxnSeq, st.Discovery)
 	case metadata.StatusLoad:
 		// A LOAD replica only receives: every row it holds came from
-		// replicas that push it to the others themselves.
+		// replicas that push it to the others themselves. It must accept
+		// pushes, even after an UNLOAD from an older METADATA (a replica
+		// created by a newer file's install, discovered first by a
+		// concurrent install of the older file that does not list it).
+		if rep.Unloading() {
+			rep.Resume()
+		}
 		rt.pusher.SetView(st.TxnSeq, metadata.Discovery{Status: st.Discovery.Status, Begin: st.Discovery.Begin, End: st.Discovery.End, Targets: []metadata.Target{}})
 	}
 }
