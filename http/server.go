@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -176,6 +177,11 @@ type Server struct {
 	// once the grace period for in-flight requests is over.
 	base       context.Context
 	cancelBase context.CancelFunc
+	// conns are the accepted connections, closed by Shutdown when
+	// fasthttp would wait for them in vain (conns.go); tracking is set once
+	// Track wrapped a listener for a caller.
+	conns    connTracker
+	tracking atomic.Bool
 }
 
 // shutdownGrace is how long Shutdown lets in-flight requests finish
@@ -225,8 +231,12 @@ func NewServer(cfg Config, backend Backend) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown. Unless the caller
+// tracked the listener under its own wrapping (Track), Serve tracks ln.
 func (s *Server) Serve(ln net.Listener) error {
+	if !s.tracking.Load() {
+		ln = s.Track(ln)
+	}
 	return s.srv.Serve(ln)
 }
 
@@ -234,8 +244,25 @@ func (s *Server) Serve(ln net.Listener) error {
 // shutdownGrace it cancels their contexts, so a request waiting on
 // replicas (up to its 55 s deadline) ends then rather than hold up the stop.
 func (s *Server) Shutdown(ctx context.Context) error {
-	grace := time.AfterFunc(shutdownGrace, s.cancelBase)
+	grace := time.AfterFunc(shutdownGrace, func() {
+		s.cancelBase()
+		s.conns.closeConns(true)
+	})
 	defer grace.Stop()
+	// A connection that never read a byte has no request in flight, but
+	// fasthttp would wait for it until ReadTimeout.
+	stopNew := make(chan struct{})
+	defer close(stopNew)
+	go func() {
+		for {
+			s.conns.closeConns(false)
+			select {
+			case <-stopNew:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
 	err := s.srv.ShutdownWithContext(ctx)
 	s.cancelBase()
 	s.zstd.Close()

@@ -350,6 +350,13 @@ type Node struct {
 	// catch-ups) in flight from this server (CatchUpConcurrency).
 	catchUpSlots chan struct{}
 
+	// discoverMu serializes discoverLocal: recording a replica's newest
+	// discovery answer and acting on it are one step, so an older
+	// METADATA's answer (UNLOAD of a replica a newer file created) is never
+	// acted on after a newer one, and a caller never sees a replica whose
+	// answer is recorded but whose replication is not running yet.
+	discoverMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		// synced is the txnseq of each table's last processed METADATA.
@@ -492,9 +499,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
 	}
 	closers = append(closers, func() { n.ln.Close() })
-	if serverTLS != nil {
-		n.ln = tls.NewListener(n.ln, serverTLS)
-	}
+
 	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
 	if err != nil {
 		return nil, err
@@ -552,7 +557,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxQueryBuckets:       cfg.MaxQueryBuckets,
 	}, backend{n})
 	n.goAttach(func() {
-		if err := n.api.Serve(n.ln); err != nil {
+		// The HTTP server tracks the raw connections (to close unused
+		// ones on Stop), under TLS when it is on.
+		ln := n.api.Track(n.ln)
+		if serverTLS != nil {
+			ln = tls.NewListener(ln, serverTLS)
+		}
+		if err := n.api.Serve(ln); err != nil {
 			n.log.Error("http server stopped", "err", err)
 		}
 	})

@@ -1,0 +1,58 @@
+package http
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestShutdownClosesUnusedConnections: a client that dialed and never sent
+// a request (Go's http.Transport keeps the spare connection of a dial
+// race) must not hold Shutdown. fasthttp counts such a connection as
+// active and would wait for it until ReadTimeout (60 s), past the 30 s a
+// node's Stop allows; a used keep-alive connection is closed as idle.
+func TestShutdownClosesUnusedConnections(t *testing.T) {
+	s := NewServer(Config{}, panicky{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+
+	unused, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	// A used connection left open after its answer (keep-alive).
+	used, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer used.Close()
+	if _, err := used.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 512)
+	if n, err := used.Read(buf); err != nil || n == 0 {
+		t.Fatalf("healthz answer: %d bytes, %v", n, err)
+	}
+	// The unused connection was dialed first, so it was accepted before
+	// the used one was served (the accept queue is first in, first out).
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a connection that never sent a request: %v, want nil", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	// The unused connection was closed by the server.
+	unused.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := unused.Read(buf); err == nil {
+		t.Fatalf("the unused connection is still open (read %d bytes)", n)
+	}
+}
