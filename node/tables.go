@@ -110,6 +110,8 @@ func (n *Node) install(cfg metadata.TableConfig, file *metadata.File) error {
 // belongs to replication; here the answers are kept for it and logged when
 // they change.
 func (n *Node) discoverLocal(file *metadata.File) {
+	n.discoverMu.Lock()
+	defer n.discoverMu.Unlock()
 	for _, rep := range n.store.Replicas() {
 		info := rep.Info()
 		if info.Table != file.Table {
