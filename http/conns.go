@@ -1,6 +1,7 @@
 package http
 
 import (
+	"crypto/tls"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -12,22 +13,19 @@ import (
 // request, so a connection a client dialed and never used (Go's
 // http.Transport keeps the spare connection of a dial race in its pool)
 // holds ShutdownWithContext until ReadTimeout (60 s). Shutdown closes such
-// never-read connections at once, and every remaining one once the grace
-// period for in-flight requests is over.
+// never-read connections at once; a connection with a request in flight is
+// left to answer it (its context is cancelled after the grace period), and
+// fasthttp closes idle keep-alive connections itself.
 type connTracker struct {
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
 }
 
-// Track returns ln whose accepted connections the server can close on
-// Shutdown. Serve tracks its listener itself; Track is for a caller that
-// wraps the listener further (in TLS), where the raw connections must be
-// the tracked ones.
-func (s *Server) Track(ln net.Listener) net.Listener {
-	if _, ok := ln.(*trackingListener); ok {
-		return ln
-	}
-	s.tracking.Store(true)
+// track returns ln whose accepted connections Shutdown can close. Under
+// TLS, ln is the TLS listener: a connection counts as used once it read
+// application data, not handshake bytes, and it keeps the TLS methods
+// fasthttp looks for.
+func (s *Server) track(ln net.Listener) net.Listener {
 	return &trackingListener{Listener: ln, t: &s.conns}
 }
 
@@ -48,8 +46,24 @@ func (l *trackingListener) Accept() (net.Conn, error) {
 	}
 	l.t.conns[tc] = struct{}{}
 	l.t.mu.Unlock()
+	if tlsConn, ok := c.(*tls.Conn); ok {
+		return &trackedTLSConn{trackedConn: tc, tls: tlsConn}, nil
+	}
 	return tc, nil
 }
+
+// trackedTLSConn is a tracked TLS connection; fasthttp finds it is TLS by
+// these two methods.
+type trackedTLSConn struct {
+	*trackedConn
+	tls *tls.Conn
+}
+
+// Handshake runs the TLS handshake.
+func (c *trackedTLSConn) Handshake() error { return c.tls.Handshake() }
+
+// ConnectionState returns the TLS connection's state.
+func (c *trackedTLSConn) ConnectionState() tls.ConnectionState { return c.tls.ConnectionState() }
 
 // trackedConn is an accepted connection that records whether it ever
 // read a byte.
@@ -74,13 +88,13 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// closeConns closes the tracked connections: all of them, or only those
-// that never read a byte (no request can be in flight on them).
-func (t *connTracker) closeConns(all bool) {
+// closeUnused closes the tracked connections that never read a byte (no
+// request can be in flight on them).
+func (t *connTracker) closeUnused() {
 	t.mu.Lock()
 	var victims []*trackedConn
 	for c := range t.conns {
-		if all || !c.read.Load() {
+		if !c.read.Load() {
 			victims = append(victims, c)
 		}
 	}

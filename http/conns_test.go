@@ -2,9 +2,13 @@ package http
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tsdb/tsdb/internal/testcerts"
+	"github.com/tsdb/tsdb/internal/tlsconfig"
 )
 
 // TestShutdownClosesUnusedConnections: a client that dialed and never sent
@@ -12,22 +16,52 @@ import (
 // race) must not hold Shutdown. fasthttp counts such a connection as
 // active and would wait for it until ReadTimeout (60 s), past the 30 s a
 // node's Stop allows; a used keep-alive connection is closed as idle.
+// Under TLS the unused connection has done its handshake: it is the
+// application data that marks a connection used.
 func TestShutdownClosesUnusedConnections(t *testing.T) {
+	t.Run("plain", func(t *testing.T) {
+		testShutdownClosesUnused(t, nil, func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) })
+	})
+	t.Run("tls", func(t *testing.T) {
+		ca := testcerts.NewCA(t, "ca")
+		cert, key := ca.Issue(t, "server")
+		serverTLS, err := tlsconfig.Server(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clientTLS, err := tlsconfig.Client(ca.CAFile, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		testShutdownClosesUnused(t, serverTLS, func(addr string) (net.Conn, error) {
+			c, err := tls.Dial("tcp", addr, clientTLS)
+			if err == nil {
+				err = c.Handshake()
+			}
+			return c, err
+		})
+	})
+}
+
+func testShutdownClosesUnused(t *testing.T, serverTLS *tls.Config, dial func(addr string) (net.Conn, error)) {
 	s := NewServer(Config{}, panicky{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if serverTLS != nil {
+		ln = tls.NewListener(ln, serverTLS)
+	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
 
-	unused, err := net.Dial("tcp", ln.Addr().String())
+	unused, err := dial(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unused.Close()
 	// A used connection left open after its answer (keep-alive).
-	used, err := net.Dial("tcp", ln.Addr().String())
+	used, err := dial(ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -178,10 +177,8 @@ type Server struct {
 	base       context.Context
 	cancelBase context.CancelFunc
 	// conns are the accepted connections, closed by Shutdown when
-	// fasthttp would wait for them in vain (conns.go); tracking is set once
-	// Track wrapped a listener for a caller.
-	conns    connTracker
-	tracking atomic.Bool
+	// fasthttp would wait for them in vain (conns.go).
+	conns connTracker
 }
 
 // shutdownGrace is how long Shutdown lets in-flight requests finish
@@ -231,23 +228,16 @@ func NewServer(cfg Config, backend Backend) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown. Unless the caller
-// tracked the listener under its own wrapping (Track), Serve tracks ln.
+// Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.tracking.Load() {
-		ln = s.Track(ln)
-	}
-	return s.srv.Serve(ln)
+	return s.srv.Serve(s.track(ln))
 }
 
 // Shutdown stops accepting connections and waits for open requests; after
 // shutdownGrace it cancels their contexts, so a request waiting on
 // replicas (up to its 55 s deadline) ends then rather than hold up the stop.
 func (s *Server) Shutdown(ctx context.Context) error {
-	grace := time.AfterFunc(shutdownGrace, func() {
-		s.cancelBase()
-		s.conns.closeConns(true)
-	})
+	grace := time.AfterFunc(shutdownGrace, s.cancelBase)
 	defer grace.Stop()
 	// A connection that never read a byte has no request in flight, but
 	// fasthttp would wait for it until ReadTimeout.
@@ -255,7 +245,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	defer close(stopNew)
 	go func() {
 		for {
-			s.conns.closeConns(false)
+			s.conns.closeUnused()
 			select {
 			case <-stopNew:
 				return

@@ -557,9 +557,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		MaxQueryBuckets:       cfg.MaxQueryBuckets,
 	}, backend{n})
 	n.goAttach(func() {
-		// The HTTP server tracks the raw connections (to close unused
-		// ones on Stop), under TLS when it is on.
-		ln := n.api.Track(n.ln)
+		ln := n.ln
 		if serverTLS != nil {
 			ln = tls.NewListener(ln, serverTLS)
 		}
