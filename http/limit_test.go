@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -38,22 +37,6 @@ func (b *holdingBackend) ListTables(ctx context.Context) ([]metadata.TableConfig
 	return nil, nil
 }
 
-// startTestServer serves s on a loopback port until the test ends.
-func startTestServer(t *testing.T, s *Server) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
-}
-
 // TestConcurrencyCap (issue 14 item 7): with N public requests held in a
 // handler, the N+1th is answered 503 overloaded with Retry-After and
 // counted, while /healthz, /metrics and /internal/ are not held back;
@@ -61,7 +44,7 @@ func startTestServer(t *testing.T, s *Server) string {
 func TestConcurrencyCap(t *testing.T) {
 	const n = 3
 	b := &holdingBackend{hold: n, entered: make(chan struct{}, n), release: make(chan struct{})}
-	base := startTestServer(t, NewServer(Config{MaxConcurrentRequests: n}, b))
+	base := "http://" + startServer(t, NewServer(Config{MaxConcurrentRequests: n}, b))
 	cl := &http.Client{Timeout: 30 * time.Second}
 	get := func(path string) (int, http.Header, []byte) {
 		t.Helper()

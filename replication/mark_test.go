@@ -136,21 +136,9 @@ func TestConfirmationCoversRowsOverwrittenInBatch(t *testing.T) {
 	src := newReplica(t, pid)
 	dst := newReplica(t, pid)
 	w := overwriteInCutBatch(t, src, 1)
-	failed := make(chan struct{})
-	var once atomic.Bool
 	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
 	// Pushes beyond the first batch do not get through.
-	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
-		if req.LastSeq > w+1 {
-			return errDown
-		}
-		return nil
-	}
-	rec.onPush = func(ps recordedPush) {
-		if ps.err != nil && once.CompareAndSwap(false, true) {
-			close(failed)
-		}
-	}
+	failed := failPushesBeyond(rec, w+1)
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 2})
 	tg := replicaTarget("s2", dst.placement(), pid)
 	p.SetView(1, view(tg))
@@ -184,20 +172,8 @@ func TestSplitTailCoversRowsOverwrittenAfterMark(t *testing.T) {
 	mark := p.mu.marks[tg.PlacementID]
 	p.mu.Unlock()
 	w := overwriteInCutBatch(t, src, 1) // after the mark
-	failed := make(chan struct{})
-	var once atomic.Bool
 	// The tail's pushes beyond its first batch do not get through.
-	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
-		if req.LastSeq > w+1 {
-			return errDown
-		}
-		return nil
-	}
-	rec.onPush = func(ps recordedPush) {
-		if ps.err != nil && once.CompareAndSwap(false, true) {
-			close(failed)
-		}
-	}
+	failed := failPushesBeyond(rec, w+1)
 	runPusher(t, p)
 	select {
 	case <-failed:
@@ -210,4 +186,23 @@ func TestSplitTailCoversRowsOverwrittenAfterMark(t *testing.T) {
 	if err := p.WaitChildAfterMark(ctx, w, cid, []string{"s2"}, 1); err == nil && !holds(scanAll(t, child), "cpu", 2) {
 		t.Fatalf("the write at %d (mark %d) counts as held by the child, whose split may finalize, but the child lacks its row", w, mark)
 	}
+}
+
+// failPushesBeyond makes rec refuse every push whose last sequence is above
+// last; the channel it returns is closed at the first refused push.
+func failPushesBeyond(rec *recorder, last uint64) <-chan struct{} {
+	failed := make(chan struct{})
+	var once atomic.Bool
+	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
+		if req.LastSeq > last {
+			return errDown
+		}
+		return nil
+	}
+	rec.onPush = func(ps recordedPush) {
+		if ps.err != nil && once.CompareAndSwap(false, true) {
+			close(failed)
+		}
+	}
+	return failed
 }

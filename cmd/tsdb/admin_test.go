@@ -79,18 +79,7 @@ func startServerCmd(t *testing.T, tokenFile string) string {
 			t.Error("tsdb server did not stop")
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "listening on") {
-		select {
-		case err := <-done:
-			t.Fatalf("tsdb server exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("tsdb server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "listening on", "tsdb server")
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 

@@ -34,19 +34,7 @@ func startDevForLoadtest(t *testing.T) string {
 			t.Errorf("tsdb dev: %v", err)
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "Press Ctrl-C") {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("tsdb dev exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tsdb dev did not start:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "Press Ctrl-C", "tsdb dev")
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 

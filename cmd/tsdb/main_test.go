@@ -177,6 +177,49 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// waitForOutput waits until out, the output of a command running in the
+// background whose result done delivers, contains marker; what names the
+// command in failures. An early exit fails the test (its result is put
+// back in done for a cleanup that waits on it).
+func waitForOutput(t *testing.T, out *syncBuffer, done chan error, marker, what string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), marker) {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("%s exited early: %v\n%s", what, err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start:\n%s", what, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForRow polls a raw query of table metrics on base until it answers
+// the series cpu,host=a; which names base in the failure.
+func waitForRow(t *testing.T, base, which string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/api/v1/tables/metrics/query?series=cpu*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 && strings.Contains(string(b), `"cpu,host=a"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the row never reached the %s server: %d %s", which, resp.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestDevRunsAndStops starts `tsdb dev` (its default three servers)
 // in-process on free ports, uses the printed curl example's endpoints, reads
 // the row back through the third server (replication), and stops it like
@@ -198,18 +241,7 @@ func TestDevRunsAndStops(t *testing.T) {
 	go func() { done <- root.ExecuteContext(ctx) }()
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "Press Ctrl-C") {
-		select {
-		case err := <-done:
-			t.Fatalf("tsdb dev exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tsdb dev did not start:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "Press Ctrl-C", "tsdb dev")
 	if !strings.Contains(out.String(), base) || !strings.Contains(out.String(), "curl") {
 		t.Fatalf("banner lacks the URL and curl examples:\n%s", out.String())
 	}
@@ -229,22 +261,7 @@ func TestDevRunsAndStops(t *testing.T) {
 		t.Fatalf("write: %d", s)
 	}
 	third := fmt.Sprintf("http://127.0.0.1:%d", port+2)
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(third + "/api/v1/tables/metrics/query?series=cpu*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 && strings.Contains(string(b), `"cpu,host=a"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the row never reached the third server: %d %s", resp.StatusCode, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForRow(t, third, "third")
 	checkAdminOnDev(t, base)
 	if s := internalStatus(t, base, "", ""); s != http.StatusUnauthorized {
 		t.Fatalf("internal API without --cluster-secret-file's secret: %d, want 401", s)
@@ -291,18 +308,7 @@ func TestServerCommand(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "listening on") {
-		select {
-		case err := <-done:
-			t.Fatalf("tsdb server exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("tsdb server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "listening on", "tsdb server")
 	get := func(path, token string) int {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		if token != "" {

@@ -58,18 +58,7 @@ func TestDevGeneratesClusterSecret(t *testing.T) {
 			t.Error("tsdb dev did not stop")
 		}
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "Press Ctrl-C") {
-		select {
-		case err := <-done:
-			t.Fatalf("tsdb dev exited early: %v\n%s", err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tsdb dev did not start:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "Press Ctrl-C", "tsdb dev")
 	first := fmt.Sprintf("http://127.0.0.1:%d", port)
 	second := fmt.Sprintf("http://127.0.0.1:%d", port+1)
 	for _, base := range []string{first, second} {
@@ -92,22 +81,7 @@ func TestDevGeneratesClusterSecret(t *testing.T) {
 	if s := post("/write?db=metrics", "cpu,host=a usage=1"); s != 204 {
 		t.Fatalf("write: %d", s)
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(second + "/api/v1/tables/metrics/query?series=cpu*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 && strings.Contains(string(b), `"cpu,host=a"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the row never reached the second server: %d %s", resp.StatusCode, b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForRow(t, second, "second")
 }
 
 // startTLSServerCmd runs `tsdb server` id in-process with the TLS, etcd TLS
@@ -143,19 +117,7 @@ func startTLSServerCmd(t *testing.T, id string, ca *testcerts.CA, etcd string, e
 		}
 	})
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.String(), "listening on "+base) {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("tsdb server %s exited early: %v\n%s", id, err, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tsdb server %s did not start:\n%s", id, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForOutput(t, &out, done, "listening on "+base, "tsdb server "+id)
 	return base
 }
 
