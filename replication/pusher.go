@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -768,7 +768,7 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		case err != nil:
 			attempt++
 			p.noteFailure(t, attempt, err)
-			if !sleep(ctx, backoff(attempt, p.cfg.RetryMin, p.cfg.RetryMax, rand.Int64N), t.retry) {
+			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
 				return
 			}
 		case more:
@@ -1051,29 +1051,9 @@ func (p *Pusher) noteSuccess(t *target, attempt *int) {
 	*attempt = 0
 }
 
-// backoff returns the wait after the attempt-th consecutive failure
-// (attempt >= 1): d = min(lo·2^(attempt−1), hi), drawn uniformly from
-// [d/2, d]. randN(n) returns a number in [0, n).
-func backoff(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Duration {
-	d := hi
-	if attempt <= 62 && lo <= hi>>(attempt-1) {
-		d = lo << (attempt - 1)
-	}
-	half := d / 2
-	return half + time.Duration(randN(int64(d-half)+1))
-}
-
-// sleep waits for d, or less if early fires; it reports false if ctx ended
-// first.
-func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	case <-early:
-		return true
-	}
+// retryPolicy is the backoff after failed pushes: the wait after the
+// attempt-th consecutive failure (attempt >= 1) is drawn uniformly from
+// [d/2, d], d = min(RetryMin·2^(attempt−1), RetryMax).
+func (p *Pusher) retryPolicy() backoff.Policy {
+	return backoff.Policy{Base: p.cfg.RetryMin, Max: p.cfg.RetryMax}
 }

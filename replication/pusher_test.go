@@ -38,6 +38,11 @@ func TestBackoff(t *testing.T) {
 	}
 	lowest := func(n int64) int64 { return 0 }
 	highest := func(n int64) int64 { return n - 1 }
+	backoff := func(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Duration {
+		p := (&Pusher{cfg: Config{RetryMin: lo, RetryMax: hi}}).retryPolicy()
+		p.Rand = randN
+		return p.Delay(attempt)
+	}
 	for _, tt := range tests {
 		if got := backoff(tt.attempt, lo, hi, lowest); got != tt.want/2 {
 			t.Errorf("attempt %d: shortest wait %v, want %v", tt.attempt, got, tt.want/2)
