@@ -23,23 +23,3 @@ func ParseSize(s string) (int64, error) {
 // one whole unit, e.g. "512B", "4MiB", "1.5GiB". ParseSize reads it back
 // (to within the rounding of the printed digits).
 func FormatSize(n int64) string { return bytesize.Format(n) }
-
-// ByteSize is a byte count that implements pflag.Value, so a command line
-// flag accepts ParseSize's forms ("2MB", "512KiB").
-type ByteSize int64
-
-// String writes the size as FormatSize does ("0" for zero).
-func (b *ByteSize) String() string { return bytesize.Var(b).String() }
-
-// Set parses s with ParseSize.
-func (b *ByteSize) Set(s string) error {
-	v, err := ParseSize(s)
-	if err != nil {
-		return err
-	}
-	*b = ByteSize(v)
-	return nil
-}
-
-// Type names the flag's value in --help.
-func (b *ByteSize) Type() string { return "size" }

@@ -27,8 +27,8 @@ var ErrInvalid = errors.New("invalid size")
 // Fractions are truncated to whole bytes.
 func Parse(s string) (int64, error) {
 	n, err := humanize.ParseBytes(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%w %q: want a number of bytes with an optional unit such as 512KiB or 2MB (%w)", ErrInvalid, s, err)
+	if err != nil { // humanize's reasons (a float syntax error, an unknown unit) say less than this
+		return 0, fmt.Errorf("%w %q: want a number of bytes with an optional unit such as 250MB or 64KiB", ErrInvalid, s)
 	}
 	if n > math.MaxInt64 {
 		return 0, fmt.Errorf("%w %q: too large", ErrInvalid, s)

@@ -74,3 +74,18 @@ func TestValue(t *testing.T) {
 		t.Errorf("int32 Set(1KiB): %v, value %d", err, small)
 	}
 }
+
+// TestByteSizeFlag (moved from loadtest, whose ByteSize this type replaces).
+func TestByteSizeFlag(t *testing.T) {
+	var n int64
+	b := Var(&n)
+	if err := b.Set("2MB"); err != nil || n != 2_000_000 {
+		t.Fatalf("Set(2MB): %d, %v", n, err)
+	}
+	if b.String() != "1.91MiB" || b.Type() != "size" {
+		t.Errorf("String %q Type %q", b.String(), b.Type())
+	}
+	if err := b.Set("lots"); err == nil || n != 2_000_000 {
+		t.Errorf("Set(lots): %v, value %d (want unchanged)", err, n)
+	}
+}
