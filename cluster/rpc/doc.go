@@ -35,8 +35,9 @@
 //
 //	rand[0,1) * min(MaxBackoff, BaseBackoff * 2^(n-1))   (n = failed attempts so far)
 //
-// ("full jitter": clients that failed together spread out instead of
-// retrying in lockstep). A Retry-After on a 429 or 503 answer raises that
+// ("full jitter", drawn by internal/backoff, the module's one retry-delay
+// policy: clients that failed together spread out instead of retrying in
+// lockstep). A Retry-After on a 429 or 503 answer raises that
 // wait to what the server asked, but never beyond MaxBackoff. After
 // MaxAttempts attempts the call fails with ErrUnavailable, which wraps the
 // last error and says how many attempts were made. Once the context is done
