@@ -24,11 +24,11 @@ func (panicky) ListTables(context.Context) ([]metadata.TableConfig, error) { pan
 func (panicky) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
 }
-func (panicky) Insert(context.Context, string, []model.Row, InsertOptions) error { panic("bug") }
-func (panicky) Query(context.Context, string, RawQuery) ([]model.Row, bool, error) {
+func (panicky) Insert(context.Context, string, []model.Row, model.InsertOptions) error { panic("bug") }
+func (panicky) Query(context.Context, string, model.Query) ([]model.Row, bool, error) {
 	panic("bug")
 }
-func (panicky) Aggregate(context.Context, string, AggQuery) ([]model.SeriesAgg, error) {
+func (panicky) Aggregate(context.Context, string, model.Query) ([]model.SeriesAgg, error) {
 	panic("bug")
 }
 func (panicky) Cluster(context.Context) (api.ClusterResponse, error)              { panic("bug") }

@@ -33,7 +33,7 @@ type replBackend struct {
 
 	mu struct {
 		sync.Mutex
-		inserts []InsertOptions
+		inserts []model.InsertOptions
 		changes []serverChange
 		splits  []*int64
 		err     error
@@ -71,7 +71,7 @@ func (b *replBackend) Table(_ context.Context, name string) (metadata.TableConfi
 	return b.cfg, b.file, nil
 }
 
-func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts InsertOptions) error {
+func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts model.InsertOptions) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.mu.inserts = append(b.mu.inserts, opts)
@@ -137,11 +137,11 @@ func (b *replBackend) setErr(err error) {
 	b.mu.err = err
 }
 
-func (b *replBackend) lastInsert() (InsertOptions, int) {
+func (b *replBackend) lastInsert() (model.InsertOptions, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.mu.inserts) == 0 {
-		return InsertOptions{}, 0
+		return model.InsertOptions{}, 0
 	}
 	return b.mu.inserts[len(b.mu.inserts)-1], len(b.mu.inserts)
 }
@@ -416,12 +416,12 @@ type readBackend struct {
 	got []string
 }
 
-func (b *readBackend) Query(_ context.Context, _ string, q RawQuery) ([]model.Row, bool, error) {
+func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model.Row, bool, error) {
 	b.got = append(b.got, q.Consistency)
 	return nil, false, nil
 }
 
-func (b *readBackend) Aggregate(_ context.Context, _ string, q AggQuery) ([]model.SeriesAgg, error) {
+func (b *readBackend) Aggregate(_ context.Context, _ string, q model.Query) ([]model.SeriesAgg, error) {
 	b.got = append(b.got, q.Consistency)
 	return nil, nil
 }
@@ -515,7 +515,7 @@ type blockingBackend struct {
 	entered chan struct{}
 }
 
-func (b blockingBackend) Insert(ctx context.Context, _ string, _ []model.Row, _ InsertOptions) error {
+func (b blockingBackend) Insert(ctx context.Context, _ string, _ []model.Row, _ model.InsertOptions) error {
 	close(b.entered)
 	<-ctx.Done()
 	return ctx.Err()
