@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
 )
@@ -100,7 +99,7 @@ its metadata servers and its creation time. --json prints the TableConfigs.`,
 			if err != nil {
 				return err
 			}
-			var resp tsdbhttp.TablesResponse
+			var resp api.TablesResponse
 			if err := json.Unmarshal(body, &resp); err != nil {
 				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
 			}
@@ -138,7 +137,7 @@ whether it is offline. --json prints the server's answer, indented.`,
 			if f.json {
 				return printIndented(cmd.OutOrStdout(), body)
 			}
-			var resp tsdbhttp.MetadataResponse
+			var resp api.MetadataResponse
 			if err := json.Unmarshal(body, &resp); err != nil {
 				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
 			}
