@@ -109,10 +109,12 @@ func runSplit(cmd *cobra.Command, f *adminFlags, sf splitFlags, table, arg strin
 		return err
 	}
 	c, err := f.client(cmd)
+	if err == nil {
+		c, err = c.withTimeout(sf.timeout)
+	}
 	if err != nil {
 		return err
 	}
-	c.hc.Timeout = sf.timeout
 	parent := cmd.Context()
 	if parent == nil {
 		parent = context.Background()

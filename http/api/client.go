@@ -133,6 +133,12 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s %s: %d %s", e.Method, e.Path, e.Status, msg)
 }
 
+// ReadError is a failure to read an answer's body once its status came.
+type ReadError struct{ Err error }
+
+func (e *ReadError) Error() string { return "reading the answer: " + e.Err.Error() }
+func (e *ReadError) Unwrap() error { return e.Err }
+
 // StatusOf returns the status of an *Error in err's chain, or 0.
 func StatusOf(err error) int {
 	var e *Error
@@ -166,7 +172,7 @@ type Request struct {
 // Do makes the call r, retrying as Options say, and decodes a 2xx answer's
 // JSON into out: nil discards it, a *[]byte receives the raw body. An
 // error answer is an *Error; a failed request is the transport's error
-// (a *url.Error).
+// (a *url.Error), or a *ReadError when the answer's body could not be read.
 func (c *Client) Do(ctx context.Context, r Request, out any) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -232,7 +238,7 @@ func (c *Client) once(ctx context.Context, r Request, out any) error {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxAnswerBytes))
 	if err != nil {
-		return &url.Error{Op: r.Method, URL: u, Err: fmt.Errorf("reading the answer: %w", err)}
+		return &ReadError{Err: err}
 	}
 	if resp.StatusCode/100 != 2 {
 		return answerError(r.Method, r.Path, resp, body)
