@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -31,8 +32,8 @@ func (panicky) Query(context.Context, string, model.Query) ([]model.Row, bool, e
 func (panicky) Aggregate(context.Context, string, model.Query) ([]model.SeriesAgg, error) {
 	panic("bug")
 }
-func (panicky) Cluster(context.Context) (api.ClusterResponse, error)              { panic("bug") }
-func (panicky) Replicas(context.Context, string) ([]api.PartitionReplicas, error) { panic("bug") }
+func (panicky) Cluster(context.Context) (api.ClusterResponse, error)               { panic("bug") }
+func (panicky) Replicas(context.Context, string) ([]wire.PartitionReplicas, error) { panic("bug") }
 func (panicky) JoinServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {
 	panic("bug")
 }

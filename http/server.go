@@ -22,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -64,7 +65,7 @@ type Backend interface {
 	// Cluster describes the servers of the cluster.
 	Cluster(ctx context.Context) (api.ClusterResponse, error)
 	// Replicas returns every partition of a table with its replicas' states.
-	Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error)
+	Replicas(ctx context.Context, table string) ([]wire.PartitionReplicas, error)
 	// JoinServer commits JOIN_SERVER (FORCE_JOIN with req.Force) of
 	// req.Server to a partition.
 	JoinServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -64,7 +65,7 @@ func (n *Node) catchUp(ctx context.Context, table string, txnSeq uint64, p *meta
 		go func() {
 			addr, err := n.dir.addr(cctx, pl.ServerID)
 			if err == nil {
-				err = n.rpcOnce.Call(cctx, addr, api.PathCatchUp, api.CatchUpRequest{
+				err = n.rpcOnce.Call(cctx, addr, wire.PathCatchUp, wire.CatchUpRequest{
 					Table: table, PartitionID: p.ID, FromPlacement: pl.PlacementID, ToPlacement: placement,
 					ToServer: n.cfg.ID, TxnSeq: txnSeq,
 				}, nil)
@@ -91,7 +92,7 @@ func (n *Node) catchUp(ctx context.Context, table string, txnSeq uint64, p *meta
 
 // CatchUp pushes the asking replica everything the local replica holds now
 // (its synced sequence at this moment) and returns once it confirmed.
-func (i internal) CatchUp(ctx context.Context, req api.CatchUpRequest) error {
+func (i internal) CatchUp(ctx context.Context, req wire.CatchUpRequest) error {
 	n := i.n
 	if _, err := n.serving(req.Table, req.TxnSeq, req.FromPlacement); err != nil {
 		return err

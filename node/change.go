@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -48,7 +48,7 @@ func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*
 		if err != nil {
 			return nil, err
 		}
-		req := api.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
+		req := wire.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
 		f, err := n.sendChange(ctx, cfg, req)
 		if err == nil {
 			// The CAS changed exactly these three fields of cfg.
@@ -86,7 +86,7 @@ func (n *Node) installCommitted(cfg metadata.TableConfig, f *metadata.File) erro
 
 // sendChange sends req to the table's metadata servers, this one first, the
 // others in random order, until one gives a definitive answer.
-func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api.ChangeMetadataRequest) (*metadata.File, error) {
+func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req wire.ChangeMetadataRequest) (*metadata.File, error) {
 	order := slices.Clone(cfg.MetadataServers)
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	if i := slices.Index(order, n.cfg.ID); i > 0 {
@@ -115,7 +115,7 @@ func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api
 }
 
 // changeOn asks metadata server id to coordinate req.
-func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRequest) (*metadata.File, error) {
+func (n *Node) changeOn(ctx context.Context, id string, req wire.ChangeMetadataRequest) (*metadata.File, error) {
 	if id == n.cfg.ID {
 		return n.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
 	}
@@ -123,8 +123,8 @@ func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRe
 	if err != nil {
 		return nil, err
 	}
-	var resp api.ChangeMetadataResponse
-	if err := n.rpc.Call(ctx, addr, api.PathMetadataChange, req, &resp); err != nil {
+	var resp wire.ChangeMetadataResponse
+	if err := n.rpc.Call(ctx, addr, wire.PathMetadataChange, req, &resp); err != nil {
 		return nil, mapRPCError(err)
 	}
 	f, err := metadata.CheckEncoded(req.Table, resp.TxnID, resp.Encoded)
@@ -135,7 +135,7 @@ func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRe
 }
 
 // committedAs learns by re-reading TableConfig whether req committed.
-func (n *Node) committedAs(ctx context.Context, req api.ChangeMetadataRequest) (*metadata.File, bool) {
+func (n *Node) committedAs(ctx context.Context, req wire.ChangeMetadataRequest) (*metadata.File, bool) {
 	cfg, file, err := n.committer.Load(ctx, req.Table)
 	if err != nil || cfg.MetadataTxnID != req.NewTxnID {
 		return nil, false

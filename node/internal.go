@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -20,32 +20,32 @@ var _ tsdbhttp.Internal = internal{}
 // ask each other in a loop); the current txn (empty txnid) is first made
 // present, fetched from the other metadata servers if need be: a metadata
 // server that lacks the current txn serves nothing older in its place.
-func (i internal) FetchMetadata(ctx context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error) {
+func (i internal) FetchMetadata(ctx context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error) {
 	c := i.n.committer
 	if req.TxnID != "" {
 		enc, err := c.LocalFile(req.Table, req.TxnID)
 		if err != nil {
-			return api.FetchMetadataResponse{}, err
+			return wire.FetchMetadataResponse{}, err
 		}
 		h, err := metadata.CheckEncoded(req.Table, req.TxnID, enc)
 		if err != nil {
-			return api.FetchMetadataResponse{}, err
+			return wire.FetchMetadataResponse{}, err
 		}
 		if h.TxnSeq < req.MinTxnSeq {
-			return api.FetchMetadataResponse{}, fmt.Errorf("%w: %s/%s has txnseq %d, %d asked", metadata.ErrStale, req.Table, req.TxnID, h.TxnSeq, req.MinTxnSeq)
+			return wire.FetchMetadataResponse{}, fmt.Errorf("%w: %s/%s has txnseq %d, %d asked", metadata.ErrStale, req.Table, req.TxnID, h.TxnSeq, req.MinTxnSeq)
 		}
-		return api.FetchMetadataResponse{TxnID: req.TxnID, TxnSeq: h.TxnSeq, Encoded: enc}, nil
+		return wire.FetchMetadataResponse{TxnID: req.TxnID, TxnSeq: h.TxnSeq, Encoded: enc}, nil
 	}
 	cfg, enc, err := c.Current(ctx, req.Table, req.MinTxnSeq)
 	if err != nil {
-		return api.FetchMetadataResponse{}, err
+		return wire.FetchMetadataResponse{}, err
 	}
-	return api.FetchMetadataResponse{TxnID: cfg.MetadataTxnID, TxnSeq: cfg.MetadataTxnSeq, Encoded: enc}, nil
+	return wire.FetchMetadataResponse{TxnID: cfg.MetadataTxnID, TxnSeq: cfg.MetadataTxnSeq, Encoded: enc}, nil
 }
 
 // StoreMetadata stores a proposed file durably after checking that it
 // decodes to a valid file of the named table and txn.
-func (i internal) StoreMetadata(ctx context.Context, req api.StoreMetadataRequest) error {
+func (i internal) StoreMetadata(ctx context.Context, req wire.StoreMetadataRequest) error {
 	if _, err := metadata.CheckEncoded(req.Table, req.TxnID, req.Encoded); err != nil {
 		return err
 	}
@@ -54,39 +54,39 @@ func (i internal) StoreMetadata(ctx context.Context, req api.StoreMetadataReques
 
 // ChangeMetadata coordinates a change. Every server, this one included,
 // learns the result from its watch of the TableConfigs.
-func (i internal) ChangeMetadata(ctx context.Context, req api.ChangeMetadataRequest) (api.ChangeMetadataResponse, error) {
+func (i internal) ChangeMetadata(ctx context.Context, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error) {
 	f, err := i.n.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
 	if err != nil {
-		return api.ChangeMetadataResponse{}, err
+		return wire.ChangeMetadataResponse{}, err
 	}
 	enc, err := metadata.Encode(f)
 	if err != nil {
-		return api.ChangeMetadataResponse{}, err
+		return wire.ChangeMetadataResponse{}, err
 	}
-	return api.ChangeMetadataResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq, Encoded: enc}, nil
+	return wire.ChangeMetadataResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq, Encoded: enc}, nil
 }
 
 // JoinMetadata makes this server a metadata server of the table.
-func (i internal) JoinMetadata(ctx context.Context, req api.JoinMetadataRequest) (api.JoinMetadataResponse, error) {
+func (i internal) JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error) {
 	cfg, err := i.n.committer.JoinMetadataServer(ctx, req.Table)
 	if err != nil {
-		return api.JoinMetadataResponse{}, err
+		return wire.JoinMetadataResponse{}, err
 	}
-	return api.JoinMetadataResponse{TxnID: cfg.MetadataTxnID, TxnSeq: cfg.MetadataTxnSeq, MetadataServers: cfg.MetadataServers}, nil
+	return wire.JoinMetadataResponse{TxnID: cfg.MetadataTxnID, TxnSeq: cfg.MetadataTxnSeq, MetadataServers: cfg.MetadataServers}, nil
 }
 
 // Discover runs partition discovery on the current file for another
 // server's replicas.
-func (i internal) Discover(ctx context.Context, req api.DiscoveryRequest) (api.DiscoveryResponse, error) {
+func (i internal) Discover(ctx context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error) {
 	cfg, enc, err := i.n.committer.Current(ctx, req.Table, req.MinTxnSeq)
 	if err != nil {
-		return api.DiscoveryResponse{}, err
+		return wire.DiscoveryResponse{}, err
 	}
 	f, err := metadata.VerifyFile(cfg, enc)
 	if err != nil {
-		return api.DiscoveryResponse{}, err
+		return wire.DiscoveryResponse{}, err
 	}
-	resp := api.DiscoveryResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq, Results: make([]metadata.Discovery, len(req.Replicas))}
+	resp := wire.DiscoveryResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq, Results: make([]metadata.Discovery, len(req.Replicas))}
 	for j, r := range req.Replicas {
 		resp.Results[j] = metadata.Discover(f, req.Server, r)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -61,14 +61,14 @@ func (n *Node) keepMetadataServers(ctx context.Context, v *clusterView, t tableV
 // fetches the current file, then CASes itself into the list).
 func (n *Node) joinMetadataServer(ctx context.Context, table, server string) error {
 	var err error
-	req := api.JoinMetadataRequest{Table: table}
+	req := wire.JoinMetadataRequest{Table: table}
 	if server == n.cfg.ID {
 		_, err = n.committer.JoinMetadataServer(ctx, table)
 	} else {
 		var addr string
 		if addr, err = n.dir.addr(ctx, server); err == nil {
-			var resp api.JoinMetadataResponse
-			err = n.rpc.Call(ctx, addr, api.PathMetadataJoin, req, &resp)
+			var resp wire.JoinMetadataResponse
+			err = n.rpc.Call(ctx, addr, wire.PathMetadataJoin, req, &resp)
 		}
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -127,8 +128,8 @@ func (p peers) StoreFile(ctx context.Context, serverID, table, txnID string, enc
 	if err != nil {
 		return err
 	}
-	req := api.StoreMetadataRequest{Table: table, TxnID: txnID, Encoded: encoded}
-	if err := p.rpc.Call(ctx, addr, api.PathMetadataStore, req, nil); err != nil {
+	req := wire.StoreMetadataRequest{Table: table, TxnID: txnID, Encoded: encoded}
+	if err := p.rpc.Call(ctx, addr, wire.PathMetadataStore, req, nil); err != nil {
 		return mapRPCError(err)
 	}
 	return nil
@@ -140,9 +141,9 @@ func (p peers) FetchFile(ctx context.Context, serverID, table, txnID string) ([]
 	if err != nil {
 		return nil, err
 	}
-	var resp api.FetchMetadataResponse
-	req := api.FetchMetadataRequest{Table: table, TxnID: txnID}
-	if err := p.rpc.Call(ctx, addr, api.PathMetadataFetch, req, &resp); err != nil {
+	var resp wire.FetchMetadataResponse
+	req := wire.FetchMetadataRequest{Table: table, TxnID: txnID}
+	if err := p.rpc.Call(ctx, addr, wire.PathMetadataFetch, req, &resp); err != nil {
 		return nil, mapRPCError(err)
 	}
 	if resp.TxnID != txnID {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -55,12 +56,12 @@ func (r replicas) forward(ctx context.Context, addr string, t router.Target, row
 		}
 		return r.forward(ctx, addr, t, rows[half:], opts)
 	}
-	req := api.ForwardInsertRequest{
+	req := wire.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
 		Consistency: opts.Consistency, Versioned: opts.Versioned, Rows: enc, Count: len(rows),
 	}
-	var resp api.ForwardInsertResponse
-	return routeError(r.n.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
+	var resp wire.ForwardInsertResponse
+	return routeError(r.n.rpcOnce.Call(ctx, addr, wire.PathInsert, req, &resp))
 }
 
 // Scan reads the target replica.
@@ -72,7 +73,7 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 		}
 		return rep.Scan(q)
 	}
-	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+	resp, err := r.subQuery(ctx, t, wire.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
 		Consistency: consistency, MaxBytes: r.n.cfg.MaxSubQueryBytes,
 	})
@@ -95,7 +96,7 @@ func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.Ag
 		}
 		return rep.Aggregate(q)
 	}
-	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+	resp, err := r.subQuery(ctx, t, wire.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
 		MaxBuckets: q.MaxBuckets, MaxBytes: r.n.cfg.MaxSubQueryBytes,
@@ -117,14 +118,14 @@ const DefaultMaxSubQueryBytes = 256 << 20
 // subQuery asks the target replica for its part of a query. An answer over
 // MaxSubQueryBytes is not read past the limit and fails the query with
 // partition.ErrAnswerTooLarge.
-func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+func (r replicas) subQuery(ctx context.Context, t router.Target, req wire.SubQueryRequest) (wire.SubQueryResponse, error) {
 	addr, err := r.n.dir.addr(ctx, t.Server)
 	if err != nil {
-		return api.SubQueryResponse{}, fmt.Errorf("%w: %w", router.ErrUnavailable, err)
+		return wire.SubQueryResponse{}, fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
 	req.Table, req.PartitionID, req.ToPlacement, req.TxnSeq = t.File.Table, t.Partition.ID, t.Placement, t.File.TxnSeq
-	var resp api.SubQueryResponse
-	err = r.n.rpcQuery.Call(ctx, addr, api.PathQuery, req, &resp)
+	var resp wire.SubQueryResponse
+	err = r.n.rpcQuery.Call(ctx, addr, wire.PathQuery, req, &resp)
 	if errors.Is(err, rpc.ErrResponseTooLarge) {
 		// The client stopped reading at the limit. Every replica holds the
 		// same rows: the query fails rather than try another.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -26,7 +27,7 @@ type pushSender struct{ n *Node }
 
 // Push sends one push; a "stale placement" answer matches
 // replication.ErrStalePlacement.
-func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushRequest) error {
+func (s pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRequest) error {
 	addr, err := s.n.dir.addr(ctx, t.ServerID)
 	if err != nil {
 		return err
@@ -35,7 +36,7 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 		return fmt.Errorf("push to %s blocked by the test", t.ServerID)
 	}
 	req.SentAt = s.n.now().UnixNano()
-	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
+	err = s.n.rpc.Call(ctx, addr, wire.PathReplicate, req, nil)
 	if err != nil {
 		s.n.rmetrics.pushErrors.Inc()
 	} else {
@@ -53,7 +54,7 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 // holds that placement as LOAD or SERVE (rule 4); otherwise it answers
 // "stale placement" and the sender re-runs discovery. A sender with a newer
 // METADATA than this server's makes it catch up first (rule 8).
-func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
+func (i internal) Replicate(ctx context.Context, req wire.PushRequest) error {
 	n := i.n
 	n.clocks.observe(req.FromServer, req.SentAt, n.now())
 	if n.store.Lost(req.ToPlacement) {
@@ -157,24 +158,24 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 }
 
 // ForwardInsert coordinates an insert a front end forwarded.
-func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error) {
+func (i internal) ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
 	n := i.n
 	rows, err := replication.DecodeRows(req.Rows)
 	if err != nil {
-		return api.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", tsdbhttp.ErrBadRequest, err)
+		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", tsdbhttp.ErrBadRequest, err)
 	}
 	for j := range rows {
 		if err := rows[j].Validate(); err != nil {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", tsdbhttp.ErrBadRequest, j, err)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", tsdbhttp.ErrBadRequest, j, err)
 		}
 	}
 	_, file, err := n.router.Table(ctx, req.Table)
 	if err != nil {
-		return api.ForwardInsertResponse{}, err
+		return wire.ForwardInsertResponse{}, err
 	}
 	if file.TxnSeq < req.TxnSeq {
 		if err := n.syncTable(ctx, req.Table); err != nil {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
 		}
 		_, file, _ = n.router.Table(ctx, req.Table)
 	}
@@ -182,34 +183,34 @@ func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertReques
 	if !ok || !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool {
 		return pl.ServerID == n.cfg.ID && pl.PlacementID == req.ToPlacement
 	}) {
-		return api.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
+		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
 			tsdbhttp.ErrMoved, req.PartitionID, n.cfg.ID, req.ToPlacement, file.TxnSeq)
 	}
 	for _, r := range rows {
 		if !p.Contains(r.Time) {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", tsdbhttp.ErrMoved, r.Time, p.ID)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", tsdbhttp.ErrMoved, r.Time, p.ID)
 		}
 	}
 	if err := n.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
-		return api.ForwardInsertResponse{}, err
+		return wire.ForwardInsertResponse{}, err
 	}
-	return api.ForwardInsertResponse{Rows: len(rows)}, nil
+	return wire.ForwardInsertResponse{Rows: len(rows)}, nil
 }
 
 // SubQuery answers one partition replica's part of a query.
-func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+func (i internal) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error) {
 	n := i.n
 	_, file, err := n.router.Table(ctx, req.Table)
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	p, ok := file.Partition(req.PartitionID)
 	if !ok {
-		return api.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", tsdbhttp.ErrMoved, req.PartitionID, file.TxnSeq, req.Table)
+		return wire.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", tsdbhttp.ErrMoved, req.PartitionID, file.TxnSeq, req.Table)
 	}
 	rep, err := n.readable(ctx, req.Table, req.TxnSeq, p, req.ToPlacement, req.Consistency)
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	// The front end's limits, or this server's for a sender that sent none.
 	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, n.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, n.cfg.MaxQueryBuckets)
@@ -219,13 +220,13 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
 		})
 		if err != nil {
-			return api.SubQueryResponse{}, err
+			return wire.SubQueryResponse{}, err
 		}
 		enc := replication.AppendAggs(nil, aggs)
 		if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
-			return api.SubQueryResponse{}, err
+			return wire.SubQueryResponse{}, err
 		}
-		return api.SubQueryResponse{Aggs: enc}, nil
+		return wire.SubQueryResponse{Aggs: enc}, nil
 	}
 	scan := partition.ScanQuery{
 		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
@@ -237,17 +238,17 @@ func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.Su
 	}
 	rows, truncated, err := rep.Scan(scan)
 	if errors.Is(err, partition.ErrAnswerTooLarge) {
-		return api.SubQueryResponse{}, n.answerTooLarge(p,
+		return wire.SubQueryResponse{}, n.answerTooLarge(p,
 			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
 	}
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	enc := replication.AppendRows(nil, rows)
 	if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
-	return api.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
+	return wire.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
 }
 
 // subQueryFraming bounds the JSON around a sub-query answer's encoded
@@ -284,19 +285,19 @@ func (n *Node) ignoringSubQueryLimit() bool {
 
 // Replicas lists the local replicas (of one table, or all) with their
 // discovery status, size, sequences and replication state.
-func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+func (i internal) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
 	n := i.n
-	resp := api.ReplicasResponse{Server: n.cfg.ID, Replicas: []api.ReplicaStatus{}}
+	resp := wire.ReplicasResponse{Server: n.cfg.ID, Replicas: []wire.ReplicaStatus{}}
 	for _, rep := range n.store.Replicas() {
 		info := rep.Info()
 		if req.Table != "" && info.Table != req.Table {
 			continue
 		}
 		st, _ := n.replicaStatus(info.Placement)
-		rs := api.ReplicaStatus{
+		rs := wire.ReplicaStatus{
 			Server: n.cfg.ID, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement,
 			Begin: info.Begin, End: info.End, Status: st.Discovery.Status, TxnSeq: st.TxnSeq,
-			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []api.TargetStatus{},
+			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []wire.TargetStatus{},
 		}
 		if req.SizeScan > 0 && (info.End == nil || *info.End > req.SizeScanAfter) {
 			if b, err := rep.Size(req.SizeScan); err == nil {
@@ -320,7 +321,7 @@ func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.Re
 
 // Replicas gathers the replica states of every partition of a table from
 // the servers holding them.
-func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error) {
+func (b backend) Replicas(ctx context.Context, table string) ([]wire.PartitionReplicas, error) {
 	n := b.n
 	_, file, err := n.committer.Load(ctx, table)
 	if err != nil {
@@ -332,9 +333,9 @@ func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionRep
 			servers[pl.ServerID] = true
 		}
 	}
-	byPlacement := map[uuid.UUID]api.ReplicaStatus{}
+	byPlacement := map[uuid.UUID]wire.ReplicaStatus{}
 	for id := range servers {
-		resp, err := n.replicasOn(ctx, id, api.ReplicasRequest{Table: table, Counts: true})
+		resp, err := n.replicasOn(ctx, id, wire.ReplicasRequest{Table: table, Counts: true})
 		if err != nil {
 			n.log.Warn("replica states of a server unavailable", "server", id, "table", table, "err", err)
 			continue
@@ -343,15 +344,15 @@ func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionRep
 			byPlacement[r.Placement] = r
 		}
 	}
-	out := make([]api.PartitionReplicas, 0, len(file.Partitions))
+	out := make([]wire.PartitionReplicas, 0, len(file.Partitions))
 	for _, p := range file.Partitions {
-		pr := api.PartitionReplicas{Partition: p, Replicas: []api.ReplicaStatus{}}
+		pr := wire.PartitionReplicas{Partition: p, Replicas: []wire.ReplicaStatus{}}
 		for _, pl := range slices.Concat(p.Servers, p.Joining) {
 			if r, ok := byPlacement[pl.PlacementID]; ok {
 				pr.Replicas = append(pr.Replicas, r)
 			} else {
-				pr.Replicas = append(pr.Replicas, api.ReplicaStatus{Server: pl.ServerID, Table: table, PartitionID: p.ID,
-					Placement: pl.PlacementID, Begin: p.Begin, End: p.End, Rows: -1, Targets: []api.TargetStatus{}})
+				pr.Replicas = append(pr.Replicas, wire.ReplicaStatus{Server: pl.ServerID, Table: table, PartitionID: p.ID,
+					Placement: pl.PlacementID, Begin: p.Begin, End: p.End, Rows: -1, Targets: []wire.TargetStatus{}})
 			}
 		}
 		out = append(out, pr)
@@ -360,14 +361,14 @@ func (b backend) Replicas(ctx context.Context, table string) ([]api.PartitionRep
 }
 
 // replicasOn asks server (this one or another) for its local replicas.
-func (n *Node) replicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+func (n *Node) replicasOn(ctx context.Context, server string, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
 	if server == n.cfg.ID {
 		return internal{n}.Replicas(ctx, req)
 	}
-	var resp api.ReplicasResponse
+	var resp wire.ReplicasResponse
 	addr, err := n.dir.addr(ctx, server)
 	if err == nil {
-		err = n.rpc.Call(ctx, addr, api.PathReplicas, req, &resp)
+		err = n.rpc.Call(ctx, addr, wire.PathReplicas, req, &resp)
 	}
 	return resp, err
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/testcerts"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
@@ -151,7 +152,7 @@ func TestClusterOverTLS(t *testing.T) {
 	if err != nil || !strings.HasPrefix(addr, "https://") {
 		t.Fatalf("s4's address as s1 sees it: %q %v", addr, err)
 	}
-	err = c.nodes["s1"].rpc.Call(context.Background(), addr, api.PathReplicas, api.ReplicasRequest{Table: "cpu"}, &api.ReplicasResponse{})
+	err = c.nodes["s1"].rpc.Call(context.Background(), addr, wire.PathReplicas, wire.ReplicasRequest{Table: "cpu"}, &wire.ReplicasResponse{})
 	if !errors.Is(err, rpc.ErrTLS) {
 		t.Fatalf("s1 calling s4 (untrusted certificate): %v, want rpc.ErrTLS", err)
 	}

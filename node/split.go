@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -87,7 +87,7 @@ func (n *Node) leadsSplit(p *metadata.Partition) bool {
 func (n *Node) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
 	var out []map[uuid.UUID]map[string]bool
 	for _, pl := range p.Servers {
-		resp, err := n.replicasOn(ctx, pl.ServerID, api.ReplicasRequest{Table: table})
+		resp, err := n.replicasOn(ctx, pl.ServerID, wire.ReplicasRequest{Table: table})
 		if err != nil {
 			continue
 		}

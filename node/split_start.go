@@ -15,6 +15,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -300,15 +301,15 @@ func (n *Node) splitPointOf(ctx context.Context, table string, txnSeq uint64, p 
 	}
 	var errs []error
 	for _, pl := range order {
-		req := api.SplitPointRequest{Table: table, PartitionID: p.ID, Placement: pl.PlacementID, TxnSeq: txnSeq}
-		var resp api.SplitPointResponse
+		req := wire.SplitPointRequest{Table: table, PartitionID: p.ID, Placement: pl.PlacementID, TxnSeq: txnSeq}
+		var resp wire.SplitPointResponse
 		var err error
 		if pl.ServerID == n.cfg.ID {
 			resp, err = internal{n}.SplitPoint(ctx, req)
 		} else {
 			var addr string
 			if addr, err = n.dir.addr(ctx, pl.ServerID); err == nil {
-				err = n.rpc.Call(ctx, addr, api.PathSplitPoint, req, &resp)
+				err = n.rpc.Call(ctx, addr, wire.PathSplitPoint, req, &resp)
 			}
 			var se *rpc.StatusError
 			if errors.As(err, &se) && se.Code == api.CodeCannotSplit {
@@ -329,14 +330,14 @@ func (n *Node) splitPointOf(ctx context.Context, table string, txnSeq uint64, p 
 
 // SplitPoint answers the split point of a local replica (DESIGN.md section
 // 6): a time near the middle of its data by bytes with rows on both sides.
-func (i internal) SplitPoint(_ context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error) {
+func (i internal) SplitPoint(_ context.Context, req wire.SplitPointRequest) (wire.SplitPointResponse, error) {
 	rep, ok := i.n.store.Replica(req.Placement)
 	if !ok || rep.Info().PartitionID != req.PartitionID {
-		return api.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", tsdbhttp.ErrStalePlacement, req.Placement, req.PartitionID)
+		return wire.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", tsdbhttp.ErrStalePlacement, req.Placement, req.PartitionID)
 	}
 	at, err := rep.SplitPoint()
 	if err != nil {
-		return api.SplitPointResponse{}, err
+		return wire.SplitPointResponse{}, err
 	}
-	return api.SplitPointResponse{At: at}, nil
+	return wire.SplitPointResponse{At: at}, nil
 }

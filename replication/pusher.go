@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -74,7 +74,7 @@ func (l partitionLog) SnapshotLog() (LogSnapshot, error) {
 // target refused the push (409 stale_placement). Push must not keep
 // req.Rows after it returns: the Pusher reuses the buffer.
 type Sender interface {
-	Push(ctx context.Context, target metadata.Target, req api.PushRequest) error
+	Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error
 }
 
 // Defaults of Config.
@@ -731,18 +731,18 @@ func (p *Pusher) Drained() bool {
 
 // Status returns the replication state towards each current target, in
 // discovery order.
-func (p *Pusher) Status() []api.TargetStatus {
+func (p *Pusher) Status() []wire.TargetStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	synced := p.cfg.Log.SyncedSeq()
-	out := make([]api.TargetStatus, 0, len(p.mu.view))
+	out := make([]wire.TargetStatus, 0, len(p.mu.view))
 	for _, t := range p.mu.view {
 		c := p.confirmedLocked(t)
 		var lag uint64
 		if synced > c {
 			lag = synced - c
 		}
-		ts := api.TargetStatus{
+		ts := wire.TargetStatus{
 			Server: t.spec.ServerID, Placement: t.id, PartitionID: t.spec.PartitionID, Kind: t.spec.Kind,
 			Confirmed: c, Lag: lag, LastError: t.lastErr, LastPush: t.lastPush,
 		}
@@ -916,7 +916,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.tailOf != nil {
 		to = t.tailOf.id
 	}
-	req := api.PushRequest{
+	req := wire.PushRequest{
 		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
 		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
 		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: last, Complete: complete,

@@ -36,11 +36,17 @@ const (
 )
 
 // errorResponse is the error body {"error": {"code": "...", "message": "..."}},
-// the public API's own type.
-type (
-	errorResponse = api.ErrorResponse
-	errorBody     = api.ErrorBody
-)
+// the same as the public API's (http/api.ErrorResponse), declared here so
+// that this package does not import the public API's.
+type errorResponse struct {
+	Error errorBody `json:"error"`
+}
+
+// errorBody names the problem: a stable code and a human message.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
 
 // Authorized reports whether the request carries the cluster secret in
 // SecretHeader. The comparison takes the same time whatever the header holds

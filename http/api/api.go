@@ -1,6 +1,18 @@
-// Package api holds the wire types of tsdb's public HTTP API (DESIGN.md
-// section 10) and a small client for them. The load test and the tests speak
-// only this package; the server (package http) encodes the same types.
+// Package api holds the request and response types of tsdb's public HTTP
+// API (DESIGN.md section 10) and a typed client of it (client.go: per-request
+// timeout, retries of 503 answers after their Retry-After, bearer token, TLS,
+// errors carrying status, code and message). `tsdb admin`, the load test and
+// the tests speak only this package; the server (package http) encodes the
+// same types, converting its own (metadata's) into them.
+//
+// Invariants:
+//   - It imports the standard library, uuid and at most the module's leaf
+//     packages (model, the error vocabulary): never metadata, the cluster
+//     packages or the server, so a client links none of them (no etcd).
+//   - The JSON encoding of every type is the API's contract; where a type
+//     mirrors a server type (TableConfig, File, Partition, ReplicaStatus…)
+//     it encodes to the same bytes, which package http's tests check.
+//   - The internal API's types (/internal/...) are in package cluster/wire.
 package api
 
 import (
