@@ -2,6 +2,7 @@ package errcode
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -343,6 +344,28 @@ func (m *marked) Unwrap() []error { return []error{m.err, m.kind} }
 // *rpc.StatusError): Classify and Kind do not ask them which kind they are.
 type remote interface {
 	RemoteAnswer()
+}
+
+// Translate passes a peer's refusal on as a package's own sentinel: when
+// err holds a peer's answer (the first error in its chain with a
+// RemoteAnswer method, such as *rpc.StatusError) that matches the kind of
+// one of members, it returns fmt.Errorf("%w: %w", member, err); otherwise
+// err unchanged. The translated error matches the member (and so its kind)
+// for callers and Classify alike.
+func Translate(err error, members ...error) error {
+	var r interface {
+		error
+		remote
+	}
+	if !errors.As(err, &r) {
+		return err
+	}
+	for _, m := range members {
+		if k := Kind(m); k != nil && errors.Is(r, k) {
+			return fmt.Errorf("%w: %w", m, err)
+		}
+	}
+	return err
 }
 
 // is is errors.Is, except that it does not call the Is method of a peer's

@@ -214,3 +214,31 @@ func TestRemoteNotClassified(t *testing.T) {
 		t.Fatalf("a translated peer answer is classified %d %s", status, code)
 	}
 }
+
+func TestTranslate(t *testing.T) {
+	conflict := New(ErrConflict, "pkg: conflict")
+	missing := New(ErrFileNotFound, "pkg: file not found")
+	members := []error{conflict, missing}
+	for _, tc := range []struct {
+		err  error
+		want error // nil: unchanged
+	}{
+		{fmt.Errorf("call: %w", &peerAnswer{409, CodeConflict}), conflict},
+		{fmt.Errorf("call: %w", &peerAnswer{404, CodeNotFound}), missing},
+		{fmt.Errorf("call: %w", &peerAnswer{503, CodeUnavailable}), nil},
+		{fmt.Errorf("call: %w", &peerAnswer{409, CodeMoved}), nil},
+		{fmt.Errorf("local: %w", ErrConflict), nil}, // not a peer's answer
+		{errors.New("boom"), nil},
+	} {
+		got := Translate(tc.err, members...)
+		switch {
+		case tc.want == nil && got != tc.err:
+			t.Errorf("%v: translated to %v", tc.err, got)
+		case tc.want != nil && (!errors.Is(got, tc.want) || got.Error() != tc.want.Error()+": "+tc.err.Error()):
+			t.Errorf("%v: %v, want it wrapped in %v", tc.err, got, tc.want)
+		}
+	}
+	if _, code := Classify(Translate(&peerAnswer{409, CodeConflict}, conflict)); code != CodeConflict {
+		t.Errorf("a translated answer is classified %s", code)
+	}
+}

@@ -46,3 +46,17 @@ var (
 	// later or asks another metadata server.
 	ErrStale = errcode.New(errcode.ErrStale, "metadata: view older than requested txnseq")
 )
+
+// FromPeer passes a metadata server's refusal on as this package's
+// sentinel: when err holds a peer's error answer (*rpc.StatusError) whose
+// code is one of the metadata commit and table errors (conflict,
+// txn_mismatch, stale, invalid_op, not_metadata_server, no_quorum,
+// outcome_unknown, table_not_found, table_exists, or a 404 not_found for a
+// file the peer does not hold), it returns err wrapped in the matching
+// sentinel; otherwise err unchanged. Callers test one set of errors whether
+// the call was local or remote.
+func FromPeer(err error) error {
+	return errcode.Translate(err, ErrConflict, ErrTxnMismatch, ErrStale, ErrInvalidOp,
+		ErrNotMetadataServer, ErrNoQuorum, ErrOutcomeUnknown, ErrTableNotFound, ErrTableExists,
+		ErrFileNotFound)
+}
