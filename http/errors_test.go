@@ -119,7 +119,7 @@ func classifyAtoms() []error {
 		fmt.Errorf("%w: %w", ErrUnavailable, router.ErrUnavailable),
 		fmt.Errorf("%w: %w", ErrUnavailable, router.ErrNotLocal),
 		fmt.Errorf("%w: %w", ErrOffline, router.ErrOffline),
-		router.ErrNotLocal, router.ErrNoPartition,
+		router.ErrNoPartition,
 		rpc.ErrUnavailable, rpc.ErrUnauthorized, rpc.ErrTimeout,
 		&rpc.StatusError{Status: 401, Code: api.CodeUnauthorized, Message: "bad secret"},
 		&rpc.StatusError{Status: 502, Message: "bad gateway"},
@@ -173,6 +173,7 @@ func TestClassifyMembers(t *testing.T) {
 	}{
 		{router.ErrMoved, errcode.CodeMoved},
 		{router.ErrUnavailable, errcode.CodeUnavailable},
+		{router.ErrNotLocal, errcode.CodeUnavailable},
 		{router.ErrOffline, errcode.CodeOffline},
 		{smear.ErrFull, errcode.CodeQueueFull},
 		{rpc.ErrBadRequest, errcode.CodeBadRequest},

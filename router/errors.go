@@ -7,13 +7,16 @@ import (
 )
 
 // Sentinel errors of the router. ErrMoved, ErrUnavailable and ErrOffline are
-// members of the errcode kinds of the same names (errors.Is matches them as
+// members of the errcode kinds of the same names, ErrNotLocal of
+// errcode.ErrUnavailable (errors.Is matches them as
 // the kind too); the router tests its own members, which the Replicas
 // implementation returns to steer it.
 var (
 	// ErrNotLocal means a partition has no replica on this server and remote
-	// routing is not available.
-	ErrNotLocal = errors.New("router: partition has no replica on this server")
+	// routing is not available. A member of errcode.ErrUnavailable (the
+	// public answer is 503 unavailable), distinct from ErrUnavailable: the
+	// router does not try another replica for it.
+	ErrNotLocal = errcode.New(errcode.ErrUnavailable, "router: partition has no replica on this server")
 	// ErrMoved means a replica no longer serves the partition under the
 	// sender's METADATA (split, moved, unloading, or a placement it does
 	// not hold): the router reloads the METADATA and routes again.
