@@ -40,7 +40,9 @@
 //     this server's cluster secret is wrong, a peer's 400 that this server
 //     sent a bad request: both are this server's internal error, not the
 //     client's. A layer that means to pass a peer's refusal on wraps it in
-//     a kind (or uses FromCode).
+//     a kind or a member (Translate does it for a list of members, as
+//     metadata.FromPeer does for the metadata errors), or rebuilds it with
+//     FromCode.
 //   - FromCode(status, code, msg) returns an error whose text is msg and
 //     that matches the code's kind; an unknown code gives an error that
 //     matches no kind.
