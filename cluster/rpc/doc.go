@@ -11,7 +11,9 @@
 // (Content-Encoding: zstd), the answer when the request says Accept-Encoding:
 // zstd, which the Client always does. Errors use the public API's shape,
 // {"error": {"code": "...", "message": "..."}}, with a 4xx/5xx status, and
-// reach the caller as a *StatusError. The secret travels in SecretHeader and
+// reach the caller as a *StatusError, which matches (errors.Is) the kind of
+// package errcode its code maps to (errcode.ErrMoved for "moved", ...);
+// the codes are errcode's, the one vocabulary of the cluster. The secret travels in SecretHeader and
 // is checked in constant time by Authorized. A peer serving TLS is called
 // at https://host:port (the address its membership entry marks as TLS),
 // its certificate verified against Config.TLS. With Config.Clock set,

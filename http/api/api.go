@@ -19,32 +19,36 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
-// Error codes of ErrorBody.Code. Each maps to one HTTP status.
+// Error codes of ErrorBody.Code. Each maps to one HTTP status. The strings
+// are declared once, in package errcode, with the table that maps them to
+// statuses and sentinels.
 const (
-	CodeBadRequest       = "bad_request"            // 400
-	CodeInvalidTableName = "invalid_table_name"     // 400
-	CodeInvalidRow       = "invalid_row"            // 400
-	CodeInvalidQuery     = "invalid_query"          // 400
-	CodeUnauthorized     = "unauthorized"           // 401
-	CodeNotFound         = "not_found"              // 404
-	CodeTableNotFound    = "table_not_found"        // 404
-	CodeMethodNotAllowed = "method_not_allowed"     // 405
-	CodeTableExists      = "table_exists"           // 409
-	CodeTooLarge         = "payload_too_large"      // 413
-	CodeUnsupportedMedia = "unsupported_media_type" // 415
-	CodeInternal         = "internal"               // 500
-	CodeUnavailable      = "unavailable"            // 503
+	CodeBadRequest       = errcode.CodeBadRequest       // 400
+	CodeInvalidTableName = errcode.CodeInvalidTableName // 400
+	CodeInvalidRow       = errcode.CodeInvalidRow       // 400
+	CodeInvalidQuery     = errcode.CodeInvalidQuery     // 400
+	CodeUnauthorized     = errcode.CodeUnauthorized     // 401
+	CodeNotFound         = errcode.CodeNotFound         // 404
+	CodeTableNotFound    = errcode.CodeTableNotFound    // 404
+	CodeMethodNotAllowed = errcode.CodeMethodNotAllowed // 405
+	CodeTableExists      = errcode.CodeTableExists      // 409
+	CodeTooLarge         = errcode.CodeTooLarge         // 413
+	CodeUnsupportedMedia = errcode.CodeUnsupportedMedia // 415
+	CodeInternal         = errcode.CodeInternal         // 500
+	CodeUnavailable      = errcode.CodeUnavailable      // 503
 	// CodeOverloaded (503, with Retry-After): the server already serves
 	// as many public requests as --max-concurrent-requests allows.
-	CodeOverloaded = "overloaded"
+	CodeOverloaded = errcode.CodeOverloaded
 	// CodeTooManyBuckets (422): an aggregate answer would hold more
 	// buckets, summed over its series, than --max-query-buckets.
-	CodeTooManyBuckets = "too_many_buckets"
+	CodeTooManyBuckets = errcode.CodeTooManyBuckets
 	// CodeAnswerTooLarge (422): a partition's part of a query answer is
 	// over --max-subquery-bytes.
-	CodeAnswerTooLarge = "answer_too_large"
+	CodeAnswerTooLarge = errcode.CodeAnswerTooLarge
 )
 
 // ErrorResponse is the body of every error answer:

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // Error codes of replication and forwarding.
@@ -11,18 +13,18 @@ const (
 	// CodeStalePlacement (409): the receiver does not hold the named
 	// placement as LOAD or SERVE (dropped, never created, or UNLOAD). The
 	// sender re-runs discovery.
-	CodeStalePlacement = "stale_placement"
+	CodeStalePlacement = errcode.CodeStalePlacement
 	// CodeMoved (409): the partition is not served by the receiver under
 	// the sender's view (split, moved, UNLOAD); the front end refreshes its
 	// METADATA and retries.
-	CodeMoved = "moved"
+	CodeMoved = errcode.CodeMoved
 	// CodeOutcomeUnknownRows (503): the rows were written by the
 	// coordinator but not confirmed by enough replicas before the
 	// deadline; they may still appear.
-	CodeOutcomeUnknownRows = "insert_outcome_unknown"
+	CodeOutcomeUnknownRows = errcode.CodeOutcomeUnknownRows
 	// CodeCannotSplit (409): the partition's rows are all at one time (or
 	// it has none), so no split point leaves rows on both sides.
-	CodeCannotSplit = "cannot_split"
+	CodeCannotSplit = errcode.CodeCannotSplit
 )
 
 // Consistency levels of X-TSDB-Consistency.
