@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -18,63 +17,60 @@ import (
 	"github.com/tsdb/tsdb/router"
 )
 
-// replicas is the router's way to the partition replicas: this server's
-// own directly, the others over the internal API.
-type replicas struct{ n *Node }
-
-var _ router.Replicas = replicas{}
+// The router's way to the partition replicas (router.Replicas): this
+// server's own directly, the others over the internal API.
 
 // Insert has the target replica coordinate rows.
-func (r replicas) Insert(ctx context.Context, t router.Target, rows []model.Row, opts router.WriteOptions) error {
-	if t.Server == r.n.cfg.ID {
-		return localRouteError(r.n.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, opts))
+func (s *Server) Insert(ctx context.Context, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+	if t.Server == s.cfg.Self {
+		return localRouteError(s.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, opts))
 	}
-	addr, err := r.n.dir.addr(ctx, t.Server)
+	addr, err := s.dir.Addr(ctx, t.Server)
 	if err != nil {
 		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
-	return r.forward(ctx, addr, t, rows, opts)
+	return s.forward(ctx, addr, t, rows, opts)
 }
 
 // maxForwardBytes bounds the encoded rows of one forwarded insert: a
 // quarter of the body limit (which the cluster's servers share), well under
 // it once JSON's base64 is added. A large client insert is forwarded in
 // several parts.
-func (n *Node) maxForwardBytes() int { return n.cfg.MaxBodyBytes / 4 }
+func (s *Server) maxForwardBytes() int { return s.cfg.MaxBodyBytes / 4 }
 
 // forward sends rows to the coordinating replica, in parts of at most
 // maxForwardBytes. One attempt each: a refusal or a timeout fails over to
 // another replica, and "outcome unknown" is the client's answer, not a
 // reason to resend.
-func (r replicas) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts router.WriteOptions) error {
 	enc := replication.AppendRows(nil, rows)
-	if len(enc) > r.n.maxForwardBytes() && len(rows) > 1 {
+	if len(enc) > s.maxForwardBytes() && len(rows) > 1 {
 		half := len(rows) / 2
-		if err := r.forward(ctx, addr, t, rows[:half], opts); err != nil {
+		if err := s.forward(ctx, addr, t, rows[:half], opts); err != nil {
 			return err
 		}
-		return r.forward(ctx, addr, t, rows[half:], opts)
+		return s.forward(ctx, addr, t, rows[half:], opts)
 	}
 	req := api.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
 		Consistency: opts.Consistency, Versioned: opts.Versioned, Rows: enc, Count: len(rows),
 	}
 	var resp api.ForwardInsertResponse
-	return routeError(r.n.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
+	return routeError(s.rpcOnce.Call(ctx, addr, api.PathInsert, req, &resp))
 }
 
 // Scan reads the target replica.
-func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error) {
-	if t.Server == r.n.cfg.ID {
-		rep, err := r.n.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+func (s *Server) Scan(ctx context.Context, t router.Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error) {
+	if t.Server == s.cfg.Self {
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
 		if err != nil {
 			return nil, false, localRouteError(err)
 		}
 		return rep.Scan(q)
 	}
-	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+	resp, err := s.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: consistency, MaxBytes: r.n.cfg.MaxSubQueryBytes,
+		Consistency: consistency, MaxBytes: s.cfg.MaxSubQueryBytes,
 	})
 	if err != nil {
 		return nil, false, err
@@ -87,18 +83,18 @@ func (r replicas) Scan(ctx context.Context, t router.Target, q partition.ScanQue
 }
 
 // Aggregate computes partial aggregates on the target replica.
-func (r replicas) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error) {
-	if t.Server == r.n.cfg.ID {
-		rep, err := r.n.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+func (s *Server) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error) {
+	if t.Server == s.cfg.Self {
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
 		if err != nil {
 			return nil, localRouteError(err)
 		}
 		return rep.Aggregate(q)
 	}
-	resp, err := r.subQuery(ctx, t, api.SubQueryRequest{
+	resp, err := s.subQuery(ctx, t, api.SubQueryRequest{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
-		MaxBuckets: q.MaxBuckets, MaxBytes: r.n.cfg.MaxSubQueryBytes,
+		MaxBuckets: q.MaxBuckets, MaxBytes: s.cfg.MaxSubQueryBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -117,21 +113,21 @@ const DefaultMaxSubQueryBytes = 256 << 20
 // subQuery asks the target replica for its part of a query. An answer over
 // MaxSubQueryBytes is not read past the limit and fails the query with
 // partition.ErrAnswerTooLarge.
-func (r replicas) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
-	addr, err := r.n.dir.addr(ctx, t.Server)
+func (s *Server) subQuery(ctx context.Context, t router.Target, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+	addr, err := s.dir.Addr(ctx, t.Server)
 	if err != nil {
 		return api.SubQueryResponse{}, fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
 	req.Table, req.PartitionID, req.ToPlacement, req.TxnSeq = t.File.Table, t.Partition.ID, t.Placement, t.File.TxnSeq
 	var resp api.SubQueryResponse
-	err = r.n.rpcQuery.Call(ctx, addr, api.PathQuery, req, &resp)
+	err = s.rpcQuery.Call(ctx, addr, api.PathQuery, req, &resp)
 	if errors.Is(err, rpc.ErrResponseTooLarge) {
 		// The client stopped reading at the limit. Every replica holds the
 		// same rows: the query fails rather than try another.
 		return resp, fmt.Errorf("%w: the answer of partition %s from server %s is over %d bytes "+
 			"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
 			"or lower limit (raw rows) or use a bigger step (aggregates): %v",
-			partition.ErrAnswerTooLarge, t.Partition.ID, t.Server, r.n.cfg.MaxSubQueryBytes, err)
+			partition.ErrAnswerTooLarge, t.Partition.ID, t.Server, s.cfg.MaxSubQueryBytes, err)
 	}
 	return resp, routeError(err)
 }
@@ -162,7 +158,7 @@ func routeError(err error) error {
 		case se.Code == api.CodeMoved || se.Code == api.CodeStalePlacement:
 			return fmt.Errorf("%w: %w", router.ErrMoved, err)
 		case se.Code == api.CodeOutcomeUnknownRows:
-			return fmt.Errorf("%w: %s", tsdbhttp.ErrInsertOutcomeUnknown, se.Message)
+			return fmt.Errorf("%w: %s", errInsertOutcomeUnknown, se.Message)
 		case se.Code == api.CodeTooManyBuckets:
 			return &limitError{partition.ErrTooManyBuckets, se.Message}
 		case se.Code == api.CodeAnswerTooLarge:
@@ -184,9 +180,9 @@ func localRouteError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, tsdbhttp.ErrMoved) && !errors.Is(err, router.ErrMoved):
+	case errors.Is(err, errMoved) && !errors.Is(err, router.ErrMoved):
 		return fmt.Errorf("%w: %w", router.ErrMoved, err)
-	case errors.Is(err, tsdbhttp.ErrUnavailable) && !errors.Is(err, router.ErrUnavailable):
+	case errors.Is(err, errUnavailable) && !errors.Is(err, router.ErrUnavailable):
 		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
 	return err
@@ -194,51 +190,52 @@ func localRouteError(err error) error {
 
 // serving returns the local replica of placement if it serves reads and
 // writes (SERVE, not unloading) under a view at least as new as
-// senderTxnSeq; otherwise the error matches tsdbhttp.ErrMoved (the sender
-// reloads METADATA), or tsdbhttp.ErrUnavailable for a placement whose data
+// senderTxnSeq; otherwise the error matches errMoved (the sender
+// reloads METADATA), or errUnavailable for a placement whose data
 // this server lost (the sender goes to another replica, node/lost.go). A
 // sender with a newer view than this server's makes it catch up first
 // (rule 8).
-func (n *Node) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
-	st, ok := n.replicaStatus(placement)
+func (s *Server) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
+	st, ok := s.StatusOf(placement)
 	// Rule 8: a sender with a newer view makes this server catch up first,
 	// whether it already knows the placement (an older answer) or not yet
 	// (the table change that created it is still on its way here).
-	if ok && st.TxnSeq < senderTxnSeq || !ok && n.syncedSeq(table) < senderTxnSeq {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.SyncTimeout)
-		err := n.syncTable(ctx, table)
+	if ok && st.TxnSeq < senderTxnSeq || !ok && s.SyncedSeq(table) < senderTxnSeq {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.SyncTimeout)
+		err := s.syncTable(ctx, table)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("%w: catching up to txnseq %d of %q: %w", tsdbhttp.ErrUnavailable, senderTxnSeq, table, err)
+			return nil, fmt.Errorf("%w: catching up to txnseq %d of %q: %w", errUnavailable, senderTxnSeq, table, err)
 		}
-		st, ok = n.replicaStatus(placement)
+		st, ok = s.StatusOf(placement)
 	}
-	rep, exists := n.store.Replica(placement)
+	rep, exists := s.store.Replica(placement)
 	switch {
-	case !exists && n.store.Lost(placement):
-		return nil, n.errLost(placement)
+	case !exists && s.store.Lost(placement):
+		return nil, s.errLost(placement)
 	case !exists:
-		return nil, fmt.Errorf("%w: no replica %s here", tsdbhttp.ErrMoved, placement)
+		return nil, fmt.Errorf("%w: no replica %s here", errMoved, placement)
 	case rep.Unloading():
-		return nil, fmt.Errorf("%w: replica %s is unloading", tsdbhttp.ErrMoved, placement)
+		return nil, fmt.Errorf("%w: replica %s is unloading", errMoved, placement)
 	case ok && st.Discovery.Status != metadata.StatusServe:
-		return nil, fmt.Errorf("%w: replica %s is %s", tsdbhttp.ErrMoved, placement, st.Discovery.Status)
+		return nil, fmt.Errorf("%w: replica %s is %s", errMoved, placement, st.Discovery.Status)
 	}
 	return rep, nil
 }
 
-// syncedSeq is the txnseq of the table's last METADATA this server installed.
-func (n *Node) syncedSeq(table string) uint64 {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.synced[table]
+// SyncedSeq is the txnseq of the table's last METADATA this server installed.
+func (s *Server) SyncedSeq(table string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.synced[table]
 }
 
-// replicaStatus returns the last discovery answer of a local replica.
-func (n *Node) replicaStatus(placement uuid.UUID) (ReplicaStatus, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	st, ok := n.mu.replicas[placement]
+// StatusOf returns the last discovery answer of a local replica (false if
+// it has none).
+func (s *Server) StatusOf(placement uuid.UUID) (Status, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.mu.replicas[placement]
 	return st, ok
 }
 
@@ -247,15 +244,15 @@ func (n *Node) replicaStatus(placement uuid.UUID) (ReplicaStatus, bool) {
 // synced write, a wake-up of the replica's pushes, then a wait until W of
 // p's servers[] hold them (W from the table's replication factor, see
 // planAcks), this replica included only while servers[] lists it.
-func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
 	consistency := opts.Consistency
-	rep, err := n.serving(table, txnSeq, placement)
+	rep, err := s.serving(table, txnSeq, placement)
 	if err != nil {
 		return err
 	}
 	// Acknowledge by this server's own view when it is the newer one (a
 	// split the sender has not seen yet must still be waited for).
-	cfg, file, err := n.router.Table(ctx, table)
+	cfg, file, err := s.router.Table(ctx, table)
 	if err != nil {
 		return fmt.Errorf("table %q: %w", table, err)
 	}
@@ -264,90 +261,90 @@ func (n *Node) coordinate(ctx context.Context, table string, txnSeq uint64, p *m
 			p = mine
 		}
 	}
-	if err := n.checkClock(); err != nil {
+	if err := s.CheckClock(); err != nil {
 		// Another replica coordinates instead (the router fails over).
-		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, tsdbhttp.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, errUnavailable, err)
 	}
-	if n.cfg.refuseCoordinate != nil && n.cfg.refuseCoordinate() {
-		return fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, tsdbhttp.ErrUnavailable)
+	if s.cfg.Knobs.RefuseCoordinate != nil && s.cfg.Knobs.RefuseCoordinate() {
+		return fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, errUnavailable)
 	}
-	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, n.cfg.ID, placement)
+	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, s.cfg.Self, placement)
 	if err != nil {
 		return err
 	}
 	if len(acks.others) < acks.fromOthers() {
 		// Refused before anything is written: no outcome is in doubt.
 		return fmt.Errorf("%w: %w: consistency %q needs %d copies (replication factor %d) and partition %s lists only %d server(s) here",
-			router.ErrUnavailable, tsdbhttp.ErrUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
+			router.ErrUnavailable, errUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
 	}
 	if opts.Versioned {
 		// Stamped by the front end that first accepted them (a smeared
 		// insert): kept, and this clock moves past them (at most the max
 		// clock offset ahead of its wall clock).
-		if err := n.observeVersions(rows, "a versioned insert of "+table); err != nil {
+		if err := s.observeVersions(rows, "a versioned insert of "+table); err != nil {
 			return err
 		}
 	} else {
-		v := n.clock.Now()
+		v := s.clock.Now()
 		for i := range rows {
 			rows[i].SetVersion(v)
 		}
 	}
 	res, err := rep.Apply(rows)
 	if err == nil {
-		n.rmetrics.coordRows.Add(float64(len(rows)))
+		s.metrics.CoordinatedRows.Add(float64(len(rows)))
 		if len(rows) >= splitKickRows {
-			n.kickSplitCheck()
+			s.kickSplitCheck()
 		}
 	}
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrMoved, err)
+		return fmt.Errorf("%w: %w", errMoved, err)
 	}
 	if err != nil {
 		return err
 	}
-	rt := n.runtime(placement)
+	rt := s.runtime(placement)
 	if rt == nil {
 		// The replica was created a moment ago and discovery has not run
 		// for it yet (the watch is on its way): run it now.
-		if _, file, ok := n.router.Cached(table); ok {
-			n.discoverLocal(file)
+		if _, file, ok := s.router.Cached(table); ok {
+			s.discoverLocal(file)
 		}
-		rt = n.runtime(placement)
+		rt = s.runtime(placement)
 	}
 	if rt == nil {
 		if acks.fromOthers() > 0 || p.Split != nil {
-			return fmt.Errorf("%w: replica %s has no replication running", tsdbhttp.ErrInsertOutcomeUnknown, placement)
+			return fmt.Errorf("%w: replica %s has no replication running", errInsertOutcomeUnknown, placement)
 		}
 		return nil
 	}
 	rt.pusher.Notify()
-	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	if k := acks.fromOthers(); k > 0 {
 		if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, acks.others, k); err != nil {
-			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", tsdbhttp.ErrInsertOutcomeUnknown,
-				acks.need, cfg.ReplicationFactor, len(p.Servers), n.cfg.AckTimeout, err)
+			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", errInsertOutcomeUnknown,
+				acks.need, cfg.ReplicationFactor, len(p.Servers), s.cfg.AckTimeout, err)
 		}
 	}
-	return n.waitChildren(wctx, rt, p, cfg.ReplicationFactor, rows, res.LastSeq, consistency)
+	return s.waitChildren(wctx, rt, p, cfg.ReplicationFactor, rows, res.LastSeq, consistency)
 }
 
 // observeVersions checks that versioned rows carry their versions and moves
 // the clock past the newest (within the max offset: observeVersion).
-func (n *Node) observeVersions(rows []model.Row, from string) error {
+func (s *Server) observeVersions(rows []model.Row, from string) error {
 	var newest model.Version
 	for i := range rows {
 		for _, f := range rows[i].Fields {
 			if f.Version == (model.Version{}) {
-				return fmt.Errorf("%w: row %d: field %q of a versioned insert has no version", tsdbhttp.ErrBadRequest, i, f.Name)
+				return fmt.Errorf("%w: row %d: field %q of a versioned insert has no version", errBadRequest, i, f.Name)
 			}
 			if newest.Less(f.Version) {
 				newest = f.Version
 			}
 		}
 	}
-	n.observeVersion(newest, from)
+	s.observeVersion(newest, from)
 	return nil
 }
 
@@ -356,7 +353,7 @@ func (n *Node) observeVersions(rows []model.Row, from string) error {
 // covering its rows hold them (DESIGN.md section 6): with quorum
 // intersection, every acknowledged row is then in the children when the
 // split finalizes.
-func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata.Partition, rf int, rows []model.Row, seq uint64, consistency string) error {
+func (s *Server) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata.Partition, rf int, rows []model.Row, seq uint64, consistency string) error {
 	if p.Split == nil || consistency == api.ConsistencyOne {
 		return nil
 	}
@@ -371,7 +368,7 @@ func (n *Node) waitChildren(ctx context.Context, rt *replicaRuntime, p *metadata
 		}
 		if err := rt.pusher.WaitConfirmedChild(ctx, seq, c.ID, serverIDs(c.Servers), need); err != nil {
 			return fmt.Errorf("%w: fewer than %d of split child %s's %d servers confirmed within %v: %v",
-				tsdbhttp.ErrInsertOutcomeUnknown, need, c.ID, len(c.Servers), n.cfg.AckTimeout, err)
+				errInsertOutcomeUnknown, need, c.ID, len(c.Servers), s.cfg.AckTimeout, err)
 		}
 	}
 	return nil
@@ -384,67 +381,4 @@ func serverIDs(pls []metadata.Placement) []string {
 		ids[i] = pl.ServerID
 	}
 	return ids
-}
-
-// ackCount is W (DESIGN.md section 5): how many of a partition's servers[]
-// must hold an insert at consistency, for a table of replication factor rf
-// whose partition lists servers servers: ⌊n/2⌋+1 for quorum, 1 for one, n
-// for all, with n = max(rf, servers). Joining servers are not in servers,
-// so a partition listing fewer than rf (a split finalized while some child
-// servers still join, servers removed as dead) needs as many copies as a
-// full one; a partition listing more (a move adds before it removes) needs
-// a majority of them, so that write and read quorums still intersect.
-func ackCount(consistency string, rf, servers int) (int, error) {
-	n := max(rf, servers, 1)
-	switch consistency {
-	case "", api.ConsistencyQuorum:
-		return n/2 + 1, nil
-	case api.ConsistencyOne:
-		return 1, nil
-	case api.ConsistencyAll:
-		return n, nil
-	}
-	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", tsdbhttp.ErrBadRequest, consistency)
-}
-
-// ackPlan is what an acknowledgement (or a quorum read's catch-up) needs of
-// a partition's replicas: need copies in all, among which this replica's
-// own counts only when servers[] lists it (self), the rest confirmed by
-// others (servers[] without this server).
-type ackPlan struct {
-	need   int
-	self   bool
-	others []string
-}
-
-// fromOthers is how many of others must confirm.
-func (a ackPlan) fromOthers() int {
-	if a.self {
-		return a.need - 1
-	}
-	return a.need
-}
-
-// planAcks computes the ackPlan of the replica placement on server self,
-// for a partition listing servers (the newest servers[] self knows) of a
-// table of replication factor rf. A replica no longer listed (removed, or
-// its server listed under another placement) holds a copy that counts for
-// nothing.
-func planAcks(consistency string, rf int, servers []metadata.Placement, self string, placement uuid.UUID) (ackPlan, error) {
-	need, err := ackCount(consistency, rf, len(servers))
-	if err != nil {
-		return ackPlan{}, err
-	}
-	plan := ackPlan{need: need, others: make([]string, 0, len(servers))}
-	for _, s := range servers {
-		switch {
-		case s.ServerID != self:
-			if !slices.Contains(plan.others, s.ServerID) {
-				plan.others = append(plan.others, s.ServerID)
-			}
-		case s.PlacementID == placement:
-			plan.self = true
-		}
-	}
-	return plan, nil
 }
