@@ -107,7 +107,7 @@ func (s *Server) requestResync(table string) {
 // UNLOAD replicas whose targets all confirmed everything, finalize the
 // joins whose initial replication is complete, finalize the splits
 // whose children have the parent's rows (rule 7), and report the lost
-// placements to the master (node/lost.go).
+// placements to the master (lost.go).
 func (s *Server) LifecycleTick(ctx context.Context) error {
 	errs := []error{s.reportLost(ctx)}
 	for _, st := range s.Statuses() {

@@ -55,7 +55,7 @@ func (s *Server) Replicate(ctx context.Context, req api.PushRequest) error {
 	s.clocks.Observe(req.FromServer, req.SentAt, s.now())
 	if s.store.Lost(req.ToPlacement) {
 		// Never confirmed: the sender re-checks its view and backs off
-		// until the master removed the placement (node/lost.go).
+		// until the master removed the placement (lost.go).
 		return fmt.Errorf("%w: %w", errStalePlacement, s.errLost(req.ToPlacement))
 	}
 	st, ok := s.StatusOf(req.ToPlacement)

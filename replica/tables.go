@@ -80,9 +80,9 @@ func (s *Server) syncTableAt(ctx context.Context, cfg metadata.TableConfig) erro
 	return s.Install(cfg, file)
 }
 
-// install makes file the table's METADATA on this server. The first file
+// Install makes file the table's METADATA on this server. The first file
 // of a table pending since the partition store's birth settles it first
-// (its placements here are lost, node/lost.go).
+// (its placements here are lost, lost.go).
 func (s *Server) Install(cfg metadata.TableConfig, file *metadata.File) error {
 	table := cfg.Name
 	s.router.Update(cfg, file)
@@ -151,7 +151,7 @@ func (s *Server) Statuses() []Status {
 	return out
 }
 
-// reconcile checks every table against etcd (rule 10: a missed or failed
+// Reconcile checks every table against etcd (rule 10: a missed or failed
 // notification delays but never strands; it runs every ReconcileInterval): a table whose txn this server
 // has not processed is synced; for the others discovery runs again on the
 // cached file, so local replicas created or re-opened since are covered.

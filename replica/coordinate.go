@@ -192,7 +192,7 @@ func localRouteError(err error) error {
 // writes (SERVE, not unloading) under a view at least as new as
 // senderTxnSeq; otherwise the error matches errMoved (the sender
 // reloads METADATA), or errUnavailable for a placement whose data
-// this server lost (the sender goes to another replica, node/lost.go). A
+// this server lost (the sender goes to another replica, lost.go). A
 // sender with a newer view than this server's makes it catch up first
 // (rule 8).
 func (s *Server) serving(table string, senderTxnSeq uint64, placement uuid.UUID) (*partition.Replica, error) {
@@ -245,37 +245,9 @@ func (s *Server) StatusOf(placement uuid.UUID) (Status, bool) {
 // p's servers[] hold them (W from the table's replication factor, see
 // planAcks), this replica included only while servers[] lists it.
 func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
-	consistency := opts.Consistency
-	rep, err := s.serving(table, txnSeq, placement)
+	in, err := s.admitInsert(ctx, table, txnSeq, p, placement, opts.Consistency)
 	if err != nil {
 		return err
-	}
-	// Acknowledge by this server's own view when it is the newer one (a
-	// split the sender has not seen yet must still be waited for).
-	cfg, file, err := s.router.Table(ctx, table)
-	if err != nil {
-		return fmt.Errorf("table %q: %w", table, err)
-	}
-	if file.TxnSeq > txnSeq {
-		if mine, ok := file.Partition(p.ID); ok {
-			p = mine
-		}
-	}
-	if err := s.CheckClock(); err != nil {
-		// Another replica coordinates instead (the router fails over).
-		return fmt.Errorf("%w: %w: %w", router.ErrUnavailable, errUnavailable, err)
-	}
-	if s.cfg.Knobs.RefuseCoordinate != nil && s.cfg.Knobs.RefuseCoordinate() {
-		return fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, errUnavailable)
-	}
-	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, s.cfg.Self, placement)
-	if err != nil {
-		return err
-	}
-	if len(acks.others) < acks.fromOthers() {
-		// Refused before anything is written: no outcome is in doubt.
-		return fmt.Errorf("%w: %w: consistency %q needs %d copies (replication factor %d) and partition %s lists only %d server(s) here",
-			router.ErrUnavailable, errUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
 	}
 	if opts.Versioned {
 		// Stamped by the front end that first accepted them (a smeared
@@ -290,7 +262,7 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 			rows[i].SetVersion(v)
 		}
 	}
-	res, err := rep.Apply(rows)
+	res, err := in.rep.Apply(rows)
 	if err == nil {
 		s.metrics.CoordinatedRows.Add(float64(len(rows)))
 		if len(rows) >= splitKickRows {
@@ -303,6 +275,62 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 	if err != nil {
 		return err
 	}
+	return s.awaitCopies(ctx, table, placement, in, rows, res.LastSeq, opts.Consistency)
+}
+
+// admittedInsert is what coordinate writes to and waits for: the local
+// replica, the partition as this server's view has it, the table's
+// replication factor and the acknowledgement plan.
+type admittedInsert struct {
+	rep  *partition.Replica
+	p    *metadata.Partition
+	rf   int
+	acks ackPlan
+}
+
+// admitInsert checks, before anything is written, that the local replica
+// of placement may coordinate an insert at consistency: it serves (rule
+// 8), this server's clock is good (rule 2), and p lists enough servers for
+// the copies the consistency needs.
+func (s *Server) admitInsert(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, consistency string) (admittedInsert, error) {
+	rep, err := s.serving(table, txnSeq, placement)
+	if err != nil {
+		return admittedInsert{}, err
+	}
+	// Acknowledge by this server's own view when it is the newer one (a
+	// split the sender has not seen yet must still be waited for).
+	cfg, file, err := s.router.Table(ctx, table)
+	if err != nil {
+		return admittedInsert{}, fmt.Errorf("table %q: %w", table, err)
+	}
+	if file.TxnSeq > txnSeq {
+		if mine, ok := file.Partition(p.ID); ok {
+			p = mine
+		}
+	}
+	if err := s.CheckClock(); err != nil {
+		// Another replica coordinates instead (the router fails over).
+		return admittedInsert{}, fmt.Errorf("%w: %w: %w", router.ErrUnavailable, errUnavailable, err)
+	}
+	if s.cfg.Knobs.RefuseCoordinate != nil && s.cfg.Knobs.RefuseCoordinate() {
+		return admittedInsert{}, fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, errUnavailable)
+	}
+	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, s.cfg.Self, placement)
+	if err != nil {
+		return admittedInsert{}, err
+	}
+	if len(acks.others) < acks.fromOthers() {
+		// Refused before anything is written: no outcome is in doubt.
+		return admittedInsert{}, fmt.Errorf("%w: %w: consistency %q needs %d copies (replication factor %d) and partition %s lists only %d server(s) here",
+			router.ErrUnavailable, errUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
+	}
+	return admittedInsert{rep: rep, p: p, rf: cfg.ReplicationFactor, acks: acks}, nil
+}
+
+// awaitCopies wakes the replica's pushes and waits until the copies the
+// plan needs hold the rows written up to seq, and, in a splitting
+// partition, the children's (waitChildren).
+func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.UUID, in admittedInsert, rows []model.Row, seq uint64, consistency string) error {
 	rt := s.runtime(placement)
 	if rt == nil {
 		// The replica was created a moment ago and discovery has not run
@@ -313,7 +341,7 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 		rt = s.runtime(placement)
 	}
 	if rt == nil {
-		if acks.fromOthers() > 0 || p.Split != nil {
+		if in.acks.fromOthers() > 0 || in.p.Split != nil {
 			return fmt.Errorf("%w: replica %s has no replication running", errInsertOutcomeUnknown, placement)
 		}
 		return nil
@@ -321,13 +349,13 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 	rt.pusher.Notify()
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
-	if k := acks.fromOthers(); k > 0 {
-		if err := rt.pusher.WaitConfirmed(wctx, res.LastSeq, acks.others, k); err != nil {
+	if k := in.acks.fromOthers(); k > 0 {
+		if err := rt.pusher.WaitConfirmed(wctx, seq, in.acks.others, k); err != nil {
 			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", errInsertOutcomeUnknown,
-				acks.need, cfg.ReplicationFactor, len(p.Servers), s.cfg.AckTimeout, err)
+				in.acks.need, in.rf, len(in.p.Servers), s.cfg.AckTimeout, err)
 		}
 	}
-	return s.waitChildren(wctx, rt, p, cfg.ReplicationFactor, rows, res.LastSeq, consistency)
+	return s.waitChildren(wctx, rt, in.p, in.rf, rows, seq, consistency)
 }
 
 // observeVersions checks that versioned rows carry their versions and moves
