@@ -35,7 +35,7 @@ func TestClockOffsetRefusesWrites(t *testing.T) {
 	c.insertLP("s1", "cpu", lpBatch("a", 0, 10, 10))
 	c.insertLP("s2", "cpu", lpBatch("b", 1_000_000, 10, 10))
 	waitFor(t, "s3 seeing both peers' clocks", func() bool {
-		return c.nodes["s3"].clocks.check(time.Now().Add(2*time.Second), 2) != nil
+		return c.nodes["s3"].clocks.Check(time.Now().Add(2*time.Second), 2) != nil
 	})
 	rep := c.replicaStates("s3", "cpu")[0]
 	err := c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
@@ -69,7 +69,7 @@ func TestClockOffsetRefusesWrites(t *testing.T) {
 		}
 	}
 	// s1 sees one bad peer of two: it keeps coordinating.
-	if err := c.nodes["s1"].clocks.check(time.Now(), 2); err != nil {
+	if err := c.nodes["s1"].clocks.Check(time.Now(), 2); err != nil {
 		t.Fatalf("s1 refuses: %v", err)
 	}
 	c.insertLP("s1", "cpu", lpBatch("d", 3_000_000, 5, 5))
@@ -181,7 +181,7 @@ func TestCoordinatorLearnsItsSkew(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("s3 still coordinates after 30 s: %v (its clock check: %v)", err, c.nodes["s3"].clocks.check(c.nodes["s3"].now(), 2))
+			t.Fatalf("s3 still coordinates after 30 s: %v (its clock check: %v)", err, c.nodes["s3"].clocks.Check(c.nodes["s3"].now(), 2))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

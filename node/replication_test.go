@@ -311,7 +311,7 @@ func TestLocalMovedRefreshes(t *testing.T) {
 	_, before, _ := leaver.router.Cached("cpu")
 	cl.must(200, cl.do("POST", path+"/leave", []byte(`{"server":"`+leaver.ID()+`"}`)), nil)
 	waitFor(t, "the leaver's replica unloading or dropped", func() bool {
-		st, ok := leaver.replicaStatus(p.Servers[0].PlacementID)
+		st, ok := leaver.replica.StatusOf(p.Servers[0].PlacementID)
 		return !ok || st.Discovery.Status == metadata.StatusUnload
 	})
 	// Put the leaver's router back on the METADATA that still lists it.

@@ -162,7 +162,7 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 				return false
 			}
 			for _, st := range n.ReplicaStatuses() {
-				if rt := n.runtime(st.Placement); rt != nil && slices.ContainsFunc(rt.pusher.Status(), func(ts wire.TargetStatus) bool {
+				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
 					return ts.Kind == metadata.TargetSplit
 				}) {
 					return true

@@ -1,27 +1,23 @@
-package node
+package replica
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/tsdb/tsdb/cluster/wire"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/metadata"
 )
 
-// internal serves the internal API (/internal/…) from the node's metadata
-// committer and file store.
-type internal struct{ n *Node }
-
-var _ tsdbhttp.Internal = internal{}
+// The METADATA exchange of the internal API (/internal/metadata/…,
+// /internal/discover), served from this server's committer and file store.
 
 // FetchMetadata serves a file. A named txnid is answered from the local
 // store only (peers fetch named files, so two servers lacking a file never
 // ask each other in a loop); the current txn (empty txnid) is first made
 // present, fetched from the other metadata servers if need be: a metadata
 // server that lacks the current txn serves nothing older in its place.
-func (i internal) FetchMetadata(ctx context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error) {
-	c := i.n.committer
+func (s *Server) FetchMetadata(ctx context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error) {
+	c := s.committer
 	if req.TxnID != "" {
 		enc, err := c.LocalFile(req.Table, req.TxnID)
 		if err != nil {
@@ -45,17 +41,17 @@ func (i internal) FetchMetadata(ctx context.Context, req wire.FetchMetadataReque
 
 // StoreMetadata stores a proposed file durably after checking that it
 // decodes to a valid file of the named table and txn.
-func (i internal) StoreMetadata(ctx context.Context, req wire.StoreMetadataRequest) error {
+func (s *Server) StoreMetadata(ctx context.Context, req wire.StoreMetadataRequest) error {
 	if _, err := metadata.CheckEncoded(req.Table, req.TxnID, req.Encoded); err != nil {
 		return err
 	}
-	return i.n.files.Put(req.Table, req.TxnID, req.Encoded)
+	return s.files.Put(req.Table, req.TxnID, req.Encoded)
 }
 
 // ChangeMetadata coordinates a change. Every server, this one included,
 // learns the result from its watch of the TableConfigs.
-func (i internal) ChangeMetadata(ctx context.Context, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error) {
-	f, err := i.n.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
+func (s *Server) ChangeMetadata(ctx context.Context, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error) {
+	f, err := s.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
 	if err != nil {
 		return wire.ChangeMetadataResponse{}, err
 	}
@@ -67,8 +63,8 @@ func (i internal) ChangeMetadata(ctx context.Context, req wire.ChangeMetadataReq
 }
 
 // JoinMetadata makes this server a metadata server of the table.
-func (i internal) JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error) {
-	cfg, err := i.n.committer.JoinMetadataServer(ctx, req.Table)
+func (s *Server) JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error) {
+	cfg, err := s.committer.JoinMetadataServer(ctx, req.Table)
 	if err != nil {
 		return wire.JoinMetadataResponse{}, err
 	}
@@ -77,8 +73,8 @@ func (i internal) JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest
 
 // Discover runs partition discovery on the current file for another
 // server's replicas.
-func (i internal) Discover(ctx context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error) {
-	cfg, enc, err := i.n.committer.Current(ctx, req.Table, req.MinTxnSeq)
+func (s *Server) Discover(ctx context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error) {
+	cfg, enc, err := s.committer.Current(ctx, req.Table, req.MinTxnSeq)
 	if err != nil {
 		return wire.DiscoveryResponse{}, err
 	}
