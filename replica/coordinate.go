@@ -22,7 +22,7 @@ import (
 // server's own directly, the others over the internal API.
 
 // Insert has the target replica coordinate rows.
-func (s *Server) Insert(ctx context.Context, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) Insert(ctx context.Context, t router.Target, rows []model.Row, opts model.InsertOptions) error {
 	if t.Server == s.cfg.Self {
 		return localRouteError(s.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, opts))
 	}
@@ -43,7 +43,7 @@ func (s *Server) maxForwardBytes() int { return s.cfg.MaxBodyBytes / 4 }
 // maxForwardBytes. One attempt each: a refusal or a timeout fails over to
 // another replica, and "outcome unknown" is the client's answer, not a
 // reason to resend.
-func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts model.InsertOptions) error {
 	enc := replication.AppendRows(nil, rows)
 	if len(enc) > s.maxForwardBytes() && len(rows) > 1 {
 		half := len(rows) / 2
@@ -61,18 +61,15 @@ func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows
 }
 
 // Scan reads the target replica.
-func (s *Server) Scan(ctx context.Context, t router.Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error) {
+func (s *Server) Scan(ctx context.Context, t router.Target, q model.Query) ([]model.Row, bool, error) {
 	if t.Server == s.cfg.Self {
-		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, q.Consistency)
 		if err != nil {
 			return nil, false, localRouteError(err)
 		}
 		return rep.Scan(q)
 	}
-	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: consistency, MaxBytes: s.cfg.MaxSubQueryBytes,
-	})
+	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{Query: q, MaxBytes: s.cfg.MaxSubQueryBytes})
 	if err != nil {
 		return nil, false, err
 	}
@@ -84,19 +81,15 @@ func (s *Server) Scan(ctx context.Context, t router.Target, q partition.ScanQuer
 }
 
 // Aggregate computes partial aggregates on the target replica.
-func (s *Server) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error) {
+func (s *Server) Aggregate(ctx context.Context, t router.Target, q model.Query) ([]model.SeriesAgg, error) {
 	if t.Server == s.cfg.Self {
-		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, q.Consistency)
 		if err != nil {
 			return nil, localRouteError(err)
 		}
 		return rep.Aggregate(q)
 	}
-	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
-		MaxBuckets: q.MaxBuckets, MaxBytes: s.cfg.MaxSubQueryBytes,
-	})
+	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{Query: q, Agg: true, MaxBytes: s.cfg.MaxSubQueryBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +238,7 @@ func (s *Server) StatusOf(placement uuid.UUID) (Status, bool) {
 // synced write, a wake-up of the replica's pushes, then a wait until W of
 // p's servers[] hold them (W from the table's replication factor, see
 // planAcks), this replica included only while servers[] lists it.
-func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts model.InsertOptions) error {
 	in, err := s.admitInsert(ctx, table, txnSeq, p, placement, opts.Consistency)
 	if err != nil {
 		return err

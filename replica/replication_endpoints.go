@@ -17,7 +17,6 @@ import (
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/replication"
-	"github.com/tsdb/tsdb/router"
 )
 
 // pushSender delivers a replica's pushes over the internal API.
@@ -187,7 +186,7 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", errMoved, r.Time, p.ID)
 		}
 	}
-	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
+	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, model.InsertOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
 		return wire.ForwardInsertResponse{}, err
 	}
 	return wire.ForwardInsertResponse{Rows: len(rows)}, nil
@@ -208,12 +207,11 @@ func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.S
 		return wire.SubQueryResponse{}, err
 	}
 	// The front end's limits, or this server's for a sender that sent none.
-	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, s.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, s.cfg.MaxQueryBuckets)
+	maxBytes, q := cmp.Or(req.MaxBytes, s.cfg.MaxSubQueryBytes), req.Query
+	q.MaxBuckets = cmp.Or(q.MaxBuckets, s.cfg.MaxQueryBuckets)
+	q.MaxBytes = 0 // not sent; derived from maxBytes below
 	if req.Agg {
-		aggs, err := rep.Aggregate(partition.AggQuery{
-			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
-			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
-		})
+		aggs, err := rep.Aggregate(q)
 		if err != nil {
 			return wire.SubQueryResponse{}, err
 		}
@@ -223,18 +221,15 @@ func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.S
 		}
 		return wire.SubQueryResponse{Aggs: enc}, nil
 	}
-	scan := partition.ScanQuery{
-		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
-	}
 	if !s.ignoringSubQueryLimit() {
 		// The scan stops as soon as the rows' values alone would make an
 		// answer over the limit once base64-encoded.
-		scan.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
+		q.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
 	}
-	rows, truncated, err := rep.Scan(scan)
+	rows, truncated, err := rep.Scan(q)
 	if errors.Is(err, partition.ErrAnswerTooLarge) {
 		return wire.SubQueryResponse{}, s.answerTooLarge(p,
-			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
+			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", q.MaxBytes), maxBytes)
 	}
 	if err != nil {
 		return wire.SubQueryResponse{}, err
