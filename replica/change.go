@@ -32,7 +32,7 @@ func (s *Server) RequestChange(ctx context.Context, table string, plan Planner) 
 		// DESIGN.md section 9: a server that lost its etcd session
 		// re-registers before it starts a metadata change again.
 		return nil, fmt.Errorf("%w: %s's etcd session is not valid (re-registering); no metadata change until it is",
-			errUnavailable, s.cfg.Self)
+			wire.ErrUnavailable, s.cfg.Self)
 	}
 	var last error
 	for attempt := range maxChangeAttempts {
@@ -124,7 +124,7 @@ func (s *Server) changeOn(ctx context.Context, id string, req wire.ChangeMetadat
 	}
 	var resp wire.ChangeMetadataResponse
 	if err := s.rpc.Call(ctx, addr, wire.PathMetadataChange, req, &resp); err != nil {
-		return nil, mapRPCError(err)
+		return nil, metadata.FromPeer(err)
 	}
 	f, err := metadata.CheckEncoded(req.Table, resp.TxnID, resp.Encoded)
 	if err != nil {
