@@ -15,6 +15,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -83,10 +84,8 @@ func (s *Server) RunSplits(ctx context.Context) {
 		if err := s.SplitTick(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("split check failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, s.cfg.SplitCheckInterval/10) {
 			return
-		case <-time.After(s.cfg.SplitCheckInterval / 10):
 		}
 	}
 }
