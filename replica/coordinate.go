@@ -55,7 +55,7 @@ func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows
 	}
 	req := wire.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
-		Consistency: opts.Consistency, Versioned: opts.Versioned, Rows: enc, Count: len(rows),
+		InsertOptions: opts, Rows: enc, Count: len(rows),
 	}
 	var resp wire.ForwardInsertResponse
 	return routeError(s.rpcOnce.Call(ctx, addr, wire.PathInsert, req, &resp))

@@ -181,7 +181,7 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", wire.ErrMoved, r.Time, p.ID)
 		}
 	}
-	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, model.InsertOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
+	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, req.InsertOptions); err != nil {
 		return wire.ForwardInsertResponse{}, err
 	}
 	return wire.ForwardInsertResponse{Rows: len(rows)}, nil

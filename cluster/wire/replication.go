@@ -71,10 +71,11 @@ type ForwardInsertRequest struct {
 	PartitionID uuid.UUID `json:"partition_id"`
 	ToPlacement uuid.UUID `json:"to_placement"`
 	TxnSeq      uint64    `json:"txnseq"`
-	Consistency string    `json:"consistency"`
-	// Versioned rows carry the versions their first front end stamped (a
-	// smeared insert); otherwise the coordinator stamps them.
-	Versioned bool `json:"versioned,omitempty"`
+	// InsertOptions are the insert's options, inlined in the JSON form
+	// ("consistency", "versioned"; NoSmear is not sent: the front end
+	// decided it). Versioned rows carry the versions their first front end
+	// stamped (a smeared insert); otherwise the coordinator stamps them.
+	model.InsertOptions
 	// Rows is replication's binary row encoding (versions unset unless
 	// Versioned).
 	Rows  []byte `json:"rows"`

@@ -63,3 +63,30 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestForwardInsertRequestJSON pins the forwarded insert's wire form: the
+// same bytes as before it embedded model.InsertOptions (when Consistency
+// and Versioned were its own fields); NoSmear is not sent.
+func TestForwardInsertRequestJSON(t *testing.T) {
+	id := uuid.MustParse("aaaaaaaa-0000-0000-0000-000000000001")
+	req := ForwardInsertRequest{Table: "cpu", PartitionID: id, ToPlacement: id, TxnSeq: 7,
+		InsertOptions: model.InsertOptions{Consistency: "all", NoSmear: true, Versioned: true}, Rows: []byte{1, 2}, Count: 1}
+	const want = `{"table":"cpu","partition_id":"aaaaaaaa-0000-0000-0000-000000000001",` +
+		`"to_placement":"aaaaaaaa-0000-0000-0000-000000000001","txnseq":7,"consistency":"all","versioned":true,` +
+		`"rows":"AQI=","count":1}`
+	if got := mustJSON(t, req); got != want {
+		t.Fatalf("JSON = %s\nwant   %s", got, want)
+	}
+	var back ForwardInsertRequest
+	if err := json.Unmarshal([]byte(want), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Consistency != "all" || !back.Versioned || back.NoSmear || back.Count != 1 || len(back.Rows) != 2 {
+		t.Fatalf("decoded = %+v", back)
+	}
+	const unversioned = `{"table":"","partition_id":"00000000-0000-0000-0000-000000000000",` +
+		`"to_placement":"00000000-0000-0000-0000-000000000000","txnseq":0,"consistency":"","rows":null,"count":0}`
+	if got := mustJSON(t, ForwardInsertRequest{}); got != unversioned {
+		t.Fatalf("zero request JSON = %s\nwant                %s", got, unversioned)
+	}
+}
