@@ -4,7 +4,7 @@
 //
 // Every retry loop of the module (rpc calls, membership re-registration and
 // watching, METADATA commits and table watching, replication pushes, smear
-// forwards, the load test, node's change retries) draws its waits here, each
+// forwards, the load test, replica's change retries) draws its waits here, each
 // with its own Base and Max, so that they all grow, cap and spread the same
 // way and stop promptly when their context ends.
 //
