@@ -116,9 +116,9 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
-	noSmear, err := parseSmear(ctx.Request.Header.Peek(api.HeaderSmear))
+	noSmear, err := api.ParseSmearHeader(string(ctx.Request.Header.Peek(api.HeaderSmear)))
 	if err != nil {
-		s.writeError(ctx, err)
+		s.writeError(ctx, fmt.Errorf("%w: %w", ErrBadRequest, err))
 		return
 	}
 	rctx, cancel := s.requestContext()
@@ -149,20 +149,6 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 	s.metrics.insertRows.WithLabelValues(f).Add(float64(len(rows)))
 	s.metrics.insertBytes.WithLabelValues(f).Add(float64(len(ctx.Request.Body())))
 	ok(len(rows))
-}
-
-// parseSmear reads the X-TSDB-Smear header of an insert: "off" (or
-// "false", "0", "no") opts out of smearing; "on" (or "true", "1", "yes"),
-// empty or absent leaves it to the table and the server. Case and spaces
-// do not matter; anything else is a 400.
-func parseSmear(h []byte) (noSmear bool, err error) {
-	switch strings.ToLower(strings.TrimSpace(string(h))) {
-	case "", "on", "true", "1", "yes":
-		return false, nil
-	case "off", "false", "0", "no":
-		return true, nil
-	}
-	return false, fmt.Errorf("%w: header %s: %q (want off or on)", ErrBadRequest, api.HeaderSmear, h)
 }
 
 // parseConsistency reads the X-TSDB-Consistency header of an insert: one,

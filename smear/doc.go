@@ -8,8 +8,8 @@
 // The package has three parts, each usable alone:
 //
 //   - The policy (policy.go), pure and without I/O: Decide says whether an
-//     insert is smeared, HeaderOptsOut/ParseHeader read the X-TSDB-Smear
-//     header, DueTime draws the due time uniformly from [now, now+max delay].
+//     insert is smeared (the X-TSDB-Smear header is read by the API,
+//     api.ParseSmearHeader), DueTime draws the due time uniformly from [now, now+max delay].
 //   - The Queue (queue.go, pass.go), one pebble DB per server.
 //   - The Forwarder (forwarder.go), which sends due rows through a Sender
 //     that the node implements.
@@ -25,8 +25,8 @@
 //
 // An insert is smeared when smearing is on for the server (--smear), on
 // for the table (TableConfig.smear.enabled), not refused by the request
-// (X-TSDB-Smear: off, false, 0 or no; an unrecognised value also opts out,
-// see HeaderOptsOut), the table's max delay is positive, and the target
+// (X-TSDB-Smear: off, false, 0 or no; the API answers an unrecognised
+// value 400, see api.ParseSmearHeader), the table's max delay is positive, and the target
 // partition is narrower than the table's keyrange threshold: end − begin <
 // threshold, so a partition exactly as wide as the threshold is not
 // smeared and an open-ended one never is. Defaults (metadata.DefaultSmear):

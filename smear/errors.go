@@ -27,7 +27,4 @@ var (
 	ErrCorrupt = errors.New("smear: corrupt queue entry")
 	// ErrInvalidOptions is returned by Open for unusable Options.
 	ErrInvalidOptions = errors.New("smear: invalid options")
-	// ErrInvalidHeader is returned by ParseHeader for an X-TSDB-Smear value
-	// that is neither an "off" nor an "on" spelling.
-	ErrInvalidHeader = errors.New("smear: invalid X-TSDB-Smear header")
 )

@@ -1,10 +1,8 @@
 package smear
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/tsdb/tsdb/metadata"
@@ -18,7 +16,7 @@ type PolicyInput struct {
 	// Table is the target table's smear settings (TableConfig.smear).
 	Table metadata.SmearConfig
 	// OptedOut reports that the request asked not to be smeared: the
-	// X-TSDB-Smear header, read with HeaderOptsOut.
+	// X-TSDB-Smear header, read with api.ParseSmearHeader.
 	OptedOut bool
 	// Begin is the target partition's inclusive start in ns; nil is open.
 	Begin *int64
@@ -55,40 +53,6 @@ func narrower(begin, end *int64, threshold time.Duration) bool {
 	}
 	width := uint64(*end) - uint64(*begin)
 	return width < uint64(threshold)
-}
-
-// HeaderOptsOut reports whether an X-TSDB-Smear header value opts the
-// request out of smearing. "off", "false", "0" and "no" opt out; an absent
-// or empty header and "on", "true", "1", "yes" do not (they leave the
-// decision to the table and the server). Comparison ignores case and
-// surrounding spaces.
-//
-// Any other value also opts out. The header exists only to switch
-// smearing off, so a value we do not recognise ("disable", "none") most
-// likely means that; and not smearing is always safe (the rows are written
-// at once and become visible sooner), whereas smearing against the
-// client's wish delays its rows by up to the max delay. A front end that
-// prefers to reject such a value with 400 uses ParseHeader.
-func HeaderOptsOut(value string) bool {
-	optOut, _ := ParseHeader(value)
-	return optOut
-}
-
-// ParseHeader is HeaderOptsOut with an error for unrecognised values: it
-// returns true and an error wrapping ErrInvalidHeader for them.
-func ParseHeader(value string) (optOut bool, err error) {
-	v := strings.TrimSpace(value)
-	for _, s := range []string{"off", "false", "0", "no"} {
-		if strings.EqualFold(v, s) {
-			return true, nil
-		}
-	}
-	for _, s := range []string{"", "on", "true", "1", "yes"} {
-		if strings.EqualFold(v, s) {
-			return false, nil
-		}
-	}
-	return true, fmt.Errorf("%w: %q (want off or on)", ErrInvalidHeader, value)
 }
 
 // DueTime draws a due time uniformly from [now, now+maxDelay], both ends

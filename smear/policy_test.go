@@ -1,7 +1,6 @@
 package smear
 
 import (
-	"errors"
 	"math"
 	"testing"
 	"time"
@@ -47,44 +46,6 @@ func TestDecide(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := Decide(c.in); got != c.want {
 				t.Fatalf("Decide(%+v) = %v, want %v", c.in, got, c.want)
-			}
-		})
-	}
-}
-
-func TestHeaderOptsOut(t *testing.T) {
-	cases := []struct {
-		value   string
-		optOut  bool
-		invalid bool
-	}{
-		{"off", true, false},
-		{"OFF", true, false},
-		{" Off ", true, false},
-		{"false", true, false},
-		{"FALSE", true, false},
-		{"0", true, false},
-		{"no", true, false},
-		{"", false, false},
-		{"on", false, false},
-		{"True", false, false},
-		{"1", false, false},
-		{"yes", false, false},
-		{"disable", true, true},
-		{"of", true, true},
-		{"2", true, true},
-	}
-	for _, c := range cases {
-		t.Run(c.value, func(t *testing.T) {
-			if got := HeaderOptsOut(c.value); got != c.optOut {
-				t.Fatalf("HeaderOptsOut(%q) = %v, want %v", c.value, got, c.optOut)
-			}
-			optOut, err := ParseHeader(c.value)
-			if optOut != c.optOut || (err != nil) != c.invalid {
-				t.Fatalf("ParseHeader(%q) = %v, %v", c.value, optOut, err)
-			}
-			if c.invalid && !errors.Is(err, ErrInvalidHeader) {
-				t.Fatalf("ParseHeader(%q) error %v does not wrap ErrInvalidHeader", c.value, err)
 			}
 		})
 	}
