@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/tsdb/tsdb/cluster/election"
+	"github.com/tsdb/tsdb/cluster/master"
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
@@ -339,8 +340,8 @@ type Node struct {
 	resync chan string
 	// splitKick asks the split loop for a size check now (a large insert).
 	splitKick chan struct{}
-	// isMaster is set while this server leads (election.Run's term).
-	isMaster atomic.Bool
+	// master runs the master's term while this server leads.
+	master *master.Master
 	// limiter paces and counts the store writes (WriteLimit).
 	limiter *writeLimiter
 	// smearQ and smearFwd are the smear queue and its forwarder.
@@ -540,6 +541,9 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.smetrics.register(n.registry)
 	n.registry.MustRegister(n.limiter.bytes)
 	n.registry.MustRegister(n.farVersions.rejected)
+	if n.master, err = n.newMaster(); err != nil {
+		return nil, err
+	}
 	if err := n.openSmear(); err != nil {
 		return nil, err
 	}
@@ -578,7 +582,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	})
 	n.goAttach(func() {
-		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.lead)
+		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.master.Lead)
 	})
 	n.goAttach(func() { n.resyncLoop(bg) })
 	n.goAttach(func() { n.sessionLoop(bg) })
@@ -769,6 +773,9 @@ func (n *Node) URL() string {
 
 // ID returns the server id.
 func (n *Node) ID() string { return n.cfg.ID }
+
+// IsMaster reports whether this server is the elected master now.
+func (n *Node) IsMaster() bool { return n.master.IsMaster() }
 
 // Stop stops serving, waits for background work and closes storage.
 func (n *Node) Stop(ctx context.Context) error {
