@@ -24,7 +24,7 @@ func TestStartRefusesAuthTokenWithoutSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := Start(ctx, Config{ID: "s1", Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		EtcdEndpoints: []string{"http://127.0.0.1:1"}, AuthToken: "tok"})
+		EtcdEndpoints: []string{"http://127.0.0.1:1"}, AuthToken: "tok", HTTP: testHTTP})
 	if err == nil {
 		stopNode(t, n)
 		t.Fatal("a server with an auth token and no cluster secret started")
@@ -182,7 +182,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ID: "s1", Listen: "127.0.0.1:0", DataDir: t.TempDir(), EtcdEndpoints: []string{e.Endpoint()},
-				NoPresplit: true, NoRebalance: true, NoSmear: true}
+				NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP}
 			good(&cfg)
 			tc.mut(&cfg)
 			// Every case must fail; a short bound keeps the TLS ones (an

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -179,21 +178,6 @@ func (n *Node) reconcile(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// pickServers chooses k servers among live for a new partition: the least
-// loaded by partition count, ties broken at random so that tables created
-// together spread out.
-func pickServers(live []membership.Info, k int, rnd func(int) int) []membership.Info {
-	c := slices.Clone(live)
-	for i := len(c) - 1; i > 0; i-- { // shuffle, then a stable sort by load
-		j := rnd(i + 1)
-		c[i], c[j] = c[j], c[i]
-	}
-	slices.SortStableFunc(c, func(a, b membership.Info) int {
-		return cmp.Compare(a.Summary.Partitions, b.Summary.Partitions)
-	})
-	return c[:min(k, len(c))]
 }
 
 // resyncLoop re-syncs the tables it is asked to (a push refused as stale

@@ -11,6 +11,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/master"
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
+	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -111,5 +112,33 @@ func (n *Node) newMaster() (*master.Master, error) {
 		RPC:              n.rpc,
 		Lease:            n.reg,
 		Metrics:          master.Metrics{SplitsAborted: n.smetrics.aborted, Presplits: n.smetrics.presplits},
+	})
+}
+
+// newFrontend builds the public API's backend of this server.
+func (n *Node) newFrontend() (*frontend.Frontend, error) {
+	var queue frontend.Queue
+	if n.smearQ != nil {
+		queue = n.smearQ
+	}
+	return frontend.New(frontend.Config{
+		Self:       n.cfg.ID,
+		MinServers: n.cfg.MinServers,
+		NoSmear:    n.cfg.NoSmear,
+		SmearDelay: n.cfg.smearDelay,
+		Logger:     n.log,
+		Router:     n.router,
+		Committer:  n.committer,
+		Tables:     n.meta,
+		Servers:    liveServers{n.dir},
+		Peers:      replicaOps{n},
+		Changes:    replicaOps{n},
+		Replicas:   replicaOps{n},
+		Installer:  replicaOps{n},
+		ClockCheck: replicaOps{n},
+		Clock:      n.clock,
+		Marks:      etcdMarks{n.etcd, n.cfg.EtcdPrefix},
+		Health:     n.master,
+		Queue:      queue,
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/internal/nodehttp"
 	"github.com/tsdb/tsdb/node"
 	"github.com/tsdb/tsdb/presplit"
 )
@@ -99,6 +100,7 @@ serves the HTTP API on --listen. etcd (--etcd) holds the TableConfigs.`,
 				PresplitInterval: presplitEvery, Presplit: ps, NoPresplit: !presplitOn, NoRebalance: !rebalanceOn,
 				NoSmear: !smearOn, WriteLimit: writeLimit, SmearMaxBytes: smearMaxBytes,
 				MaxConcurrentRequests: limits.concurrent, MaxQueryBuckets: limits.buckets, MaxSubQueryBytes: limits.subQueryBytes,
+				HTTP: nodehttp.New,
 			}
 			if err := tlsf.apply(&cfg); err != nil {
 				return err
