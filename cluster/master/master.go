@@ -14,8 +14,6 @@ import (
 	"github.com/tsdb/tsdb/metadata"
 )
 
-// Failure handling and drains; the package doc describes the term.
-
 // errRepairSettled: the partition changed under the planned repair.
 var errRepairSettled = errors.New("node: repair no longer needed")
 
