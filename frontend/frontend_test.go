@@ -25,7 +25,7 @@ func ptr(v int64) *int64 { return &v }
 func TestSplitSmeared(t *testing.T) {
 	sec := int64(time.Second)
 	file := &metadata.File{Partitions: []metadata.Partition{
-		{Begin: nil, End: ptr(100 * sec)},           // open start: never narrow
+		{Begin: nil, End: ptr(100 * sec)},            // open start: never narrow
 		{Begin: ptr(100 * sec), End: ptr(110 * sec)}, // 10 s: narrow
 		{Begin: ptr(110 * sec), End: ptr(500 * sec)}, // wide
 	}}
