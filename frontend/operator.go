@@ -142,7 +142,8 @@ func (fe *Frontend) JoinServer(ctx context.Context, table string, partitionID uu
 	})
 }
 
-// SplitPartition starts a split of a partition by hand (Node.SplitPartition).
+// SplitPartition starts a split of a partition by hand (the replica
+// code's SplitPartition).
 func (fe *Frontend) SplitPartition(ctx context.Context, table string, partitionID uuid.UUID, at *int64) (*metadata.File, error) {
 	return fe.changes.SplitPartition(ctx, table, partitionID, at)
 }

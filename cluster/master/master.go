@@ -15,7 +15,7 @@ import (
 )
 
 // errRepairSettled: the partition changed under the planned repair.
-var errRepairSettled = errors.New("node: repair no longer needed")
+var errRepairSettled = errors.New("master: repair no longer needed")
 
 // masterState is what a master term remembers between ticks.
 type masterState struct {
