@@ -16,6 +16,11 @@ import (
 	"github.com/tsdb/tsdb/smear"
 )
 
+// The data path: inserts, queries and aggregates, and the smear queue's
+// part of inserts.
+
+// Insert writes validated rows (smeared or straight to their partitions)
+// and returns once they are queued or as durable as opts asks.
 func (fe *Frontend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
 	return publicError(fe.insert(ctx, table, rows, opts))
 }
@@ -33,6 +38,7 @@ func publicError(err error) error {
 	return err
 }
 
+// Query answers a raw query through the router.
 func (fe *Frontend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) ([]model.Row, bool, error) {
 	rows, truncated, err := fe.router.Query(ctx, table, router.RawQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
@@ -41,6 +47,7 @@ func (fe *Frontend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery
 	return rows, truncated, publicError(err)
 }
 
+// Aggregate answers an aggregate query through the router.
 func (fe *Frontend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
 	aggs, err := fe.router.Aggregate(ctx, table, router.AggQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,

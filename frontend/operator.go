@@ -14,6 +14,10 @@ import (
 	"github.com/tsdb/tsdb/metadata"
 )
 
+// The cluster's and the operator's calls.
+
+// Cluster describes the live servers: their load as they publish it, the
+// master and the drain marks.
 func (fe *Frontend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	live, err := fe.servers.Refresh(ctx)
 	if err != nil {

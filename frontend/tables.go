@@ -95,10 +95,12 @@ func tableConfigFromRequest(req api.CreateTableRequest, live int) (metadata.Tabl
 	return cfg, nil
 }
 
+// ListTables returns every table's config, as etcd holds it.
 func (fe *Frontend) ListTables(ctx context.Context) ([]metadata.TableConfig, error) {
 	return fe.tables.ListTables(ctx)
 }
 
+// Table returns a table's config and METADATA from the router's cache.
 func (fe *Frontend) Table(ctx context.Context, name string) (metadata.TableConfig, *metadata.File, error) {
 	return fe.router.Table(ctx, name)
 }
