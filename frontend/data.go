@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -21,7 +20,7 @@ import (
 
 // Insert writes validated rows (smeared or straight to their partitions)
 // and returns once they are queued or as durable as opts asks.
-func (fe *Frontend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
+func (fe *Frontend) Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
 	return publicError(fe.insert(ctx, table, rows, opts))
 }
 
@@ -29,17 +28,17 @@ func (fe *Frontend) Insert(ctx context.Context, table string, rows []model.Row, 
 // 503: no replica could take or answer the request.
 func publicError(err error) error {
 	if errors.Is(err, router.ErrOffline) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrOffline, err)
+		return fmt.Errorf("%w: %w", errOffline, err)
 	}
 	if err != nil && (errors.Is(err, router.ErrUnavailable) || errors.Is(err, router.ErrMoved) || errors.Is(err, router.ErrNotLocal)) &&
-		!errors.Is(err, tsdbhttp.ErrInsertOutcomeUnknown) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		!errors.Is(err, errInsertOutcomeUnknown) {
+		return fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	return err
 }
 
 // Query answers a raw query through the router.
-func (fe *Frontend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) ([]model.Row, bool, error) {
+func (fe *Frontend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
 	rows, truncated, err := fe.router.Query(ctx, table, router.RawQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
 		Consistency: q.Consistency,
@@ -48,7 +47,7 @@ func (fe *Frontend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery
 }
 
 // Aggregate answers an aggregate query through the router.
-func (fe *Frontend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
+func (fe *Frontend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
 	aggs, err := fe.router.Aggregate(ctx, table, router.AggQuery{
 		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
 		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency, MaxBuckets: q.MaxBuckets,
@@ -81,7 +80,7 @@ func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row
 // the server opts out), the others straight to their partitions. The
 // queued part is written first, so a full queue refuses the whole insert
 // with nothing written.
-func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
+func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
 	wopts := router.WriteOptions{Consistency: opts.Consistency}
 	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear {
 		return fe.router.Insert(ctx, table, rows, wopts)
@@ -98,7 +97,7 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 		// This front end stamps the smeared rows itself (no other server
 		// can take over): with its clock off, it refuses them (rule 2).
 		if err := fe.clockCheck.CheckClock(); err != nil {
-			return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", errUnavailable, err)
 		}
 		v := fe.clock.Now()
 		for i := range smeared {
@@ -111,11 +110,11 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 		err := fe.queue.Enqueue(ctx, table, smeared, due)
 		switch {
 		case errors.Is(err, smear.ErrFull):
-			return &tsdbhttp.RetryError{Err: fmt.Errorf("%w: %w", tsdbhttp.ErrQueueFull, err), After: fe.queue.RetryAfter()}
+			return &retryError{Err: fmt.Errorf("%w: %w", errQueueFull, err), After: fe.queue.RetryAfter()}
 		case errors.Is(err, smear.ErrTooLarge):
 			direct = append(direct, smeared...) // never fits: written now instead
 		case err != nil:
-			return fmt.Errorf("%w: smear queue: %w", tsdbhttp.ErrUnavailable, err)
+			return fmt.Errorf("%w: smear queue: %w", errUnavailable, err)
 		}
 	}
 	if len(direct) == 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -58,7 +59,7 @@ type Changes interface {
 
 // Replicas asks a server (this one or another) for its local replicas.
 type Replicas interface {
-	ReplicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error)
+	ReplicasOn(ctx context.Context, server string, req wire.ReplicasRequest) (wire.ReplicasResponse, error)
 }
 
 // Installer installs a table's METADATA this server just created.

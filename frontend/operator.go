@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -21,15 +21,15 @@ import (
 func (fe *Frontend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
 	live, err := fe.servers.Refresh(ctx)
 	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
+		return api.ClusterResponse{}, fmt.Errorf("%w: read the live servers: %w", errUnavailable, err)
 	}
 	master, err := fe.marks.Leader(ctx)
 	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return api.ClusterResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	draining, err := fe.marks.Draining(ctx)
 	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return api.ClusterResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
 	for _, i := range live {
@@ -66,12 +66,12 @@ func (fe *Frontend) Drain(ctx context.Context, server string, on bool) (api.Drai
 			return api.DrainResponse{}, err
 		}
 		if !slices.ContainsFunc(h.Servers, func(s api.ServerHealth) bool { return s.ID == server }) {
-			return api.DrainResponse{}, fmt.Errorf("%w: %q is neither live nor listed in any partition", tsdbhttp.ErrServerNotFound, server)
+			return api.DrainResponse{}, fmt.Errorf("%w: %q is neither live nor listed in any partition", errServerNotFound, server)
 		}
 	}
 	since, err := fe.marks.SetDraining(ctx, server, on, time.Now())
 	if err != nil {
-		return api.DrainResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return api.DrainResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	fe.log.Warn("operator: drain mark changed", "server", server, "draining", on)
 	return api.DrainResponse{Server: server, Draining: on, Since: since}, nil
@@ -81,7 +81,7 @@ func (fe *Frontend) Drain(ctx context.Context, server string, on bool) (api.Drai
 func (fe *Frontend) Rebalance(ctx context.Context) (api.RebalanceResponse, error) {
 	now := time.Now().UTC()
 	if err := fe.marks.RequestRebalance(ctx, now); err != nil {
-		return api.RebalanceResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return api.RebalanceResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	return api.RebalanceResponse{RequestedAt: now}, nil
 }
@@ -93,7 +93,7 @@ func (fe *Frontend) Health(ctx context.Context) (api.HealthResponse, error) {
 
 // Replicas gathers the replica states of every partition of a table from
 // the servers holding them.
-func (fe *Frontend) Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error) {
+func (fe *Frontend) Replicas(ctx context.Context, table string) ([]wire.PartitionReplicas, error) {
 	_, file, err := fe.committer.Load(ctx, table)
 	if err != nil {
 		return nil, err
@@ -104,9 +104,9 @@ func (fe *Frontend) Replicas(ctx context.Context, table string) ([]api.Partition
 			servers[pl.ServerID] = true
 		}
 	}
-	byPlacement := map[uuid.UUID]api.ReplicaStatus{}
+	byPlacement := map[uuid.UUID]wire.ReplicaStatus{}
 	for id := range servers {
-		resp, err := fe.replicas.ReplicasOn(ctx, id, api.ReplicasRequest{Table: table, Counts: true})
+		resp, err := fe.replicas.ReplicasOn(ctx, id, wire.ReplicasRequest{Table: table, Counts: true})
 		if err != nil {
 			fe.log.Warn("replica states of a server unavailable", "server", id, "table", table, "err", err)
 			continue
@@ -115,15 +115,15 @@ func (fe *Frontend) Replicas(ctx context.Context, table string) ([]api.Partition
 			byPlacement[r.Placement] = r
 		}
 	}
-	out := make([]api.PartitionReplicas, 0, len(file.Partitions))
+	out := make([]wire.PartitionReplicas, 0, len(file.Partitions))
 	for _, p := range file.Partitions {
-		pr := api.PartitionReplicas{Partition: p, Replicas: []api.ReplicaStatus{}}
+		pr := wire.PartitionReplicas{Partition: p, Replicas: []wire.ReplicaStatus{}}
 		for _, pl := range slices.Concat(p.Servers, p.Joining) {
 			if r, ok := byPlacement[pl.PlacementID]; ok {
 				pr.Replicas = append(pr.Replicas, r)
 			} else {
-				pr.Replicas = append(pr.Replicas, api.ReplicaStatus{Server: pl.ServerID, Table: table, PartitionID: p.ID,
-					Placement: pl.PlacementID, Begin: p.Begin, End: p.End, Rows: -1, Targets: []api.TargetStatus{}})
+				pr.Replicas = append(pr.Replicas, wire.ReplicaStatus{Server: pl.ServerID, Table: table, PartitionID: p.ID,
+					Placement: pl.PlacementID, Begin: p.Begin, End: p.End, Rows: -1, Targets: []wire.TargetStatus{}})
 			}
 		}
 		out = append(out, pr)

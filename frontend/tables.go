@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -24,14 +23,14 @@ import (
 func (fe *Frontend) CreateTable(ctx context.Context, req api.CreateTableRequest) (metadata.TableConfig, error) {
 	live, err := fe.servers.Refresh(ctx)
 	if err != nil {
-		return metadata.TableConfig{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
+		return metadata.TableConfig{}, fmt.Errorf("%w: read the live servers: %w", errUnavailable, err)
 	}
 	if !slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == fe.cfg.Self }) {
-		return metadata.TableConfig{}, fmt.Errorf("%w: this server's own registration is not live", tsdbhttp.ErrUnavailable)
+		return metadata.TableConfig{}, fmt.Errorf("%w: this server's own registration is not live", errUnavailable)
 	}
 	if len(live) < fe.cfg.MinServers {
 		return metadata.TableConfig{}, fmt.Errorf("%w: %d server(s) live, fewer than the cluster's minimum of %d (--min-servers); no table is created until they are",
-			tsdbhttp.ErrUnavailable, len(live), fe.cfg.MinServers)
+			errUnavailable, len(live), fe.cfg.MinServers)
 	}
 	cfg, err := tableConfigFromRequest(req, len(live))
 	if err != nil {
@@ -148,7 +147,7 @@ func (fe *Frontend) Metadata(ctx context.Context, table, txnID string) (metadata
 		}
 	}
 	if len(errs) > 0 {
-		return cfg, nil, fmt.Errorf("%w: txn %s of %q: %w", tsdbhttp.ErrUnavailable, txnID, table, errors.Join(errs...))
+		return cfg, nil, fmt.Errorf("%w: txn %s of %q: %w", errUnavailable, txnID, table, errors.Join(errs...))
 	}
 	return cfg, nil, fmt.Errorf("%w: txn %s of %q is held by no metadata server (it never existed, or the sweep removed it)", metadata.ErrFileNotFound, txnID, table)
 }

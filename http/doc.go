@@ -9,9 +9,11 @@
 // storage and changes, discovery, replication pushes, forwarded inserts,
 // sub-queries and replica states; authenticated by the cluster secret only,
 // bodies and answers in package cluster/rpc's wire format (zstd JSON),
-// errors mapped to the codes of package http/api (ErrMoved,
-// ErrStalePlacement and ErrInsertOutcomeUnknown are the node's way to pick
-// the replication ones).
+// errors mapped to their status and code by the one table of package
+// errcode (classify; ErrMoved, ErrStalePlacement and
+// ErrInsertOutcomeUnknown, members of errcode's kinds, are the node's way
+// to pick the replication ones). A peer's error answer that no layer
+// translated is answered 500 internal, never with the peer's code.
 //
 // The package owns decoding, validation and the mapping of errors to HTTP
 // statuses; everything else is behind the Backend interface, which the node

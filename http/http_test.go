@@ -88,14 +88,14 @@ func TestParseQuery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.raw.From != 1767225600000000000 || q.raw.To != 1767225660000000000 || q.raw.Series != "cpu,host=a,region=eu" ||
-		q.raw.Prefix || len(q.raw.Fields) != 2 || q.agg != model.AggAvg || q.step != int64(10*time.Second) ||
-		!q.groupAll || q.raw.Limit != 5 {
+	if q.From != 1767225600000000000 || q.To != 1767225660000000000 || q.Series != "cpu,host=a,region=eu" ||
+		q.Prefix || len(q.Fields) != 2 || q.agg != model.AggAvg || q.Step != int64(10*time.Second) ||
+		!q.GroupAll || q.Limit != 5 {
 		t.Fatalf("%+v", q)
 	}
 	q, err = parseQuery(args("series=cpu*"), DefaultMaxQueryBuckets)
-	if err != nil || q.raw.Series != "cpu" || !q.raw.Prefix || q.raw.From != math.MinInt64 || q.raw.To != math.MaxInt64 ||
-		q.raw.Limit != DefaultQueryLimit || q.hasAgg {
+	if err != nil || q.Series != "cpu" || !q.Prefix || q.From != math.MinInt64 || q.To != math.MaxInt64 ||
+		q.Limit != DefaultQueryLimit || q.agg != 0 {
 		t.Fatalf("%+v %v", q, err)
 	}
 	for _, bad := range []string{

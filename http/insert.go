@@ -142,7 +142,7 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 		s.writeError(ctx, err)
 		return
 	}
-	if err := s.backend.Insert(rctx, table, rows, InsertOptions{Consistency: consistency, NoSmear: noSmear}); err != nil {
+	if err := s.backend.Insert(rctx, table, rows, model.InsertOptions{Consistency: consistency, NoSmear: noSmear}); err != nil {
 		s.writeError(ctx, err)
 		return
 	}

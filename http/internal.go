@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -23,29 +24,29 @@ import (
 // replication ones (ErrStalePlacement, ErrMoved, ErrInsertOutcomeUnknown).
 type Internal interface {
 	// FetchMetadata returns an encoded METADATA file this server holds.
-	FetchMetadata(ctx context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error)
+	FetchMetadata(ctx context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error)
 	// StoreMetadata stores a proposed file durably.
-	StoreMetadata(ctx context.Context, req api.StoreMetadataRequest) error
+	StoreMetadata(ctx context.Context, req wire.StoreMetadataRequest) error
 	// ChangeMetadata coordinates one METADATA change.
-	ChangeMetadata(ctx context.Context, req api.ChangeMetadataRequest) (api.ChangeMetadataResponse, error)
+	ChangeMetadata(ctx context.Context, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error)
 	// JoinMetadata makes this server a metadata server of a table.
-	JoinMetadata(ctx context.Context, req api.JoinMetadataRequest) (api.JoinMetadataResponse, error)
+	JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error)
 	// Discover runs partition discovery for another server's replicas.
-	Discover(ctx context.Context, req api.DiscoveryRequest) (api.DiscoveryResponse, error)
+	Discover(ctx context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error)
 	// Replicate applies a push from another replica (204 once synced).
-	Replicate(ctx context.Context, req api.PushRequest) error
+	Replicate(ctx context.Context, req wire.PushRequest) error
 	// ForwardInsert coordinates an insert a front end forwarded.
-	ForwardInsert(ctx context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error)
+	ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error)
 	// SubQuery answers one partition replica's part of a query.
-	SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error)
+	SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error)
 	// Replicas lists this server's local replicas and their replication state.
-	Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error)
+	Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error)
 	// CatchUp pushes a peer replica everything the local one holds now and
 	// returns once the peer confirmed it.
-	CatchUp(ctx context.Context, req api.CatchUpRequest) error
+	CatchUp(ctx context.Context, req wire.CatchUpRequest) error
 	// SplitPoint answers the split point of a local replica's data
 	// (partition.ErrCannotSplit when its rows are all at one time).
-	SplitPoint(ctx context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error)
+	SplitPoint(ctx context.Context, req wire.SplitPointRequest) (wire.SplitPointResponse, error)
 }
 
 // internalRoute is one endpoint of the internal API: its metrics route name
@@ -57,17 +58,17 @@ type internalRoute struct {
 
 // internalRoutes are the endpoints under /internal/, by path.
 var internalRoutes = map[string]internalRoute{
-	api.PathMetadataFetch:  {"internal_metadata_fetch", (*Server).handleInternalFetch},
-	api.PathMetadataStore:  {"internal_metadata_store", (*Server).handleInternalStore},
-	api.PathMetadataChange: {"internal_metadata_change", (*Server).handleInternalChange},
-	api.PathMetadataJoin:   {"internal_metadata_join", (*Server).handleInternalJoin},
-	api.PathDiscovery:      {"internal_discovery", (*Server).handleInternalDiscovery},
-	api.PathReplicate:      {"internal_replicate", (*Server).handleInternalReplicate},
-	api.PathInsert:         {"internal_insert", (*Server).handleInternalInsert},
-	api.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
-	api.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
-	api.PathCatchUp:        {"internal_catchup", (*Server).handleInternalCatchUp},
-	api.PathSplitPoint:     {"internal_splitpoint", (*Server).handleInternalSplitPoint},
+	wire.PathMetadataFetch:  {"internal_metadata_fetch", (*Server).handleInternalFetch},
+	wire.PathMetadataStore:  {"internal_metadata_store", (*Server).handleInternalStore},
+	wire.PathMetadataChange: {"internal_metadata_change", (*Server).handleInternalChange},
+	wire.PathMetadataJoin:   {"internal_metadata_join", (*Server).handleInternalJoin},
+	wire.PathDiscovery:      {"internal_discovery", (*Server).handleInternalDiscovery},
+	wire.PathReplicate:      {"internal_replicate", (*Server).handleInternalReplicate},
+	wire.PathInsert:         {"internal_insert", (*Server).handleInternalInsert},
+	wire.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
+	wire.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
+	wire.PathCatchUp:        {"internal_catchup", (*Server).handleInternalCatchUp},
+	wire.PathSplitPoint:     {"internal_splitpoint", (*Server).handleInternalSplitPoint},
 }
 
 // routeInternal serves a path under /internal/ and returns the route's name
@@ -145,7 +146,7 @@ func (s *Server) writeInternalError(ctx *fasthttp.RequestCtx, err error) {
 
 func (s *Server) handleInternalFetch(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkFetch,
-		func(c context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error) {
+		func(c context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error) {
 			resp, err := s.cfg.Internal.FetchMetadata(c, req)
 			if errors.Is(err, metadata.ErrFileNotFound) {
 				// Here it means "I do not hold it": the caller asks
@@ -158,7 +159,7 @@ func (s *Server) handleInternalFetch(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleInternalStore(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusNoContent, checkStore,
-		func(c context.Context, req api.StoreMetadataRequest) (any, error) {
+		func(c context.Context, req wire.StoreMetadataRequest) (any, error) {
 			return nil, s.cfg.Internal.StoreMetadata(c, req)
 		})
 }
@@ -175,11 +176,11 @@ func (s *Server) handleInternalDiscovery(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkDiscovery, s.cfg.Internal.Discover)
 }
 
-func checkFetch(r *api.FetchMetadataRequest) error {
+func checkFetch(r *wire.FetchMetadataRequest) error {
 	return joinProblems(checkTable(r.Table), checkTxnID("txnid", r.TxnID, false))
 }
 
-func checkStore(r *api.StoreMetadataRequest) error {
+func checkStore(r *wire.StoreMetadataRequest) error {
 	p := []error{checkTable(r.Table), checkTxnID("txnid", r.TxnID, true)}
 	if len(r.Encoded) == 0 {
 		p = append(p, badRequest("encoded: required"))
@@ -187,7 +188,7 @@ func checkStore(r *api.StoreMetadataRequest) error {
 	return joinProblems(p...)
 }
 
-func checkChange(r *api.ChangeMetadataRequest) error {
+func checkChange(r *wire.ChangeMetadataRequest) error {
 	p := []error{checkTable(r.Table), checkTxnID("base_txnid", r.BaseTxnID, true),
 		checkTxnID("new_txnid", r.NewTxnID, true)}
 	if r.BaseTxnID != "" && r.BaseTxnID == r.NewTxnID {
@@ -199,11 +200,11 @@ func checkChange(r *api.ChangeMetadataRequest) error {
 	return joinProblems(p...)
 }
 
-func checkJoin(r *api.JoinMetadataRequest) error {
+func checkJoin(r *wire.JoinMetadataRequest) error {
 	return checkTable(r.Table)
 }
 
-func checkDiscovery(r *api.DiscoveryRequest) error {
+func checkDiscovery(r *wire.DiscoveryRequest) error {
 	p := []error{checkTable(r.Table)}
 	if r.Server == "" {
 		p = append(p, badRequest("server: required"))

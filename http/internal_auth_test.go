@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 )
 
 // counterValue returns the value of an unlabelled counter in reg (0 when
@@ -34,9 +34,9 @@ func TestInternalUnauthorizedCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	fake := &fakeInternal{}
 	addr := startServer(t, NewServer(Config{AuthToken: "tok", ClusterSecret: "sec", Internal: fake, Registry: reg}, panicky{}))
-	join := api.JoinMetadataRequest{Table: "metrics"}
+	join := wire.JoinMetadataRequest{Table: "metrics"}
 	for _, secret := range []string{"", "wrong"} {
-		err := newClient(t, secret).Call(context.Background(), addr, api.PathMetadataJoin, join, nil)
+		err := newClient(t, secret).Call(context.Background(), addr, wire.PathMetadataJoin, join, nil)
 		if !errors.Is(err, rpc.ErrUnauthorized) {
 			t.Fatalf("secret %q: %v, want 401", secret, err)
 		}
@@ -47,7 +47,7 @@ func TestInternalUnauthorizedCounted(t *testing.T) {
 	if got := counterValue(t, reg, "tsdb_internal_unauthorized_total"); got != 2 {
 		t.Fatalf("tsdb_internal_unauthorized_total = %v, want 2", got)
 	}
-	if err := newClient(t, "sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
+	if err := newClient(t, "sec").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err != nil {
 		t.Fatalf("with the secret: %v", err)
 	}
 	if got := counterValue(t, reg, "tsdb_internal_unauthorized_total"); got != 2 {
@@ -63,7 +63,7 @@ func TestInternalClosedWithTokenAndNoSecret(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	fake := &fakeInternal{}
 	addr := startServer(t, NewServer(Config{AuthToken: "tok", Internal: fake, Registry: reg}, panicky{}))
-	err := newClient(t, "").Call(context.Background(), addr, api.PathMetadataJoin, api.JoinMetadataRequest{Table: "metrics"}, nil)
+	err := newClient(t, "").Call(context.Background(), addr, wire.PathMetadataJoin, wire.JoinMetadataRequest{Table: "metrics"}, nil)
 	if !errors.Is(err, rpc.ErrUnauthorized) {
 		t.Fatalf("internal call to a token-protected server without a cluster secret: %v, want 401", err)
 	}

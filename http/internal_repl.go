@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 )
 
@@ -18,7 +19,7 @@ import (
 
 func (s *Server) handleInternalReplicate(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusNoContent, checkPush,
-		func(c context.Context, req api.PushRequest) (any, error) {
+		func(c context.Context, req wire.PushRequest) (any, error) {
 			return nil, s.cfg.Internal.Replicate(c, req)
 		})
 }
@@ -37,7 +38,7 @@ func (s *Server) handleInternalReplicas(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleInternalCatchUp(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusNoContent, checkCatchUp,
-		func(c context.Context, req api.CatchUpRequest) (any, error) {
+		func(c context.Context, req wire.CatchUpRequest) (any, error) {
 			return nil, s.cfg.Internal.CatchUp(c, req)
 		})
 }
@@ -46,11 +47,11 @@ func (s *Server) handleInternalSplitPoint(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkSplitPoint, s.cfg.Internal.SplitPoint)
 }
 
-func checkSplitPoint(r *api.SplitPointRequest) error {
+func checkSplitPoint(r *wire.SplitPointRequest) error {
 	return joinProblems(checkTable(r.Table), checkReplicaRef(r.PartitionID, r.Placement, r.TxnSeq))
 }
 
-func checkCatchUp(r *api.CatchUpRequest) error {
+func checkCatchUp(r *wire.CatchUpRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
 		checkServerID("to_server", r.ToServer), checkUUID("from_placement", r.FromPlacement)}
 	if r.FromPlacement != uuid.Nil && r.FromPlacement == r.ToPlacement {
@@ -59,7 +60,7 @@ func checkCatchUp(r *api.CatchUpRequest) error {
 	return joinProblems(p...)
 }
 
-func checkPush(r *api.PushRequest) error {
+func checkPush(r *wire.PushRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
 		checkServerID("from_server", r.FromServer), checkUUID("from_placement", r.FromPlacement)}
 	if r.FromPlacement != uuid.Nil && r.FromPlacement == r.ToPlacement {
@@ -72,7 +73,7 @@ func checkPush(r *api.PushRequest) error {
 	return joinProblems(p...)
 }
 
-func checkForwardInsert(r *api.ForwardInsertRequest) error {
+func checkForwardInsert(r *wire.ForwardInsertRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq), checkRows(r.Rows, r.Count)}
 	switch r.Consistency {
 	case "", api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll:
@@ -83,7 +84,7 @@ func checkForwardInsert(r *api.ForwardInsertRequest) error {
 	return joinProblems(p...)
 }
 
-func checkSubQuery(r *api.SubQueryRequest) error {
+func checkSubQuery(r *wire.SubQueryRequest) error {
 	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq)}
 	if r.From > r.To {
 		p = append(p, badRequest("to: %d is before from (%d)", r.To, r.From))
@@ -106,7 +107,7 @@ func checkSubQuery(r *api.SubQueryRequest) error {
 	return joinProblems(p...)
 }
 
-func checkReplicas(r *api.ReplicasRequest) error {
+func checkReplicas(r *wire.ReplicasRequest) error {
 	if r.Table == "" {
 		return nil // every table
 	}

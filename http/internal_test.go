@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
@@ -59,85 +60,85 @@ var (
 	encA = []byte{0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3} // opaque to the server
 )
 
-func (f *fakeInternal) FetchMetadata(_ context.Context, req api.FetchMetadataRequest) (api.FetchMetadataResponse, error) {
+func (f *fakeInternal) FetchMetadata(_ context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.FetchMetadataResponse{}, err
+		return wire.FetchMetadataResponse{}, err
 	}
-	return api.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}, nil
+	return wire.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}, nil
 }
 
-func (f *fakeInternal) StoreMetadata(_ context.Context, req api.StoreMetadataRequest) error {
+func (f *fakeInternal) StoreMetadata(_ context.Context, req wire.StoreMetadataRequest) error {
 	return f.record(req)
 }
 
-func (f *fakeInternal) ChangeMetadata(_ context.Context, req api.ChangeMetadataRequest) (api.ChangeMetadataResponse, error) {
+func (f *fakeInternal) ChangeMetadata(_ context.Context, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.ChangeMetadataResponse{}, err
+		return wire.ChangeMetadataResponse{}, err
 	}
-	return api.ChangeMetadataResponse{TxnID: req.NewTxnID, TxnSeq: 8, Encoded: encA}, nil
+	return wire.ChangeMetadataResponse{TxnID: req.NewTxnID, TxnSeq: 8, Encoded: encA}, nil
 }
 
-func (f *fakeInternal) JoinMetadata(_ context.Context, req api.JoinMetadataRequest) (api.JoinMetadataResponse, error) {
+func (f *fakeInternal) JoinMetadata(_ context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.JoinMetadataResponse{}, err
+		return wire.JoinMetadataResponse{}, err
 	}
-	return api.JoinMetadataResponse{TxnID: txnA, TxnSeq: 7, MetadataServers: []string{"s1", "s2"}}, nil
+	return wire.JoinMetadataResponse{TxnID: txnA, TxnSeq: 7, MetadataServers: []string{"s1", "s2"}}, nil
 }
 
-func (f *fakeInternal) Discover(_ context.Context, req api.DiscoveryRequest) (api.DiscoveryResponse, error) {
+func (f *fakeInternal) Discover(_ context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.DiscoveryResponse{}, err
+		return wire.DiscoveryResponse{}, err
 	}
 	res := make([]metadata.Discovery, len(req.Replicas))
 	for i := range res {
 		res[i] = metadata.Discovery{Status: metadata.StatusServe, Targets: []metadata.Target{}}
 	}
-	return api.DiscoveryResponse{TxnID: txnA, TxnSeq: 7, Results: res}, nil
+	return wire.DiscoveryResponse{TxnID: txnA, TxnSeq: 7, Results: res}, nil
 }
 
-func (f *fakeInternal) Replicate(_ context.Context, req api.PushRequest) error {
+func (f *fakeInternal) Replicate(_ context.Context, req wire.PushRequest) error {
 	return f.record(req)
 }
 
-func (f *fakeInternal) ForwardInsert(_ context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error) {
+func (f *fakeInternal) ForwardInsert(_ context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.ForwardInsertResponse{}, err
+		return wire.ForwardInsertResponse{}, err
 	}
-	return api.ForwardInsertResponse{Rows: req.Count}, nil
+	return wire.ForwardInsertResponse{Rows: req.Count}, nil
 }
 
-func (f *fakeInternal) SubQuery(_ context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
+func (f *fakeInternal) SubQuery(_ context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
-	return api.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}, nil
+	return wire.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}, nil
 }
 
-func (f *fakeInternal) Replicas(_ context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error) {
+func (f *fakeInternal) Replicas(_ context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.ReplicasResponse{}, err
+		return wire.ReplicasResponse{}, err
 	}
-	return api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}, nil
+	return wire.ReplicasResponse{Server: "s1", Replicas: []wire.ReplicaStatus{cannedReplica}}, nil
 }
 
-func (f *fakeInternal) CatchUp(_ context.Context, req api.CatchUpRequest) error {
+func (f *fakeInternal) CatchUp(_ context.Context, req wire.CatchUpRequest) error {
 	return f.record(req)
 }
 
-func (f *fakeInternal) SplitPoint(_ context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error) {
+func (f *fakeInternal) SplitPoint(_ context.Context, req wire.SplitPointRequest) (wire.SplitPointResponse, error) {
 	if err := f.record(req); err != nil {
-		return api.SplitPointResponse{}, err
+		return wire.SplitPointResponse{}, err
 	}
-	return api.SplitPointResponse{At: 42}, nil
+	return wire.SplitPointResponse{At: 42}, nil
 }
 
 // cannedReplica is the replica state the fake Internal reports.
-var cannedReplica = api.ReplicaStatus{
+var cannedReplica = wire.ReplicaStatus{
 	Server: "s1", Table: "metrics",
 	PartitionID: uuid.MustParse("11111111-1111-1111-1111-111111111111"),
 	Placement:   uuid.MustParse("aaaaaaaa-0000-0000-0000-000000000001"),
 	Status:      metadata.StatusServe, TxnSeq: 7, Rows: 10, Bytes: 4096, HighSeq: 12, SyncedSeq: 12,
-	Targets: []api.TargetStatus{{Server: "s2", Placement: uuid.MustParse("bbbbbbbb-0000-0000-0000-000000000002"),
+	Targets: []wire.TargetStatus{{Server: "s2", Placement: uuid.MustParse("bbbbbbbb-0000-0000-0000-000000000002"),
 		Kind: metadata.TargetReplica, Confirmed: 9, Lag: 3, LastPush: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
 }
 
@@ -178,11 +179,11 @@ func statusOf(t *testing.T, err error) *rpc.StatusError {
 
 // Valid requests of the replication and forwarding endpoints.
 var (
-	validPush = api.PushRequest{Table: "metrics", PartitionID: uuid.New(), FromServer: "s2", FromPlacement: uuid.New(),
+	validPush = wire.PushRequest{Table: "metrics", PartitionID: uuid.New(), FromServer: "s2", FromPlacement: uuid.New(),
 		ToPlacement: uuid.New(), TxnSeq: 7, Rows: encA, Count: 2, LastSeq: 42}
-	validForward = api.ForwardInsertRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(),
+	validForward = wire.ForwardInsertRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(),
 		TxnSeq: 7, Consistency: api.ConsistencyAll, Rows: encA, Count: 2}
-	validSubQuery = api.SubQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
+	validSubQuery = wire.SubQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
 		From: 10, To: 20, Series: "cpu", Prefix: true, Fields: []string{"usage"}, Agg: true, Step: 5, GroupAll: true}
 )
 
@@ -196,7 +197,7 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-var validChange = api.ChangeMetadataRequest{
+var validChange = wire.ChangeMetadataRequest{
 	Table: "metrics", BaseTxnID: txnA, NewTxnID: txnB,
 	Op: metadata.Op{Type: metadata.OpSetOffline, SetOffline: &metadata.SetOfflineOp{PartitionID: uuid.New(), Offline: true}},
 }
@@ -213,35 +214,35 @@ func TestInternalRoutes(t *testing.T) {
 		req        any
 		resp, want any
 	}{
-		{api.PathMetadataFetch, api.FetchMetadataRequest{Table: "metrics", MinTxnSeq: 3},
-			&api.FetchMetadataResponse{}, &api.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}},
-		{api.PathMetadataFetch, api.FetchMetadataRequest{Table: "metrics", TxnID: txnA},
-			&api.FetchMetadataResponse{}, &api.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}},
-		{api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA},
-			&api.FetchMetadataResponse{}, &api.FetchMetadataResponse{}}, // 204: resp untouched
-		{api.PathMetadataChange, validChange,
-			&api.ChangeMetadataResponse{}, &api.ChangeMetadataResponse{TxnID: txnB, TxnSeq: 8, Encoded: encA}},
-		{api.PathMetadataJoin, api.JoinMetadataRequest{Table: "metrics"},
-			&api.JoinMetadataResponse{}, &api.JoinMetadataResponse{TxnID: txnA, TxnSeq: 7, MetadataServers: []string{"s1", "s2"}}},
-		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{ref}},
-			&api.DiscoveryResponse{}, &api.DiscoveryResponse{TxnID: txnA, TxnSeq: 7,
+		{wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "metrics", MinTxnSeq: 3},
+			&wire.FetchMetadataResponse{}, &wire.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}},
+		{wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "metrics", TxnID: txnA},
+			&wire.FetchMetadataResponse{}, &wire.FetchMetadataResponse{TxnID: txnA, TxnSeq: 7, Encoded: encA}},
+		{wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA},
+			&wire.FetchMetadataResponse{}, &wire.FetchMetadataResponse{}}, // 204: resp untouched
+		{wire.PathMetadataChange, validChange,
+			&wire.ChangeMetadataResponse{}, &wire.ChangeMetadataResponse{TxnID: txnB, TxnSeq: 8, Encoded: encA}},
+		{wire.PathMetadataJoin, wire.JoinMetadataRequest{Table: "metrics"},
+			&wire.JoinMetadataResponse{}, &wire.JoinMetadataResponse{TxnID: txnA, TxnSeq: 7, MetadataServers: []string{"s1", "s2"}}},
+		{wire.PathDiscovery, wire.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{ref}},
+			&wire.DiscoveryResponse{}, &wire.DiscoveryResponse{TxnID: txnA, TxnSeq: 7,
 				Results: []metadata.Discovery{{Status: metadata.StatusServe, Targets: []metadata.Target{}}}}},
-		{api.PathReplicate, validPush,
-			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // 204: resp untouched
-		{api.PathReplicate, api.PushRequest{Table: "metrics", PartitionID: ref.PartitionID, FromServer: "s2",
+		{wire.PathReplicate, validPush,
+			&wire.ForwardInsertResponse{}, &wire.ForwardInsertResponse{}}, // 204: resp untouched
+		{wire.PathReplicate, wire.PushRequest{Table: "metrics", PartitionID: ref.PartitionID, FromServer: "s2",
 			FromPlacement: uuid.New(), ToPlacement: ref.PlacementID, TxnSeq: 7, Complete: true},
-			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // no rows: a completion notice
-		{api.PathInsert, validForward,
-			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{Rows: 2}},
-		{api.PathQuery, validSubQuery,
-			&api.SubQueryResponse{}, &api.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}},
-		{api.PathReplicas, api.ReplicasRequest{},
-			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
-		{api.PathReplicas, api.ReplicasRequest{Table: "metrics"},
-			&api.ReplicasResponse{}, &api.ReplicasResponse{Server: "s1", Replicas: []api.ReplicaStatus{cannedReplica}}},
-		{api.PathCatchUp, api.CatchUpRequest{Table: "metrics", PartitionID: ref.PartitionID, FromPlacement: uuid.New(),
+			&wire.ForwardInsertResponse{}, &wire.ForwardInsertResponse{}}, // no rows: a completion notice
+		{wire.PathInsert, validForward,
+			&wire.ForwardInsertResponse{}, &wire.ForwardInsertResponse{Rows: 2}},
+		{wire.PathQuery, validSubQuery,
+			&wire.SubQueryResponse{}, &wire.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}},
+		{wire.PathReplicas, wire.ReplicasRequest{},
+			&wire.ReplicasResponse{}, &wire.ReplicasResponse{Server: "s1", Replicas: []wire.ReplicaStatus{cannedReplica}}},
+		{wire.PathReplicas, wire.ReplicasRequest{Table: "metrics"},
+			&wire.ReplicasResponse{}, &wire.ReplicasResponse{Server: "s1", Replicas: []wire.ReplicaStatus{cannedReplica}}},
+		{wire.PathCatchUp, wire.CatchUpRequest{Table: "metrics", PartitionID: ref.PartitionID, FromPlacement: uuid.New(),
 			ToPlacement: ref.PlacementID, ToServer: "s2", TxnSeq: 7},
-			&api.ForwardInsertResponse{}, &api.ForwardInsertResponse{}}, // 204: resp untouched
+			&wire.ForwardInsertResponse{}, &wire.ForwardInsertResponse{}}, // 204: resp untouched
 	} {
 		if err := c.Call(context.Background(), addr, tc.path, tc.req, tc.resp); err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
@@ -255,18 +256,18 @@ func TestInternalRoutes(t *testing.T) {
 		}
 	}
 	// A push answers 204 with no body, like the store.
-	resp := rawPost(t, "http://"+addr+api.PathReplicate, "sec", "", string(mustJSON(t, validPush)))
+	resp := rawPost(t, "http://"+addr+wire.PathReplicate, "sec", "", string(mustJSON(t, validPush)))
 	if resp.status != http.StatusNoContent || resp.body != "" {
 		t.Errorf("replicate: %d %q, want 204 and no body", resp.status, resp.body)
 	}
 	// The store answers 204 with no body.
-	resp = rawPost(t, "http://"+addr+api.PathMetadataStore, "sec", "",
+	resp = rawPost(t, "http://"+addr+wire.PathMetadataStore, "sec", "",
 		`{"table":"metrics","txnid":"`+txnA+`","encoded":"AQID"}`)
 	if resp.status != http.StatusNoContent || resp.body != "" {
 		t.Errorf("store: %d %q, want 204 and no body", resp.status, resp.body)
 	}
 	// Without Accept-Encoding: zstd the answer is plain JSON.
-	resp = rawPost(t, "http://"+addr+api.PathMetadataJoin, "sec", "", `{"table":"metrics"}`)
+	resp = rawPost(t, "http://"+addr+wire.PathMetadataJoin, "sec", "", `{"table":"metrics"}`)
 	if resp.status != 200 || resp.encoding != "" || !strings.Contains(resp.body, `"metadata_servers":["s1","s2"]`) {
 		t.Errorf("join without zstd: %d %q %s", resp.status, resp.encoding, resp.body)
 	}
@@ -285,9 +286,9 @@ func TestInternalRoutes(t *testing.T) {
 func TestInternalSecret(t *testing.T) {
 	fake := &fakeInternal{}
 	addr := startServer(t, NewServer(Config{AuthToken: "tok", ClusterSecret: "sec", Internal: fake}, panicky{}))
-	join := api.JoinMetadataRequest{Table: "metrics"}
+	join := wire.JoinMetadataRequest{Table: "metrics"}
 	for _, secret := range []string{"", "wrong", "sec2", "se"} {
-		err := newClient(t, secret).Call(context.Background(), addr, api.PathMetadataJoin, join, nil)
+		err := newClient(t, secret).Call(context.Background(), addr, wire.PathMetadataJoin, join, nil)
 		if !errors.Is(err, rpc.ErrUnauthorized) {
 			t.Fatalf("secret %q: %v, want 401", secret, err)
 		}
@@ -299,11 +300,11 @@ func TestInternalSecret(t *testing.T) {
 	if n := len(fake.requests()); n != 0 {
 		t.Fatalf("the backend was called %d times without the secret", n)
 	}
-	if err := newClient(t, "sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
+	if err := newClient(t, "sec").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err != nil {
 		t.Fatalf("with the secret and no bearer token: %v", err)
 	}
 	// The bearer token alone is not enough.
-	req, _ := http.NewRequest("POST", "http://"+addr+api.PathMetadataJoin, strings.NewReader(`{"table":"metrics"}`))
+	req, _ := http.NewRequest("POST", "http://"+addr+wire.PathMetadataJoin, strings.NewReader(`{"table":"metrics"}`))
 	req.Header.Set("Authorization", "Bearer tok")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -322,7 +323,7 @@ func TestInternalSecret(t *testing.T) {
 	// internal request in (with a token and no secret, see
 	// TestInternalClosedWithTokenAndNoSecret).
 	addr = startServer(t, NewServer(Config{Internal: &fakeInternal{}}, panicky{}))
-	if err := newClient(t, "").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
+	if err := newClient(t, "").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err != nil {
 		t.Fatalf("no secret configured: %v", err)
 	}
 }
@@ -333,8 +334,8 @@ func TestInternalErrorMapping(t *testing.T) {
 	fake := &fakeInternal{}
 	addr := startServer(t, NewServer(Config{Internal: fake}, panicky{}))
 	c := newClient(t, "")
-	fetch := api.FetchMetadataRequest{Table: "metrics", TxnID: txnA}
-	join := api.JoinMetadataRequest{Table: "metrics"}
+	fetch := wire.FetchMetadataRequest{Table: "metrics", TxnID: txnA}
+	join := wire.JoinMetadataRequest{Table: "metrics"}
 	for _, tc := range []struct {
 		err    error
 		path   string
@@ -342,32 +343,32 @@ func TestInternalErrorMapping(t *testing.T) {
 		status int
 		code   string
 	}{
-		{metadata.ErrConflict, api.PathMetadataChange, validChange, 409, api.CodeConflict},
-		{metadata.ErrTxnMismatch, api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 409, api.CodeTxnMismatch},
-		{metadata.ErrStale, api.PathMetadataFetch, fetch, 409, api.CodeStale},
-		{metadata.ErrInvalidOp, api.PathMetadataChange, validChange, 400, api.CodeInvalidOp},
-		{metadata.ErrInvalidFile, api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 400, api.CodeBadRequest},
-		{metadata.ErrCorruptFile, api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 400, api.CodeBadRequest},
-		{metadata.ErrChecksum, api.PathMetadataFetch, fetch, 400, api.CodeBadRequest},
-		{metadata.ErrNotMetadataServer, api.PathMetadataChange, validChange, 421, api.CodeNotMetadataServer},
-		{metadata.ErrNoQuorum, api.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
-		{metadata.ErrOutcomeUnknown, api.PathMetadataChange, validChange, 503, api.CodeOutcomeUnknown},
-		{metadata.ErrFileNotFound, api.PathMetadataFetch, fetch, 404, api.CodeNotFound},
-		{metadata.ErrFileNotFound, api.PathMetadataJoin, join, 503, api.CodeUnavailable},
-		{metadata.ErrTableNotFound, api.PathMetadataJoin, join, 404, api.CodeTableNotFound},
-		{fmt.Errorf("%w: peer s2: %w", metadata.ErrNoQuorum, metadata.ErrFileNotFound), api.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
-		{errors.New("disk on fire"), api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2"}, 500, api.CodeInternal},
-		{ErrStalePlacement, api.PathReplicate, validPush, 409, api.CodeStalePlacement},
-		{ErrMoved, api.PathInsert, validForward, 409, api.CodeMoved},
-		{ErrMoved, api.PathQuery, validSubQuery, 409, api.CodeMoved},
-		{ErrStalePlacement, api.PathQuery, validSubQuery, 409, api.CodeStalePlacement},
-		{ErrInsertOutcomeUnknown, api.PathInsert, validForward, 503, api.CodeOutcomeUnknownRows},
-		{partition.ErrUnloading, api.PathInsert, validForward, 409, api.CodeMoved},
+		{metadata.ErrConflict, wire.PathMetadataChange, validChange, 409, api.CodeConflict},
+		{metadata.ErrTxnMismatch, wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 409, api.CodeTxnMismatch},
+		{metadata.ErrStale, wire.PathMetadataFetch, fetch, 409, api.CodeStale},
+		{metadata.ErrInvalidOp, wire.PathMetadataChange, validChange, 400, api.CodeInvalidOp},
+		{metadata.ErrInvalidFile, wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 400, api.CodeBadRequest},
+		{metadata.ErrCorruptFile, wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", TxnID: txnA, Encoded: encA}, 400, api.CodeBadRequest},
+		{metadata.ErrChecksum, wire.PathMetadataFetch, fetch, 400, api.CodeBadRequest},
+		{metadata.ErrNotMetadataServer, wire.PathMetadataChange, validChange, 421, api.CodeNotMetadataServer},
+		{metadata.ErrNoQuorum, wire.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
+		{metadata.ErrOutcomeUnknown, wire.PathMetadataChange, validChange, 503, api.CodeOutcomeUnknown},
+		{metadata.ErrFileNotFound, wire.PathMetadataFetch, fetch, 404, api.CodeNotFound},
+		{metadata.ErrFileNotFound, wire.PathMetadataJoin, join, 503, api.CodeUnavailable},
+		{metadata.ErrTableNotFound, wire.PathMetadataJoin, join, 404, api.CodeTableNotFound},
+		{fmt.Errorf("%w: peer s2: %w", metadata.ErrNoQuorum, metadata.ErrFileNotFound), wire.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
+		{errors.New("disk on fire"), wire.PathDiscovery, wire.DiscoveryRequest{Table: "metrics", Server: "s2"}, 500, api.CodeInternal},
+		{ErrStalePlacement, wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{ErrMoved, wire.PathInsert, validForward, 409, api.CodeMoved},
+		{ErrMoved, wire.PathQuery, validSubQuery, 409, api.CodeMoved},
+		{ErrStalePlacement, wire.PathQuery, validSubQuery, 409, api.CodeStalePlacement},
+		{ErrInsertOutcomeUnknown, wire.PathInsert, validForward, 503, api.CodeOutcomeUnknownRows},
+		{partition.ErrUnloading, wire.PathInsert, validForward, 409, api.CodeMoved},
 		// The move is what the caller must act on, whatever revealed it.
-		{fmt.Errorf("%w: %w", metadata.ErrStale, ErrMoved), api.PathInsert, validForward, 409, api.CodeMoved},
-		{fmt.Errorf("%w: %w", ErrUnavailable, ErrStalePlacement), api.PathReplicate, validPush, 409, api.CodeStalePlacement},
-		{metadata.ErrTableNotFound, api.PathReplicas, api.ReplicasRequest{Table: "metrics"}, 404, api.CodeTableNotFound},
-		{ErrUnavailable, api.PathReplicas, api.ReplicasRequest{}, 503, api.CodeUnavailable},
+		{fmt.Errorf("%w: %w", metadata.ErrStale, ErrMoved), wire.PathInsert, validForward, 409, api.CodeMoved},
+		{fmt.Errorf("%w: %w", ErrUnavailable, ErrStalePlacement), wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{metadata.ErrTableNotFound, wire.PathReplicas, wire.ReplicasRequest{Table: "metrics"}, 404, api.CodeTableNotFound},
+		{ErrUnavailable, wire.PathReplicas, wire.ReplicasRequest{}, 503, api.CodeUnavailable},
 	} {
 		fake.setErr(fmt.Errorf("context: %w", tc.err))
 		err := c.Call(context.Background(), addr, tc.path, tc.req, nil)
@@ -393,52 +394,52 @@ func TestInternalBadRequests(t *testing.T) {
 		code string
 		want string // in the message
 	}{
-		{api.PathMetadataFetch, api.FetchMetadataRequest{}, api.CodeBadRequest, "table: required"},
-		{api.PathMetadataFetch, api.FetchMetadataRequest{Table: "Metrics"}, api.CodeInvalidTableName, "table: "},
-		{api.PathMetadataFetch, api.FetchMetadataRequest{Table: "metrics", TxnID: "abc"}, api.CodeBadRequest, "txnid: \"abc\""},
-		{api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", Encoded: encA}, api.CodeBadRequest, "txnid: required"},
-		{api.PathMetadataStore, api.StoreMetadataRequest{Table: "metrics", TxnID: txnA}, api.CodeBadRequest, "encoded: required"},
-		{api.PathMetadataChange, api.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: strings.ToUpper(txnB), Op: validChange.Op},
+		{wire.PathMetadataFetch, wire.FetchMetadataRequest{}, api.CodeBadRequest, "table: required"},
+		{wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "Metrics"}, api.CodeInvalidTableName, "table: "},
+		{wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "metrics", TxnID: "abc"}, api.CodeBadRequest, "txnid: \"abc\""},
+		{wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", Encoded: encA}, api.CodeBadRequest, "txnid: required"},
+		{wire.PathMetadataStore, wire.StoreMetadataRequest{Table: "metrics", TxnID: txnA}, api.CodeBadRequest, "encoded: required"},
+		{wire.PathMetadataChange, wire.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: strings.ToUpper(txnB), Op: validChange.Op},
 			api.CodeBadRequest, "new_txnid: "},
-		{api.PathMetadataChange, api.ChangeMetadataRequest{Table: "metrics", NewTxnID: txnB, Op: validChange.Op},
+		{wire.PathMetadataChange, wire.ChangeMetadataRequest{Table: "metrics", NewTxnID: txnB, Op: validChange.Op},
 			api.CodeBadRequest, "base_txnid: required"},
-		{api.PathMetadataChange, api.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: txnA, Op: validChange.Op},
+		{wire.PathMetadataChange, wire.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: txnA, Op: validChange.Op},
 			api.CodeBadRequest, "new_txnid: equals base_txnid"},
-		{api.PathMetadataChange, api.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: txnB},
+		{wire.PathMetadataChange, wire.ChangeMetadataRequest{Table: "metrics", BaseTxnID: txnA, NewTxnID: txnB},
 			api.CodeBadRequest, "op.type: required"},
-		{api.PathMetadataJoin, api.JoinMetadataRequest{Table: strings.Repeat("x", 65)}, api.CodeInvalidTableName, "table: "},
-		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics"}, api.CodeBadRequest, "server: required"},
-		{api.PathDiscovery, api.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{{PartitionID: uuid.New()}}},
+		{wire.PathMetadataJoin, wire.JoinMetadataRequest{Table: strings.Repeat("x", 65)}, api.CodeInvalidTableName, "table: "},
+		{wire.PathDiscovery, wire.DiscoveryRequest{Table: "metrics"}, api.CodeBadRequest, "server: required"},
+		{wire.PathDiscovery, wire.DiscoveryRequest{Table: "metrics", Server: "s2", Replicas: []metadata.ReplicaRef{{PartitionID: uuid.New()}}},
 			api.CodeBadRequest, "replicas[0].placement_id: required"},
 		// Replication and forwarding: every request names the partition,
 		// the receiving placement and the sender's txnseq (rule 8).
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.PartitionID = uuid.Nil }), api.CodeBadRequest, "partition_id: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromServer = "" }), api.CodeBadRequest, "from_server: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromServer = "a/b" }), api.CodeBadRequest, "from_server: "},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromPlacement = uuid.Nil }), api.CodeBadRequest, "from_placement: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.FromPlacement = r.ToPlacement }), api.CodeBadRequest, "to_placement: equals from_placement"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required when count is 2"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Count = -1 }), api.CodeBadRequest, "count: -1"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.LastSeq = 0 }), api.CodeBadRequest, "last_seq: required"},
-		{api.PathReplicate, with(validPush, func(r *api.PushRequest) { r.Table = "Metrics" }), api.CodeInvalidTableName, "table: "},
-		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.Consistency = "QUORUM" }), api.CodeBadRequest, `consistency: "QUORUM"`},
-		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required"},
-		{api.PathInsert, with(validForward, func(r *api.ForwardInsertRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
-		{api.PathInsert, api.ForwardInsertRequest{Table: "metrics"}, api.CodeBadRequest, "partition_id: required; http: bad request: to_placement: required; http: bad request: txnseq: required"},
-		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.From = 30 }), api.CodeBadRequest, "to: 20 is before from (30)"},
-		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Limit = -1 }), api.CodeBadRequest, "limit: -1"},
-		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Step = -1 }), api.CodeBadRequest, "step: -1"},
-		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.Agg = false }), api.CodeBadRequest, "step: set without agg"},
-		{api.PathQuery, with(validSubQuery, func(r *api.SubQueryRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
-		{api.PathReplicas, api.ReplicasRequest{Table: "no-such"}, api.CodeInvalidTableName, "table: "},
-		{api.PathReplicas, map[string]any{"tables": "metrics"}, api.CodeBadRequest, "unknown field"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.PartitionID = uuid.Nil }), api.CodeBadRequest, "partition_id: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.FromServer = "" }), api.CodeBadRequest, "from_server: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.FromServer = "a/b" }), api.CodeBadRequest, "from_server: "},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.FromPlacement = uuid.Nil }), api.CodeBadRequest, "from_placement: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.FromPlacement = r.ToPlacement }), api.CodeBadRequest, "to_placement: equals from_placement"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required when count is 2"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Count = -1 }), api.CodeBadRequest, "count: -1"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.LastSeq = 0 }), api.CodeBadRequest, "last_seq: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Table = "Metrics" }), api.CodeInvalidTableName, "table: "},
+		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.Consistency = "QUORUM" }), api.CodeBadRequest, `consistency: "QUORUM"`},
+		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required"},
+		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
+		{wire.PathInsert, wire.ForwardInsertRequest{Table: "metrics"}, api.CodeBadRequest, "partition_id: required; http: bad request: to_placement: required; http: bad request: txnseq: required"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.From = 30 }), api.CodeBadRequest, "to: 20 is before from (30)"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Limit = -1 }), api.CodeBadRequest, "limit: -1"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Step = -1 }), api.CodeBadRequest, "step: -1"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Agg = false }), api.CodeBadRequest, "step: set without agg"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
+		{wire.PathReplicas, wire.ReplicasRequest{Table: "no-such"}, api.CodeInvalidTableName, "table: "},
+		{wire.PathReplicas, map[string]any{"tables": "metrics"}, api.CodeBadRequest, "unknown field"},
 		// Several problems are reported together, on one line.
-		{api.PathMetadataStore, api.StoreMetadataRequest{}, api.CodeBadRequest, "table: required; "},
+		{wire.PathMetadataStore, wire.StoreMetadataRequest{}, api.CodeBadRequest, "table: required; "},
 		// Unknown fields: a peer speaking another schema fails loudly.
-		{api.PathMetadataJoin, map[string]any{"table": "metrics", "tabel": "x"}, api.CodeBadRequest, "unknown field"},
-		{api.PathMetadataJoin, "metrics", api.CodeBadRequest, "cannot unmarshal"},
+		{wire.PathMetadataJoin, map[string]any{"table": "metrics", "tabel": "x"}, api.CodeBadRequest, "unknown field"},
+		{wire.PathMetadataJoin, "metrics", api.CodeBadRequest, "cannot unmarshal"},
 	} {
 		err := c.Call(context.Background(), addr, tc.path, tc.req, nil)
 		se := statusOf(t, err)
@@ -457,7 +458,7 @@ func TestInternalBadRequests(t *testing.T) {
 		{`{"table":"metrics"}`, "text/plain", "", 415},
 		{`{"table":"metrics"}`, "", "br", 415},
 	} {
-		r := rawPostHeaders(t, "http://"+addr+api.PathMetadataJoin, map[string]string{
+		r := rawPostHeaders(t, "http://"+addr+wire.PathMetadataJoin, map[string]string{
 			"Content-Type": tc.ctype, "Content-Encoding": tc.encoding}, tc.body)
 		if r.status != tc.status || !strings.Contains(r.body, `"error"`) {
 			t.Errorf("body %q (type %q, encoding %q): %d %s, want %d", tc.body, tc.ctype, tc.encoding, r.status, r.body, tc.status)
@@ -475,18 +476,18 @@ func TestInternalBodyLimit(t *testing.T) {
 	addr := startServer(t, NewServer(Config{Internal: fake, MaxBodyBytes: 4096}, panicky{}))
 	c := newClient(t, "")
 	// Compresses to a few dozen bytes, decompresses past the limit.
-	big := api.DiscoveryRequest{Table: "metrics", Server: strings.Repeat("s", 8000)}
-	se := statusOf(t, c.Call(context.Background(), addr, api.PathDiscovery, big, nil))
+	big := wire.DiscoveryRequest{Table: "metrics", Server: strings.Repeat("s", 8000)}
+	se := statusOf(t, c.Call(context.Background(), addr, wire.PathDiscovery, big, nil))
 	if se.Status != 413 || se.Code != api.CodeTooLarge {
 		t.Errorf("decompressed over the limit: %+v, want 413", se)
 	}
 	// Just under the limit once decompressed is accepted.
-	ok := api.DiscoveryRequest{Table: "metrics", Server: strings.Repeat("s", 3900)}
-	if err := c.Call(context.Background(), addr, api.PathDiscovery, ok, nil); err != nil {
+	ok := wire.DiscoveryRequest{Table: "metrics", Server: strings.Repeat("s", 3900)}
+	if err := c.Call(context.Background(), addr, wire.PathDiscovery, ok, nil); err != nil {
 		t.Errorf("under the limit: %v", err)
 	}
 	// Over the limit as sent.
-	r := rawPost(t, "http://"+addr+api.PathMetadataJoin, "", "", `{"table":"`+strings.Repeat("m", 5000)+`"}`)
+	r := rawPost(t, "http://"+addr+wire.PathMetadataJoin, "", "", `{"table":"`+strings.Repeat("m", 5000)+`"}`)
 	if r.status != 413 {
 		t.Errorf("identity body over the limit: %d %s, want 413", r.status, r.body)
 	}
@@ -500,7 +501,7 @@ func TestInternalBodyLimit(t *testing.T) {
 // without an Internal answers 404 everywhere under /internal/.
 func TestInternalMethodsAndPaths(t *testing.T) {
 	addr := startServer(t, NewServer(Config{ClusterSecret: "sec", Internal: &fakeInternal{}}, panicky{}))
-	r := rawGet(t, "http://"+addr+api.PathMetadataFetch, "sec")
+	r := rawGet(t, "http://"+addr+wire.PathMetadataFetch, "sec")
 	if r.status != 405 || r.allow != "POST" || !strings.Contains(r.body, api.CodeMethodNotAllowed) {
 		t.Errorf("GET: %d allow=%q %s, want 405 allowing POST", r.status, r.allow, r.body)
 	}
@@ -514,8 +515,8 @@ func TestInternalMethodsAndPaths(t *testing.T) {
 	}
 
 	addr = startServer(t, NewServer(Config{}, panicky{}))
-	for _, path := range []string{api.PathMetadataFetch, api.PathDiscovery, "/internal/nope"} {
-		se := statusOf(t, newClient(t, "").Call(context.Background(), addr, path, api.JoinMetadataRequest{Table: "m"}, nil))
+	for _, path := range []string{wire.PathMetadataFetch, wire.PathDiscovery, "/internal/nope"} {
+		se := statusOf(t, newClient(t, "").Call(context.Background(), addr, path, wire.JoinMetadataRequest{Table: "m"}, nil))
 		if se.Status != 404 || se.Code != api.CodeNotFound {
 			t.Errorf("no Internal, %s: %+v, want 404", path, se)
 		}
@@ -634,21 +635,21 @@ func TestInternalClockStamps(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c
 	}
-	join := api.JoinMetadataRequest{Table: "metrics"}
-	if err := client("sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err != nil {
+	join := wire.JoinMetadataRequest{Table: "metrics"}
+	if err := client("sec").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err != nil {
 		t.Fatal(err)
 	}
 	if count("srv/caller") != 1 || count("caller/srv") != 1 {
 		t.Fatalf("after one call: %v, want one sample each way", seen)
 	}
 	fake.setErr(ErrUnavailable)
-	if err := client("sec").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); err == nil {
+	if err := client("sec").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err == nil {
 		t.Fatal("the backend's error was not returned")
 	}
 	if count("srv/caller") != 2 || count("caller/srv") != 2 {
 		t.Fatalf("after an error answer: %v, want two samples each way", seen)
 	}
-	if err := client("wrong").Call(context.Background(), addr, api.PathMetadataJoin, join, nil); !errors.Is(err, rpc.ErrUnauthorized) {
+	if err := client("wrong").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); !errors.Is(err, rpc.ErrUnauthorized) {
 		t.Fatalf("wrong secret: %v", err)
 	}
 	if count("srv/caller") != 2 {

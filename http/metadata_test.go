@@ -94,7 +94,7 @@ func TestTableMetadataEndpoint(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("%q: %d %s", tc.query, r.status, r.body)
 		}
-		var got MetadataResponse
+		var got api.MetadataResponse
 		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
 			t.Fatalf("%q: %v: %s", tc.query, err, r.body)
 		}

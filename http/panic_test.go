@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -24,15 +25,15 @@ func (panicky) ListTables(context.Context) ([]metadata.TableConfig, error) { pan
 func (panicky) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
 }
-func (panicky) Insert(context.Context, string, []model.Row, InsertOptions) error { panic("bug") }
-func (panicky) Query(context.Context, string, RawQuery) ([]model.Row, bool, error) {
+func (panicky) Insert(context.Context, string, []model.Row, model.InsertOptions) error { panic("bug") }
+func (panicky) Query(context.Context, string, model.Query) ([]model.Row, bool, error) {
 	panic("bug")
 }
-func (panicky) Aggregate(context.Context, string, AggQuery) ([]model.SeriesAgg, error) {
+func (panicky) Aggregate(context.Context, string, model.Query) ([]model.SeriesAgg, error) {
 	panic("bug")
 }
-func (panicky) Cluster(context.Context) (api.ClusterResponse, error)              { panic("bug") }
-func (panicky) Replicas(context.Context, string) ([]api.PartitionReplicas, error) { panic("bug") }
+func (panicky) Cluster(context.Context) (api.ClusterResponse, error)               { panic("bug") }
+func (panicky) Replicas(context.Context, string) ([]wire.PartitionReplicas, error) { panic("bug") }
 func (panicky) JoinServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {
 	panic("bug")
 }

@@ -23,53 +23,52 @@ const (
 	MaxQueryLimit = 1_000_000
 )
 
-// queryParams is a parsed query string.
+// queryParams is a parsed query string: the query, and the aggregate
+// function its answer shows (zero: a raw query, answered with rows).
 type queryParams struct {
-	raw      RawQuery
-	agg      model.Agg
-	hasAgg   bool
-	step     int64
-	groupAll bool
+	model.Query
+	agg model.Agg
 }
 
 // parseQuery reads and validates the query parameters of
 // GET /api/v1/tables/{t}/query. maxBuckets bounds an aggregate answer's
 // buckets summed over its series: a step making more than that for one
-// series is refused here, before anything is read.
+// series is refused here, before anything is read; it is the query's
+// MaxBuckets. The query's Consistency is left to the caller (a header).
 func parseQuery(args *fasthttp.Args, maxBuckets int) (queryParams, error) {
-	q := queryParams{raw: RawQuery{From: math.MinInt64, To: math.MaxInt64, Limit: DefaultQueryLimit}}
+	q := queryParams{Query: model.Query{From: math.MinInt64, To: math.MaxInt64, Limit: DefaultQueryLimit, MaxBuckets: maxBuckets}}
 	fromSet, toSet := false, false
 	var err error
 	if v := args.Peek("from"); len(v) > 0 {
-		if q.raw.From, err = ingest.ParseTime(string(v)); err != nil {
+		if q.From, err = ingest.ParseTime(string(v)); err != nil {
 			return q, badQuery("from: %v", err)
 		}
 		fromSet = true
 	}
 	if v := args.Peek("to"); len(v) > 0 {
-		if q.raw.To, err = ingest.ParseTime(string(v)); err != nil {
+		if q.To, err = ingest.ParseTime(string(v)); err != nil {
 			return q, badQuery("to: %v", err)
 		}
 		toSet = true
 	}
-	if q.raw.From > q.raw.To {
-		return q, badQuery("from (%d) is after to (%d)", q.raw.From, q.raw.To)
+	if q.From > q.To {
+		return q, badQuery("from (%d) is after to (%d)", q.From, q.To)
 	}
 	if v := string(args.Peek("series")); v != "" {
 		if strings.HasSuffix(v, "*") {
-			q.raw.Series, q.raw.Prefix = strings.TrimSuffix(v, "*"), true
+			q.Series, q.Prefix = strings.TrimSuffix(v, "*"), true
 		} else {
 			s, err := model.CanonicalSeries(v)
 			if err != nil {
 				return q, badQuery("series: %v", err)
 			}
-			q.raw.Series = s
+			q.Series = s
 		}
 	}
 	if v := string(args.Peek("fields")); v != "" {
 		for _, f := range strings.Split(v, ",") {
 			if f = strings.TrimSpace(f); f != "" {
-				q.raw.Fields = append(q.raw.Fields, f)
+				q.Fields = append(q.Fields, f)
 			}
 		}
 	}
@@ -78,23 +77,22 @@ func parseQuery(args *fasthttp.Args, maxBuckets int) (queryParams, error) {
 		if err != nil || n <= 0 || n > MaxQueryLimit {
 			return q, badQuery("limit %q: want an integer from 1 to %d", v, MaxQueryLimit)
 		}
-		q.raw.Limit = n
+		q.Limit = n
 	}
 	if v := string(args.Peek("agg")); v != "" {
 		if q.agg, err = model.ParseAgg(v); err != nil {
 			return q, badQuery("agg: %v", err)
 		}
-		q.hasAgg = true
 	}
 	switch v := string(args.Peek("group")); v {
 	case "", "series":
 	case "none":
-		q.groupAll = true
+		q.GroupAll = true
 	default:
 		return q, badQuery("group %q: want series or none", v)
 	}
 	if v := string(args.Peek("step")); v != "" {
-		if !q.hasAgg {
+		if q.agg == 0 {
 			return q, badQuery("step needs agg")
 		}
 		step, err := parseStep(v)
@@ -104,12 +102,12 @@ func parseQuery(args *fasthttp.Args, maxBuckets int) (queryParams, error) {
 		if !fromSet || !toSet {
 			return q, badQuery("step needs both from and to (to bound the number of buckets)")
 		}
-		if n := bucketCount(q.raw.From, q.raw.To, step); n > uint64(maxBuckets) {
+		if n := bucketCount(q.From, q.To, step); n > uint64(maxBuckets) {
 			return q, fmt.Errorf("%w: step %s over [from, to) makes %d buckets for each series, over the limit of %d buckets "+
 				"summed over all series (tsdb server --max-query-buckets); use a bigger step or a narrower time range",
 				partition.ErrTooManyBuckets, v, n, maxBuckets)
 		}
-		q.step = step
+		q.Step = step
 	}
 	return q, nil
 }
@@ -166,17 +164,17 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 	}
 	// A read defaults to one replica as it is (DESIGN.md section 5);
 	// quorum or all make it catch up from that many replicas first.
-	q.raw.Consistency = api.ConsistencyOne
+	q.Consistency = api.ConsistencyOne
 	if h := ctx.Request.Header.Peek(api.HeaderConsistency); len(h) > 0 {
-		if q.raw.Consistency, err = parseConsistency(h); err != nil {
+		if q.Consistency, err = parseConsistency(h); err != nil {
 			s.writeError(ctx, err)
 			return
 		}
 	}
 	rctx, cancel := s.requestContext()
 	defer cancel()
-	if !q.hasAgg {
-		rows, truncated, err := s.backend.Query(rctx, table, q.raw)
+	if q.agg == 0 {
+		rows, truncated, err := s.backend.Query(rctx, table, q.Query)
 		if err != nil {
 			s.writeError(ctx, err)
 			return
@@ -186,10 +184,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		ctx.SetBody(appendRawAnswer(make([]byte, 0, 64+len(rows)*96), rows, truncated))
 		return
 	}
-	aq := AggQuery{From: q.raw.From, To: q.raw.To, Series: q.raw.Series, Prefix: q.raw.Prefix,
-		Fields: q.raw.Fields, Step: q.step, GroupAll: q.groupAll, Consistency: q.raw.Consistency,
-		MaxBuckets: s.cfg.MaxQueryBuckets}
-	res, err := s.backend.Aggregate(rctx, table, aq)
+	res, err := s.backend.Aggregate(rctx, table, q.Query)
 	if err != nil {
 		s.writeError(ctx, err)
 		return

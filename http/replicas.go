@@ -18,17 +18,6 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// TableReplicasResponse answers GET /api/v1/tables/{t}?replicas=1: the
-// TableConfig and every partition with its replicas' states.
-type TableReplicasResponse struct {
-	Config     metadata.TableConfig    `json:"config"`
-	Partitions []api.PartitionReplicas `json:"partitions"`
-}
-
-// ServerChangeResponse answers POST /api/v1/tables/{t}/partitions/{p}/join
-// and …/leave: the METADATA transaction that made the change.
-type ServerChangeResponse = api.ChangeResponse
-
 // wantReplicas reads the replicas parameter of GET /api/v1/tables/{t}.
 func wantReplicas(args *fasthttp.Args) (bool, error) {
 	if !args.Has("replicas") {
@@ -60,10 +49,11 @@ func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
-	if parts == nil {
-		parts = []api.PartitionReplicas{}
+	resp := api.TableReplicasResponse{Config: apiTableConfig(cfg), Partitions: apiPartitionReplicas(parts)}
+	if resp.Partitions == nil {
+		resp.Partitions = []api.PartitionReplicas{}
 	}
-	s.writeJSON(ctx, http.StatusOK, TableReplicasResponse{Config: cfg, Partitions: parts})
+	s.writeJSON(ctx, http.StatusOK, resp)
 }
 
 // routePartition serves /api/v1/tables/{t}/partitions/{p}/{verb} and
@@ -177,7 +167,7 @@ func (s *Server) handleServerChange(ctx *fasthttp.RequestCtx, table string, pid 
 		s.writeError(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, http.StatusOK, ServerChangeResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq})
+	s.writeJSON(ctx, http.StatusOK, api.ChangeResponse{TxnID: f.TxnID, TxnSeq: f.TxnSeq})
 }
 
 // parsePartitionID reads the {p} of a partition path: a full uuid.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -29,11 +30,11 @@ type replBackend struct {
 	panicky
 	cfg   metadata.TableConfig
 	file  *metadata.File
-	parts []api.PartitionReplicas
+	parts []wire.PartitionReplicas
 
 	mu struct {
 		sync.Mutex
-		inserts []InsertOptions
+		inserts []model.InsertOptions
 		changes []serverChange
 		splits  []*int64
 		err     error
@@ -59,8 +60,8 @@ func newReplBackend() *replBackend {
 	}
 	r := cannedReplica
 	r.PartitionID = f.Partitions[0].ID
-	b.parts = []api.PartitionReplicas{{Partition: f.Partitions[0], Replicas: []api.ReplicaStatus{r}},
-		{Partition: f.Partitions[1], Replicas: []api.ReplicaStatus{}}}
+	b.parts = []wire.PartitionReplicas{{Partition: f.Partitions[0], Replicas: []wire.ReplicaStatus{r}},
+		{Partition: f.Partitions[1], Replicas: []wire.ReplicaStatus{}}}
 	return b
 }
 
@@ -71,14 +72,14 @@ func (b *replBackend) Table(_ context.Context, name string) (metadata.TableConfi
 	return b.cfg, b.file, nil
 }
 
-func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts InsertOptions) error {
+func (b *replBackend) Insert(_ context.Context, _ string, _ []model.Row, opts model.InsertOptions) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.mu.inserts = append(b.mu.inserts, opts)
 	return b.mu.insertErr
 }
 
-func (b *replBackend) Replicas(_ context.Context, table string) ([]api.PartitionReplicas, error) {
+func (b *replBackend) Replicas(_ context.Context, table string) ([]wire.PartitionReplicas, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.parts, b.mu.err
@@ -137,11 +138,11 @@ func (b *replBackend) setErr(err error) {
 	b.mu.err = err
 }
 
-func (b *replBackend) lastInsert() (InsertOptions, int) {
+func (b *replBackend) lastInsert() (model.InsertOptions, int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.mu.inserts) == 0 {
-		return InsertOptions{}, 0
+		return model.InsertOptions{}, 0
 	}
 	return b.mu.inserts[len(b.mu.inserts)-1], len(b.mu.inserts)
 }
@@ -237,7 +238,7 @@ func TestTableReplicas(t *testing.T) {
 	url := "http://" + addr + "/api/v1/tables/metrics"
 	for _, q := range []string{"?replicas=1", "?replicas=true"} {
 		r := publicRequest(t, "GET", url+q, nil, "")
-		var got TableReplicasResponse
+		var got api.TableReplicasResponse
 		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil {
 			t.Fatalf("%s: %d %s", q, r.status, r.body)
 		}
@@ -253,7 +254,7 @@ func TestTableReplicas(t *testing.T) {
 	}
 	for _, q := range []string{"", "?replicas=0", "?replicas=false"} {
 		r := publicRequest(t, "GET", url+q, nil, "")
-		var got TableResponse
+		var got api.TableResponse
 		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil || strings.Contains(r.body, `"replicas"`) ||
 			!jsonEqual(t, got.Partitions, be.file.Partitions) {
 			t.Errorf("%q: %d %s, want the plain table answer", q, r.status, r.body)
@@ -303,9 +304,9 @@ func TestPartitionJoinLeave(t *testing.T) {
 		{"leave", `{"server":"s2","force":false}`},
 	} {
 		r := publicRequest(t, "POST", base+pid.String()+"/"+tc.verb, nil, tc.body)
-		var got ServerChangeResponse
+		var got api.ChangeResponse
 		if r.status != 200 || json.Unmarshal([]byte(r.body), &got) != nil ||
-			got != (ServerChangeResponse{TxnID: strings.Repeat("c", 40), TxnSeq: 3}) {
+			got != (api.ChangeResponse{TxnID: strings.Repeat("c", 40), TxnSeq: 3}) {
 			t.Errorf("%s %s: %d %s", tc.verb, tc.body, r.status, r.body)
 		}
 	}
@@ -416,12 +417,12 @@ type readBackend struct {
 	got []string
 }
 
-func (b *readBackend) Query(_ context.Context, _ string, q RawQuery) ([]model.Row, bool, error) {
+func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model.Row, bool, error) {
 	b.got = append(b.got, q.Consistency)
 	return nil, false, nil
 }
 
-func (b *readBackend) Aggregate(_ context.Context, _ string, q AggQuery) ([]model.SeriesAgg, error) {
+func (b *readBackend) Aggregate(_ context.Context, _ string, q model.Query) ([]model.SeriesAgg, error) {
 	b.got = append(b.got, q.Consistency)
 	return nil, nil
 }
@@ -515,7 +516,7 @@ type blockingBackend struct {
 	entered chan struct{}
 }
 
-func (b blockingBackend) Insert(ctx context.Context, _ string, _ []model.Row, _ InsertOptions) error {
+func (b blockingBackend) Insert(ctx context.Context, _ string, _ []model.Row, _ model.InsertOptions) error {
 	close(b.entered)
 	<-ctx.Done()
 	return ctx.Err()

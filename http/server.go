@@ -22,6 +22,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -45,15 +46,18 @@ type Backend interface {
 	Table(ctx context.Context, name string) (metadata.TableConfig, *metadata.File, error)
 	// Insert writes validated rows and returns once they are durable on as
 	// many replicas as opts.Consistency asks.
-	Insert(ctx context.Context, table string, rows []model.Row, opts InsertOptions) error
-	// Query answers a raw query.
-	Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error)
-	// Aggregate answers an aggregate query with merged partial states.
-	Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error)
+	Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error
+	// Query answers a raw query: q.Limit is set (DefaultQueryLimit when
+	// the request names none), and so is q.Consistency (the
+	// X-TSDB-Consistency header, else "one").
+	Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error)
+	// Aggregate answers an aggregate query with merged partial states
+	// (q.MaxBuckets is Config.MaxQueryBuckets, Consistency as for Query).
+	Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error)
 	// Cluster describes the servers of the cluster.
 	Cluster(ctx context.Context) (api.ClusterResponse, error)
 	// Replicas returns every partition of a table with its replicas' states.
-	Replicas(ctx context.Context, table string) ([]api.PartitionReplicas, error)
+	Replicas(ctx context.Context, table string) ([]wire.PartitionReplicas, error)
 	// JoinServer commits JOIN_SERVER (FORCE_JOIN with req.Force) of
 	// req.Server to a partition.
 	JoinServer(ctx context.Context, table string, partition uuid.UUID, req api.ServerChangeRequest) (*metadata.File, error)
@@ -79,43 +83,19 @@ type Backend interface {
 }
 
 // InsertOptions are an insert's per-request settings.
-type InsertOptions struct {
-	// Consistency is api.ConsistencyOne, Quorum (the default when empty)
-	// or All: how many replicas must hold the rows before the answer.
-	Consistency string
-	// NoSmear is set by the header X-TSDB-Smear: off: the rows are written
-	// now even into a narrow partition (DESIGN.md section 7).
-	NoSmear bool
-}
+//
+// Deprecated: alias until issue 15's node split lands; use model.InsertOptions.
+type InsertOptions = model.InsertOptions
 
-// RawQuery selects rows: [From, To), a series or series prefix, fields and a
-// row limit.
-type RawQuery struct {
-	From, To int64
-	Series   string
-	Prefix   bool
-	Fields   []string
-	Limit    int
-	// Consistency is "one" (read one replica as it is) or "quorum"/"all"
-	// (the replica first catches up from that many of its peers).
-	Consistency string
-}
+// RawQuery is a raw query.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type RawQuery = model.Query
 
-// AggQuery selects aggregates per step bucket; Step 0 is one bucket starting
-// at From.
-type AggQuery struct {
-	From, To int64
-	Series   string
-	Prefix   bool
-	Fields   []string
-	Step     int64
-	GroupAll bool
-	// Consistency as in RawQuery.
-	Consistency string
-	// MaxBuckets bounds the answer's buckets summed over all its series
-	// (Config.MaxQueryBuckets).
-	MaxBuckets int
-}
+// AggQuery is an aggregate query.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type AggQuery = model.Query
 
 // Config configures the server.
 type Config struct {
@@ -318,13 +298,23 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 		s.writeAPIError(ctx, 401, api.CodeUnauthorized, "missing or invalid bearer token")
 		return "unauthorized"
 	}
+	if name, ok := s.routePublic(ctx, path); ok {
+		return name
+	}
+	s.writeAPIError(ctx, 404, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))
+	return "not_found"
+}
+
+// routePublic dispatches an authorized request of the public API and
+// returns the route's name for metrics; ok is false for no such endpoint.
+func (s *Server) routePublic(ctx *fasthttp.RequestCtx, path string) (name string, ok bool) {
 	switch {
 	case path == "/write" || path == "/api/v2/write":
 		if !s.method(ctx, "POST") {
-			return "write"
+			return "write", true
 		}
 		s.handleWrite(ctx, path == "/api/v2/write")
-		return "write"
+		return "write", true
 	case path == "/api/v1/tables":
 		switch string(ctx.Method()) {
 		case "POST":
@@ -334,22 +324,22 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 		default:
 			s.methodNotAllowed(ctx, "GET, POST")
 		}
-		return "tables"
+		return "tables", true
 	case path == "/api/v1/cluster":
 		if s.method(ctx, "GET") {
 			s.handleCluster(ctx)
 		}
-		return "cluster"
+		return "cluster", true
 	case path == "/api/v1/cluster/health":
 		if s.method(ctx, "GET") {
 			s.handleHealth(ctx)
 		}
-		return "cluster_health"
+		return "cluster_health", true
 	case path == "/api/v1/cluster/rebalance":
 		if s.method(ctx, "POST") {
 			s.handleRebalance(ctx)
 		}
-		return "cluster_rebalance"
+		return "cluster_rebalance", true
 	case strings.HasPrefix(path, "/api/v1/servers/"):
 		id, ok := strings.CutSuffix(path[len("/api/v1/servers/"):], "/drain")
 		if !ok {
@@ -358,38 +348,43 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 		if s.method(ctx, "POST", "DELETE") {
 			s.handleDrain(ctx, id, string(ctx.Method()) == "POST")
 		}
-		return "server_drain"
+		return "server_drain", true
 	case strings.HasPrefix(path, "/api/v1/tables/"):
-		rest := path[len("/api/v1/tables/"):]
-		table, action, _ := strings.Cut(rest, "/")
-		switch action {
-		case "":
-			if s.method(ctx, "GET") {
-				s.handleGetTable(ctx, table)
-			}
-			return "table"
-		case "insert":
-			if s.method(ctx, "POST") {
-				s.handleInsert(ctx, table)
-			}
-			return "insert"
-		case "query":
-			if s.method(ctx, "GET", "POST") {
-				s.handleQuery(ctx, table)
-			}
-			return "query"
-		case "metadata":
-			if s.method(ctx, "GET") {
-				s.handleTableMetadata(ctx, table)
-			}
-			return "table_metadata"
-		}
-		if p, ok := strings.CutPrefix(action, "partitions/"); ok {
-			return s.routePartition(ctx, table, p)
-		}
+		return s.routeTable(ctx, path[len("/api/v1/tables/"):])
 	}
-	s.writeAPIError(ctx, 404, api.CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", ctx.Method(), path))
-	return "not_found"
+	return "", false
+}
+
+// routeTable dispatches a request under /api/v1/tables/{table}/ (rest is
+// the path after that prefix); ok is false for no such endpoint.
+func (s *Server) routeTable(ctx *fasthttp.RequestCtx, rest string) (name string, ok bool) {
+	table, action, _ := strings.Cut(rest, "/")
+	switch action {
+	case "":
+		if s.method(ctx, "GET") {
+			s.handleGetTable(ctx, table)
+		}
+		return "table", true
+	case "insert":
+		if s.method(ctx, "POST") {
+			s.handleInsert(ctx, table)
+		}
+		return "insert", true
+	case "query":
+		if s.method(ctx, "GET", "POST") {
+			s.handleQuery(ctx, table)
+		}
+		return "query", true
+	case "metadata":
+		if s.method(ctx, "GET") {
+			s.handleTableMetadata(ctx, table)
+		}
+		return "table_metadata", true
+	}
+	if p, ok := strings.CutPrefix(action, "partitions/"); ok {
+		return s.routePartition(ctx, table, p), true
+	}
+	return "", false
 }
 
 func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {

@@ -1,28 +1,30 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tsdb/tsdb/http/api"
 )
 
-// client speaks the parts of the public API a load test needs. Every call
-// is bounded by the request timeout. It is safe for concurrent use.
+// client speaks the parts of the public API a load test needs, through one
+// http/api.Client per server sharing one connection pool. Every request is
+// bounded by the request timeout and made once: a worker counts each
+// refusal and backs off itself. It is safe for concurrent use.
 type client struct {
 	hc      *http.Client
-	token   string
+	opts    api.Options
 	timeout time.Duration
+	mu      sync.Mutex
+	servers map[string]*api.Client // by base URL
 }
 
 // newClient returns a client keeping up to conns idle connections per
@@ -37,11 +39,37 @@ func newClient(token string, tc *tls.Config, timeout time.Duration, conns int) *
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	return &client{hc: &http.Client{Transport: tr}, token: token, timeout: timeout}
+	hc := &http.Client{Transport: tr}
+	return &client{hc: hc, timeout: timeout, servers: map[string]*api.Client{},
+		opts: api.Options{Token: token, Timeout: timeout, Attempts: 1, MaxAnswerBytes: 64 << 20, HTTPClient: hc}}
 }
 
 // close drops the idle connections.
 func (c *client) close() { c.hc.CloseIdleConnections() }
+
+// at returns the API client of server (a base URL).
+func (c *client) at(server string) (*api.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ac, ok := c.servers[server]; ok {
+		return ac, nil
+	}
+	ac, err := api.NewClient(server, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	c.servers[server] = ac
+	return ac, nil
+}
+
+// call runs f with the API client of server.
+func (c *client) call(server string, f func(*api.Client) error) error {
+	ac, err := c.at(server)
+	if err != nil {
+		return err
+	}
+	return f(ac)
+}
 
 // result is the outcome of one request.
 type result struct {
@@ -49,6 +77,18 @@ type result struct {
 	code       string        // the error body's code, if any
 	retryAfter time.Duration // from a Retry-After header
 	err        error         // transport error or unexpected status
+}
+
+// resultOf is the result of a call that ended with err.
+func resultOf(err error) result {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return result{status: e.Status, code: e.Code, retryAfter: e.RetryAfter, err: err}
+	}
+	if err == nil {
+		return result{status: http.StatusNoContent} // a 2xx: which one is not kept
+	}
+	return result{err: err}
 }
 
 // ok reports a 2xx answer.
@@ -70,100 +110,48 @@ func (r result) errorKey() string {
 	}
 }
 
-// do sends one request and decodes a 2xx JSON answer into out (if not
-// nil); an error answer's code and Retry-After land in the result.
-func (c *client) do(ctx context.Context, method, u string, hdr http.Header, body []byte, out any) result {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return result{err: err}
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return result{err: err}
-	}
-	defer resp.Body.Close()
-	return readAnswer(resp, out)
-}
-
-// readAnswer reads the body of resp into out or into an error result.
-func readAnswer(resp *http.Response, out any) result {
-	r := result{status: resp.StatusCode}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		r.err = err
-		return r
-	}
-	if resp.StatusCode/100 == 2 {
-		if out != nil && len(b) > 0 {
-			if err := json.Unmarshal(b, out); err != nil {
-				r.err = fmt.Errorf("decode answer: %w", err)
-			}
-		}
-		return r
-	}
-	var e api.ErrorResponse
-	if json.Unmarshal(b, &e) == nil {
-		r.code = e.Error.Code
-	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		r.retryAfter = time.Duration(s) * time.Second
-	}
-	r.err = fmt.Errorf("%s %s: %d %s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, firstLine(e.Error.Message, b))
-	return r
-}
-
-// firstLine is the error message, or the start of the raw body.
-func firstLine(msg string, body []byte) string {
-	if msg != "" {
-		return msg
-	}
-	if len(body) > 200 {
-		body = body[:200]
-	}
-	return string(bytes.TrimSpace(body))
-}
-
 // write posts a line-protocol body to server's /write.
 func (c *client) write(ctx context.Context, server, table string, body []byte, smear bool) result {
-	u := server + "/write?precision=ns&db=" + url.QueryEscape(table)
-	hdr := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
-	if !smear {
-		hdr.Set(api.HeaderSmear, "off")
-	}
-	return c.do(ctx, http.MethodPost, u, hdr, body, nil)
+	return resultOf(c.call(server, func(ac *api.Client) error {
+		return ac.Write(ctx, table, body, api.InsertOptions{NoSmear: !smear})
+	}))
 }
 
-// getJSON gets u and decodes the answer into out.
-func (c *client) getJSON(ctx context.Context, u string, out any) error {
-	return c.do(ctx, http.MethodGet, u, nil, nil, out).err
+// cluster reads server's GET /api/v1/cluster.
+func (c *client) cluster(ctx context.Context, server string) (api.ClusterResponse, error) {
+	var out api.ClusterResponse
+	err := c.call(server, func(ac *api.Client) (err error) {
+		out, err = ac.Cluster(ctx)
+		return err
+	})
+	return out, err
 }
 
-// postJSON posts v as JSON to u.
-func (c *client) postJSON(ctx context.Context, u string, v any) result {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return result{err: err}
-	}
-	return c.do(ctx, http.MethodPost, u, http.Header{"Content-Type": {"application/json"}}, b, nil)
+// table reads server's GET /api/v1/tables/{t}.
+func (c *client) table(ctx context.Context, server, table string) (api.TableResponse, error) {
+	var out api.TableResponse
+	err := c.call(server, func(ac *api.Client) (err error) {
+		out, err = ac.Table(ctx, table)
+		return err
+	})
+	return out, err
+}
+
+// createTable posts req to server's /api/v1/tables.
+func (c *client) createTable(ctx context.Context, server string, req api.CreateTableRequest) result {
+	return resultOf(c.call(server, func(ac *api.Client) error {
+		_, err := ac.CreateTable(ctx, req)
+		return err
+	}))
 }
 
 // queryCount returns the number of rows of series in [from, to).
 func (c *client) queryCount(ctx context.Context, server, table, series string, from, to int64) (int, error) {
-	q := url.Values{"series": {series}, "from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
 	var ans api.RawQueryResponse
-	err := c.getJSON(ctx, server+"/api/v1/tables/"+url.PathEscape(table)+"/query?"+q.Encode(), &ans)
+	err := c.call(server, func(ac *api.Client) (err error) {
+		ans, err = ac.QueryRaw(ctx, table, api.Query{Series: series, From: &from, To: &to})
+		return err
+	})
 	return len(ans.Rows), err
 }
 

@@ -8,9 +8,10 @@
 // Concurrency workers build batches of Batch rows over Series series
 // (loadtest,s=N v=FLOAT TIME), timed at "now" (the hot case: every row
 // lands in the partition at the head of the time axis) or uniformly in
-// [From, To) (range mode). A shared pacer (a virtual-time token bucket in
-// rows per second) holds them to Rate; Rate 0 sends as fast as the
-// servers answer. Each request goes to the next server round-robin. A 503
+// [From, To) (range mode). A shared pacer (a token bucket in rows per
+// second, golang.org/x/time/rate, with a burst of one batch) holds them to
+// Rate; Rate 0 sends as fast as the servers answer. Each request goes to
+// the next server round-robin. A 503
 // with Retry-After makes that worker wait that long; other failures make
 // it wait 100 ms. Failed batches are counted by status and error code,
 // never retried, so the acknowledged row count is exact.

@@ -3,8 +3,10 @@ package loadtest
 import (
 	"bufio"
 	"io"
-	"strconv"
 	"strings"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Metric names scraped from every server's GET /metrics.
@@ -21,63 +23,45 @@ const (
 // for each of names present, the sum of its samples over all label sets.
 // A name absent from the text is absent from the map. Comments, other
 // metrics and malformed lines are skipped; only read errors are returned.
+//
+// Each sample line of a wanted name is parsed by prometheus/common's
+// expfmt on its own, so that one malformed line (which ends an expfmt
+// parse) skips only itself.
 func ParseMetrics(r io.Reader, names ...string) (map[string]float64, error) {
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
 		want[n] = true
 	}
 	out := make(map[string]float64)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		name, v, ok := parseSampleLine(sc.Text())
-		if ok && want[name] {
-			out[name] += v
+		line := strings.TrimSpace(sc.Text())
+		if !want[sampleName(line)] {
+			continue
+		}
+		fams, err := parser.TextToMetricFamilies(strings.NewReader(line + "\n"))
+		if err != nil {
+			continue // malformed: skipped
+		}
+		for name, mf := range fams {
+			for _, m := range mf.GetMetric() {
+				out[name] += m.GetUntyped().GetValue()
+			}
 		}
 	}
 	return out, sc.Err()
 }
 
-// parseSampleLine splits `name{labels} value [timestamp]` into the metric
-// name and value. Label values may hold spaces and escaped quotes.
-func parseSampleLine(line string) (name string, v float64, ok bool) {
-	line = strings.TrimSpace(line)
+// sampleName returns the metric name a sample line starts with ("" for a
+// comment or a blank line).
+func sampleName(line string) string {
 	if line == "" || line[0] == '#' {
-		return "", 0, false
+		return ""
 	}
-	i := strings.IndexAny(line, "{ \t")
-	if i <= 0 {
-		return "", 0, false
+	if i := strings.IndexAny(line, "{ \t"); i >= 0 {
+		return line[:i]
 	}
-	name, rest := line[:i], line[i:]
-	if rest[0] == '{' {
-		end := labelsEnd(rest)
-		if end < 0 {
-			return "", 0, false
-		}
-		rest = rest[end+1:]
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", 0, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	return name, v, err == nil
-}
-
-// labelsEnd returns the index of the '}' closing the label set that s
-// starts with, skipping quoted values, or -1.
-func labelsEnd(s string) int {
-	inQuote := false
-	for i := 1; i < len(s); i++ {
-		switch {
-		case inQuote && s[i] == '\\':
-			i++
-		case s[i] == '"':
-			inQuote = !inQuote
-		case !inQuote && s[i] == '}':
-			return i
-		}
-	}
-	return -1
+	return ""
 }

@@ -108,7 +108,7 @@ func newRunner(cfg *Config, cl *client, servers []Server, smear bool, prog *prog
 	}
 	return &runner{
 		cfg: cfg, cl: cl, servers: servers, smear: smear, name: name,
-		stats: newStats(), pacer: newPacer(cfg.Rate), prog: prog,
+		stats: newStats(), pacer: newPacer(cfg.Rate, cfg.Batch), prog: prog,
 	}
 }
 
@@ -212,15 +212,15 @@ func (r *runner) worker(ctx context.Context, id int) {
 			return // cut off by the end of the run: not counted
 		}
 		r.stats.record(res, lat, r.cfg.Batch)
-		if !res.ok() && sleepCtx(ctx, backoff(res)) != nil {
+		if !res.ok() && sleepCtx(ctx, retryPause(res)) != nil {
 			return
 		}
 	}
 }
 
-// backoff is a worker's pause after a failed request: the server's
+// retryPause is a worker's pause after a failed request: the server's
 // Retry-After (at most maxRetryAfter), else 100 ms.
-func backoff(r result) time.Duration {
+func retryPause(r result) time.Duration {
 	const maxRetryAfter = 30 * time.Second
 	if r.retryAfter > 0 {
 		return min(r.retryAfter, maxRetryAfter)

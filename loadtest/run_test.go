@@ -164,7 +164,7 @@ func TestStatsCountsErrorsByCode(t *testing.T) {
 	if tk := s.tick(); tk.rows != 20 || tk.errors != 5 {
 		t.Errorf("tick %+v, want 20 rows and 5 errors", tk)
 	}
-	if got := backoff(result{status: 503, retryAfter: time.Hour}); got != 30*time.Second {
+	if got := retryPause(result{status: 503, retryAfter: time.Hour}); got != 30*time.Second {
 		t.Errorf("backoff of Retry-After 1h: %v", got)
 	}
 }

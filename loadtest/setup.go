@@ -29,7 +29,7 @@ func discover(ctx context.Context, cl *client, cfg *Config) ([]Server, error) {
 		scheme  = "http"
 	)
 	for _, s := range cfg.Servers {
-		if lastErr = cl.getJSON(ctx, s+"/api/v1/cluster", &listed); lastErr == nil && len(listed.Servers) > 0 {
+		if listed, lastErr = cl.cluster(ctx, s); lastErr == nil && len(listed.Servers) > 0 {
 			if u, err := url.Parse(s); err == nil {
 				scheme = u.Scheme
 			}
@@ -79,19 +79,6 @@ type TableInfo struct {
 	KeyrangeThreshold   api.Duration `json:"keyrange_threshold"`
 }
 
-// tableAnswer is the part of GET /api/v1/tables/{t} a load test reads.
-type tableAnswer struct {
-	Config struct {
-		ReplicationFactor   int   `json:"replication_factor"`
-		PartitionSizeTarget int64 `json:"partition_size_target"`
-		Smear               struct {
-			Enabled           bool         `json:"enabled"`
-			MaxDelay          api.Duration `json:"max_delay"`
-			KeyrangeThreshold api.Duration `json:"keyrange_threshold"`
-		} `json:"smear"`
-	} `json:"config"`
-}
-
 // createRetry bounds the retries of a create answered 503 (the cluster has
 // fewer than --min-servers live servers yet).
 const createRetry = 2 * time.Minute
@@ -108,7 +95,7 @@ func prepareTable(ctx context.Context, cl *client, cfg *Config, server string) (
 	info := TableInfo{Name: cfg.Table}
 	deadline := time.Now().Add(createRetry)
 	for {
-		r := cl.postJSON(ctx, server+"/api/v1/tables", req)
+		r := cl.createTable(ctx, server, req)
 		if r.ok() {
 			info.Created = true
 			break
@@ -124,23 +111,14 @@ func prepareTable(ctx context.Context, cl *client, cfg *Config, server string) (
 			return info, err
 		}
 	}
-	var ans tableAnswer
-	if err := cl.getJSON(ctx, server+"/api/v1/tables/"+url.PathEscape(cfg.Table), &ans); err != nil {
+	ans, err := cl.table(ctx, server, cfg.Table)
+	if err != nil {
 		return info, fmt.Errorf("%w: read %s: %w", ErrTable, cfg.Table, err)
 	}
 	c := ans.Config
 	info.ReplicationFactor, info.PartitionSizeTarget = c.ReplicationFactor, c.PartitionSizeTarget
 	info.SmearEnabled, info.MaxDelay, info.KeyrangeThreshold = c.Smear.Enabled, c.Smear.MaxDelay, c.Smear.KeyrangeThreshold
 	return info, nil
-}
-
-// partitionsAnswer is the partition list of GET /api/v1/tables/{t}.
-type partitionsAnswer struct {
-	Partitions []struct {
-		Begin *int64 `json:"begin"`
-		End   *int64 `json:"end"`
-		Split any    `json:"split"`
-	} `json:"partitions"`
 }
 
 // waitNarrow waits, in hot mode with smearing on for the table, until the
@@ -154,7 +132,7 @@ func waitNarrow(ctx context.Context, cl *client, cfg *Config, server string, inf
 		return nil
 	}
 	threshold := int64(info.KeyrangeThreshold)
-	narrowAt := func(ans partitionsAnswer, t int64) bool {
+	narrowAt := func(ans api.TableResponse, t int64) bool {
 		for _, p := range ans.Partitions {
 			if (p.Begin == nil || *p.Begin <= t) && (p.End == nil || t < *p.End) {
 				return p.Begin != nil && p.End != nil && *p.End-*p.Begin < threshold && p.Split == nil
@@ -165,8 +143,7 @@ func waitNarrow(ctx context.Context, cl *client, cfg *Config, server string, inf
 	deadline := time.Now().Add(cfg.NarrowWait)
 	cfg.Logger.Info("waiting for the master's pre-split to make narrow partitions at now", "table", cfg.Table)
 	for {
-		var ans partitionsAnswer
-		err := cl.getJSON(ctx, server+"/api/v1/tables/"+url.PathEscape(cfg.Table), &ans)
+		ans, err := cl.table(ctx, server, cfg.Table)
 		now := time.Now()
 		if err == nil && narrowAt(ans, now.UnixNano()) {
 			return nil

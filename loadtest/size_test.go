@@ -43,16 +43,3 @@ func TestFormatSizeRoundTrips(t *testing.T) {
 		}
 	}
 }
-
-func TestByteSizeFlag(t *testing.T) {
-	var b ByteSize
-	if err := b.Set("2MB"); err != nil || b != 2_000_000 {
-		t.Fatalf("Set(2MB): %d, %v", b, err)
-	}
-	if b.String() != "1.91MiB" || b.Type() != "size" {
-		t.Errorf("String %q Type %q", b.String(), b.Type())
-	}
-	if err := b.Set("lots"); err == nil || b != 2_000_000 {
-		t.Errorf("Set(lots): %v, value %d (want unchanged)", err, b)
-	}
-}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tsdb/tsdb/internal/backoff"
 )
 
 // Peers is how a Committer reaches the other metadata servers of a table
@@ -570,18 +571,12 @@ func (c *Committer) descendsFrom(cur TableConfig, txnID string, txnSeq uint64) b
 	return false
 }
 
-// sleepBackoff waits before retry attempt+1 (20 ms doubling to 1 s, with
-// jitter) and reports false if ctx ended first.
+// retryBackoff paces the committer's retries and the table watch: 20 ms
+// doubling to 1 s, with equal jitter.
+var retryBackoff = backoff.Policy{Base: 20 * time.Millisecond, Max: time.Second}
+
+// sleepBackoff waits before retry attempt+1 (attempt counts from 0) and
+// reports false if ctx ended first.
 func sleepBackoff(ctx context.Context, attempt int) bool {
-	d := 20 * time.Millisecond << min(attempt, 6)
-	d = min(d, time.Second)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return backoff.Sleep(ctx, retryBackoff.Delay(attempt+1))
 }

@@ -83,9 +83,11 @@
 //
 // # Dependencies and concurrency
 //
-// The package imports only model from this module and stays free of pebble
-// and fasthttp; etcd is reached through the Store interface (EtcdStore uses
-// only Get and Txn) and, for TableWatcher, Get and Watch. Store
+// The package imports only model and two leaf helpers (internal/backoff,
+// internal/etcdwatch: stdlib and the etcd client) from this module, and
+// stays free of pebble and fasthttp; etcd is reached through the Store
+// interface (EtcdStore uses only Get and Txn) and, for TableWatcher, Get
+// and Watch, through the module's one watch loop (internal/etcdwatch). Store
 // implementations, FileStore and Committer are safe for concurrent use; a
 // TableWatcher owns one goroutine, which Stop ends and waits for. Concurrent changes of one table are serialized by the
 // CAS alone; losers get ErrConflict and re-plan on the new current file.

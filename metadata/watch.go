@@ -2,39 +2,28 @@ package metadata
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tsdb/tsdb/internal/etcdwatch"
 	"github.com/tsdb/tsdb/model"
 )
 
-// The TableWatcher follows the same resume-and-resync scheme as
-// cluster/membership's Watcher over the server list. The two are kept
-// separate on purpose: metadata imports nothing of this module but model
-// (DESIGN.md section 11), and each delivers what its callers need (per-table
-// events in revision order here, whole lists there).
+// The TableWatcher runs the module's one Get→Watch→resync loop
+// (internal/etcdwatch, shared with cluster/membership's Watcher) and keeps
+// here only what tables need: per-table events in revision order, and the
+// diff of each re-read against what was delivered.
 
 // DefaultWatchResync is how often a TableWatcher re-reads every TableConfig
 // even when its watch looks healthy (DESIGN.md section 4 and rule 10: a
 // missed notification delays but never strands).
 const DefaultWatchResync = 30 * time.Second
-
-var (
-	// errStreamEnded: the watch stream closed without an error while the
-	// TableWatcher still runs.
-	errStreamEnded = errors.New("metadata: watch stream ended")
-	// errResync: the periodic full re-read is due.
-	errResync = errors.New("metadata: periodic resync")
-)
 
 // TableEvent is one observed state of a table's TableConfig.
 type TableEvent struct {
@@ -52,36 +41,25 @@ type TableEvent struct {
 
 // etcdWatcher is the part of the etcd client a TableWatcher uses.
 // *clientv3.Client satisfies it.
-type etcdWatcher interface {
-	Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error)
-	Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan
-}
+type etcdWatcher = etcdwatch.Client
 
 // TableWatcher follows every TableConfig under a prefix and reports each
 // state it observes. It is made by WatchTables and stops when WatchTables'
 // ctx ends (or on Stop).
 type TableWatcher struct {
-	cli     etcdWatcher
 	prefix  string // tables prefix, e.g. "/tsdb/tables/"
 	onEvent func(TableEvent)
-	cfg     watchConfig
-	cancel  context.CancelFunc
-	done    chan struct{} // closed when run returns
+	log     *slog.Logger
+	loop    *etcdwatch.Loop
 
 	// delivered maps each table to the ModRevision of the last event
-	// delivered for it (deleted tables are removed). Owned by the run
+	// delivered for it (deleted tables are removed). Owned by the loop's
 	// goroutine.
 	delivered map[string]int64
 
-	// Counters for tests and debugging.
-	gets      atomic.Int64 // full reads of the prefix
-	compacted atomic.Int64 // watches refused with ErrCompacted
-
-	mu struct {
-		sync.Mutex
-		// stopStream cancels the current watch stream (tests break it).
-		stopStream context.CancelFunc
-	}
+	// Counters for tests and debugging (the loop's).
+	gets      *atomic.Int64 // full reads of the prefix
+	compacted *atomic.Int64 // watches refused with ErrCompacted
 }
 
 // WatchOption configures WatchTables.
@@ -132,79 +110,42 @@ func watchTables(ctx context.Context, cli etcdWatcher, prefix string, onEvent fu
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.logger == nil {
-		cfg.logger = slog.New(slog.DiscardHandler)
-	}
-	ctx, cancel := context.WithCancel(ctx)
 	w := &TableWatcher{
-		cli:       cli,
 		prefix:    TablesPrefix(prefix),
 		onEvent:   onEvent,
-		cfg:       cfg,
-		cancel:    cancel,
-		done:      make(chan struct{}),
+		log:       cfg.logger,
 		delivered: make(map[string]int64),
 	}
-	go w.run(ctx)
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.loop = etcdwatch.Start(ctx, etcdwatch.Config{
+		Client:      cli,
+		Prefix:      w.prefix,
+		OnGet:       w.read,
+		OnEvents:    w.apply,
+		GetTimeout:  defaultEtcdTimeout,
+		Resync:      cfg.resync,
+		Backoff:     retryBackoff,
+		Logger:      w.log,
+		Name:        "metadata",
+		What:        "the tables",
+		BeforeWatch: cfg.beforeWatch,
+	})
+	w.gets, w.compacted = &w.loop.Gets, &w.loop.Compacted
 	return w
 }
 
 // Wait blocks until the TableWatcher has stopped (its ctx ended) and will
 // call onEvent no more.
-func (w *TableWatcher) Wait() { <-w.done }
+func (w *TableWatcher) Wait() { w.loop.Wait() }
 
 // Stop stops the TableWatcher and waits for it.
-func (w *TableWatcher) Stop() {
-	w.cancel()
-	w.Wait()
-}
+func (w *TableWatcher) Stop() { w.loop.Stop() }
 
-// run is the TableWatcher's goroutine: read, follow, repeat.
-func (w *TableWatcher) run(ctx context.Context) {
-	defer close(w.done)
-	defer w.cancel()
-	failures := 0
-	for {
-		rev, err := w.read(ctx)
-		if err == nil {
-			var progress bool
-			progress, err = w.follow(ctx, rev)
-			if progress {
-				failures = 0
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		switch {
-		case errors.Is(err, errResync):
-			continue
-		case errors.Is(err, rpctypes.ErrCompacted):
-			w.compacted.Add(1)
-			w.cfg.logger.Info("metadata: table watch history compacted; re-reading the tables", "rev", rev)
-			continue
-		case errors.Is(err, errStreamEnded):
-			w.cfg.logger.Info("metadata: table watch stream ended; re-reading the tables", "rev", rev)
-		default:
-			w.cfg.logger.Warn("metadata: table watch failed; re-reading the tables", "err", err)
-		}
-		if !sleepBackoff(ctx, failures) {
-			return
-		}
-		failures++
-	}
-}
-
-// read Gets the whole prefix, delivers the differences from what was
-// delivered, and returns the read's revision.
-func (w *TableWatcher) read(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, defaultEtcdTimeout)
-	defer cancel()
-	resp, err := w.cli.Get(ctx, w.prefix, clientv3.WithPrefix())
-	if err != nil {
-		return 0, err
-	}
-	w.gets.Add(1)
+// read delivers the differences between a full read of the prefix and
+// what was delivered.
+func (w *TableWatcher) read(resp *clientv3.GetResponse) {
 	present := make(map[string]bool, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		name := strings.TrimPrefix(string(kv.Key), w.prefix)
@@ -226,62 +167,25 @@ func (w *TableWatcher) read(ctx context.Context) (int64, error) {
 	for _, name := range gone {
 		w.deliver(TableEvent{Name: name, Deleted: true, ModRevision: resp.Header.Revision})
 	}
-	return resp.Header.Revision, nil
 }
 
-// follow watches the prefix from rev+1 and delivers each event until the
-// stream ends, fails, or the resync is due. progress says whether any
-// event arrived.
-func (w *TableWatcher) follow(ctx context.Context, rev int64) (progress bool, err error) {
-	if w.cfg.beforeWatch != nil {
-		w.cfg.beforeWatch()
-	}
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	w.setStream(cancel)
-	defer w.setStream(nil)
-	var resync <-chan time.Time
-	if w.cfg.resync > 0 {
-		t := time.NewTimer(w.cfg.resync)
-		defer t.Stop()
-		resync = t.C
-	}
-	wch := w.cli.Watch(wctx, w.prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-	for {
-		select {
-		case <-resync:
-			return progress, errResync
-		case wr, ok := <-wch:
-			if !ok || (wctx.Err() != nil && ctx.Err() == nil) {
-				return progress, errStreamEnded
-			}
-			if err := wr.Err(); err != nil {
-				return progress, err
-			}
-			for _, ev := range wr.Events {
-				w.apply(ev)
-				progress = true
-			}
-		}
-	}
-}
-
-// apply delivers one watch event.
-func (w *TableWatcher) apply(ev *clientv3.Event) {
-	kv := ev.Kv
-	if ev.Type == mvccpb.DELETE {
+// apply delivers a batch of watch events, in order.
+func (w *TableWatcher) apply(events []*clientv3.Event) {
+	for _, ev := range events {
+		kv := ev.Kv
 		name := strings.TrimPrefix(string(kv.Key), w.prefix)
-		if _, ok := w.delivered[name]; ok {
-			w.deliver(TableEvent{Name: name, Deleted: true, ModRevision: kv.ModRevision})
+		if ev.Type == mvccpb.DELETE {
+			if _, ok := w.delivered[name]; ok {
+				w.deliver(TableEvent{Name: name, Deleted: true, ModRevision: kv.ModRevision})
+			}
+			continue
 		}
-		return
-	}
-	name := strings.TrimPrefix(string(kv.Key), w.prefix)
-	if rev, ok := w.delivered[name]; ok && rev == kv.ModRevision {
-		return
-	}
-	if e, ok := w.decode(kv); ok {
-		w.deliver(e)
+		if rev, ok := w.delivered[name]; ok && rev == kv.ModRevision {
+			continue
+		}
+		if e, ok := w.decode(kv); ok {
+			w.deliver(e)
+		}
 	}
 }
 
@@ -290,16 +194,16 @@ func (w *TableWatcher) apply(ev *clientv3.Event) {
 func (w *TableWatcher) decode(kv *mvccpb.KeyValue) (TableEvent, bool) {
 	name := strings.TrimPrefix(string(kv.Key), w.prefix)
 	if err := model.ValidateTableName(name); err != nil {
-		w.cfg.logger.Warn("metadata: skipping a key that names no table", "key", string(kv.Key), "err", err)
+		w.log.Warn("metadata: skipping a key that names no table", "key", string(kv.Key), "err", err)
 		return TableEvent{}, false
 	}
 	cfg, err := DecodeTableConfig(kv.Value)
 	if err != nil {
-		w.cfg.logger.Warn("metadata: skipping a malformed TableConfig", "key", string(kv.Key), "mod_revision", kv.ModRevision, "err", err)
+		w.log.Warn("metadata: skipping a malformed TableConfig", "key", string(kv.Key), "mod_revision", kv.ModRevision, "err", err)
 		return TableEvent{}, false
 	}
 	if cfg.Name != name {
-		w.cfg.logger.Warn("metadata: skipping a TableConfig stored under another name", "key", string(kv.Key), "name", cfg.Name)
+		w.log.Warn("metadata: skipping a TableConfig stored under another name", "key", string(kv.Key), "name", cfg.Name)
 		return TableEvent{}, false
 	}
 	return TableEvent{Name: name, Config: cfg, ModRevision: kv.ModRevision}, true
@@ -316,21 +220,6 @@ func (w *TableWatcher) deliver(ev TableEvent) {
 	w.onEvent(ev)
 }
 
-// setStream records the cancel func of the current watch stream.
-func (w *TableWatcher) setStream(cancel context.CancelFunc) {
-	w.mu.Lock()
-	w.mu.stopStream = cancel
-	w.mu.Unlock()
-}
-
 // breakStream ends the current watch stream as a network failure would;
 // the TableWatcher re-reads and resumes. For tests.
-func (w *TableWatcher) breakStream() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mu.stopStream == nil {
-		return false
-	}
-	w.mu.stopStream()
-	return true
-}
+func (w *TableWatcher) breakStream() bool { return w.loop.BreakStream() }

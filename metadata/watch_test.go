@@ -81,11 +81,7 @@ func withBeforeWatch(f func()) WatchOption {
 }
 
 // streamOpen reports whether the watcher has a watch stream open.
-func (w *TableWatcher) streamOpen() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.mu.stopStream != nil
-}
+func (w *TableWatcher) streamOpen() bool { return w.loop.StreamOpen() }
 
 // eventLog records the events a watcher delivers and whether onEvent was
 // ever entered twice at once.

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -34,10 +35,10 @@ func TestClockOffsetRefusesWrites(t *testing.T) {
 	c.insertLP("s1", "cpu", lpBatch("a", 0, 10, 10))
 	c.insertLP("s2", "cpu", lpBatch("b", 1_000_000, 10, 10))
 	waitFor(t, "s3 seeing both peers' clocks", func() bool {
-		return c.nodes["s3"].clocks.check(time.Now().Add(2*time.Second), 2) != nil
+		return c.nodes["s3"].clocks.Check(time.Now().Add(2*time.Second), 2) != nil
 	})
 	rep := c.replicaStates("s3", "cpu")[0]
-	err := c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), api.PathInsert, api.ForwardInsertRequest{
+	err := c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
 		Table: "cpu", PartitionID: rep.PartitionID, ToPlacement: rep.Placement, TxnSeq: rep.TxnSeq, Count: 1,
 		Rows: replication.AppendRows(nil, []model.Row{{Time: 5, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}),
 	}, nil)
@@ -68,7 +69,7 @@ func TestClockOffsetRefusesWrites(t *testing.T) {
 		}
 	}
 	// s1 sees one bad peer of two: it keeps coordinating.
-	if err := c.nodes["s1"].clocks.check(time.Now(), 2); err != nil {
+	if err := c.nodes["s1"].clocks.Check(time.Now(), 2); err != nil {
 		t.Fatalf("s1 refuses: %v", err)
 	}
 	c.insertLP("s1", "cpu", lpBatch("d", 3_000_000, 5, 5))
@@ -106,7 +107,7 @@ func TestFarFutureVersionKeepsClock(t *testing.T) {
 	far := model.Version{Wall: time.Now().Add(time.Hour).UnixNano(), Node: model.NodeID("elsewhere")}
 	row := model.Row{Time: 5, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1), Version: far}}}
 	rep := c.replicaStates("s1", "cpu")[0]
-	if err := c.rpc.Call(context.Background(), c.nodes["s1"].Addr(), api.PathInsert, api.ForwardInsertRequest{
+	if err := c.rpc.Call(context.Background(), c.nodes["s1"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
 		Table: "cpu", PartitionID: rep.PartitionID, ToPlacement: rep.Placement, TxnSeq: rep.TxnSeq, Count: 1,
 		Consistency: api.ConsistencyAll, Versioned: true, Rows: replication.AppendRows(nil, []model.Row{row}),
 	}, nil); err != nil {
@@ -164,7 +165,7 @@ func TestCoordinatorLearnsItsSkew(t *testing.T) {
 		if i < 0 {
 			return fmt.Errorf("s3 does not serve partition %s", p.ID)
 		}
-		return c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), api.PathInsert, api.ForwardInsertRequest{
+		return c.rpc.Call(context.Background(), c.nodes["s3"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
 			Table: "sm", PartitionID: p.ID, ToPlacement: p.Servers[i].PlacementID, TxnSeq: f.TxnSeq, Count: 1,
 			Rows: replication.AppendRows(nil, []model.Row{{Time: 5, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}),
 		}, nil)
@@ -180,7 +181,7 @@ func TestCoordinatorLearnsItsSkew(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("s3 still coordinates after 30 s: %v (its clock check: %v)", err, c.nodes["s3"].clocks.check(c.nodes["s3"].now(), 2))
+			t.Fatalf("s3 still coordinates after 30 s: %v (its clock check: %v)", err, c.nodes["s3"].clocks.Check(c.nodes["s3"].now(), 2))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

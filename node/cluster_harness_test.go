@@ -10,7 +10,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	"github.com/tsdb/tsdb/cluster/rpc"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -115,9 +115,9 @@ func (c *testCluster) config(name string) metadata.TableConfig {
 }
 
 // change sends a raw change request to server id over the internal API.
-func (c *testCluster) change(ctx context.Context, id string, req api.ChangeMetadataRequest) (api.ChangeMetadataResponse, error) {
-	var resp api.ChangeMetadataResponse
-	err := c.rpc.Call(ctx, c.nodes[id].Addr(), api.PathMetadataChange, req, &resp)
+func (c *testCluster) change(ctx context.Context, id string, req wire.ChangeMetadataRequest) (wire.ChangeMetadataResponse, error) {
+	var resp wire.ChangeMetadataResponse
+	err := c.rpc.Call(ctx, c.nodes[id].Addr(), wire.PathMetadataChange, req, &resp)
 	return resp, err
 }
 

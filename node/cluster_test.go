@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -71,7 +72,7 @@ func TestClusterConcurrentConflictingChanges(t *testing.T) {
 	errs := make(chan error, n)
 	for i := range n {
 		wg.Go(func() {
-			req := api.ChangeMetadataRequest{Table: "cpu", BaseTxnID: base.MetadataTxnID, NewTxnID: metadata.NewTxnID(),
+			req := wire.ChangeMetadataRequest{Table: "cpu", BaseTxnID: base.MetadataTxnID, NewTxnID: metadata.NewTxnID(),
 				Op: offlineOp(f, true)}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -137,8 +138,8 @@ func TestClusterMetadataServerDown(t *testing.T) {
 	if !c.holds("s3", "cpu", f.TxnID) {
 		t.Fatal("s3 serves again without the txn committed while it was down")
 	}
-	var resp api.FetchMetadataResponse
-	if err := c.rpc.Call(context.Background(), n3.Addr(), api.PathMetadataFetch, api.FetchMetadataRequest{Table: "cpu"}, &resp); err != nil {
+	var resp wire.FetchMetadataResponse
+	if err := c.rpc.Call(context.Background(), n3.Addr(), wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "cpu"}, &resp); err != nil {
 		t.Fatal(err)
 	}
 	if resp.TxnID != f.TxnID {
@@ -194,7 +195,7 @@ func TestClusterCoordinatorDiesBeforeCAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	armed.Store(true)
-	req := api.ChangeMetadataRequest{Table: "cpu", BaseTxnID: before.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: offlineOp(f, true)}
+	req := wire.ChangeMetadataRequest{Table: "cpu", BaseTxnID: before.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: offlineOp(f, true)}
 	if _, err := c.change(context.Background(), "s1", req); err == nil {
 		t.Fatal("the change committed through a coordinator that crashed before its CAS")
 	}
@@ -230,7 +231,7 @@ func TestClusterCoordinatorDiesBeforeCAS(t *testing.T) {
 	n1 := c.start("s1")
 	_, f, _ = n1.backendMetadata("cpu", "")
 	cur := c.config("cpu")
-	req = api.ChangeMetadataRequest{Table: "cpu", BaseTxnID: cur.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: offlineOp(f, !f.Partitions[0].Offline)}
+	req = wire.ChangeMetadataRequest{Table: "cpu", BaseTxnID: cur.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: offlineOp(f, !f.Partitions[0].Offline)}
 	if _, err := c.change(context.Background(), "s1", req); err == nil {
 		t.Fatal("committed despite the injected crash")
 	}
@@ -268,8 +269,8 @@ func TestClusterMetadataServerJoinAndLeave(t *testing.T) {
 		}
 	})
 	waitFor(t, "a first concurrent commit", func() bool { return commits.Load() > 0 })
-	var jr api.JoinMetadataResponse
-	err := c.rpc.Call(context.Background(), c.nodes[joiner].Addr(), api.PathMetadataJoin, api.JoinMetadataRequest{Table: "cpu"}, &jr)
+	var jr wire.JoinMetadataResponse
+	err := c.rpc.Call(context.Background(), c.nodes[joiner].Addr(), wire.PathMetadataJoin, wire.JoinMetadataRequest{Table: "cpu"}, &jr)
 	if err != nil {
 		cancel()
 		wg.Wait()
@@ -383,10 +384,10 @@ func TestClusterWatchAndDiscovery(t *testing.T) {
 			t.Errorf("%s: targets %+v lack the joiner %s", id, st.Discovery.Targets, outsider)
 		}
 		// The internal endpoint answers the same for a server without the file.
-		var resp api.DiscoveryResponse
+		var resp wire.DiscoveryResponse
 		ref := metadata.ReplicaRef{PartitionID: st.PartitionID, PlacementID: st.Placement, Begin: p.Begin, End: p.End}
-		err := c.rpc.Call(context.Background(), c.nodes[cfg.MetadataServers[0]].Addr(), api.PathDiscovery,
-			api.DiscoveryRequest{Table: "cpu", Server: id, MinTxnSeq: final, Replicas: []metadata.ReplicaRef{ref}}, &resp)
+		err := c.rpc.Call(context.Background(), c.nodes[cfg.MetadataServers[0]].Addr(), wire.PathDiscovery,
+			wire.DiscoveryRequest{Table: "cpu", Server: id, MinTxnSeq: final, Replicas: []metadata.ReplicaRef{ref}}, &resp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +452,7 @@ func TestClusterCreateTable(t *testing.T) {
 func TestClusterSecret(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) { cfg.ClusterSecret = "s3cret" })
 	c.createTable("s1", "cpu", 3)
-	err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), api.PathMetadataFetch, api.FetchMetadataRequest{Table: "cpu"}, nil)
+	err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), wire.PathMetadataFetch, wire.FetchMetadataRequest{Table: "cpu"}, nil)
 	if !errors.Is(err, rpc.ErrUnauthorized) {
 		t.Fatalf("fetch without the secret: %v, want 401", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -139,8 +140,8 @@ func TestKill9DuringInsertLoad(t *testing.T) {
 	waitFor(t, "the replicas converging", func() bool {
 		sum := ""
 		for _, p := range procs {
-			var resp api.ReplicasResponse
-			if err := rc.Call(context.Background(), p.addr, api.PathReplicas, api.ReplicasRequest{Table: "crash", Counts: true}, &resp); err != nil ||
+			var resp wire.ReplicasResponse
+			if err := rc.Call(context.Background(), p.addr, wire.PathReplicas, wire.ReplicasRequest{Table: "crash", Counts: true}, &resp); err != nil ||
 				len(resp.Replicas) != 1 || resp.Replicas[0].Rows < int64(len(acked)*loaderRows) {
 				return false
 			}

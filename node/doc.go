@@ -1,7 +1,8 @@
 // Package node assembles one tsdb server from its parts (DESIGN.md section
 // 11): the partition store (one pebble DB), the metadata file store, the etcd
-// coordination store, the router, the replica machinery, the master
-// (cluster/master), the front end (frontend) and the HTTP server. `tsdb
+// coordination store, the replica machinery (replica, which builds the
+// router), the master (cluster/master), the front end (frontend) and the
+// HTTP server. `tsdb
 // server`, `tsdb dev` and the integration tests all start servers through
 // Start, so tests run the same wiring as production.
 //
@@ -12,11 +13,12 @@
 //
 // Start runs in steps: openStorage (data directory, partition store,
 // metadata file store), tlsConfigs, connectEtcd, buildClients (directory,
-// clock check, internal-API clients, committer), buildReplicas (clock,
-// replication state, router), the listener, join (membership registration
-// and watch, loading the tables held here), buildServing (metrics, master,
-// smear queue and forwarder, front end, HTTP server) and startLoops. A
-// failed step undoes the earlier ones in reverse order.
+// clock check, internal-API clients, committer, clock, metrics), the
+// listener, join (membership registration, the replica.Server and its
+// router, the membership watch, loading the tables held here), buildServing
+// (metrics registry, master, smear queue and forwarder, front end, HTTP
+// server) and startLoops. A failed step undoes the earlier ones in reverse
+// order.
 //
 // # Goroutines
 //
@@ -28,26 +30,27 @@
 //     directory current and wakes the pushers of a server that came back;
 //   - the HTTP server's Serve: stopped by Stop's Shutdown, Stop's first
 //     step, so no request is served past it;
-//   - the table watch (metadata.WatchTables): installs each table's new
-//     METADATA;
+//   - the table watch (metadata.WatchTables): hands each table's new
+//     METADATA to replica.Server.OnTableEvent;
 //   - the metadata sweep (every SweepInterval), the reconciliation of every
-//     table against etcd (every ReconcileInterval) and the replica lifecycle
-//     (every LifecycleTick);
-//   - the split loop (size checks every SplitCheckInterval, sooner after a
-//     large insert);
+//     table against etcd (replica.Server.Reconcile, every
+//     ReconcileInterval) and the replica lifecycle
+//     (replica.Server.LifecycleTick, every LifecycleTick);
+//   - the split loop (replica.Server.RunSplits: size checks every
+//     SplitCheckInterval, sooner after a large insert);
 //   - the smear forwarder: Stop drains the queue (bounded by
 //     SmearDrainTimeout) after the HTTP shutdown and before the cancel;
 //   - the election (election.Run), whose terms run the master's Lead;
-//   - the resync loop (tables a push found stale) and the session loop
-//     (re-confirming assignments after a lost etcd session);
-//   - one pusher per local replica (started by the replica lifecycle and
-//     stopped with its replica or by the cancel).
+//   - the resync loop (replica.Server.RunResync: tables a push found
+//     stale) and the session loop (replica.Server.RunSession: re-confirming
+//     assignments after a lost etcd session).
 //
-// Catch-up asks its peers from short-lived goroutines that end with the
-// call's own timeout. The membership registration keeps its lease alive
-// until Stop closes it.
+// The replica.Server's own goroutines (one pusher per local replica, and
+// catch-up calls that end with their own timeout) stop in its Close, which
+// Stop calls after the loops above returned. The membership registration
+// keeps its lease alive until Stop closes it.
 //
-// Stop: HTTP shutdown, smear drain, cancel, wait for the goroutines, then
-// close the smear queue, the registration, the RPC clients, the partition
-// store and the etcd client, in that order.
+// Stop: HTTP shutdown, smear drain, cancel, wait for the goroutines, close
+// the replica machinery, then the smear queue, the registration, the RPC
+// clients, the partition store and the etcd client.
 package node

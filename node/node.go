@@ -9,13 +9,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -34,7 +32,7 @@ import (
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/presplit"
-	"github.com/tsdb/tsdb/replication"
+	"github.com/tsdb/tsdb/replica"
 	"github.com/tsdb/tsdb/router"
 	"github.com/tsdb/tsdb/smear"
 )
@@ -326,25 +324,19 @@ type Node struct {
 	rpc       *rpc.Client
 	rpcOnce   *rpc.Client // one attempt per call: forwarded inserts
 	rpcQuery  *rpc.Client // sub-queries: answers bounded by MaxSubQueryBytes
-	dir       *directory
+	dir       *membership.Directory
 	reg       *membership.Registration
 	clock     *model.Clock
-	joins     *replication.JoinProgress
-	rmetrics  *replicationMetrics
-	smetrics  *splitMetrics
-	clocks    *clockCheck
+	rmetrics  *replica.Metrics
+	mmetrics  *masterMetrics
+	clocks    *replica.ClockCheck
 	// peerClock stamps this server's clock on internal calls and feeds
 	// the peers' stamps to clocks.
 	peerClock *rpc.PeerClock
-	// farVersions counts the versions the clock refused to follow.
-	farVersions *farVersions
+	// replica is the local replicas' machinery (package replica).
+	replica *replica.Server
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
-	// resync asks the resync loop to re-sync a table (a push was refused
-	// as stale).
-	resync chan string
-	// splitKick asks the split loop for a size check now (a large insert).
-	splitKick chan struct{}
 	// master runs the master's term while this server leads.
 	master *master.Master
 	// front is the public API's backend.
@@ -354,31 +346,9 @@ type Node struct {
 	// smearQ and smearFwd are the smear queue and its forwarder.
 	smearQ   *smear.Queue
 	smearFwd *smear.Forwarder
-	// catchUpSlots bounds the catch-up pushes (split backfills, join
-	// catch-ups) in flight from this server (CatchUpConcurrency).
-	catchUpSlots chan struct{}
-
-	// discoverMu serializes discoverLocal: recording a replica's newest
-	// discovery answer and acting on it are one step, so an older
-	// METADATA's answer (UNLOAD of a replica a newer file created) is never
-	// acted on after a newer one, and a caller never sees a replica whose
-	// answer is recorded but whose replication is not running yet.
-	discoverMu sync.Mutex
 
 	mu struct {
 		sync.Mutex
-		// synced is the txnseq of each table's last processed METADATA.
-		synced map[string]uint64
-		// replicas is the last discovery answer of each local replica.
-		replicas map[uuid.UUID]ReplicaStatus
-		// runtimes is the replication machinery of each local replica.
-		runtimes map[uuid.UUID]*replicaRuntime
-		// unsplittable holds the local replicas found above their size
-		// target with every row at one time.
-		unsplittable map[uuid.UUID]unsplittable
-		// lostMarked is, per lost placement, whether this process put
-		// (true) or cleared (false) its lost mark in etcd.
-		lostMarked map[uuid.UUID]bool
 		// rateAt and rateRows are the previous insert-rate sample.
 		rateAt   time.Time
 		rateRows float64
@@ -415,7 +385,6 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.buildClients(&u, tlsc.peer)
-	n.buildReplicas()
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
 	}
@@ -426,7 +395,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	n.bg, n.cancel = bg, cancel
-	u.add(func() { cancel(); n.wg.Wait() })
+	u.add(func() {
+		cancel()
+		n.wg.Wait()
+		if n.replica != nil {
+			n.replica.Close()
+		}
+	})
 	if err := n.join(ctx, &u, advertise, tlsc.server != nil); err != nil {
 		return nil, err
 	}
@@ -495,7 +470,8 @@ func (n *Node) openStorage(u *undo) error {
 	return nil
 }
 
-// connectEtcd creates the etcd client (it connects lazily).
+// connectEtcd creates the etcd client (it connects lazily) and the
+// METADATA store on it.
 func (n *Node) connectEtcd(u *undo, etcdTLS *tls.Config) error {
 	cfg := n.cfg
 	var err error
@@ -523,15 +499,16 @@ func (n *Node) connectEtcd(u *undo, etcdTLS *tls.Config) error {
 }
 
 // buildClients builds the server directory, the peer clock check, the
-// internal-API clients and the METADATA committer.
+// internal-API clients, the METADATA committer, the hybrid logical clock
+// and the metrics the replica machinery and the master count in.
 func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 	cfg := n.cfg
-	n.dir = newDirectory(n.etcd, cfg.EtcdPrefix)
+	n.dir = membership.NewDirectory(n.etcd, cfg.EtcdPrefix)
 	// Every internal call, both ways, samples the peers' clocks (rule 2).
-	n.clocks = newClockCheck(cfg.MaxClockOffset)
+	n.clocks = replica.NewClockCheck(cfg.MaxClockOffset)
 	n.peerClock = &rpc.PeerClock{ServerID: cfg.ID, Now: n.now, Observe: func(peer string, sentAt int64, at time.Time) {
-		if n.dir.known(peer) { // only live servers' samples count (and take memory)
-			n.clocks.observe(peer, sentAt, at)
+		if n.dir.Known(peer) { // only live servers' samples count (and take memory)
+			n.clocks.Observe(peer, sentAt, at)
 		}
 	}}
 	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20, Clock: n.peerClock})
@@ -546,45 +523,22 @@ func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 	n.committer = &metadata.Committer{
 		Store:     n.meta,
 		Files:     n.files,
-		Peers:     peers{dir: n.dir, rpc: n.rpc},
+		Peers:     replica.Peers{Dir: n.dir, RPC: n.rpc},
 		Self:      cfg.ID,
 		Logger:    n.log,
 		BeforeCAS: cfg.beforeCAS,
 	}
-}
-
-// buildReplicas builds the replica machinery: the hybrid logical clock,
-// the replication and split state, and the router.
-func (n *Node) buildReplicas() {
-	cfg := n.cfg
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
 	n.clock.SetMaxAhead(cfg.MaxClockOffset)
-	n.farVersions = newFarVersions(cfg.MaxClockOffset, n.log)
-	n.rmetrics = newReplicationMetrics()
-	n.smetrics = newSplitMetrics()
-	n.splitKick = make(chan struct{}, 1)
-	n.catchUpSlots = make(chan struct{}, cfg.CatchUpConcurrency)
-	n.joins = &replication.JoinProgress{}
-	n.resync = make(chan string, 1)
-	n.router = router.New(router.Config{
-		Self:     cfg.ID,
-		Meta:     n.committer,
-		Store:    n.store,
-		Clock:    n.clock,
-		Replicas: replicas{n},
-		Logger:   n.log,
-	})
-	n.mu.synced = make(map[string]uint64)
-	n.mu.replicas = make(map[uuid.UUID]ReplicaStatus)
-	n.mu.runtimes = make(map[uuid.UUID]*replicaRuntime)
-	n.mu.unsplittable = make(map[uuid.UUID]unsplittable)
-	n.mu.lostMarked = make(map[uuid.UUID]bool)
+	n.rmetrics = replica.NewMetrics()
+	n.mmetrics = newMasterMetrics()
 }
 
-// join registers this server in the membership list, starts watching the
-// list, and loads the tables this server holds. It registers before
-// loading tables: peers resolve this server's address from the list, and
-// its own fetches resolve theirs.
+// join registers this server in the membership list, builds the replica
+// machinery (and its router), starts watching the list, and loads the
+// tables this server holds. It registers before loading tables: peers
+// resolve this server's address from the list, and its own fetches resolve
+// theirs.
 func (n *Node) join(ctx context.Context, u *undo, advertise string, tls bool) error {
 	cfg := n.cfg
 	var err error
@@ -600,12 +554,14 @@ func (n *Node) join(ctx context.Context, u *undo, advertise string, tls bool) er
 		return fmt.Errorf("node: register in etcd: %w", err)
 	}
 	u.add(func() { n.reg.Close(context.Background()) })
-	if _, err := n.dir.refresh(ctx); err != nil {
+	n.replica = n.newReplica()
+	n.router = n.replica.Router()
+	if _, err := n.dir.Refresh(ctx); err != nil {
 		return fmt.Errorf("node: read the server list: %w", err)
 	}
 	servers := membership.Watch(n.bg, n.etcd, cfg.EtcdPrefix, func(infos []membership.Info) {
-		n.dir.set(infos)
-		n.retryPushers() // a server that came back gets its pushes now, not after a backoff
+		n.dir.Set(infos)
+		n.replica.RetryPushers() // a server that came back gets its pushes now, not after a backoff
 	}, membership.WithLogger(n.log))
 	n.goAttach(servers.Wait)
 	return n.loadTables(ctx)
@@ -619,10 +575,9 @@ func (n *Node) buildServing(u *undo) error {
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(n.registry, n.store)
-	n.rmetrics.register(n.registry, n)
-	n.smetrics.register(n.registry)
+	n.replica.RegisterMetrics(n.registry)
+	n.mmetrics.register(n.registry)
 	n.registry.MustRegister(n.limiter.bytes)
-	n.registry.MustRegister(n.farVersions.rejected)
 	var err error
 	if n.master, err = n.newMaster(); err != nil {
 		return err
@@ -636,7 +591,7 @@ func (n *Node) buildServing(u *undo) error {
 	}
 	n.api, err = cfg.HTTP(Handlers{
 		Backend:       n.front,
-		Internal:      internal{n},
+		Internal:      n.replica,
 		Clock:         n.peerClock,
 		Registry:      n.registry,
 		Logger:        n.log,
@@ -667,13 +622,13 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 			n.log.Error("http server stopped", "err", err)
 		}
 	})
-	tables := metadata.WatchTables(bg, n.etcd, cfg.EtcdPrefix, func(ev metadata.TableEvent) { n.onTableEvent(bg, ev) },
+	tables := metadata.WatchTables(bg, n.etcd, cfg.EtcdPrefix, func(ev metadata.TableEvent) { n.replica.OnTableEvent(bg, ev) },
 		metadata.WithWatchLogger(n.log))
 	n.goAttach(tables.Wait)
 	n.goAttach(func() { n.every(bg, cfg.SweepInterval, "metadata sweep", n.sweepOnce) })
-	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.reconcile) })
-	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.lifecycleTick) })
-	n.goAttach(func() { n.splitLoop(bg) })
+	n.goAttach(func() { n.every(bg, cfg.ReconcileInterval, "reconciliation", n.replica.Reconcile) })
+	n.goAttach(func() { n.every(bg, cfg.LifecycleTick, "replica lifecycle", n.replica.LifecycleTick) })
+	n.goAttach(func() { n.replica.RunSplits(bg) })
 	n.goAttach(func() {
 		if err := n.smearFwd.Run(bg); err != nil {
 			n.log.Error("smear forwarder stopped", "err", err)
@@ -682,8 +637,8 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 	n.goAttach(func() {
 		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.master.Lead)
 	})
-	n.goAttach(func() { n.resyncLoop(bg) })
-	n.goAttach(func() { n.sessionLoop(bg) })
+	n.goAttach(func() { n.replica.RunResync(bg) })
+	n.goAttach(func() { n.replica.RunSession(bg) })
 }
 
 // register registers this server in the membership list. A server
@@ -747,7 +702,7 @@ func advertiseAddr(configured string, ln net.Addr) (string, error) {
 func (n *Node) summary() membership.Summary {
 	reps := n.store.Replicas()
 	s := membership.Summary{Partitions: len(reps)}
-	now, rows := time.Now(), counterValue(n.rmetrics.coordRows)
+	now, rows := time.Now(), counterValue(n.rmetrics.CoordinatedRows)
 	n.mu.Lock()
 	if !n.mu.rateAt.IsZero() {
 		if d := now.Sub(n.mu.rateAt).Seconds(); d > 0 {
@@ -779,18 +734,9 @@ func (n *Node) goAttach(f func()) {
 	}()
 }
 
-// loadTables loads, before the server serves anything, the METADATA of
-// every table it is a metadata server of or holds replicas of, fetching
-// from the other metadata servers the transactions committed while it was
-// down (DESIGN.md section 4: a metadata server that lacks the current txn
-// serves nothing until it has fetched it). Local replicas are re-opened from
-// the partition store's registry, and placements assigned meanwhile are
-// created. On a partition store created empty, the tables that exist now
-// are recorded first, so that the placements they list for this server
-// are known lost rather than created empty (node/lost.go), and each of
-// them is loaded now. Without etcd the server cannot start; a table that
-// fails to load is logged and retried by the watch and the reconciliation,
-// so one bad table does not keep the others down.
+// loadTables lists the tables in etcd and has the replica machinery load
+// those this server is concerned with (replica.Server.LoadTables), before
+// the server serves anything. Without etcd the server cannot start.
 func (n *Node) loadTables(ctx context.Context) error {
 	lctx, cancel := context.WithTimeout(ctx, n.cfg.SyncTimeout)
 	tables, err := n.meta.ListTables(lctx)
@@ -799,22 +745,27 @@ func (n *Node) loadTables(ctx context.Context) error {
 		return fmt.Errorf("node: list tables in etcd at %s (is etcd running there?): %w",
 			strings.Join(n.cfg.EtcdEndpoints, ","), err)
 	}
-	if err := n.recordBirth(tables); err != nil {
-		return err
-	}
-	local := make(map[string]bool)
-	for _, rep := range n.store.Replicas() {
-		local[rep.Info().Table] = true
-	}
-	for _, t := range tables {
-		if !slices.Contains(t.MetadataServers, n.cfg.ID) && !local[t.Name] && !n.store.Pending(t.Name) {
-			continue
-		}
-		if err := n.syncTable(ctx, t.Name); err != nil {
-			n.log.Error("table not loaded at start; retried in the background", "table", t.Name, "err", err)
-		}
-	}
-	return nil
+	return n.replica.LoadTables(ctx, tables)
+}
+
+// newReplica builds the replica machinery from the parts Start opened.
+func (n *Node) newReplica() *replica.Server {
+	cfg := n.cfg
+	return replica.New(replica.Config{
+		Self: cfg.ID, Store: n.store, Committer: n.committer, Meta: n.meta, Files: n.files,
+		Etcd: n.etcd, EtcdPrefix: cfg.EtcdPrefix, Session: n.reg, Directory: n.dir,
+		RPC: n.rpc, RPCOnce: n.rpcOnce, RPCQuery: n.rpcQuery,
+		Clock: n.clock, Clocks: n.clocks, Now: n.now, Metrics: n.rmetrics, Logger: n.log,
+		SyncTimeout: cfg.SyncTimeout, AckTimeout: cfg.AckTimeout, MaxClockOffset: cfg.MaxClockOffset,
+		SplitCheckInterval: cfg.SplitCheckInterval, CatchUpConcurrency: cfg.CatchUpConcurrency,
+		MaxBodyBytes: cfg.MaxBodyBytes, MaxSubQueryBytes: cfg.MaxSubQueryBytes, MaxQueryBuckets: cfg.MaxQueryBuckets,
+		WriteLimit: cfg.WriteLimit,
+		Knobs: replica.TestingKnobs{
+			OnTableSynced: cfg.onTableSynced, MissEvent: cfg.missEvent, BlockPush: cfg.blockPush,
+			BeforeSplitBegin: cfg.beforeSplitBegin, RefuseCoordinate: cfg.refuseCoordinate,
+			IgnoreSubQueryLimit: cfg.ignoreSubQueryLimit,
+		},
+	})
 }
 
 // every runs f every interval until ctx ends, logging its failures as
@@ -883,6 +834,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.drainSmear(ctx)
 		n.cancel()
 		n.wg.Wait()
+		n.replica.Close()
 		if err := n.smearQ.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close smear queue: %w", err))
 		}

@@ -75,12 +75,12 @@ func TestSmearedRowReachesStampersReplica(t *testing.T) {
 			if len(local(pl.ServerID)) != rows {
 				return false
 			}
-			rt := c.nodes[pl.ServerID].runtime(pl.PlacementID)
+			rt := c.nodes[pl.ServerID].replica.Pusher(pl.PlacementID)
 			if rt == nil {
 				return false
 			}
 			found := false
-			for _, ts := range rt.pusher.Status() {
+			for _, ts := range rt.Status() {
 				if ts.Placement == s1Placement {
 					found = true
 					if ts.Lag != 0 {

@@ -96,7 +96,7 @@ func benchReplicated(b *testing.B, rf int) {
 	waitFor(b, "replication to finish", func() bool {
 		for _, n := range nodes {
 			for _, st := range n.ReplicaStatuses() {
-				if rt := n.runtime(st.Placement); rt == nil || !rt.pusher.Drained() {
+				if rt := n.replica.Pusher(st.Placement); rt == nil || !rt.Drained() {
 					return false
 				}
 			}
@@ -105,9 +105,9 @@ func benchReplicated(b *testing.B, rf int) {
 	})
 	var pushedRows, pushedBytes, coordRows float64
 	for _, n := range nodes {
-		pushedRows += testutil.ToFloat64(n.rmetrics.pushRows)
-		pushedBytes += testutil.ToFloat64(n.rmetrics.pushBytes)
-		coordRows += testutil.ToFloat64(n.rmetrics.coordRows)
+		pushedRows += testutil.ToFloat64(n.rmetrics.PushRows)
+		pushedBytes += testutil.ToFloat64(n.rmetrics.PushBytes)
+		coordRows += testutil.ToFloat64(n.rmetrics.CoordinatedRows)
 	}
 	b.ReportMetric(pushedRows/coordRows, "pushed-rows/row")
 	b.ReportMetric(pushedBytes/float64(lpBytes), "pushed-bytes/lp-byte")

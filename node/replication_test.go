@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -43,10 +44,10 @@ func (c *testCluster) insertLP(id, table string, body []byte, headers ...string)
 }
 
 // replicaStates asks server id for its replicas of table.
-func (c *testCluster) replicaStates(id, table string) []api.ReplicaStatus {
+func (c *testCluster) replicaStates(id, table string) []wire.ReplicaStatus {
 	c.t.Helper()
-	var resp api.ReplicasResponse
-	if err := c.rpc.Call(context.Background(), c.nodes[id].Addr(), api.PathReplicas, api.ReplicasRequest{Table: table, Counts: true}, &resp); err != nil {
+	var resp wire.ReplicasResponse
+	if err := c.rpc.Call(context.Background(), c.nodes[id].Addr(), wire.PathReplicas, wire.ReplicasRequest{Table: table, Counts: true}, &resp); err != nil {
 		c.t.Fatalf("replicas of %s: %v", id, err)
 	}
 	return resp.Replicas
@@ -211,7 +212,7 @@ func TestPushToStalePlacementRefused(t *testing.T) {
 	c.insertLP("s1", "cpu", lpBatch("a", 0, 10, 10))
 	waitFor(t, "convergence", func() bool { return c.converged("cpu", 10, "s1", "s2", "s3") })
 	before := c.replicaStates("s2", "cpu")[0]
-	err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), api.PathReplicate, api.PushRequest{
+	err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), wire.PathReplicate, wire.PushRequest{
 		Table: "cpu", PartitionID: before.PartitionID, FromServer: "s1", FromPlacement: uuid.New(),
 		ToPlacement: uuid.New(), TxnSeq: 1, Count: 0, LastSeq: 1,
 	}, nil)
@@ -225,7 +226,7 @@ func TestPushToStalePlacementRefused(t *testing.T) {
 	}
 	// A forwarded insert naming a placement that does not serve the
 	// partition is "moved".
-	err = c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), api.PathInsert, api.ForwardInsertRequest{
+	err = c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
 		Table: "cpu", PartitionID: before.PartitionID, ToPlacement: uuid.New(), TxnSeq: 1, Count: 1,
 		Rows: replication.AppendRows(nil, []model.Row{{Time: 1, Series: "x", Fields: []model.Field{{Name: "v", Value: model.Float(1)}}}}),
 	}, nil)
@@ -310,7 +311,7 @@ func TestLocalMovedRefreshes(t *testing.T) {
 	_, before, _ := leaver.router.Cached("cpu")
 	cl.must(200, cl.do("POST", path+"/leave", []byte(`{"server":"`+leaver.ID()+`"}`)), nil)
 	waitFor(t, "the leaver's replica unloading or dropped", func() bool {
-		st, ok := leaver.replicaStatus(p.Servers[0].PlacementID)
+		st, ok := leaver.replica.StatusOf(p.Servers[0].PlacementID)
 		return !ok || st.Discovery.Status == metadata.StatusUnload
 	})
 	// Put the leaver's router back on the METADATA that still lists it.

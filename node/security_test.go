@@ -11,6 +11,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/testcerts"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
@@ -108,7 +109,7 @@ func TestClusterOverTLS(t *testing.T) {
 			t.Fatalf("%s URL %s", id, n.URL())
 		}
 	}
-	for _, info := range c.nodes["s1"].dir.live() {
+	for _, info := range c.nodes["s1"].dir.Live() {
 		if !info.TLS {
 			t.Fatalf("membership entry of %s does not say TLS: %+v", info.ID, info)
 		}
@@ -147,11 +148,11 @@ func TestClusterOverTLS(t *testing.T) {
 	// A server whose certificate is not from the cluster's CA joins the
 	// list; its peers refuse to talk to it.
 	c.start("s4")
-	addr, err := c.nodes["s1"].dir.addr(context.Background(), "s4")
+	addr, err := c.nodes["s1"].dir.Addr(context.Background(), "s4")
 	if err != nil || !strings.HasPrefix(addr, "https://") {
 		t.Fatalf("s4's address as s1 sees it: %q %v", addr, err)
 	}
-	err = c.nodes["s1"].rpc.Call(context.Background(), addr, api.PathReplicas, api.ReplicasRequest{Table: "cpu"}, &api.ReplicasResponse{})
+	err = c.nodes["s1"].rpc.Call(context.Background(), addr, wire.PathReplicas, wire.ReplicasRequest{Table: "cpu"}, &wire.ReplicasResponse{})
 	if !errors.Is(err, rpc.ErrTLS) {
 		t.Fatalf("s1 calling s4 (untrusted certificate): %v, want rpc.ErrTLS", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/frontend"
+	"github.com/tsdb/tsdb/replica"
 )
 
 // HTTPServer is a server's HTTP server, as Config.HTTP builds it.
@@ -26,7 +27,7 @@ type Handlers struct {
 	// Backend serves the public API.
 	Backend *frontend.Frontend
 	// Internal serves the internal API (/internal/...).
-	Internal InternalAPI
+	Internal *replica.Server
 	// Clock reads the clock stamp of every authorized internal request
 	// and stamps its answer.
 	Clock *rpc.PeerClock
@@ -39,9 +40,3 @@ type Handlers struct {
 	AuthToken, ClusterSecret                             string
 	MaxBodyBytes, MaxConcurrentRequests, MaxQueryBuckets int
 }
-
-// InternalAPI serves the internal API (/internal/...).
-//
-// Deprecated: alias until issue 15's replica package exports the internal
-// handlers.
-type InternalAPI = internal

@@ -205,8 +205,8 @@ func TestSplitUnderLoad(t *testing.T) {
 	}
 	var started, finalized float64
 	for _, n := range c.nodes {
-		started += testutil.ToFloat64(n.smetrics.started)
-		finalized += testutil.ToFloat64(n.smetrics.finalized)
+		started += testutil.ToFloat64(n.rmetrics.SplitsStarted)
+		finalized += testutil.ToFloat64(n.rmetrics.SplitsFinalized)
 	}
 	if int(started) != len(f.Partitions)-1 || int(finalized) != len(f.Partitions)-1 {
 		t.Errorf("%v splits started and %v finalized for %d partitions, want %d of each", started, finalized, len(f.Partitions), len(f.Partitions)-1)
@@ -300,7 +300,7 @@ func TestSplitRaceOneWins(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, id := range []string{"s1", "s2"} {
 		wg.Go(func() {
-			if err := c.nodes[id].splitTick(context.Background()); err != nil {
+			if err := c.nodes[id].replica.SplitTick(context.Background()); err != nil {
 				t.Errorf("%s: split check: %v", id, err)
 			}
 		})
@@ -308,8 +308,8 @@ func TestSplitRaceOneWins(t *testing.T) {
 	wg.Wait()
 	var started, followed float64
 	for _, n := range c.nodes {
-		started += testutil.ToFloat64(n.smetrics.started)
-		followed += testutil.ToFloat64(n.smetrics.followed)
+		started += testutil.ToFloat64(n.rmetrics.SplitsStarted)
+		followed += testutil.ToFloat64(n.rmetrics.SplitsFollowed)
 	}
 	if started != 1 || followed != 1 {
 		t.Fatalf("%v splits started and %v followed, want one of each", started, followed)
@@ -348,23 +348,23 @@ func TestSplitOneTimestampDoesNotLoop(t *testing.T) {
 	c.insertLP("s1", "flat", []byte(body.String()))
 	for id, n := range c.nodes {
 		waitFor(t, id+" finding the partition unsplittable", func() bool {
-			return testutil.ToFloat64(n.smetrics.impossible) >= 1
+			return testutil.ToFloat64(n.rmetrics.SplitsImpossible) >= 1
 		})
 	}
 	seq := c.config("flat").MetadataTxnSeq
 	// Many more checks; the answer must not change.
 	for _, n := range c.nodes {
 		for range 20 {
-			if err := n.splitTick(context.Background()); err != nil {
+			if err := n.replica.SplitTick(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	for id, n := range c.nodes {
-		if got := testutil.ToFloat64(n.smetrics.impossible); got != 1 {
+		if got := testutil.ToFloat64(n.rmetrics.SplitsImpossible); got != 1 {
 			t.Errorf("%s counted the unsplittable partition %v times, want once", id, got)
 		}
-		if got := testutil.ToFloat64(n.smetrics.started); got != 0 {
+		if got := testutil.ToFloat64(n.rmetrics.SplitsStarted); got != 0 {
 			t.Errorf("%s started %v splits", id, got)
 		}
 	}

@@ -56,7 +56,7 @@ func BenchmarkSplit(b *testing.B) {
 	waitLong(b, 30*time.Minute, "replication to finish", func() bool {
 		for _, n := range nodes {
 			for _, st := range n.ReplicaStatuses() {
-				if rt := n.runtime(st.Placement); rt == nil || !rt.pusher.Drained() {
+				if rt := n.replica.Pusher(st.Placement); rt == nil || !rt.Drained() {
 					return false
 				}
 			}

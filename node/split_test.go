@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -161,7 +162,7 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 				return false
 			}
 			for _, st := range n.ReplicaStatuses() {
-				if rt := n.runtime(st.Placement); rt != nil && slices.ContainsFunc(rt.pusher.Status(), func(ts api.TargetStatus) bool {
+				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
 					return ts.Kind == metadata.TargetSplit
 				}) {
 					return true

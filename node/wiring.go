@@ -5,19 +5,19 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tsdb/tsdb/cluster/election"
 	"github.com/tsdb/tsdb/cluster/master"
-	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/frontend"
-	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/replica"
 )
 
-// The adapters through which node hands its parts to the consumers'
-// interfaces (cluster/master, frontend).
+// How node hands its parts to the consumers' interfaces (cluster/master,
+// frontend), with the few adapters that takes.
 
 // etcdMarks reads and writes the operators' and servers' marks in etcd
 // (cluster/operator) and the election's leader.
@@ -50,42 +50,34 @@ func (e etcdMarks) RequestRebalance(ctx context.Context, now time.Time) error {
 	return operator.RequestRebalance(ctx, e.cli, e.prefix, now)
 }
 
-// replicaOps exposes the node's replica machinery to the master and the
-// front end.
-//
-// Deprecated: adapter until issue 15's replica package exports these.
-type replicaOps struct{ n *Node }
+// changes hands the replica machinery's METADATA changes to the master
+// and the front end, whose planners are plain funcs (replica.Planner is a
+// named type).
+type changes struct{ *replica.Server }
 
-func (r replicaOps) RequestChange(ctx context.Context, table string, plan func(metadata.TableConfig, *metadata.File) (metadata.Op, error)) (*metadata.File, error) {
-	return r.n.RequestChange(ctx, table, plan)
+func (c changes) RequestChange(ctx context.Context, table string, plan func(metadata.TableConfig, *metadata.File) (metadata.Op, error)) (*metadata.File, error) {
+	return c.Server.RequestChange(ctx, table, plan)
 }
 
-func (r replicaOps) ReplicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error) {
-	return r.n.replicasOn(ctx, server, req)
+// masterMetrics counts the master's split transactions (the replicas'
+// split counters are replica.Metrics).
+type masterMetrics struct {
+	aborted, presplits prometheus.Counter
 }
 
-func (r replicaOps) SplitPartition(ctx context.Context, table string, pid uuid.UUID, at *int64) (*metadata.File, error) {
-	return r.n.SplitPartition(ctx, table, pid, at)
+func newMasterMetrics() *masterMetrics {
+	c := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	return &masterMetrics{
+		aborted:   c("tsdb_splits_aborted_total", "SPLIT_ABORT transactions this server committed as master (a child without a live majority)."),
+		presplits: c("tsdb_presplits_total", "Pre-split SPLIT_BEGIN transactions this server committed as master."),
+	}
 }
 
-func (r replicaOps) Install(cfg metadata.TableConfig, file *metadata.File) error {
-	return r.n.install(cfg, file)
+func (m *masterMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.aborted, m.presplits)
 }
-
-func (r replicaOps) CheckClock() error { return r.n.checkClock() }
-
-func (r replicaOps) FetchFile(ctx context.Context, server, table, txnID string) ([]byte, error) {
-	return peers{dir: r.n.dir, rpc: r.n.rpc}.FetchFile(ctx, server, table, txnID)
-}
-
-// liveServers exposes the live-server directory.
-//
-// Deprecated: adapter until issue 15's membership.Directory lands.
-type liveServers struct{ d *directory }
-
-func (s liveServers) Refresh(ctx context.Context) ([]membership.Info, error) { return s.d.refresh(ctx) }
-func (s liveServers) Addr(ctx context.Context, id string) (string, error)    { return s.d.addr(ctx, id) }
-func (s liveServers) Live() []membership.Info                                { return s.d.live() }
 
 // newMaster builds the master duties of this server.
 func (n *Node) newMaster() (*master.Master, error) {
@@ -100,18 +92,18 @@ func (n *Node) newMaster() (*master.Master, error) {
 		NoRebalance:      cfg.NoRebalance,
 		PresplitInterval: cfg.PresplitInterval,
 		Presplit:         cfg.Presplit,
-		PickChildServers: pickChildServers,
+		PickChildServers: replica.PickChildServers,
 		Logger:           n.log,
-		Changes:          replicaOps{n},
-		Servers:          liveServers{n.dir},
-		Replicas:         replicaOps{n},
+		Changes:          changes{n.replica},
+		Servers:          n.dir,
+		Replicas:         n.replica,
 		Marks:            etcdMarks{n.etcd, cfg.EtcdPrefix},
 		Tables:           n.meta,
 		Cache:            n.router,
 		Committer:        n.committer,
 		RPC:              n.rpc,
 		Lease:            n.reg,
-		Metrics:          master.Metrics{SplitsAborted: n.smetrics.aborted, Presplits: n.smetrics.presplits},
+		Metrics:          master.Metrics{SplitsAborted: n.mmetrics.aborted, Presplits: n.mmetrics.presplits},
 	})
 }
 
@@ -130,12 +122,12 @@ func (n *Node) newFrontend() (*frontend.Frontend, error) {
 		Router:     n.router,
 		Committer:  n.committer,
 		Tables:     n.meta,
-		Servers:    liveServers{n.dir},
-		Peers:      replicaOps{n},
-		Changes:    replicaOps{n},
-		Replicas:   replicaOps{n},
-		Installer:  replicaOps{n},
-		ClockCheck: replicaOps{n},
+		Servers:    n.dir,
+		Peers:      replica.Peers{Dir: n.dir, RPC: n.rpc},
+		Changes:    changes{n.replica},
+		Replicas:   n.replica,
+		Installer:  n.replica,
+		ClockCheck: n.replica,
 		Clock:      n.clock,
 		Marks:      etcdMarks{n.etcd, n.cfg.EtcdPrefix},
 		Health:     n.master,

@@ -9,38 +9,21 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// AggQuery selects rows and how to aggregate them. The partial states it
-// returns hold every aggregate (model.AggState); the caller picks one with
-// AggState.Result after merging partitions with model.MergeSeriesAggs.
-type AggQuery struct {
-	// From, To, Series, Prefix and Fields select rows as in ScanQuery
-	// (To == math.MaxInt64 is an open end).
-	From, To int64
-	Series   string
-	Prefix   bool
-	Fields   []string
-	// Step is the bucket width in ns: a value at t goes to the bucket
-	// starting at floor(t/Step)*Step (aligned to the epoch, also for
-	// negative t; a start below math.MinInt64 is clamped to it). Step 0
-	// means one bucket, starting at Origin. A negative Step is an error.
-	Step int64
-	// Origin is the start of the single bucket when Step is 0.
-	Origin int64
-	// GroupAll merges all series into one result with Series "*" (ties of
-	// first and last are broken by the real series).
-	GroupAll bool
-	// MaxBuckets, when > 0, bounds the buckets of the answer summed over
-	// all its series: Aggregate stops walking and fails with
-	// ErrTooManyBuckets as soon as one more would be made.
-	MaxBuckets int
-}
+// AggQuery is the query of an aggregate.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type AggQuery = model.Query
 
 // groupAllSeries is the series name of a GroupAll result.
 const groupAllSeries = "*"
 
 // Aggregate computes the partial aggregate states of the rows matching q,
-// sorted by series, bucket start and field name.
-func (r *Replica) Aggregate(q AggQuery) ([]model.SeriesAgg, error) {
+// sorted by series, bucket start and field name: q.Step, q.Origin,
+// q.GroupAll and q.MaxBuckets say how (model.Query); its raw fields (Limit,
+// MaxBytes) are ignored. The states hold every aggregate (model.AggState);
+// the caller picks one with AggState.Result after merging partitions with
+// model.MergeSeriesAggs.
+func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {
 	if q.Step < 0 {
 		return nil, fmt.Errorf("%w: negative step %d", ErrInvalidQuery, q.Step)
 	}
@@ -63,14 +46,14 @@ func (r *Replica) Aggregate(q AggQuery) ([]model.SeriesAgg, error) {
 
 // aggregator folds rows into per-series, per-bucket, per-field states.
 type aggregator struct {
-	q           AggQuery
+	q           model.Query
 	keep        func([]byte) bool
 	names       interner
 	seriesNames interner
 	raw         rawRow
 
 	series map[string]*aggSeries
-	// buckets counts the buckets made, over all series (AggQuery.MaxBuckets).
+	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
 	buckets int
 	// cur and curName cache the state of the last row's series: inside a
 	// storage bucket rows come series by series.

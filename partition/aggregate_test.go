@@ -27,14 +27,14 @@ func naiveBucket(t, step, origin int64) int64 {
 }
 
 // naiveAggregate is the reference implementation of Aggregate.
-func naiveAggregate(all []model.Row, q AggQuery) []model.SeriesAgg {
+func naiveAggregate(all []model.Row, q model.Query) []model.SeriesAgg {
 	type key struct {
 		series string
 		start  int64
 		field  string
 	}
 	states := map[key]*model.AggState{}
-	sq := ScanQuery{From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields}
+	sq := model.Query{From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields}
 	rows, _ := naiveScan(all, sq)
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -75,9 +75,9 @@ func naiveAggregate(all []model.Row, q AggQuery) []model.SeriesAgg {
 	return out
 }
 
-func randAggQuery(rng *rand.Rand, times []int64) AggQuery {
+func randAggQuery(rng *rand.Rand, times []int64) model.Query {
 	sq := randScanQuery(rng, times)
-	q := AggQuery{From: sq.From, To: sq.To, Series: sq.Series, Prefix: sq.Prefix, Fields: sq.Fields,
+	q := model.Query{From: sq.From, To: sq.To, Series: sq.Series, Prefix: sq.Prefix, Fields: sq.Fields,
 		GroupAll: rng.Intn(3) == 0}
 	q.Step = []int64{0, 1, 7, 1e9, 1 << bucketShift, 3600e9, 1 << 62, math.MaxInt64}[rng.Intn(8)]
 	if q.Step == 0 {
@@ -156,7 +156,7 @@ func TestAggregateMergesAcrossReplicas(t *testing.T) {
 		mustApply(t, left, l...)
 		mustApply(t, right, rr...)
 	}
-	for _, q := range []AggQuery{
+	for _, q := range []model.Query{
 		{From: minTime, To: maxTime, Step: 1e9},
 		{From: minTime, To: maxTime, Step: 0, Origin: -5},
 		{From: -1 << 40, To: 1 << 40, Step: 3600e9, GroupAll: true},
@@ -193,7 +193,7 @@ func TestAggregateKnownValues(t *testing.T) {
 		row("a", 5, fl("v", 10, 1), b(false)),
 		row("b", -5, fl("v", 7, 1)),
 	)
-	got, err := r.Aggregate(AggQuery{From: minTime, To: maxTime, Step: 10})
+	got, err := r.Aggregate(model.Query{From: minTime, To: maxTime, Step: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestAggregateKnownValues(t *testing.T) {
 		t.Error("sum over a string field reported a value")
 	}
 
-	all, err := r.Aggregate(AggQuery{From: -10, To: 10, GroupAll: true, Origin: 42, Fields: []string{"v"}})
+	all, err := r.Aggregate(model.Query{From: -10, To: 10, GroupAll: true, Origin: 42, Fields: []string{"v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestAggregateKnownValues(t *testing.T) {
 	if st.Count != 3 || st.First != 3 || st.FirstSeries != "a" || st.Last != 10 || st.Sum != 20 {
 		t.Fatalf("GroupAll state %+v", st)
 	}
-	if _, err := r.Aggregate(AggQuery{From: minTime, To: maxTime, Step: -1}); !errors.Is(err, ErrInvalidQuery) {
+	if _, err := r.Aggregate(model.Query{From: minTime, To: maxTime, Step: -1}); !errors.Is(err, ErrInvalidQuery) {
 		t.Fatalf("negative step: %v", err)
 	}
 }

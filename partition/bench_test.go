@@ -260,12 +260,12 @@ func BenchmarkScan(b *testing.B) {
 	r := loadBenchData(b)
 	cases := []struct {
 		name string
-		q    ScanQuery
+		q    model.Query
 		want int
 	}{
-		{"all_series", ScanQuery{From: minTime, To: maxTime}, 100_000},
-		{"one_series", ScanQuery{From: minTime, To: maxTime, Series: benchSeries(7)}, 1000},
-		{"one_series_10pct_time", ScanQuery{From: 0, To: 100 * benchInterval, Series: benchSeries(7)}, 100},
+		{"all_series", model.Query{From: minTime, To: maxTime}, 100_000},
+		{"one_series", model.Query{From: minTime, To: maxTime, Series: benchSeries(7)}, 1000},
+		{"one_series_10pct_time", model.Query{From: 0, To: 100 * benchInterval, Series: benchSeries(7)}, 100},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -286,12 +286,12 @@ func BenchmarkAggregate(b *testing.B) {
 	r := loadBenchData(b)
 	cases := []struct {
 		name string
-		q    AggQuery
+		q    model.Query
 		rows int
 	}{
-		{"per_series_step_60s", AggQuery{From: minTime, To: maxTime, Step: 60e9}, 100_000},
-		{"group_all_step_60s", AggQuery{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
-		{"one_series_one_field", AggQuery{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
+		{"per_series_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9}, 100_000},
+		{"group_all_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
+		{"one_series_one_field", model.Query{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

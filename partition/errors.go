@@ -3,10 +3,16 @@ package partition
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // Sentinel errors of the partition store. Callers test them with errors.Is;
-// the store wraps them with context (which replica, which row).
+// the store wraps them with context (which replica, which row). Those that
+// cross package and process boundaries are members of a kind of package
+// errcode (ErrUnloading of errcode.ErrMoved, ErrCannotSplit,
+// ErrTooManyBuckets, ErrAnswerTooLarge of their namesakes): errors.Is
+// matches them both as themselves and as the kind.
 var (
 	// ErrClosed is returned by every operation on a closed Store.
 	ErrClosed = errors.New("partition: store closed")
@@ -34,8 +40,9 @@ var (
 	ErrInvalidQuery = errors.New("partition: invalid query")
 	// ErrUnloading is returned by Apply on a replica that was told it is
 	// UNLOAD (Replica.Unload): it refuses client writes and pushes
-	// (DESIGN.md section 12, rule 3).
-	ErrUnloading = errors.New("partition: replica is unloading")
+	// (DESIGN.md section 12, rule 3). It is a member of errcode.ErrMoved:
+	// the front end refreshes its METADATA and routes again.
+	ErrUnloading = errcode.New(errcode.ErrMoved, "partition: replica is unloading")
 	// ErrCursorAhead is returned by SetConfirmed for a sequence above the
 	// replica's synced watermark: no target can hold a change that was not
 	// pushed, and only synced changes are pushed (rule 1).
@@ -47,17 +54,17 @@ var (
 	// ErrCannotSplit is returned by SplitPoint when the replica's rows
 	// cannot be divided into two non-empty sides: it has no rows, or every
 	// row is at one timestamp.
-	ErrCannotSplit = errors.New("partition: cannot split")
+	ErrCannotSplit = errcode.New(errcode.ErrCannotSplit, "partition: cannot split")
 	// ErrTooManyBuckets is returned by Aggregate when its answer would hold
 	// more buckets, summed over all its series, than AggQuery.MaxBuckets;
 	// the router returns it too when the merged answer of several
 	// partitions does (TooManyBuckets builds it).
-	ErrTooManyBuckets = errors.New("partition: too many buckets")
+	ErrTooManyBuckets = errcode.New(errcode.ErrTooManyBuckets, "partition: too many buckets")
 	// ErrAnswerTooLarge means a query's answer is over a byte limit: a
 	// replica refuses to send a sub-query answer over the limit its front
 	// end asked for, and a front end stops reading one past it (the
 	// caller wraps it with the limit and what to change).
-	ErrAnswerTooLarge = errors.New("partition: answer too large")
+	ErrAnswerTooLarge = errcode.New(errcode.ErrAnswerTooLarge, "partition: answer too large")
 )
 
 // TooManyBuckets is the error of an aggregate answer over limit buckets

@@ -62,7 +62,7 @@ func mustApply(t testing.TB, r *Replica, rows ...model.Row) ApplyResult {
 
 func scanAll(t testing.TB, r *Replica) []model.Row {
 	t.Helper()
-	rows, truncated, err := r.Scan(ScanQuery{From: minTime, To: maxTime})
+	rows, truncated, err := r.Scan(model.Query{From: minTime, To: maxTime})
 	if err != nil {
 		t.Fatalf("Scan: %v", err)
 	}

@@ -12,28 +12,10 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// ScanQuery selects raw rows.
-type ScanQuery struct {
-	// From and To bound the time range [From, To) in ns; pass
-	// math.MinInt64 and math.MaxInt64 for open ends. To == math.MaxInt64
-	// is an open end: it includes a row at time math.MaxInt64.
-	From, To int64
-	// Series is "" for all series, else an exact series key, or a prefix
-	// when Prefix is true.
-	Series string
-	// Prefix makes Series a prefix.
-	Prefix bool
-	// Fields is the projection; nil or empty means all fields. Rows holding
-	// none of the fields are omitted.
-	Fields []string
-	// Limit is the most rows returned; <= 0 means no limit.
-	Limit int
-	// MaxBytes, when > 0, bounds the values of the rows returned: once
-	// their ValueBytes sum is over it, Scan stops and fails with
-	// ErrAnswerTooLarge. The sum is a lower bound of the rows' size in any
-	// encoding, so only answers certainly over a byte limit are refused.
-	MaxBytes int
-}
+// ScanQuery is the query of a raw scan.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type ScanQuery = model.Query
 
 // ValueBytes is a lower bound of a row's size in any encoding that keeps
 // its values: 8 bytes per float, 1 per int or bool, a string's length.
@@ -55,11 +37,12 @@ func ValueBytes(r *model.Row) int {
 }
 
 // Scan returns the rows matching q ordered by (Time, Series), and whether
-// more rows matched than Limit allowed.
+// more rows matched than q.Limit allowed; q.MaxBytes bounds their values
+// (model.Query). The aggregate fields of q are ignored.
 //
 // Scan reads the latest visible state, which may include changes whose
 // WAL sync (and so whose Apply) has not finished yet.
-func (r *Replica) Scan(q ScanQuery) (rows []model.Row, truncated bool, err error) {
+func (r *Replica) Scan(q model.Query) (rows []model.Row, truncated bool, err error) {
 	if err := r.enter(); err != nil {
 		return nil, false, err
 	}
@@ -81,7 +64,7 @@ func (r *Replica) Scan(q ScanQuery) (rows []model.Row, truncated bool, err error
 
 // scanner collects the rows of one Scan, a bucket at a time.
 type scanner struct {
-	q      ScanQuery
+	q      model.Query
 	keep   func([]byte) bool
 	names  interner
 	series interner
@@ -100,7 +83,7 @@ type scanner struct {
 	out       []model.Row
 	full      bool // out holds Limit rows; looking for one more
 	truncated bool
-	bytes     int   // ValueBytes of out (ScanQuery.MaxBytes)
+	bytes     int   // ValueBytes of out (model.Query.MaxBytes)
 	err       error // why the walk was stopped early, if not full
 }
 

@@ -11,7 +11,7 @@ import (
 
 // naiveScan is the reference implementation of Scan over all, the rows
 // of a naiveModel sorted by (time, series).
-func naiveScan(all []model.Row, q ScanQuery) ([]model.Row, bool) {
+func naiveScan(all []model.Row, q model.Query) ([]model.Row, bool) {
 	var out []model.Row
 	for _, r := range all {
 		if r.Time < q.From || (r.Time >= q.To && q.To != maxTime) {
@@ -65,8 +65,8 @@ func randTimeBound(rng *rand.Rand, times []int64) int64 {
 	return times[rng.Intn(len(times))]
 }
 
-func randScanQuery(rng *rand.Rand, times []int64) ScanQuery {
-	q := ScanQuery{From: randTimeBound(rng, times), To: randTimeBound(rng, times)}
+func randScanQuery(rng *rand.Rand, times []int64) model.Query {
+	q := model.Query{From: randTimeBound(rng, times), To: randTimeBound(rng, times)}
 	if rng.Intn(3) == 0 && q.From > q.To {
 		q.From, q.To = q.To, q.From
 	}
@@ -128,7 +128,7 @@ func TestScanDenseBuckets(t *testing.T) {
 	}
 	m.apply(batch)
 	mustApply(t, r, batch...)
-	tests := []ScanQuery{
+	tests := []model.Query{
 		{From: -100e9, To: 100e9},
 		{From: -100e9, To: 100e9, Series: "b"},
 		{From: -1, To: 1},
@@ -156,10 +156,10 @@ func TestScanOnDroppedReplica(t *testing.T) {
 	if err := s.DropReplica(r.Info().Placement); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Scan(ScanQuery{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
+	if _, _, err := r.Scan(model.Query{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
 		t.Fatalf("Scan after drop: %v, want ErrDropped", err)
 	}
-	if _, err := r.Aggregate(AggQuery{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
+	if _, err := r.Aggregate(model.Query{From: minTime, To: maxTime}); !errors.Is(err, ErrDropped) {
 		t.Fatalf("Aggregate after drop: %v, want ErrDropped", err)
 	}
 	if _, err := r.ReadLog(0, 0); !errors.Is(err, ErrDropped) {
@@ -183,14 +183,14 @@ func TestScanMaxBytes(t *testing.T) {
 	}
 	mustApply(t, r, batch...)
 	for _, tc := range []struct {
-		q        ScanQuery
+		q        model.Query
 		wantFail bool
 	}{
-		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 2399}, true},
-		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800}, true},
-		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 2400}, false},
-		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800, Limit: 100}, false}, // the limit keeps 800 bytes
-		{ScanQuery{From: minTime, To: maxTime, MaxBytes: 800, Limit: 101}, true},
+		{model.Query{From: minTime, To: maxTime, MaxBytes: 2399}, true},
+		{model.Query{From: minTime, To: maxTime, MaxBytes: 800}, true},
+		{model.Query{From: minTime, To: maxTime, MaxBytes: 2400}, false},
+		{model.Query{From: minTime, To: maxTime, MaxBytes: 800, Limit: 100}, false}, // the limit keeps 800 bytes
+		{model.Query{From: minTime, To: maxTime, MaxBytes: 800, Limit: 101}, true},
 	} {
 		rows, _, err := r.Scan(tc.q)
 		switch {

@@ -241,8 +241,8 @@ func TestClosedStore(t *testing.T) {
 	}
 	checks := map[string]error{}
 	_, checks["Apply"] = r.Apply([]model.Row{row("a", 2, fl("v", 1, 1))})
-	_, _, checks["Scan"] = r.Scan(ScanQuery{From: minTime, To: maxTime})
-	_, checks["Aggregate"] = r.Aggregate(AggQuery{From: minTime, To: maxTime})
+	_, _, checks["Scan"] = r.Scan(model.Query{From: minTime, To: maxTime})
+	_, checks["Aggregate"] = r.Aggregate(model.Query{From: minTime, To: maxTime})
 	_, checks["ReadLog"] = r.ReadLog(0, 0)
 	_, checks["DiskUsage"] = r.DiskUsage()
 	_, checks["CreateReplica"] = s.CreateReplica(testInfo(uuid.New()))

@@ -42,7 +42,7 @@ func TestUnloadRefusesApply(t *testing.T) {
 	if rows := scanAll(t, r); len(rows) != 5 {
 		t.Fatalf("Scan while unloading: %d rows", len(rows))
 	}
-	if _, err := r.Aggregate(AggQuery{From: minTime, To: maxTime}); err != nil {
+	if _, err := r.Aggregate(model.Query{From: minTime, To: maxTime}); err != nil {
 		t.Fatalf("Aggregate while unloading: %v", err)
 	}
 	if sum, err := r.Checksum(); err != nil || sum.Rows != 5 {

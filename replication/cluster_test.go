@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -77,7 +77,7 @@ type netSender struct {
 	from string
 }
 
-func (s netSender) Push(_ context.Context, target metadata.Target, req api.PushRequest) error {
+func (s netSender) Push(_ context.Context, target metadata.Target, req wire.PushRequest) error {
 	n := s.net
 	n.mu.Lock()
 	dst := n.nodes[target.ServerID]
@@ -487,7 +487,7 @@ func BenchmarkPush(b *testing.B) {
 // benchSender applies pushes straight into a replica.
 type benchSender struct{ dst *replicaLog }
 
-func (s *benchSender) Push(_ context.Context, _ metadata.Target, req api.PushRequest) error {
+func (s *benchSender) Push(_ context.Context, _ metadata.Target, req wire.PushRequest) error {
 	_, err := Receive(s.dst, req)
 	return err
 }

@@ -1,6 +1,10 @@
 package replication
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tsdb/tsdb/errcode"
+)
 
 // Sentinel errors of replication. Callers test them with errors.Is; the
 // package wraps them with context (which push, which byte).
@@ -12,6 +16,6 @@ var (
 	// ErrStalePlacement is what a Sender returns (wrapped) when the target
 	// refused a push because it does not hold the placement as LOAD or
 	// SERVE (HTTP 409 stale_placement). The Pusher calls Config.OnStale
-	// and backs off.
-	ErrStalePlacement = errors.New("replication: stale placement")
+	// and backs off. A member of errcode.ErrStalePlacement.
+	ErrStalePlacement = errcode.New(errcode.ErrStalePlacement, "replication: stale placement")
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -211,7 +211,7 @@ func view(targets ...metadata.Target) metadata.Discovery {
 type recorder struct {
 	mu     sync.Mutex
 	pushes []recordedPush
-	fail   func(metadata.Target, api.PushRequest) error
+	fail   func(metadata.Target, wire.PushRequest) error
 	// apply, if set, receives the pushed rows (a real replica).
 	apply map[uuid.UUID]Applier
 	// onPush, if set, is called after each recorded push.
@@ -220,12 +220,12 @@ type recorder struct {
 
 type recordedPush struct {
 	target metadata.Target
-	req    api.PushRequest
+	req    wire.PushRequest
 	rows   []model.Row
 	err    error
 }
 
-func (s *recorder) Push(ctx context.Context, target metadata.Target, req api.PushRequest) error {
+func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error {
 	var rows []model.Row
 	var err error
 	if len(req.Rows) > 0 {
@@ -241,7 +241,7 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req api.Pus
 		err = fail(target, req)
 	}
 	if err == nil && apply != nil {
-		_, err = Receive(apply, api.PushRequest{Rows: AppendRows(nil, rows), Count: req.Count})
+		_, err = Receive(apply, wire.PushRequest{Rows: AppendRows(nil, rows), Count: req.Count})
 	}
 	rp := recordedPush{target: target, req: req, rows: rows, err: err}
 	s.mu.Lock()
@@ -253,7 +253,7 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req api.Pus
 	return err
 }
 
-func (s *recorder) setFail(f func(metadata.Target, api.PushRequest) error) {
+func (s *recorder) setFail(f func(metadata.Target, wire.PushRequest) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fail = f

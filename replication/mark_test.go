@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 )
@@ -49,7 +49,7 @@ func TestSplitMarkCoversRowsOverwrittenAfterIt(t *testing.T) {
 	// acknowledged yet): its sequence entry moves above the mark.
 	mustApply(t, src, row("s1", "cpu", 10, 2, "v", 2))
 	// The tail stream's pushes (rows above the mark) do not get through.
-	rec.setFail(func(_ metadata.Target, req api.PushRequest) error {
+	rec.setFail(func(_ metadata.Target, req wire.PushRequest) error {
 		if req.LastSeq > mark {
 			return errDown
 		}
@@ -81,7 +81,7 @@ func TestJoinCompleteCoversRowsOverwrittenAfterMark(t *testing.T) {
 	rec := &recorder{apply: map[uuid.UUID]Applier{joiner.placement(): joiner}}
 	// The sender's server becomes unreachable right after its Complete
 	// got through.
-	rec.fail = func(metadata.Target, api.PushRequest) error {
+	rec.fail = func(metadata.Target, wire.PushRequest) error {
 		if completeDelivered.Load() {
 			return errDown
 		}
@@ -193,7 +193,7 @@ func TestSplitTailCoversRowsOverwrittenAfterMark(t *testing.T) {
 func failPushesBeyond(rec *recorder, last uint64) <-chan struct{} {
 	failed := make(chan struct{})
 	var once atomic.Bool
-	rec.fail = func(_ metadata.Target, req api.PushRequest) error {
+	rec.fail = func(_ metadata.Target, req wire.PushRequest) error {
 		if req.LastSeq > last {
 			return errDown
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -74,7 +74,7 @@ func (l partitionLog) SnapshotLog() (LogSnapshot, error) {
 // target refused the push (409 stale_placement). Push must not keep
 // req.Rows after it returns: the Pusher reuses the buffer.
 type Sender interface {
-	Push(ctx context.Context, target metadata.Target, req api.PushRequest) error
+	Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error
 }
 
 // Defaults of Config.
@@ -731,18 +731,18 @@ func (p *Pusher) Drained() bool {
 
 // Status returns the replication state towards each current target, in
 // discovery order.
-func (p *Pusher) Status() []api.TargetStatus {
+func (p *Pusher) Status() []wire.TargetStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	synced := p.cfg.Log.SyncedSeq()
-	out := make([]api.TargetStatus, 0, len(p.mu.view))
+	out := make([]wire.TargetStatus, 0, len(p.mu.view))
 	for _, t := range p.mu.view {
 		c := p.confirmedLocked(t)
 		var lag uint64
 		if synced > c {
 			lag = synced - c
 		}
-		ts := api.TargetStatus{
+		ts := wire.TargetStatus{
 			Server: t.spec.ServerID, Placement: t.id, PartitionID: t.spec.PartitionID, Kind: t.spec.Kind,
 			Confirmed: c, Lag: lag, LastError: t.lastErr, LastPush: t.lastPush,
 		}
@@ -768,7 +768,7 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		case err != nil:
 			attempt++
 			p.noteFailure(t, attempt, err)
-			if !sleep(ctx, backoff(attempt, p.cfg.RetryMin, p.cfg.RetryMax, rand.Int64N), t.retry) {
+			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
 				return
 			}
 		case more:
@@ -916,7 +916,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.tailOf != nil {
 		to = t.tailOf.id
 	}
-	req := api.PushRequest{
+	req := wire.PushRequest{
 		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
 		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
 		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: last, Complete: complete,
@@ -1051,29 +1051,9 @@ func (p *Pusher) noteSuccess(t *target, attempt *int) {
 	*attempt = 0
 }
 
-// backoff returns the wait after the attempt-th consecutive failure
-// (attempt >= 1): d = min(lo·2^(attempt−1), hi), drawn uniformly from
-// [d/2, d]. randN(n) returns a number in [0, n).
-func backoff(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Duration {
-	d := hi
-	if attempt <= 62 && lo <= hi>>(attempt-1) {
-		d = lo << (attempt - 1)
-	}
-	half := d / 2
-	return half + time.Duration(randN(int64(d-half)+1))
-}
-
-// sleep waits for d, or less if early fires; it reports false if ctx ended
-// first.
-func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	case <-early:
-		return true
-	}
+// retryPolicy is the backoff after failed pushes: the wait after the
+// attempt-th consecutive failure (attempt >= 1) is drawn uniformly from
+// [d/2, d], d = min(RetryMin·2^(attempt−1), RetryMax).
+func (p *Pusher) retryPolicy() backoff.Policy {
+	return backoff.Policy{Base: p.cfg.RetryMin, Max: p.cfg.RetryMax}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 )
@@ -38,6 +38,11 @@ func TestBackoff(t *testing.T) {
 	}
 	lowest := func(n int64) int64 { return 0 }
 	highest := func(n int64) int64 { return n - 1 }
+	backoff := func(attempt int, lo, hi time.Duration, randN func(int64) int64) time.Duration {
+		p := (&Pusher{cfg: Config{RetryMin: lo, RetryMax: hi}}).retryPolicy()
+		p.Rand = randN
+		return p.Delay(attempt)
+	}
 	for _, tt := range tests {
 		if got := backoff(tt.attempt, lo, hi, lowest); got != tt.want/2 {
 			t.Errorf("attempt %d: shortest wait %v, want %v", tt.attempt, got, tt.want/2)
@@ -72,7 +77,7 @@ func TestPusherRetriesFailingTargetAndResumes(t *testing.T) {
 		attempts := make(chan time.Time, 100)
 		down := atomic.Bool{}
 		down.Store(true)
-		rec := &recorder{fail: func(tg metadata.Target, _ api.PushRequest) error {
+		rec := &recorder{fail: func(tg metadata.Target, _ wire.PushRequest) error {
 			if tg.ServerID != "s2" {
 				return nil
 			}
@@ -170,7 +175,7 @@ func TestWaitConfirmed(t *testing.T) {
 		s2, s3 := replicaTarget("s2", uuid.New(), pid), replicaTarget("s3", uuid.New(), pid)
 		s4 := replicaTarget("s4", uuid.New(), pid)
 		s4.Kind = metadata.TargetJoining
-		rec := &recorder{fail: func(tg metadata.Target, _ api.PushRequest) error {
+		rec := &recorder{fail: func(tg metadata.Target, _ wire.PushRequest) error {
 			if tg.ServerID == "s3" {
 				return errDown
 			}
@@ -259,7 +264,7 @@ func TestDrained(t *testing.T) {
 		if p.Drained() {
 			t.Fatal("drained with an unpushed row")
 		}
-		rec.setFail(func(tg metadata.Target, _ api.PushRequest) error {
+		rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
 			if tg.ServerID == "s3" {
 				return errDown
 			}
@@ -288,7 +293,7 @@ func TestOnStale(t *testing.T) {
 			at     time.Time
 		}
 		calls := make(chan call, 10)
-		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+		rec := &recorder{fail: func(metadata.Target, wire.PushRequest) error {
 			return fmt.Errorf("409 from s2: %w", ErrStalePlacement)
 		}}
 		p := newTestPusher(log, rec, func(c *Config) {
@@ -329,7 +334,7 @@ type blockingSender struct {
 	ctxErrs  []error
 }
 
-func (s *blockingSender) Push(ctx context.Context, _ metadata.Target, _ api.PushRequest) error {
+func (s *blockingSender) Push(ctx context.Context, _ metadata.Target, _ wire.PushRequest) error {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	s.entered <- struct{}{}
@@ -585,7 +590,7 @@ func TestRetryNowEndsBackoff(t *testing.T) {
 		down := atomic.Bool{}
 		down.Store(true)
 		var calls atomic.Int32
-		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+		rec := &recorder{fail: func(metadata.Target, wire.PushRequest) error {
 			calls.Add(1)
 			if down.Load() {
 				return errDown
@@ -669,7 +674,7 @@ func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
 		repl := replicaTarget("s3", uuid.New(), parent)
 		down := atomic.Bool{}
 		down.Store(true)
-		rec := &recorder{fail: func(tg metadata.Target, _ api.PushRequest) error {
+		rec := &recorder{fail: func(tg metadata.Target, _ wire.PushRequest) error {
 			if tg.PlacementID == c1s3.PlacementID && down.Load() {
 				return errDown
 			}
@@ -765,7 +770,7 @@ func TestWaitConfirmedChildAcrossFinalize(t *testing.T) {
 		pl2, pl3 := uuid.New(), uuid.New()
 		var down atomic.Bool
 		down.Store(true)
-		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+		rec := &recorder{fail: func(metadata.Target, wire.PushRequest) error {
 			if down.Load() {
 				return errDown
 			}
@@ -810,7 +815,7 @@ func TestSplitTailStream(t *testing.T) {
 		spec := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
 		var backfillDown atomic.Bool
 		backfillDown.Store(true)
-		rec := &recorder{fail: func(_ metadata.Target, req api.PushRequest) error {
+		rec := &recorder{fail: func(_ metadata.Target, req wire.PushRequest) error {
 			if backfillDown.Load() && req.LastSeq <= 50 {
 				return errDown
 			}
@@ -861,7 +866,7 @@ func TestCatchUpSlotsBoundBackfills(t *testing.T) {
 		a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
 		b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
 		var inflight, most atomic.Int64
-		rec := &recorder{fail: func(metadata.Target, api.PushRequest) error {
+		rec := &recorder{fail: func(metadata.Target, wire.PushRequest) error {
 			n := inflight.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
@@ -898,7 +903,7 @@ func TestWaitChildAfterMark(t *testing.T) {
 		spec := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
 		var tailDown atomic.Bool
 		tailDown.Store(true)
-		rec := &recorder{fail: func(_ metadata.Target, req api.PushRequest) error {
+		rec := &recorder{fail: func(_ metadata.Target, req wire.PushRequest) error {
 			if req.LastSeq <= 20 {
 				return errDown // the backfill never gets through
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -29,7 +29,7 @@ type Applier interface {
 // another number of rows than req.Count, fails with ErrCorrupt before
 // anything is applied. Checking that the receiver holds req.ToPlacement as
 // LOAD or SERVE (else stale placement) is the caller's job.
-func Receive(a Applier, req api.PushRequest) (int, error) {
+func Receive(a Applier, req wire.PushRequest) (int, error) {
 	if len(req.Rows) == 0 {
 		if req.Count != 0 {
 			return 0, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)

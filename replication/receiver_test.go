@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -33,20 +33,20 @@ func TestReceive(t *testing.T) {
 	from := uuid.New()
 	tests := []struct {
 		name      string
-		req       api.PushRequest
+		req       wire.PushRequest
 		applyErr  error
 		wantN     int
 		wantCalls int
 		wantErr   error
 	}{
-		{"rows", api.PushRequest{Rows: enc, Count: 2, FromPlacement: from}, nil, 2, 1, nil},
-		{"empty complete signal", api.PushRequest{Count: 0, Complete: true}, nil, 0, 0, nil},
-		{"encoded zero rows", api.PushRequest{Rows: AppendRows(nil, nil)}, nil, 0, 0, nil},
-		{"count too high", api.PushRequest{Rows: enc, Count: 3}, nil, 0, 0, ErrCorrupt},
-		{"count without rows", api.PushRequest{Count: 1}, nil, 0, 0, ErrCorrupt},
-		{"garbage", api.PushRequest{Rows: []byte("{json?}"), Count: 1}, nil, 0, 0, ErrCorrupt},
-		{"truncated", api.PushRequest{Rows: enc[:len(enc)-1], Count: 2}, nil, 0, 0, ErrCorrupt},
-		{"apply fails", api.PushRequest{Rows: enc, Count: 2}, errApply, 0, 1, errApply},
+		{"rows", wire.PushRequest{Rows: enc, Count: 2, FromPlacement: from}, nil, 2, 1, nil},
+		{"empty complete signal", wire.PushRequest{Count: 0, Complete: true}, nil, 0, 0, nil},
+		{"encoded zero rows", wire.PushRequest{Rows: AppendRows(nil, nil)}, nil, 0, 0, nil},
+		{"count too high", wire.PushRequest{Rows: enc, Count: 3}, nil, 0, 0, ErrCorrupt},
+		{"count without rows", wire.PushRequest{Count: 1}, nil, 0, 0, ErrCorrupt},
+		{"garbage", wire.PushRequest{Rows: []byte("{json?}"), Count: 1}, nil, 0, 0, ErrCorrupt},
+		{"truncated", wire.PushRequest{Rows: enc[:len(enc)-1], Count: 2}, nil, 0, 0, ErrCorrupt},
+		{"apply fails", wire.PushRequest{Rows: enc, Count: 2}, errApply, 0, 1, errApply},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestReceive(t *testing.T) {
 func TestReceiveIntoReplica(t *testing.T) {
 	dst := newReplica(t, uuid.New())
 	rows := []model.Row{row("s1", "cpu", 1, 5, "v", 1), row("s1", "mem", 1, 5, "v", 2)}
-	req := api.PushRequest{Rows: AppendRows(nil, rows), Count: len(rows), FromPlacement: uuid.New()}
+	req := wire.PushRequest{Rows: AppendRows(nil, rows), Count: len(rows), FromPlacement: uuid.New()}
 	for range 2 { // a replayed push is harmless
 		if n, err := Receive(dst, req); n != 2 || err != nil {
 			t.Fatalf("Receive = %d, %v", n, err)
@@ -89,7 +89,7 @@ func TestReceiveIntoReplica(t *testing.T) {
 	// A row the store refuses (zero version) fails the whole push.
 	bad := []model.Row{row("s1", "cpu", 9, 0, "v", 1)}
 	bad[0].Fields[0].Version = model.Version{}
-	_, err = Receive(dst, api.PushRequest{Rows: AppendRows(nil, bad), Count: 1})
+	_, err = Receive(dst, wire.PushRequest{Rows: AppendRows(nil, bad), Count: 1})
 	if !errors.Is(err, partition.ErrInvalidRow) {
 		t.Fatalf("Receive of a zero-version row: %v, want partition.ErrInvalidRow", err)
 	}

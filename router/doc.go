@@ -2,8 +2,9 @@
 // 11): it keeps a cache of each table's METADATA, routes every row of an insert
 // to the partition whose [begin, end) covers its time, stamps the rows with a
 // version from the server's hybrid logical clock (once, at the first server
-// that accepts them), and fans queries out to every overlapping partition,
-// clipping each to its range and merging the answers.
+// that accepts them), and fans queries (model.Query, raw or aggregate) out to
+// every overlapping partition, clipping each to its range (Query.Clip) and
+// merging the answers.
 //
 // Today every partition of a table has its replicas on the server that
 // created it, so routing ends at a local replica. The seams for the multi-

@@ -22,7 +22,7 @@ func (l localReplicas) replica(t Target) (*partition.Replica, error) {
 
 // Insert stamps the rows with one fresh version (unless they carry
 // theirs) and applies them.
-func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, opts WriteOptions) error {
+func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, opts model.InsertOptions) error {
 	rep, err := l.replica(t)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, opt
 	return err
 }
 
-func (l localReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery, _ string) ([]model.Row, bool, error) {
+func (l localReplicas) Scan(_ context.Context, t Target, q model.Query, _ string) ([]model.Row, bool, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, false, err
@@ -45,7 +45,7 @@ func (l localReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery, 
 	return rep.Scan(q)
 }
 
-func (l localReplicas) Aggregate(_ context.Context, t Target, q partition.AggQuery, _ string) ([]model.SeriesAgg, error) {
+func (l localReplicas) Aggregate(_ context.Context, t Target, q model.Query, _ string) ([]model.SeriesAgg, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, err

@@ -56,25 +56,22 @@ type Replicas interface {
 	// Insert has the replica coordinate rows of its partition: stamp their
 	// versions (unless opts.Versioned), write them durably, and return once
 	// as many replicas as opts.Consistency asks hold them.
-	Insert(ctx context.Context, t Target, rows []model.Row, opts WriteOptions) error
-	// Scan reads rows of the replica; consistency "quorum" or "all" makes
-	// it catch up from that many of its peers first ("" or "one": as it is).
-	Scan(ctx context.Context, t Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error)
-	// Aggregate computes partial aggregates on the replica (consistency as
-	// for Scan).
-	Aggregate(ctx context.Context, t Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error)
+	Insert(ctx context.Context, t Target, rows []model.Row, opts model.InsertOptions) error
+	// Scan reads rows of the replica: q is the query clipped to the
+	// partition (model.Query.Clip). consistency is q.Consistency, passed
+	// apart until the replicas' implementation reads it from q: "quorum"
+	// or "all" makes the replica catch up from that many of its peers
+	// first ("" or "one": as it is).
+	Scan(ctx context.Context, t Target, q model.Query, consistency string) ([]model.Row, bool, error)
+	// Aggregate computes partial aggregates on the replica (q and
+	// consistency as for Scan).
+	Aggregate(ctx context.Context, t Target, q model.Query, consistency string) ([]model.SeriesAgg, error)
 }
 
 // WriteOptions are an insert's settings.
-type WriteOptions struct {
-	// Consistency is how many replicas must hold the rows before Insert
-	// returns: "one", "quorum" ("" means quorum) or "all".
-	Consistency string
-	// Versioned rows carry the versions a front end stamped when it first
-	// accepted them (a smeared insert, forwarded later): the coordinating
-	// replica keeps them instead of stamping its own (DESIGN.md rule 2).
-	Versioned bool
-}
+//
+// Deprecated: alias until issue 15's node split lands; use model.InsertOptions.
+type WriteOptions = model.InsertOptions
 
 // Router routes inserts and queries of one server's front end.
 type Router struct {
@@ -254,8 +251,9 @@ const maxRouteAttempts = 4
 // unavailable). A "moved" answer reloads the table's METADATA and routes
 // the rows not yet written again, invisibly to the caller. It returns once
 // every partition's coordinator acknowledged (consistency: one, quorum or
-// all; "" is quorum). rows must be validated; Insert may reorder them.
-func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, opts WriteOptions) error {
+// all; "" is quorum; opts.NoSmear is not read here). rows must be
+// validated; Insert may reorder them.
+func (r *Router) Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
 	pending := rows
 	var last error
 	for attempt := range maxRouteAttempts {
@@ -302,7 +300,7 @@ type movedGroup struct {
 
 // insertGroups writes each partition's rows, concurrently when there are
 // several (they share fsyncs), and returns the groups to route again.
-func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups []partitionRows, opts WriteOptions) ([]movedGroup, error) {
+func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups []partitionRows, opts model.InsertOptions) ([]movedGroup, error) {
 	errs := make([]error, len(groups))
 	if len(groups) == 1 {
 		errs[0] = r.insertPartition(ctx, file, groups[0], opts)
@@ -327,7 +325,7 @@ func (r *Router) insertGroups(ctx context.Context, file *metadata.File, groups [
 }
 
 // insertPartition has one replica of the partition coordinate its rows.
-func (r *Router) insertPartition(ctx context.Context, file *metadata.File, g partitionRows, opts WriteOptions) error {
+func (r *Router) insertPartition(ctx context.Context, file *metadata.File, g partitionRows, opts model.InsertOptions) error {
 	var errs []error
 	for _, t := range r.candidates(file, g.p) {
 		err := r.cfg.Replicas.Insert(ctx, t, g.rows, opts)
@@ -410,36 +408,27 @@ func groupByPartition(file *metadata.File, rows []model.Row) ([]partitionRows, e
 	return groups, nil
 }
 
-// RawQuery selects rows.
-type RawQuery struct {
-	From, To int64 // [From, To)
-	Series   string
-	Prefix   bool
-	Fields   []string
-	Limit    int // > 0
-	// Consistency: "" or "one" reads one replica as it is; "quorum" or
-	// "all" has it catch up from that many replicas first.
-	Consistency string
-}
+// RawQuery is a raw query.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type RawQuery = model.Query
 
-// Query answers a raw query: rows sorted by (time, series), at most Limit,
-// truncated when more matched. Each overlapping partition is read from one
-// of its replicas (this server's first), failing over on error; a "moved"
-// answer reloads the METADATA and routes again only the range not yet
-// answered (eachPartition).
-func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.Row, bool, error) {
+// Query answers a raw query: rows sorted by (time, series), at most
+// q.Limit (> 0), truncated when more matched. Each overlapping partition is
+// read from one of its replicas (this server's first), failing over on
+// error; a "moved" answer reloads the METADATA and routes again only the
+// range not yet answered (eachPartition). The aggregate fields of q are
+// ignored.
+func (r *Router) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
 	var out []model.Row
 	truncated := false
-	err := r.eachPartition(ctx, table, q.From, q.To, func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error) {
-		sq := partition.ScanQuery{
-			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-			Limit: q.Limit - len(out),
-		}
+	err := r.eachPartition(ctx, table, q, func(file *metadata.File, p *metadata.Partition, part model.Query) (bool, error) {
+		part.Limit = q.Limit - len(out)
 		var rows []model.Row
 		var trunc bool
 		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
-			rows, trunc, err = r.cfg.Replicas.Scan(ctx, t, sq, q.Consistency)
+			rows, trunc, err = r.cfg.Replicas.Scan(ctx, t, part, part.Consistency)
 			return err
 		})
 		if err != nil {
@@ -458,15 +447,16 @@ func (r *Router) Query(ctx context.Context, table string, q RawQuery) ([]model.R
 }
 
 // eachPartition calls f, in range order, for the partitions of table
-// covering [from, to), each with the part of the range it covers. When f
+// covering [q.From, q.To), each with q clipped to its range
+// (model.Query.Clip). When f
 // fails with ErrMoved (the replica's view is newer: the partition split or
 // moved), the table's METADATA is reloaded and only the range not yet
 // answered is routed again, so no range is ever read from both a parent
 // and a child, and a query under many splits still ends. It gives up, as
 // unavailable, after maxRouteAttempts "moved" answers in a row with no
 // partition answering in between. f returns true to stop early.
-func (r *Router) eachPartition(ctx context.Context, table string, from, to int64,
-	f func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error)) error {
+func (r *Router) eachPartition(ctx context.Context, table string, q model.Query,
+	f func(file *metadata.File, p *metadata.Partition, part model.Query) (bool, error)) error {
 	moved := 0
 	for {
 		e, err := r.entry(ctx, table)
@@ -474,15 +464,15 @@ func (r *Router) eachPartition(ctx context.Context, table string, from, to int64
 			return err
 		}
 		again := false
-		for _, p := range e.file.Overlapping(from, to) {
+		for _, p := range e.file.Overlapping(q.From, q.To) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			if p.Offline {
 				return offlineError(e.file, p)
 			}
-			pfrom, pto := clip(p, from, to)
-			stop, err := f(e.file, p, pfrom, pto)
+			part := q.Clip(p.Begin, p.End)
+			stop, err := f(e.file, p, part)
 			if errors.Is(err, ErrMoved) {
 				if moved++; moved >= maxRouteAttempts {
 					return fmt.Errorf("%w: %q: still routed to moved partitions after %d attempts: %v", ErrUnavailable, table, moved, err)
@@ -490,13 +480,13 @@ func (r *Router) eachPartition(ctx context.Context, table string, from, to int64
 				if err := r.Refresh(ctx, table); err != nil {
 					return err
 				}
-				from, again = pfrom, true
+				q.From, again = part.From, true
 				break
 			}
 			if err != nil || stop {
 				return err
 			}
-			moved, from = 0, pto
+			moved, q.From = 0, part.To
 		}
 		if !again {
 			return nil
@@ -535,49 +525,35 @@ func offlineError(file *metadata.File, p *metadata.Partition) error {
 		ErrOffline, p.ID, file.Table, file.TxnSeq, file.Table, p.ID)
 }
 
-// AggQuery selects aggregates per step bucket.
-type AggQuery struct {
-	From, To int64
-	Series   string
-	Prefix   bool
-	Fields   []string
-	// Step is the bucket width; 0 means one bucket starting at From.
-	Step int64
-	// GroupAll merges all series into one result "*".
-	GroupAll bool
-	// Consistency as in RawQuery.
-	Consistency string
-	// MaxBuckets, when > 0, bounds the answer's buckets summed over all
-	// its series: each partition's part and the merged answer
-	// (partition.ErrTooManyBuckets above it).
-	MaxBuckets int
-}
+// AggQuery is an aggregate query.
+//
+// Deprecated: alias until issue 15's node split lands; use model.Query.
+type AggQuery = model.Query
 
 // Aggregate answers an aggregate query with the merged partial states of
 // every overlapping partition, each clipped to its range and computed on
 // one of its replicas (as Query chooses them, re-routing after "moved" as
-// Query does). With MaxBuckets set, each partition's part is bounded by
+// Query does). q.Origin is set to q.From, so that with Step 0 every part's
+// single bucket starts at the query's start; the raw fields of q (Limit,
+// MaxBytes) are ignored. With MaxBuckets set, each partition's part is bounded by
 // it (the replica stops early) and so is the merged answer after each
 // partition: partitions cover disjoint times, so their buckets mostly add
 // up, and a query over many partitions is stopped as soon as the sum is
 // over, holding at most about twice the cap.
-func (r *Router) Aggregate(ctx context.Context, table string, q AggQuery) ([]model.SeriesAgg, error) {
+func (r *Router) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
 	var out []model.SeriesAgg
-	err := r.eachPartition(ctx, table, q.From, q.To, func(file *metadata.File, p *metadata.Partition, from, to int64) (bool, error) {
-		aq := partition.AggQuery{
-			From: from, To: to, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-			Step: q.Step, Origin: q.From, GroupAll: q.GroupAll, MaxBuckets: q.MaxBuckets,
-		}
-		var part []model.SeriesAgg
+	q.Origin = q.From
+	err := r.eachPartition(ctx, table, q, func(file *metadata.File, p *metadata.Partition, part model.Query) (bool, error) {
+		var aggs []model.SeriesAgg
 		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
-			part, err = r.cfg.Replicas.Aggregate(ctx, t, aq, q.Consistency)
+			aggs, err = r.cfg.Replicas.Aggregate(ctx, t, part, part.Consistency)
 			return err
 		})
 		if err != nil {
 			return false, fmt.Errorf("aggregate partition %s: %w", p.ID, err)
 		}
-		out = model.MergeSeriesAggs(out, part)
+		out = model.MergeSeriesAggs(out, aggs)
 		if q.MaxBuckets > 0 && countBuckets(out) > q.MaxBuckets {
 			return false, partition.TooManyBuckets(q.MaxBuckets)
 		}
@@ -596,15 +572,4 @@ func countBuckets(aggs []model.SeriesAgg) int {
 		n += len(aggs[i].Buckets)
 	}
 	return n
-}
-
-// clip intersects [from, to) with the partition's range.
-func clip(p *metadata.Partition, from, to int64) (int64, int64) {
-	if p.Begin != nil && *p.Begin > from {
-		from = *p.Begin
-	}
-	if p.End != nil && *p.End < to {
-		to = *p.End
-	}
-	return from, to
 }

@@ -66,7 +66,7 @@ func TestRoutesRowsToTheirPartitions(t *testing.T) {
 	r, store := newTestRouter(t, file)
 	ctx := context.Background()
 	rows := []model.Row{row(150, "a", 1), row(-5, "a", 2), row(99, "b", 3), row(100, "b", 4), row(199, "a", 5)}
-	if err := r.Insert(ctx, "t", rows, WriteOptions{}); err != nil {
+	if err := r.Insert(ctx, "t", rows, model.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Each replica holds exactly the rows of its range.
@@ -76,7 +76,7 @@ func TestRoutesRowsToTheirPartitions(t *testing.T) {
 		if !ok {
 			t.Fatalf("partition %d has no local replica", i)
 		}
-		got, _, err := rep.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64})
+		got, _, err := rep.Scan(model.Query{From: math.MinInt64, To: math.MaxInt64})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,13 +94,13 @@ func TestRoutesRowsToTheirPartitions(t *testing.T) {
 		}
 	}
 	// The third partition is another server's: nothing local for it.
-	if err := r.Insert(ctx, "t", []model.Row{row(250, "a", 1)}, WriteOptions{}); !errors.Is(err, ErrNotLocal) {
+	if err := r.Insert(ctx, "t", []model.Row{row(250, "a", 1)}, model.InsertOptions{}); !errors.Is(err, ErrNotLocal) {
 		t.Fatalf("insert into a remote partition: %v, want ErrNotLocal", err)
 	}
 	if _, ok := store.Replica(file.Partitions[2].Servers[0].PlacementID); ok {
 		t.Fatal("a replica was created for another server's placement")
 	}
-	if _, _, err := r.Query(ctx, "nope", RawQuery{Limit: 1}); !errors.Is(err, metadata.ErrTableNotFound) {
+	if _, _, err := r.Query(ctx, "nope", model.Query{Limit: 1}); !errors.Is(err, metadata.ErrTableNotFound) {
 		t.Fatalf("unknown table: %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestQueryAndAggregateAcrossPartitions(t *testing.T) {
 		all = append(all, row(ts, string(rune('a'+s)), float64(rng.Intn(1000))))
 	}
 	in := append([]model.Row(nil), all...)
-	if err := r.Insert(ctx, "t", in, WriteOptions{}); err != nil {
+	if err := r.Insert(ctx, "t", in, model.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sort.Slice(all, func(i, j int) bool {
@@ -153,7 +153,7 @@ func TestQueryAndAggregateAcrossPartitions(t *testing.T) {
 		if truncWant {
 			want = want[:tc.limit]
 		}
-		got, trunc, err := r.Query(ctx, "t", RawQuery{From: tc.from, To: tc.to, Limit: tc.limit})
+		got, trunc, err := r.Query(ctx, "t", model.Query{From: tc.from, To: tc.to, Limit: tc.limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestQueryAndAggregateAcrossPartitions(t *testing.T) {
 	// Sum per series with step 30: buckets [90,120) and [180,210) straddle
 	// the partition boundaries at 100 and 200.
 	const step = 30
-	res, err := r.Aggregate(ctx, "t", AggQuery{From: -60, To: 390, Step: step})
+	res, err := r.Aggregate(ctx, "t", model.Query{From: -60, To: 390, Step: step})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,10 +224,10 @@ func TestAggregateBucketCapCountsAllSeries(t *testing.T) {
 			rows = append(rows, row(ts, fmt.Sprintf("s%d", s), 1))
 		}
 	}
-	if err := r.Insert(ctx, "t", rows, WriteOptions{}); err != nil {
+	if err := r.Insert(ctx, "t", rows, model.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	q := AggQuery{From: 0, To: 200, Step: 10}
+	q := model.Query{From: 0, To: 200, Step: 10}
 	res, err := r.Aggregate(ctx, "t", q)
 	if err != nil {
 		t.Fatal(err)
@@ -241,14 +241,14 @@ func TestAggregateBucketCapCountsAllSeries(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		what     string
-		q        AggQuery
+		q        model.Query
 		max      int
 		wantFail bool
 	}{
 		{"merged answer over the cap, each partition under it", q, 80, true},
-		{"one partition over the cap", AggQuery{From: 0, To: 100, Step: 10}, 40, true},
+		{"one partition over the cap", model.Query{From: 0, To: 100, Step: 10}, 40, true},
 		{"under the cap", q, 100, false},
-		{"group=none folds the series", AggQuery{From: 0, To: 200, Step: 10, GroupAll: true}, 20, false},
+		{"group=none folds the series", model.Query{From: 0, To: 200, Step: 10, GroupAll: true}, 20, false},
 	} {
 		tc.q.MaxBuckets = tc.max
 		_, err := r.Aggregate(ctx, "t", tc.q)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
-	"github.com/tsdb/tsdb/partition"
 )
 
 // swapMeta serves a file that a test can replace (a change committed
@@ -39,7 +38,7 @@ type scriptedReplicas struct {
 	onCall func(server string)
 }
 
-func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ WriteOptions) error {
+func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row, _ model.InsertOptions) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.onCall != nil {
@@ -52,7 +51,7 @@ func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row,
 	return nil
 }
 
-func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQuery, _ string) ([]model.Row, bool, error) {
+func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ model.Query, _ string) ([]model.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.errs[t.Server]; err != nil {
@@ -61,7 +60,7 @@ func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ partition.ScanQue
 	return []model.Row{row(1, "from-"+t.Server, 1)}, false, nil
 }
 
-func (s *scriptedReplicas) Aggregate(context.Context, Target, partition.AggQuery, string) ([]model.SeriesAgg, error) {
+func (s *scriptedReplicas) Aggregate(context.Context, Target, model.Query, string) ([]model.SeriesAgg, error) {
 	return nil, nil
 }
 
@@ -80,7 +79,7 @@ func TestInsertFailsOverToAnotherReplica(t *testing.T) {
 	var order []string
 	reps.onCall = func(s string) { order = append(order, s) }
 	r := New(Config{Self: "s1", Meta: &swapMeta{file: onePartition("s2", "s1", "s3")}, Replicas: reps})
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); err != nil {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, model.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if order[0] != "s1" || len(order) != 2 || reps.took[order[1]] != 1 {
@@ -88,14 +87,14 @@ func TestInsertFailsOverToAnotherReplica(t *testing.T) {
 	}
 	// Every replica unavailable: a clear ErrUnavailable naming each.
 	reps.errs = map[string]error{"s1": ErrUnavailable, "s2": ErrUnavailable, "s3": ErrUnavailable}
-	err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{})
+	err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, model.InsertOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("all down: %v", err)
 	}
 	// Any other error is the answer: no second replica is tried.
 	order = nil
 	reps.errs = map[string]error{"s1": errors.New("bad rows")}
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); err == nil || len(order) != 1 {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, model.InsertOptions{}); err == nil || len(order) != 1 {
 		t.Fatalf("err %v after %v, want the first replica's answer", err, order)
 	}
 }
@@ -116,7 +115,7 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 	meta.mu.Lock()
 	meta.file = moved
 	meta.mu.Unlock()
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1), row(2, "b", 1)}, WriteOptions{}); err != nil {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1), row(2, "b", 1)}, model.InsertOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if reps.took["s3"] != 2 || meta.loads != 2 {
@@ -125,10 +124,10 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 	// A replica that keeps answering "moved" ends with an error, not a
 	// loop; the caller sees "unavailable", never "moved".
 	reps.errs["s3"] = ErrMoved
-	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, WriteOptions{}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
+	if err := r.Insert(context.Background(), "t", []model.Row{row(1, "a", 1)}, model.InsertOptions{}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
 		t.Fatalf("always moved: %v, want unavailable", err)
 	}
-	if _, _, err := r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
+	if _, _, err := r.Query(context.Background(), "t", model.Query{From: 0, To: 10, Limit: 10}); !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrMoved) {
 		t.Fatalf("query, always moved: %v, want unavailable", err)
 	}
 }
@@ -138,7 +137,7 @@ func TestInsertRefreshesOnMoved(t *testing.T) {
 func TestQueryFailsOverAndRefreshes(t *testing.T) {
 	reps := &scriptedReplicas{errs: map[string]error{"s1": errors.New("disk on fire")}, took: map[string]int{}}
 	r := New(Config{Self: "s1", Meta: &swapMeta{file: onePartition("s1", "s2")}, Replicas: reps})
-	rows, _, err := r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10})
+	rows, _, err := r.Query(context.Background(), "t", model.Query{From: 0, To: 10, Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Series != "from-s2" {
 		t.Fatalf("rows %v, err %v: want s2's answer", rows, err)
 	}
@@ -151,7 +150,7 @@ func TestQueryFailsOverAndRefreshes(t *testing.T) {
 	meta.mu.Lock()
 	meta.file = next
 	meta.mu.Unlock()
-	rows, _, err = r.Query(context.Background(), "t", RawQuery{From: 0, To: 10, Limit: 10})
+	rows, _, err = r.Query(context.Background(), "t", model.Query{From: 0, To: 10, Limit: 10})
 	if err != nil || len(rows) != 1 || rows[0].Series != "from-s3" {
 		t.Fatalf("rows %v, err %v: want s3's answer after the refresh", rows, err)
 	}
@@ -166,7 +165,7 @@ type rangeReplicas struct {
 	moved map[string]bool
 }
 
-func (s *rangeReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery, _ string) ([]model.Row, bool, error) {
+func (s *rangeReplicas) Scan(_ context.Context, t Target, q model.Query, _ string) ([]model.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, fmt.Sprintf("%s[%d,%d)", t.Server, q.From, q.To))
@@ -177,8 +176,8 @@ func (s *rangeReplicas) Scan(_ context.Context, t Target, q partition.ScanQuery,
 	return []model.Row{row(q.From, "from-"+t.Server, 1)}, false, nil
 }
 
-func (s *rangeReplicas) Aggregate(_ context.Context, t Target, q partition.AggQuery, c string) ([]model.SeriesAgg, error) {
-	rows, _, err := s.Scan(context.Background(), t, partition.ScanQuery{From: q.From, To: q.To}, c)
+func (s *rangeReplicas) Aggregate(_ context.Context, t Target, q model.Query, c string) ([]model.SeriesAgg, error) {
+	rows, _, err := s.Scan(context.Background(), t, model.Query{From: q.From, To: q.To}, c)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +211,7 @@ func TestQueryResumesAfterMoved(t *testing.T) {
 		meta.mu.Unlock()
 		var got []string
 		if agg {
-			out, err := r.Aggregate(context.Background(), "t", AggQuery{From: 50, To: 300})
+			out, err := r.Aggregate(context.Background(), "t", model.Query{From: 50, To: 300})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +219,7 @@ func TestQueryResumesAfterMoved(t *testing.T) {
 				got = append(got, s.Series)
 			}
 		} else {
-			rows, _, err := r.Query(context.Background(), "t", RawQuery{From: 50, To: 300, Limit: 10})
+			rows, _, err := r.Query(context.Background(), "t", model.Query{From: 50, To: 300, Limit: 10})
 			if err != nil {
 				t.Fatal(err)
 			}

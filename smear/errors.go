@@ -1,6 +1,10 @@
 package smear
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tsdb/tsdb/errcode"
+)
 
 // Sentinel errors of the smear package. Callers test them with errors.Is;
 // the package wraps them with context.
@@ -8,8 +12,8 @@ var (
 	// ErrFull is returned by Queue.Enqueue when admitting the rows would
 	// take the queue over Options.MaxRows or Options.MaxBytes. Nothing was
 	// written. The HTTP layer answers 503 with a Retry-After of
-	// Queue.RetryAfter().
-	ErrFull = errors.New("smear: queue full")
+	// Queue.RetryAfter(). A member of errcode.ErrQueueFull.
+	ErrFull = errcode.New(errcode.ErrQueueFull, "smear: queue full")
 	// ErrTooLarge is returned by Queue.Enqueue for one batch that alone
 	// exceeds Options.MaxRows or Options.MaxBytes: it could never be
 	// admitted, so retrying is pointless. The caller should insert those

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -222,14 +223,10 @@ func nextPause(p time.Duration, o ForwarderOptions) time.Duration {
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !backoff.Sleep(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
 
 // backoff returns the retry delay after the attempts-th failure: the
@@ -238,13 +235,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 // entries that failed together spread out but never come back sooner
 // than half the nominal delay.
 func (f *Forwarder) backoff(attempts uint64) time.Duration {
-	d := f.opts.MaxBackoff
-	shift := max(attempts, 1) - 1
-	if shift < 63 && f.opts.InitialBackoff <= f.opts.MaxBackoff>>shift {
-		d = f.opts.InitialBackoff << shift // cannot overflow: at most MaxBackoff
-	}
-	half := int64(d / 2)
-	return time.Duration(half + f.opts.Rand(int64(d)-half+1))
+	p := backoff.Policy{Base: f.opts.InitialBackoff, Max: f.opts.MaxBackoff, Rand: f.opts.Rand}
+	return p.Delay(int(min(attempts, 64)))
 }
 
 // passStats summarise one pass.

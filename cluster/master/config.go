@@ -12,7 +12,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/presplit"
 )
@@ -38,7 +38,7 @@ type Servers interface {
 
 // Replicas asks a server (this one or another) for its local replicas.
 type Replicas interface {
-	ReplicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error)
+	ReplicasOn(ctx context.Context, server string, req wire.ReplicasRequest) (wire.ReplicasResponse, error)
 }
 
 // Marks reads what the operators and the servers recorded in etcd for the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -35,8 +35,8 @@ func (f *fakeCluster) RequestChange(_ context.Context, _ string, plan Planner) (
 
 func (f *fakeCluster) Refresh(context.Context) ([]membership.Info, error) { return f.live, nil }
 func (f *fakeCluster) Addr(_ context.Context, id string) (string, error)  { return id, nil }
-func (f *fakeCluster) ReplicasOn(context.Context, string, api.ReplicasRequest) (api.ReplicasResponse, error) {
-	return api.ReplicasResponse{}, nil
+func (f *fakeCluster) ReplicasOn(context.Context, string, wire.ReplicasRequest) (wire.ReplicasResponse, error) {
+	return wire.ReplicasResponse{}, nil
 }
 func (f *fakeCluster) Leader(context.Context) (string, error) { return "a", nil }
 func (f *fakeCluster) Draining(context.Context) (map[string]time.Time, error) {

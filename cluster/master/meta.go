@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -63,14 +63,14 @@ func (m *Master) keepMetadataServers(ctx context.Context, v *clusterView, t tabl
 // fetches the current file, then CASes itself into the list).
 func (m *Master) joinMetadataServer(ctx context.Context, table, server string) error {
 	var err error
-	req := api.JoinMetadataRequest{Table: table}
+	req := wire.JoinMetadataRequest{Table: table}
 	if server == m.cfg.Self {
 		_, err = m.cfg.Committer.JoinMetadataServer(ctx, table)
 	} else {
 		var addr string
 		if addr, err = m.cfg.Servers.Addr(ctx, server); err == nil {
-			var resp api.JoinMetadataResponse
-			err = m.cfg.RPC.Call(ctx, addr, api.PathMetadataJoin, req, &resp)
+			var resp wire.JoinMetadataResponse
+			err = m.cfg.RPC.Call(ctx, addr, wire.PathMetadataJoin, req, &resp)
 		}
 	}
 	if err != nil {

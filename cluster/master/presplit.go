@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/presplit"
 )
@@ -128,7 +128,7 @@ func (m *Master) commitPresplit(ctx context.Context, t tableView, d presplit.Dec
 func (m *Master) partitionSizes(ctx context.Context, v *clusterView, scanAfter int64) map[uuid.UUID]uint64 {
 	out := map[uuid.UUID]uint64{}
 	for _, s := range v.live {
-		resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, api.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
+		resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, wire.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
 		if err != nil {
 			m.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
 			continue

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -43,23 +42,23 @@ type clusterView struct {
 func (m *Master) readView(ctx context.Context, fresh bool) (*clusterView, error) {
 	live, err := m.cfg.Servers.Refresh(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: read the live servers: %w", errUnavailable, err)
 	}
 	draining, err := m.cfg.Marks.Draining(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	lost, err := m.cfg.Marks.Lost(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	master, err := m.cfg.Marks.Leader(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	cfgs, err := m.cfg.Tables.ListTables(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list tables: %w", tsdbhttp.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: list tables: %w", errUnavailable, err)
 	}
 	v := &clusterView{live: live, isLive: make(map[string]bool, len(live)), draining: draining, lost: lost, master: master}
 	for _, s := range live {

@@ -114,17 +114,3 @@ func TestDecodeInfo(t *testing.T) {
 		})
 	}
 }
-
-func TestBackoff(t *testing.T) {
-	b := backoff{base: 100 * time.Millisecond, max: 400 * time.Millisecond}
-	for i, ceil := range []time.Duration{100, 200, 400, 400} {
-		ceil *= time.Millisecond
-		if d := b.next(); d < ceil/2 || d > ceil {
-			t.Fatalf("step %d: %v outside [%v, %v]", i, d, ceil/2, ceil)
-		}
-	}
-	b.reset()
-	if d := b.next(); d > 100*time.Millisecond {
-		t.Fatalf("after reset: %v", d)
-	}
-}

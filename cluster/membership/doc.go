@@ -67,8 +67,11 @@
 // applied; if etcd compacted that history away (ErrCompacted), after any
 // other watch error, and once a minute, it lists again and resumes from the
 // new revision (DESIGN.md rule 10), so a missed notification delays the view
-// but never strands it. The callback runs on the Watcher's goroutine, one
-// call at a time.
+// but never strands it. The loop itself is the module's one Get→Watch→resync
+// loop (internal/etcdwatch, shared with metadata's TableWatcher); this
+// package keeps the member set and the delivery rule. The callback runs on
+// the Watcher's goroutine, one call at a time. Retries (re-registration,
+// watch) wait per internal/backoff: 100 ms doubling to 5 s, equal jitter.
 //
 // # Goroutines and timeouts
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -30,9 +31,16 @@ func list(ctx context.Context, cli *clientv3.Client, serversPrefix string) ([]In
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("membership: list %s: %w", serversPrefix, err)
 	}
-	infos := make([]Info, 0, len(resp.Kvs))
+	infos, problems := decodeList(serversPrefix, resp.Kvs)
+	return infos, resp.Header.Revision, problems, nil
+}
+
+// decodeList decodes the entries of a read of serversPrefix, sorted by id,
+// and returns the decode problems for the caller to log.
+func decodeList(serversPrefix string, kvs []*mvccpb.KeyValue) ([]Info, []error) {
+	infos := make([]Info, 0, len(kvs))
 	var problems []error
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		info, ok, derr := decodeInfo(serversPrefix, kv.Key, kv.Value)
 		if derr != nil {
 			problems = append(problems, derr)
@@ -42,7 +50,7 @@ func list(ctx context.Context, cli *clientv3.Client, serversPrefix string) ([]In
 		}
 	}
 	sortInfos(infos)
-	return infos, resp.Header.Revision, problems, nil
+	return infos, problems
 }
 
 // sortInfos sorts by id.

@@ -11,6 +11,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tsdb/tsdb/internal/backoff"
 )
 
 // Registration is this server's entry in the membership list: a key at
@@ -264,9 +266,9 @@ func (r *Registration) lose(reason string, err error) {
 // until it succeeds or ctx ends (ok false). prev is the lost lease: if it
 // still holds our key, the key is taken over.
 func (r *Registration) reregister(ctx context.Context, prev clientv3.LeaseID) (session, bool) {
-	bo := backoff{base: 100 * time.Millisecond, max: min(5*time.Second, r.cfg.TTL)}
+	bo := backoff.Backoff{Policy: backoff.Policy{Base: 100 * time.Millisecond, Max: min(5*time.Second, r.cfg.TTL)}}
 	for attempt := 1; ; attempt++ {
-		if !bo.wait(ctx) {
+		if !bo.Wait(ctx) {
 			return session{}, false
 		}
 		s, err := r.register(ctx, prev)

@@ -19,11 +19,7 @@ func withBeforeWatch(f func()) WatchOption {
 }
 
 // streamOpen reports whether the Watcher has a watch stream open.
-func (w *Watcher) streamOpen() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.mu.stopStream != nil
-}
+func (w *Watcher) streamOpen() bool { return w.loop.StreamOpen() }
 
 // waitStopped waits for w to stop, failing after waitFor.
 func waitStopped(t *testing.T, w *Watcher) {

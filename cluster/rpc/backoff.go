@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tsdb/tsdb/internal/backoff"
 )
 
 // Defaults of Config.
@@ -81,23 +83,16 @@ func (c *Config) EnsureDefaults() {
 	}
 }
 
-// ceiling is the backoff ceiling after failed attempt n (1-based):
-// min(MaxBackoff, BaseBackoff * 2^(n-1)).
-func (c *Config) ceiling(n int) time.Duration {
-	d := c.BaseBackoff
-	for i := 1; i < n && d < c.MaxBackoff; i++ {
-		d *= 2 // cannot overflow: d < MaxBackoff before doubling
-	}
-	return min(d, c.MaxBackoff)
-}
-
-// backoff is the wait after failed attempt n (1-based): "full jitter",
-// a uniform draw in [0, ceiling(n)), so that clients that failed together
-// do not retry together. A server's Retry-After (retryAfter >= 0) is a
-// lower bound, itself capped by MaxBackoff so that a confused server cannot
-// stall the caller beyond the policy.
+// backoff is the wait after failed attempt n (1-based): "full jitter"
+// (internal/backoff), a uniform draw in [0, ceiling(n)) where ceiling(n) =
+// min(MaxBackoff, BaseBackoff * 2^(n-1)), so that clients that failed
+// together do not retry together. A server's Retry-After (retryAfter >= 0)
+// is a lower bound, itself capped by MaxBackoff so that a confused server
+// cannot stall the caller beyond the policy.
 func (c *Config) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := time.Duration(c.Rand() * float64(c.ceiling(n)))
+	p := backoff.Policy{Base: c.BaseBackoff, Max: c.MaxBackoff, Full: true,
+		Rand: func(n int64) int64 { return int64(c.Rand() * float64(n)) }}
+	d := p.Delay(n)
 	if retryAfter >= 0 {
 		d = max(d, min(retryAfter, c.MaxBackoff))
 	}
@@ -131,15 +126,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // sleep is the default Config.Sleep: it waits d, or returns ctx.Err() as soon
 // as ctx is done.
 func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	if !backoff.Sleep(ctx, d) {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }

@@ -11,7 +11,9 @@
 // (Content-Encoding: zstd), the answer when the request says Accept-Encoding:
 // zstd, which the Client always does. Errors use the public API's shape,
 // {"error": {"code": "...", "message": "..."}}, with a 4xx/5xx status, and
-// reach the caller as a *StatusError. The secret travels in SecretHeader and
+// reach the caller as a *StatusError, which matches (errors.Is) the kind of
+// package errcode its code maps to (errcode.ErrMoved for "moved", ...);
+// the codes are errcode's, the one vocabulary of the cluster. The secret travels in SecretHeader and
 // is checked in constant time by Authorized. A peer serving TLS is called
 // at https://host:port (the address its membership entry marks as TLS),
 // its certificate verified against Config.TLS. With Config.Clock set,
@@ -35,8 +37,9 @@
 //
 //	rand[0,1) * min(MaxBackoff, BaseBackoff * 2^(n-1))   (n = failed attempts so far)
 //
-// ("full jitter": clients that failed together spread out instead of
-// retrying in lockstep). A Retry-After on a 429 or 503 answer raises that
+// ("full jitter", drawn by internal/backoff, the module's one retry-delay
+// policy: clients that failed together spread out instead of retrying in
+// lockstep). A Retry-After on a 429 or 503 answer raises that
 // wait to what the server asked, but never beyond MaxBackoff. After
 // MaxAttempts attempts the call fails with ErrUnavailable, which wraps the
 // last error and says how many attempts were made. Once the context is done

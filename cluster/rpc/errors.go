@@ -3,6 +3,8 @@ package rpc
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // Sentinel errors of the client. Each is matched with errors.Is.
@@ -32,17 +34,18 @@ var (
 )
 
 // Sentinel errors of the server helpers; DecodeRequest has already answered
-// the request with the status named here when it returns one of them.
+// the request with the status named here when it returns one of them. Each
+// is a member of the errcode kind that is answered with that status.
 var (
 	// ErrRequestTooLarge: the body is over the handler's limit, as sent or
 	// once decompressed (413).
-	ErrRequestTooLarge = errors.New("rpc: request body too large")
+	ErrRequestTooLarge = errcode.New(errcode.ErrTooLarge, "rpc: request body too large")
 	// ErrUnsupportedEncoding: the Content-Encoding is neither zstd nor
 	// identity, or the Content-Type is not JSON (415).
-	ErrUnsupportedEncoding = errors.New("rpc: unsupported request encoding")
+	ErrUnsupportedEncoding = errcode.New(errcode.ErrUnsupportedMedia, "rpc: unsupported request encoding")
 	// ErrBadRequest: the body is empty, corrupt, not JSON, has unknown fields
 	// or trailing data (400).
-	ErrBadRequest = errors.New("rpc: bad request")
+	ErrBadRequest = errcode.New(errcode.ErrBadRequest, "rpc: bad request")
 )
 
 // StatusError is a non-2xx answer. Code and Message come from the JSON
@@ -65,7 +68,21 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("rpc: status %d (%s): %s", e.Status, e.Code, e.Message)
 }
 
-// Is makes errors.Is(err, ErrUnauthorized) true for a 401 answer.
+// Is makes errors.Is(err, ErrUnauthorized) true for a 401 answer, and
+// errors.Is(err, kind) true for the errcode kind its status and code map to
+// (errcode.Sentinel, the table errcode.FromCode uses): a 409 "moved" answer
+// matches errcode.ErrMoved, a 409 "conflict" errcode.ErrConflict. It matches
+// no package's member sentinel (metadata.ErrConflict, partition.ErrUnloading):
+// a caller that needs one translates the answer.
 func (e *StatusError) Is(target error) bool {
-	return target == ErrUnauthorized && e.Status == 401
+	if target == ErrUnauthorized {
+		return e.Status == 401
+	}
+	k := errcode.Sentinel(e.Status, e.Code)
+	return k != nil && k == target
 }
+
+// RemoteAnswer marks the error as a peer's answer: errcode.Classify (and so
+// the HTTP server) does not answer a client with a peer's code that no layer
+// of this server translated; it is this server's internal error.
+func (e *StatusError) RemoteAnswer() {}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // SecretHeader carries the cluster secret on every internal request.
@@ -24,23 +24,29 @@ const SecretHeader = "X-TSDB-Cluster-Secret"
 // a limit of zero or less.
 const DefaultMaxRequestBytes = 32 << 20
 
-// Error codes this package writes: those of the public API (package
-// http/api), so that one vocabulary covers both.
+// Error codes this package writes: those of package errcode, the one
+// vocabulary of the public and the internal API.
 const (
-	CodeBadRequest       = api.CodeBadRequest       // 400
-	CodeUnauthorized     = api.CodeUnauthorized     // 401
-	CodeTooLarge         = api.CodeTooLarge         // 413
-	CodeUnsupportedMedia = api.CodeUnsupportedMedia // 415
-	CodeInternal         = api.CodeInternal         // 500
-	CodeUnavailable      = api.CodeUnavailable      // 503
+	CodeBadRequest       = errcode.CodeBadRequest       // 400
+	CodeUnauthorized     = errcode.CodeUnauthorized     // 401
+	CodeTooLarge         = errcode.CodeTooLarge         // 413
+	CodeUnsupportedMedia = errcode.CodeUnsupportedMedia // 415
+	CodeInternal         = errcode.CodeInternal         // 500
+	CodeUnavailable      = errcode.CodeUnavailable      // 503
 )
 
 // errorResponse is the error body {"error": {"code": "...", "message": "..."}},
-// the public API's own type.
-type (
-	errorResponse = api.ErrorResponse
-	errorBody     = api.ErrorBody
-)
+// the same as the public API's (http/api.ErrorResponse), declared here so
+// that this package does not import the public API's.
+type errorResponse struct {
+	Error errorBody `json:"error"`
+}
+
+// errorBody names the problem: a stable code and a human message.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
 
 // Authorized reports whether the request carries the cluster secret in
 // SecretHeader. The comparison takes the same time whatever the header holds
@@ -143,17 +149,11 @@ func unmarshalStrict(body []byte, v any) error {
 	return nil
 }
 
-// statusOf maps a DecodeRequest error to its status and code.
+// statusOf maps a DecodeRequest error to its status and code: 413, 415 or
+// 400 for the members of errcode's kinds (ErrRequestTooLarge,
+// ErrUnsupportedEncoding, ErrBadRequest), 500 for anything else.
 func statusOf(err error) (int, string) {
-	switch {
-	case errors.Is(err, ErrRequestTooLarge):
-		return fasthttp.StatusRequestEntityTooLarge, CodeTooLarge
-	case errors.Is(err, ErrUnsupportedEncoding):
-		return fasthttp.StatusUnsupportedMediaType, CodeUnsupportedMedia
-	case errors.Is(err, ErrBadRequest):
-		return fasthttp.StatusBadRequest, CodeBadRequest
-	}
-	return fasthttp.StatusInternalServerError, CodeInternal
+	return errcode.Classify(err)
 }
 
 // WriteResponse answers with status and v as JSON, zstd-compressed when the

@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
 )
@@ -100,7 +99,7 @@ its metadata servers and its creation time. --json prints the TableConfigs.`,
 			if err != nil {
 				return err
 			}
-			var resp tsdbhttp.TablesResponse
+			var resp api.TablesResponse
 			if err := json.Unmarshal(body, &resp); err != nil {
 				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
 			}
@@ -138,7 +137,7 @@ whether it is offline. --json prints the server's answer, indented.`,
 			if f.json {
 				return printIndented(cmd.OutOrStdout(), body)
 			}
-			var resp tsdbhttp.MetadataResponse
+			var resp api.MetadataResponse
 			if err := json.Unmarshal(body, &resp); err != nil {
 				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
 			}
@@ -147,11 +146,12 @@ whether it is offline. --json prints the server's answer, indented.`,
 	}
 }
 
-// adminClient makes the admin commands' requests.
+// adminClient makes the admin commands' requests through the API's client
+// (http/api.Client), with the admin's own error messages.
 type adminClient struct {
-	base  string // the server URL, without a trailing slash
-	token string
-	hc    *http.Client
+	base string // the server URL, without a trailing slash
+	opts api.Options
+	api  *api.Client
 }
 
 // client checks the flags and builds the client. --server falls back on
@@ -172,15 +172,33 @@ func (f *adminFlags) client(cmd *cobra.Command) (*adminClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Timeout: f.timeout}
+	// One attempt: a wait's poll shows each failed read and reads again
+	// itself, and a refused change is the operator's to retry.
+	opts := api.Options{Token: token, Timeout: f.timeout, Attempts: 1, MaxAnswerBytes: maxAnswerBytes}
 	if f.caFile != "" {
 		tc, err := tlsconfig.Client(f.caFile, "", "")
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca-file: %w", err)
 		}
-		hc.Transport = &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}
+		opts.TLS = tc
 	}
-	return &adminClient{base: base, token: token, hc: hc}, nil
+	return newAdminClient(base, opts)
+}
+
+// newAdminClient returns a client of base with opts.
+func newAdminClient(base string, opts api.Options) (*adminClient, error) {
+	c, err := api.NewClient(base, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &adminClient{base: base, opts: opts, api: c}, nil
+}
+
+// withTimeout returns a client like c whose requests are bounded by d.
+func (c *adminClient) withTimeout(d time.Duration) (*adminClient, error) {
+	opts := c.opts
+	opts.Timeout = d
+	return newAdminClient(c.base, opts)
 }
 
 // parseServerURL checks a --server value: an http or https URL with a host.
@@ -211,40 +229,25 @@ func (c *adminClient) post(ctx context.Context, path string, v any) ([]byte, err
 
 // do makes one request; body, when not nil, is sent as JSON.
 func (c *adminClient) do(ctx context.Context, method, path string, q url.Values, body []byte) ([]byte, error) {
-	if ctx == nil { // a command run with Execute rather than ExecuteContext
-		ctx = context.Background()
-	}
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var rd io.Reader
+	r := api.Request{Method: method, Path: path, Query: q, Body: body}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		r.Header = http.Header{"Content-Type": {"application/json"}}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, &requestError{fmt.Errorf("%s %s: %w", method, u, err)}
+	var answer []byte
+	err := c.api.Do(ctx, r, &answer)
+	var (
+		ae *api.Error
+		re *api.ReadError
+	)
+	switch {
+	case err == nil:
+		return answer, nil
+	case errors.As(err, &ae):
+		return nil, &requestError{answerError(ae)}
+	case errors.As(err, &re):
+		return nil, &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, re.Err)}
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, &requestError{c.transportError(err)}
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return nil, &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, err)}
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, &requestError{answerError(resp.StatusCode, answer)}
-	}
-	return answer, nil
+	return nil, &requestError{c.transportError(err)}
 }
 
 // transportError names the server URL and, for the common cases, the
@@ -255,7 +258,7 @@ func (c *adminClient) transportError(err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("cannot connect to the tsdb server at %s: connection refused (is it running? set --server or $%s)", c.base, serverEnv)
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("no answer from the tsdb server at %s within %v (--timeout)", c.base, c.hc.Timeout)
+		return fmt.Errorf("no answer from the tsdb server at %s within %v (--timeout)", c.base, c.api.Timeout())
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -266,16 +269,15 @@ func (c *adminClient) transportError(err error) error {
 
 // answerError is the error of a non-2xx answer: the server's message and
 // code, or the start of a body that is not the API's JSON error.
-func answerError(status int, body []byte) error {
-	var eb api.ErrorResponse
-	if json.Unmarshal(body, &eb) == nil && eb.Error.Message != "" {
-		return fmt.Errorf("%s (HTTP %d, %s)", eb.Error.Message, status, eb.Error.Code)
+func answerError(e *api.Error) error {
+	if e.Message != "" {
+		return fmt.Errorf("%s (HTTP %d, %s)", e.Message, e.Status, e.Code)
 	}
-	text := strings.Join(strings.Fields(string(body[:min(len(body), 200)])), " ")
+	text := strings.Join(strings.Fields(string(e.Body[:min(len(e.Body), 200)])), " ")
 	if text == "" {
-		text = http.StatusText(status)
+		text = http.StatusText(e.Status)
 	}
-	return fmt.Errorf("HTTP %d: %s", status, text)
+	return fmt.Errorf("HTTP %d: %s", e.Status, text)
 }
 
 func printJSON(w io.Writer, v any) error {

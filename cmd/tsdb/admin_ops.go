@@ -14,9 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/metadata"
 )
 
 // The operator's commands of DESIGN.md section 9: stale, drain, undrain,
@@ -417,7 +415,7 @@ func runMove(cmd *cobra.Command, f *adminFlags, wf waitFlags, a moveArgs) error 
 	if err := c.checkMove(parent, a, pid); err != nil {
 		return err
 	}
-	var joined tsdbhttp.ServerChangeResponse
+	var joined api.ChangeResponse
 	if err := c.postDecode(parent, partitionPath(a.table, pid)+"/join", api.ServerChangeRequest{Server: a.to}, &joined); err != nil {
 		return err
 	}
@@ -446,7 +444,7 @@ func (c *adminClient) checkMove(ctx context.Context, a moveArgs, pid uuid.UUID) 
 	if err != nil {
 		return err
 	}
-	var resp tsdbhttp.TableResponse
+	var resp api.TableResponse
 	if err := c.decode(body, &resp); err != nil {
 		return err
 	}
@@ -459,7 +457,7 @@ func (c *adminClient) checkMove(ctx context.Context, a moveArgs, pid uuid.UUID) 
 }
 
 // checkMovePartition checks a move of p from a.from to a.to.
-func checkMovePartition(p metadata.Partition, a moveArgs) error {
+func checkMovePartition(p api.Partition, a moveArgs) error {
 	holders := fmt.Sprintf("servers %s, joining %s", orDash(serverIDs(p.Servers)), orDash(serverIDs(p.Joining)))
 	switch {
 	case !hasServer(p.Servers, a.from):
@@ -488,7 +486,7 @@ func (c *adminClient) finishMove(parent context.Context, wf waitFlags, progress 
 	if !st.fromListed {
 		return res, nil
 	}
-	var left tsdbhttp.ServerChangeResponse
+	var left api.ChangeResponse
 	if err := c.postDecode(parent, partitionPath(a.table, pid)+"/leave", api.ServerChangeRequest{Server: a.from}, &left); err != nil {
 		return moveResult{}, &requestError{fmt.Errorf("%s serves partition %s of %s, but removing %s failed: %w; %s is still a server "+
 			"of it: retry with 'tsdb admin leave %s %s %s'", a.to, pid, a.table, a.from, err, a.from, a.table,
@@ -529,7 +527,7 @@ func waitJoined(ctx context.Context, c *adminClient, out io.Writer, timeout time
 	path := "/api/v1/tables/" + url.PathEscape(a.table) + "/metadata"
 	var final joinState
 	err := w.run(ctx, func(ctx context.Context) (bool, error) {
-		var resp tsdbhttp.MetadataResponse
+		var resp api.MetadataResponse
 		if !w.read(ctx, "the METADATA", path, &resp) {
 			return false, nil
 		}
@@ -546,7 +544,7 @@ func waitJoined(ctx context.Context, c *adminClient, out io.Writer, timeout time
 
 // joinProgress reads where TO's join of partition pid, committed at
 // joinSeq, stands in f.
-func joinProgress(f *metadata.File, a moveArgs, pid uuid.UUID, joinSeq uint64) (joinState, error) {
+func joinProgress(f *api.File, a moveArgs, pid uuid.UUID, joinSeq uint64) (joinState, error) {
 	switch {
 	case f == nil:
 		return joinState{line: "waiting: the table has no METADATA file"}, nil
@@ -570,7 +568,7 @@ func joinProgress(f *metadata.File, a moveArgs, pid uuid.UUID, joinSeq uint64) (
 }
 
 // hasServer says whether server has a placement in ps.
-func hasServer(ps []metadata.Placement, server string) bool {
+func hasServer(ps []api.Placement, server string) bool {
 	for _, p := range ps {
 		if p.ServerID == server {
 			return true

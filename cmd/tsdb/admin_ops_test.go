@@ -18,7 +18,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/metadata"
 )
 
 // opsFakeAPI is a canned tsdb API for the operator's commands. GET
@@ -421,7 +420,7 @@ func TestAdminUndrain(t *testing.T) {
 // servers and joining servers given.
 func movePart(id string, servers, joining []string) string {
 	begin, end := int64(1000), int64(2000)
-	p := metadata.Partition{ID: uuid.MustParse(id), Begin: &begin, End: &end,
+	p := api.Partition{ID: uuid.MustParse(id), Begin: &begin, End: &end,
 		Servers: movePlacements(id, servers), Joining: movePlacements(id, joining)}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -430,10 +429,10 @@ func movePart(id string, servers, joining []string) string {
 	return string(b)
 }
 
-func movePlacements(id string, servers []string) []metadata.Placement {
-	ps := make([]metadata.Placement, len(servers))
+func movePlacements(id string, servers []string) []api.Placement {
+	ps := make([]api.Placement, len(servers))
 	for i, s := range servers {
-		ps[i] = metadata.Placement{ServerID: s, PlacementID: uuid.NewMD5(uuid.NameSpaceOID, []byte(id+s))}
+		ps[i] = api.Placement{ServerID: s, PlacementID: uuid.NewMD5(uuid.NameSpaceOID, []byte(id+s))}
 	}
 	return ps
 }

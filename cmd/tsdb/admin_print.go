@@ -9,9 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/metadata"
 )
 
 // shortTxn is how many hex digits of a txnid the tables listing shows.
@@ -21,7 +19,7 @@ const shortTxn = 12
 const shortPlacement = 8
 
 // printTables writes one row per table.
-func printTables(w io.Writer, tables []metadata.TableConfig) error {
+func printTables(w io.Writer, tables []api.TableConfig) error {
 	if len(tables) == 0 {
 		_, err := fmt.Fprintln(w, "no tables")
 		return err
@@ -38,7 +36,7 @@ func printTables(w io.Writer, tables []metadata.TableConfig) error {
 
 // printMetadata writes the TableConfig as indented JSON, then the decoded
 // METADATA file: its header and one line per partition.
-func printMetadata(w io.Writer, resp tsdbhttp.MetadataResponse) error {
+func printMetadata(w io.Writer, resp api.MetadataResponse) error {
 	if err := printJSON(w, resp.Config); err != nil {
 		return err
 	}
@@ -72,7 +70,7 @@ func bound(b *int64, open string) string {
 }
 
 // placements formats servers as "id(placement-id prefix)", comma-separated.
-func placements(ps []metadata.Placement) string {
+func placements(ps []api.Placement) string {
 	parts := make([]string, len(ps))
 	for i, p := range ps {
 		parts[i] = fmt.Sprintf("%s(%s)", p.ServerID, prefix(p.PlacementID.String(), shortPlacement))
@@ -82,7 +80,7 @@ func placements(ps []metadata.Placement) string {
 
 // splitText formats a split in progress: each child's id, range and
 // servers, separated by " | ".
-func splitText(s *metadata.Split) string {
+func splitText(s *api.Split) string {
 	if s == nil {
 		return "-"
 	}
@@ -139,7 +137,7 @@ func serverRole(s api.ServerInfo) string {
 // printPartitions writes one block per partition: a line with its id, range
 // and flags, then one line per replica, and one per listed placement that
 // did not report.
-func printPartitions(w io.Writer, resp tsdbhttp.TableReplicasResponse) error {
+func printPartitions(w io.Writer, resp api.TableReplicasResponse) error {
 	if len(resp.Partitions) == 0 {
 		_, err := fmt.Fprintf(w, "table %s has no partitions\n", resp.Config.Name)
 		return err
@@ -176,7 +174,7 @@ func printPartition(w io.Writer, p api.PartitionReplicas) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Server, role(p.Partition, r.Placement),
 			prefix(r.Placement.String(), shortPlacement), orDash(string(r.Status)), rows, r.Bytes, r.HighSeq, targets(r.Targets))
 	}
-	for _, list := range [][]metadata.Placement{p.Servers, p.Joining} {
+	for _, list := range [][]api.Placement{p.Servers, p.Joining} {
 		for _, pl := range list {
 			if !reported[pl.PlacementID] {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\tno report\t-\t-\t-\t-\n", pl.ServerID, role(p.Partition, pl.PlacementID),
@@ -188,7 +186,7 @@ func printPartition(w io.Writer, p api.PartitionReplicas) error {
 }
 
 // role names a placement's place in the partition's METADATA entry.
-func role(p metadata.Partition, placement uuid.UUID) string {
+func role(p api.Partition, placement uuid.UUID) string {
 	for _, pl := range p.Servers {
 		if pl.PlacementID == placement {
 			return "server"

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 )
 
@@ -73,7 +72,7 @@ confirmed). A listed server that did not report is shown as "no report".
 			if f.json {
 				return printIndented(cmd.OutOrStdout(), body)
 			}
-			var resp tsdbhttp.TableReplicasResponse
+			var resp api.TableReplicasResponse
 			if err := c.decode(body, &resp); err != nil {
 				return err
 			}
@@ -152,7 +151,7 @@ func serverChange(cmd *cobra.Command, f *adminFlags, args []string, join bool, r
 	if f.json {
 		return printIndented(cmd.OutOrStdout(), body)
 	}
-	var resp tsdbhttp.ServerChangeResponse
+	var resp api.ChangeResponse
 	if err := c.decode(body, &resp); err != nil {
 		return err
 	}
@@ -183,7 +182,7 @@ func (c *adminClient) resolvePartition(ctx context.Context, table, arg string) (
 	if err != nil {
 		return uuid.Nil, err
 	}
-	var resp tsdbhttp.TableResponse
+	var resp api.TableResponse
 	if err := c.decode(body, &resp); err != nil {
 		return uuid.Nil, err
 	}

@@ -13,10 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
-	"github.com/tsdb/tsdb/metadata"
 )
 
 // Timings of `tsdb admin split`.
@@ -111,10 +109,12 @@ func runSplit(cmd *cobra.Command, f *adminFlags, sf splitFlags, table, arg strin
 		return err
 	}
 	c, err := f.client(cmd)
+	if err == nil {
+		c, err = c.withTimeout(sf.timeout)
+	}
 	if err != nil {
 		return err
 	}
-	c.hc.Timeout = sf.timeout
 	parent := cmd.Context()
 	if parent == nil {
 		parent = context.Background()
@@ -192,7 +192,7 @@ func splitStartedLine(table string, pid uuid.UUID, r api.SplitResponse) string {
 }
 
 // finalizedLine describes the children once the split is finalized.
-func finalizedLine(txnSeq uint64, children []metadata.Partition) string {
+func finalizedLine(txnSeq uint64, children []api.Partition) string {
 	parts := make([]string, len(children))
 	for i, p := range children {
 		parts[i] = fmt.Sprintf("%s [%s, %s) on %s", p.ID, bound(p.Begin, "-inf"), bound(p.End, "+inf"), orDash(serverIDs(p.Servers)))
@@ -201,7 +201,7 @@ func finalizedLine(txnSeq uint64, children []metadata.Partition) string {
 }
 
 // serverIDs lists the placements' server ids, comma-separated.
-func serverIDs(ps []metadata.Placement) string {
+func serverIDs(ps []api.Placement) string {
 	ids := make([]string, len(ps))
 	for i, p := range ps {
 		ids[i] = p.ServerID
@@ -222,7 +222,7 @@ type splitWaiter struct {
 // wait polls the METADATA until the split is finalized (it returns the
 // children's partitions and the txnseq of the file it saw them in), is
 // aborted, or ctx ends.
-func (w *splitWaiter) wait(ctx context.Context) ([]metadata.Partition, uint64, error) {
+func (w *splitWaiter) wait(ctx context.Context) ([]api.Partition, uint64, error) {
 	tick := time.NewTicker(splitPollInterval)
 	defer tick.Stop()
 	for {
@@ -241,11 +241,11 @@ func (w *splitWaiter) wait(ctx context.Context) ([]metadata.Partition, uint64, e
 // poll reads the METADATA once. It returns the children once they are
 // partitions, a *requestError once the split is aborted, and otherwise
 // prints the progress if it changed.
-func (w *splitWaiter) poll(ctx context.Context) ([]metadata.Partition, uint64, error) {
+func (w *splitWaiter) poll(ctx context.Context) ([]api.Partition, uint64, error) {
 	rctx, cancel := context.WithTimeout(ctx, splitPollRequestTimeout)
 	defer cancel()
 	body, err := w.c.get(rctx, "/api/v1/tables/"+url.PathEscape(w.table)+"/metadata", nil)
-	var resp tsdbhttp.MetadataResponse
+	var resp api.MetadataResponse
 	if err == nil {
 		err = w.c.decode(body, &resp)
 	}
@@ -294,7 +294,7 @@ func (w *splitWaiter) copyProgress(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
-	var resp tsdbhttp.TableReplicasResponse
+	var resp api.TableReplicasResponse
 	if json.Unmarshal(body, &resp) != nil {
 		return ""
 	}
@@ -312,7 +312,7 @@ func splitTargetsText(replicas []api.ReplicaStatus, children []uuid.UUID) string
 	total := make(map[uuid.UUID]int, len(children))
 	for _, r := range replicas {
 		for _, t := range r.Targets {
-			if t.Kind != metadata.TargetSplit {
+			if t.Kind != api.TargetSplit {
 				continue
 			}
 			total[t.PartitionID]++
@@ -334,7 +334,7 @@ func splitTargetsText(replicas []api.ReplicaStatus, children []uuid.UUID) string
 // splitState is what one METADATA file says of a split.
 type splitState struct {
 	// children are the children's partitions once the split is finalized.
-	children []metadata.Partition
+	children []api.Partition
 	// err says the split was aborted.
 	err error
 	// line is the progress line while it goes on; loading says the
@@ -344,7 +344,7 @@ type splitState struct {
 }
 
 // splitProgress reads where the split started by start stands in f.
-func splitProgress(f *metadata.File, parent uuid.UUID, start api.SplitResponse) splitState {
+func splitProgress(f *api.File, parent uuid.UUID, start api.SplitResponse) splitState {
 	switch {
 	case f == nil:
 		return splitState{line: "waiting: the table has no METADATA file"}
@@ -354,7 +354,7 @@ func splitProgress(f *metadata.File, parent uuid.UUID, start api.SplitResponse) 
 	if p, ok := f.Partition(parent); ok {
 		return splittingState(p, start)
 	}
-	children := make([]metadata.Partition, 0, len(start.Children))
+	children := make([]api.Partition, 0, len(start.Children))
 	for _, id := range start.Children {
 		c, ok := f.Partition(id)
 		if !ok {
@@ -367,7 +367,7 @@ func splitProgress(f *metadata.File, parent uuid.UUID, start api.SplitResponse) 
 }
 
 // splittingState is the state while the parent p is still current.
-func splittingState(p *metadata.Partition, start api.SplitResponse) splitState {
+func splittingState(p *api.Partition, start api.SplitResponse) splitState {
 	if p.Split == nil {
 		return splitState{err: fmt.Errorf("split aborted: partition %s is current and no longer splitting", p.ID)}
 	}

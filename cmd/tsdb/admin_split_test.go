@@ -12,9 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/metadata"
 )
 
 // The children of the canned split of partB ([1000, 2000)) at 1500.
@@ -269,7 +267,7 @@ func TestAdminSplitWaits(t *testing.T) {
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	var resp api.SplitResponse
-	var children []metadata.Partition
+	var children []api.Partition
 	if err := dec.Decode(&resp); err != nil || resp.TxnID != strings.Repeat("d", 40) || len(resp.Children) != 2 {
 		t.Errorf("split --json: first value %v %+v\n%s", err, resp, out)
 	}
@@ -356,9 +354,9 @@ func TestAdminSplitAgainstServer(t *testing.T) {
 		}
 		return b
 	}
-	table := func(name string) tsdbhttp.TableResponse {
+	table := func(name string) api.TableResponse {
 		t.Helper()
-		var tr tsdbhttp.TableResponse
+		var tr api.TableResponse
 		if err := json.Unmarshal(call("GET", "/api/v1/tables/"+name, ""), &tr); err != nil {
 			t.Fatal(err)
 		}

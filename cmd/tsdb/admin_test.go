@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
-	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/http/api"
 )
 
 // TestMain lets a test run this test binary as the tsdb command itself
@@ -116,7 +115,7 @@ func TestAdminAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tables --json: %v\n%s", err, out)
 	}
-	var tables []metadata.TableConfig
+	var tables []api.TableConfig
 	if err := json.Unmarshal([]byte(out), &tables); err != nil || len(tables) != 1 || tables[0].Name != "metrics" {
 		t.Fatalf("tables --json: %v %+v\n%s", err, tables, out)
 	}
@@ -140,7 +139,7 @@ func TestAdminAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("metadata --json: %v\n%s", err, out)
 	}
-	var md tsdbhttp.MetadataResponse
+	var md api.MetadataResponse
 	if err := json.Unmarshal([]byte(out), &md); err != nil || md.Metadata == nil ||
 		md.Metadata.TxnID != cfg.MetadataTxnID || md.Config.Name != "metrics" || len(md.Metadata.Partitions) != 1 {
 		t.Fatalf("metadata --json: %v %+v\n%s", err, md, out)

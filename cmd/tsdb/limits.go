@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/internal/bytesize"
 	"github.com/tsdb/tsdb/node"
 )
 
@@ -19,7 +20,8 @@ func (f *limitFlags) register(fs *pflag.FlagSet) {
 		"public requests served at once; one more is answered 503 overloaded with Retry-After (not /healthz, /metrics or the internal API)")
 	fs.IntVar(&f.buckets, "max-query-buckets", tsdbhttp.DefaultMaxQueryBuckets,
 		"most buckets an aggregate answer may hold, summed over all its series (422 too_many_buckets above)")
-	fs.IntVar(&f.subQueryBytes, "max-subquery-bytes", node.DefaultMaxSubQueryBytes,
+	f.subQueryBytes = node.DefaultMaxSubQueryBytes
+	fs.Var(bytesize.Var(&f.subQueryBytes), "max-subquery-bytes",
 		"most bytes of one partition's answer read from another server; a replica refuses to send more (422 answer_too_large above)")
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tsdb/tsdb/internal/bytesize"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
 	"github.com/tsdb/tsdb/loadtest"
 	"github.com/tsdb/tsdb/loadtest/localcluster"
@@ -18,7 +19,7 @@ import (
 // loadtestFlags are the flags of tsdb loadtest beyond loadtest.Config's.
 type loadtestFlags struct {
 	cfg                     loadtest.Config
-	partitionSize, writeLim loadtest.ByteSize
+	partitionSize, writeLim int64 // bytes (bytesize flags)
 	from, to, tokenFile     string
 	caFile                  string // --tls-ca-file
 	local                   localcluster.Config
@@ -113,7 +114,7 @@ func (lf *loadtestFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&c.Table, "table", loadtest.DefaultTable, "table to write (created if missing, else used as it is)")
 	f.IntVar(&c.ReplicationFactor, "rf", 0, "replication factor of the created table (0: the server's default, min(3, servers))")
 	lf.partitionSize = loadtest.DefaultPartitionSizeTarget
-	f.Var(&lf.partitionSize, "partition-size-target", "partition_size_target of the created table (small: the pre-split makes narrow partitions at now)")
+	f.Var(bytesize.Var(&lf.partitionSize), "partition-size-target", "partition_size_target of the created table (small: the pre-split makes narrow partitions at now)")
 	f.DurationVar(&c.MaxDelay, "max-delay", loadtest.DefaultMaxDelay, "smear max_delay of the created table")
 	f.DurationVar(&c.KeyrangeThreshold, "keyrange-threshold", loadtest.DefaultKeyrangeThreshold, "smear keyrange_threshold of the created table: inserts into narrower partitions are smeared")
 
@@ -142,7 +143,7 @@ func (lf *loadtestFlags) register(f *pflag.FlagSet) {
 func (lf *loadtestFlags) registerLocal(f *pflag.FlagSet) {
 	l := &lf.local
 	f.IntVar(&l.Servers, "cluster", 0, "start a local cluster of N 'tsdb server' processes with an embedded etcd instead of using --url")
-	f.Var(&lf.writeLim, "write-limit", "each local server's --write-limit, bytes/s of store writes (0: none); with --url only drawn on the chart")
+	f.Var(bytesize.Var(&lf.writeLim), "write-limit", "each local server's --write-limit, bytes/s of store writes (0: none); with --url only drawn on the chart")
 	f.StringVar(&l.Dir, "dir", "", "local cluster: directory for etcd, each server's data and logs (default: a new temporary directory)")
 	f.BoolVar(&l.Keep, "keep", false, "local cluster: keep the temporary directory afterwards")
 	f.StringVar(&l.Command, "tsdb-binary", "", "local cluster: the tsdb executable to run as servers (default: this executable)")
@@ -187,7 +188,7 @@ func (lf *loadtestFlags) finish(f *pflag.FlagSet) error {
 			return fmt.Errorf("--tls-ca-file: %w", err)
 		}
 	}
-	c.PartitionSizeTarget, c.WriteLimit = int64(lf.partitionSize), int64(lf.writeLim)
+	c.PartitionSizeTarget, c.WriteLimit = lf.partitionSize, lf.writeLim
 	c.ClusterMode = "url"
 	if l.Servers > 0 {
 		if err := lf.finishLocal(); err != nil {
@@ -213,7 +214,7 @@ func (lf *loadtestFlags) finishLocal() error {
 		l.Command = exe
 	}
 	l.Args = []string{"server"}
-	l.WriteLimit = int64(lf.writeLim)
+	l.WriteLimit = lf.writeLim
 	l.LogLevel = lf.logs.level
 	l.Logger = lf.cfg.Logger
 	lf.cfg.ClusterMode = "local"

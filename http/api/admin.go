@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // The operator's API (DESIGN.md section 9; tsdb admin stale, drain, move,
@@ -28,12 +30,12 @@ const (
 	// CodeOffline (503): the partition was taken out of service by an
 	// operator (tsdb admin offline); inserts into it and queries of it
 	// fail until it is back online.
-	CodeOffline = "partition_offline"
+	CodeOffline = errcode.CodeOffline
 	// CodeServerNotFound (404): no live or listed server has that id.
-	CodeServerNotFound = "server_not_found"
+	CodeServerNotFound = errcode.CodeServerNotFound
 	// CodeQueueFull (503, with Retry-After): the receiving server's smear
 	// queue is full; retry after the given seconds, or elsewhere.
-	CodeQueueFull = "queue_full"
+	CodeQueueFull = errcode.CodeQueueFull
 )
 
 // ChangeResponse answers a METADATA change made by an operator: the

@@ -1,38 +1,54 @@
-// Package api holds the wire types of tsdb's public HTTP API (DESIGN.md
-// section 10) and a small client for them. The load test and the tests speak
-// only this package; the server (package http) encodes the same types.
+// Package api holds the request and response types of tsdb's public HTTP
+// API (DESIGN.md section 10) and a typed client of it (client.go: per-request
+// timeout, retries of 503 answers after their Retry-After, bearer token, TLS,
+// errors carrying status, code and message). `tsdb admin`, the load test and
+// the tests speak only this package; the server (package http) encodes the
+// same types, converting its own (metadata's) into them.
+//
+// Invariants:
+//   - It imports the standard library, uuid and at most the module's leaf
+//     packages (model, the error vocabulary): never metadata, the cluster
+//     packages or the server, so a client links none of them (no etcd).
+//   - The JSON encoding of every type is the API's contract; where a type
+//     mirrors a server type (TableConfig, File, Partition, ReplicaStatus…)
+//     it encodes to the same bytes, which package http's tests check.
+//   - The internal API's types (/internal/...) are in package cluster/wire.
 package api
 
 import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/tsdb/tsdb/errcode"
 )
 
-// Error codes of ErrorBody.Code. Each maps to one HTTP status.
+// Error codes of ErrorBody.Code. Each maps to one HTTP status. The strings
+// are declared once, in package errcode, with the table that maps them to
+// statuses and sentinels.
 const (
-	CodeBadRequest       = "bad_request"            // 400
-	CodeInvalidTableName = "invalid_table_name"     // 400
-	CodeInvalidRow       = "invalid_row"            // 400
-	CodeInvalidQuery     = "invalid_query"          // 400
-	CodeUnauthorized     = "unauthorized"           // 401
-	CodeNotFound         = "not_found"              // 404
-	CodeTableNotFound    = "table_not_found"        // 404
-	CodeMethodNotAllowed = "method_not_allowed"     // 405
-	CodeTableExists      = "table_exists"           // 409
-	CodeTooLarge         = "payload_too_large"      // 413
-	CodeUnsupportedMedia = "unsupported_media_type" // 415
-	CodeInternal         = "internal"               // 500
-	CodeUnavailable      = "unavailable"            // 503
+	CodeBadRequest       = errcode.CodeBadRequest       // 400
+	CodeInvalidTableName = errcode.CodeInvalidTableName // 400
+	CodeInvalidRow       = errcode.CodeInvalidRow       // 400
+	CodeInvalidQuery     = errcode.CodeInvalidQuery     // 400
+	CodeUnauthorized     = errcode.CodeUnauthorized     // 401
+	CodeNotFound         = errcode.CodeNotFound         // 404
+	CodeTableNotFound    = errcode.CodeTableNotFound    // 404
+	CodeMethodNotAllowed = errcode.CodeMethodNotAllowed // 405
+	CodeTableExists      = errcode.CodeTableExists      // 409
+	CodeTooLarge         = errcode.CodeTooLarge         // 413
+	CodeUnsupportedMedia = errcode.CodeUnsupportedMedia // 415
+	CodeInternal         = errcode.CodeInternal         // 500
+	CodeUnavailable      = errcode.CodeUnavailable      // 503
 	// CodeOverloaded (503, with Retry-After): the server already serves
 	// as many public requests as --max-concurrent-requests allows.
-	CodeOverloaded = "overloaded"
+	CodeOverloaded = errcode.CodeOverloaded
 	// CodeTooManyBuckets (422): an aggregate answer would hold more
 	// buckets, summed over its series, than --max-query-buckets.
-	CodeTooManyBuckets = "too_many_buckets"
+	CodeTooManyBuckets = errcode.CodeTooManyBuckets
 	// CodeAnswerTooLarge (422): a partition's part of a query answer is
 	// over --max-subquery-bytes.
-	CodeAnswerTooLarge = "answer_too_large"
+	CodeAnswerTooLarge = errcode.CodeAnswerTooLarge
 )
 
 // ErrorResponse is the body of every error answer:

@@ -5,33 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/metadata"
-)
-
-// Internal paths of replication and of the front end's forwarding
-// (DESIGN.md sections 5 and 10).
-const (
-	// PathReplicate takes a PushRequest; 204 once the rows are synced on
-	// the receiver (409 stale_placement when it does not hold ToPlacement
-	// as LOAD or SERVE).
-	PathReplicate = "/internal/replicate"
-	// PathInsert takes a ForwardInsertRequest from a front end to the
-	// replica that coordinates the insert; answers ForwardInsertResponse.
-	PathInsert = "/internal/insert"
-	// PathQuery takes a SubQueryRequest for one partition replica; answers
-	// SubQueryResponse.
-	PathQuery = "/internal/query"
-	// PathCatchUp takes a CatchUpRequest: the receiving replica pushes the
-	// asking replica everything it holds now, and answers 204 once that is
-	// confirmed (a quorum read's catch-up, DESIGN.md section 5).
-	PathCatchUp = "/internal/catchup"
-	// PathReplicas takes a ReplicasRequest; answers ReplicasResponse (the
-	// server's local replicas and their replication state).
-	PathReplicas = "/internal/replicas"
-	// PathSplitPoint takes a SplitPointRequest; answers SplitPointResponse
-	// (the split point of one local replica's data, for a manual split
-	// through a server that holds no replica of the partition).
-	PathSplitPoint = "/internal/splitpoint"
+	"github.com/tsdb/tsdb/errcode"
 )
 
 // Error codes of replication and forwarding.
@@ -39,18 +13,18 @@ const (
 	// CodeStalePlacement (409): the receiver does not hold the named
 	// placement as LOAD or SERVE (dropped, never created, or UNLOAD). The
 	// sender re-runs discovery.
-	CodeStalePlacement = "stale_placement"
+	CodeStalePlacement = errcode.CodeStalePlacement
 	// CodeMoved (409): the partition is not served by the receiver under
 	// the sender's view (split, moved, UNLOAD); the front end refreshes its
 	// METADATA and retries.
-	CodeMoved = "moved"
+	CodeMoved = errcode.CodeMoved
 	// CodeOutcomeUnknownRows (503): the rows were written by the
 	// coordinator but not confirmed by enough replicas before the
 	// deadline; they may still appear.
-	CodeOutcomeUnknownRows = "insert_outcome_unknown"
+	CodeOutcomeUnknownRows = errcode.CodeOutcomeUnknownRows
 	// CodeCannotSplit (409): the partition's rows are all at one time (or
 	// it has none), so no split point leaves rows on both sides.
-	CodeCannotSplit = "cannot_split"
+	CodeCannotSplit = errcode.CodeCannotSplit
 )
 
 // Consistency levels of X-TSDB-Consistency.
@@ -60,175 +34,6 @@ const (
 	ConsistencyAll    = "all"
 )
 
-// PushRequest carries rows from one replica to another (DESIGN.md section
-// 5). Rows is replication's binary row encoding (with every field's
-// version).
-type PushRequest struct {
-	Table string `json:"table"`
-	// PartitionID is the target's partition (or split child) id.
-	PartitionID uuid.UUID `json:"partition_id"`
-	// FromServer and FromPlacement name the sending replica.
-	FromServer    string    `json:"from_server"`
-	FromPlacement uuid.UUID `json:"from_placement"`
-	// ToPlacement is the receiving replica.
-	ToPlacement uuid.UUID `json:"to_placement"`
-	// TxnSeq is the txnseq of the sender's METADATA (rule 8).
-	TxnSeq uint64 `json:"txnseq"`
-	// Rows holds Count rows.
-	Rows  []byte `json:"rows,omitempty"`
-	Count int    `json:"count"`
-	// LastSeq is the sender's sequence this push covers up to: once
-	// confirmed, the sender's cursor for the target moves to it.
-	LastSeq uint64 `json:"last_seq"`
-	// SentAt is the sender's wall clock (ns) when it sent the push: the
-	// receiver estimates the clock offset between them (rule 2).
-	SentAt int64 `json:"sent_at,omitempty"`
-	// Complete tells a joining target that it has received everything
-	// the sender had when it first saw the join (its fixed mark).
-	Complete bool `json:"complete,omitempty"`
-}
-
-// ForwardInsertRequest asks the replica ToPlacement of a partition to
-// coordinate an insert: stamp versions, write synced, and acknowledge when
-// the consistency level's count of replicas has the rows.
-type ForwardInsertRequest struct {
-	Table       string    `json:"table"`
-	PartitionID uuid.UUID `json:"partition_id"`
-	ToPlacement uuid.UUID `json:"to_placement"`
-	TxnSeq      uint64    `json:"txnseq"`
-	Consistency string    `json:"consistency"`
-	// Versioned rows carry the versions their first front end stamped (a
-	// smeared insert); otherwise the coordinator stamps them.
-	Versioned bool `json:"versioned,omitempty"`
-	// Rows is replication's binary row encoding (versions unset unless
-	// Versioned).
-	Rows  []byte `json:"rows"`
-	Count int    `json:"count"`
-}
-
-// ForwardInsertResponse acknowledges a forwarded insert.
-type ForwardInsertResponse struct {
-	Rows int `json:"rows"`
-}
-
-// SubQueryRequest asks one replica of a partition for its part of a query,
-// clipped to [From, To) ∩ the partition's range by the caller.
-type SubQueryRequest struct {
-	Table       string    `json:"table"`
-	PartitionID uuid.UUID `json:"partition_id"`
-	ToPlacement uuid.UUID `json:"to_placement"`
-	TxnSeq      uint64    `json:"txnseq"`
-	From        int64     `json:"from"`
-	To          int64     `json:"to"`
-	Series      string    `json:"series,omitempty"`
-	Prefix      bool      `json:"prefix,omitempty"`
-	Fields      []string  `json:"fields,omitempty"`
-	// Limit bounds raw rows (0: none). Agg selects aggregates instead.
-	Limit int   `json:"limit,omitempty"`
-	Agg   bool  `json:"agg,omitempty"`
-	Step  int64 `json:"step,omitempty"`
-	// Consistency "quorum" or "all" makes the replica first catch up from
-	// that many of its peers; "" or "one" reads it as it is.
-	Consistency string `json:"consistency,omitempty"`
-	// Origin aligns the step buckets (the whole query's From).
-	Origin   int64 `json:"origin,omitempty"`
-	GroupAll bool  `json:"group_all,omitempty"`
-	// MaxBuckets bounds an aggregate answer's buckets summed over its
-	// series (the front end's --max-query-buckets; 0: the replica's own).
-	MaxBuckets int `json:"max_buckets,omitempty"`
-	// MaxBytes is the most the front end reads of the answer (its
-	// --max-subquery-bytes; 0: the replica's own): the replica refuses
-	// with api.CodeAnswerTooLarge rather than send more.
-	MaxBytes int `json:"max_bytes,omitempty"`
-}
-
-// CatchUpRequest asks the replica FromPlacement of a partition to push the
-// replica ToPlacement (on ToServer) everything it holds at this moment.
-type CatchUpRequest struct {
-	Table         string    `json:"table"`
-	PartitionID   uuid.UUID `json:"partition_id"`
-	FromPlacement uuid.UUID `json:"from_placement"`
-	ToPlacement   uuid.UUID `json:"to_placement"`
-	ToServer      string    `json:"to_server"`
-	TxnSeq        uint64    `json:"txnseq"`
-}
-
-// SubQueryResponse holds raw rows (replication's row encoding) or partial
-// aggregate states (replication's aggregate encoding).
-type SubQueryResponse struct {
-	Rows      []byte `json:"rows,omitempty"`
-	Count     int    `json:"count,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"`
-	Aggs      []byte `json:"aggs,omitempty"`
-}
-
-// ReplicasRequest asks a server for its local replicas, of one table or
-// (empty) of all.
-type ReplicasRequest struct {
-	Table string `json:"table,omitempty"`
-	// Counts asks for each replica's row count and checksum, a full scan
-	// of it; without it Rows is -1 and Checksum empty (what a split's
-	// finalizer, which reads only the targets, asks for).
-	Counts bool `json:"counts,omitempty"`
-	// SizeScan, when set, makes Bytes the larger of the disk estimate and
-	// a key scan stopping past SizeScan bytes for each replica whose
-	// estimate is below it, so rows not yet flushed count (the master's
-	// pre-split rate estimate).
-	SizeScan uint64 `json:"size_scan,omitempty"`
-	// SizeScanAfter limits SizeScan to the replicas whose range ends
-	// after it (integer ns; an open end always does).
-	SizeScanAfter int64 `json:"size_scan_after,omitempty"`
-}
-
-// ReplicasResponse lists a server's local replicas.
-type ReplicasResponse struct {
-	Server   string          `json:"server"`
-	Replicas []ReplicaStatus `json:"replicas"`
-}
-
-// ReplicaStatus is one replica's state for inspection (tsdb admin
-// partitions, GET /api/v1/tables/{t}?replicas=1).
-type ReplicaStatus struct {
-	Server      string    `json:"server"`
-	Table       string    `json:"table"`
-	PartitionID uuid.UUID `json:"partition_id"`
-	Placement   uuid.UUID `json:"placement_id"`
-	Begin       *int64    `json:"begin"`
-	End         *int64    `json:"end"`
-	// Status is the last discovery answer (LOAD, SERVE, UNLOAD).
-	Status metadata.DiscoveryStatus `json:"status"`
-	TxnSeq uint64                   `json:"txnseq"`
-	// Rows is the number of live rows (-1 if not counted).
-	Rows int64 `json:"rows"`
-	// Checksum is a hash of the replica's rows and versions: replicas
-	// holding the same data have the same one.
-	Checksum  string `json:"checksum,omitempty"`
-	Bytes     uint64 `json:"bytes"`
-	HighSeq   uint64 `json:"high_seq"`
-	SyncedSeq uint64 `json:"synced_seq"`
-	// Targets is the replication state towards each target.
-	Targets []TargetStatus `json:"targets"`
-}
-
-// TargetStatus is the replication state from one replica to one target.
-type TargetStatus struct {
-	Server    string    `json:"server"`
-	Placement uuid.UUID `json:"placement_id"`
-	// PartitionID is the target's partition (a split child's id for kind
-	// split).
-	PartitionID uuid.UUID           `json:"partition_id"`
-	Kind        metadata.TargetKind `json:"kind"`
-	// Mark, for a joining or split target, is the sender's synced sequence
-	// when it first saw the target; MarkReached says Confirmed passed it.
-	Mark        uint64 `json:"mark,omitempty"`
-	MarkReached bool   `json:"mark_reached,omitempty"`
-	Confirmed   uint64 `json:"confirmed"`
-	// Lag is the sender's synced sequence minus Confirmed.
-	Lag       uint64    `json:"lag"`
-	LastError string    `json:"last_error,omitempty"`
-	LastPush  time.Time `json:"last_push,omitempty"`
-}
-
 // ServerChangeRequest is the body of POST
 // /api/v1/tables/{t}/partitions/{p}/join and …/leave.
 type ServerChangeRequest struct {
@@ -236,28 +41,6 @@ type ServerChangeRequest struct {
 	// Force (join only) is FORCE_JOIN: straight into servers[], for a
 	// partition whose replicas are all gone.
 	Force bool `json:"force,omitempty"`
-}
-
-// PartitionReplicas is one partition with its replicas' states, in the
-// answer of GET /api/v1/tables/{t}?replicas=1.
-type PartitionReplicas struct {
-	metadata.Partition
-	Replicas []ReplicaStatus `json:"replicas"`
-}
-
-// SplitPointRequest asks a server for the split point of its replica
-// Placement of partition PartitionID.
-type SplitPointRequest struct {
-	Table       string    `json:"table"`
-	PartitionID uuid.UUID `json:"partition_id"`
-	Placement   uuid.UUID `json:"placement"`
-	TxnSeq      uint64    `json:"txnseq"`
-}
-
-// SplitPointResponse is a replica's split point: a time with rows on both
-// sides, near the middle of its data by bytes.
-type SplitPointResponse struct {
-	At int64 `json:"at"`
 }
 
 // SplitRequest is the body of POST /api/v1/tables/{t}/partitions/{p}/split.
@@ -277,3 +60,66 @@ type SplitResponse struct {
 	At       int64       `json:"at"`
 	Children []uuid.UUID `json:"children"`
 }
+
+// PartitionReplicas is one partition with its replicas' states, in the
+// answer of GET /api/v1/tables/{t}?replicas=1.
+type PartitionReplicas struct {
+	Partition
+	Replicas []ReplicaStatus `json:"replicas"`
+}
+
+// ReplicaStatus is one replica's state for inspection (tsdb admin
+// partitions, GET /api/v1/tables/{t}?replicas=1).
+type ReplicaStatus struct {
+	Server      string    `json:"server"`
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	Placement   uuid.UUID `json:"placement_id"`
+	Begin       *int64    `json:"begin"`
+	End         *int64    `json:"end"`
+	// Status is the last discovery answer: LOAD, SERVE or UNLOAD.
+	Status string `json:"status"`
+	TxnSeq uint64 `json:"txnseq"`
+	// Rows is the number of live rows (-1 if not counted).
+	Rows int64 `json:"rows"`
+	// Checksum is a hash of the replica's rows and versions: replicas
+	// holding the same data have the same one.
+	Checksum  string `json:"checksum,omitempty"`
+	Bytes     uint64 `json:"bytes"`
+	HighSeq   uint64 `json:"high_seq"`
+	SyncedSeq uint64 `json:"synced_seq"`
+	// Targets is the replication state towards each target.
+	Targets []TargetStatus `json:"targets"`
+}
+
+// TargetStatus is the replication state from one replica to one target.
+type TargetStatus struct {
+	Server    string    `json:"server"`
+	Placement uuid.UUID `json:"placement_id"`
+	// PartitionID is the target's partition (a split child's id for kind
+	// split).
+	PartitionID uuid.UUID `json:"partition_id"`
+	// Kind is replica, joining or split.
+	Kind string `json:"kind"`
+	// Mark, for a joining or split target, is the sender's synced sequence
+	// when it first saw the target; MarkReached says Confirmed passed it.
+	Mark        uint64 `json:"mark,omitempty"`
+	MarkReached bool   `json:"mark_reached,omitempty"`
+	Confirmed   uint64 `json:"confirmed"`
+	// Lag is the sender's synced sequence minus Confirmed.
+	Lag       uint64    `json:"lag"`
+	LastError string    `json:"last_error,omitempty"`
+	LastPush  time.Time `json:"last_push,omitempty"`
+}
+
+// The values of ReplicaStatus.Status (the discovery statuses, DESIGN.md
+// section 4) and of TargetStatus.Kind.
+const (
+	StatusLoad   = "LOAD"
+	StatusServe  = "SERVE"
+	StatusUnload = "UNLOAD"
+
+	TargetReplica = "replica"
+	TargetJoining = "joining"
+	TargetSplit   = "split"
+)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -224,8 +223,16 @@ func (c *Cluster) startProc(id, addr string) error {
 func (c *Cluster) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	hc := &http.Client{Timeout: 2 * time.Second}
+	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
+	clients := make([]*api.Client, len(c.procs))
+	for i, p := range c.procs {
+		cl, err := api.NewClient("http://"+p.addr, api.Options{Timeout: 2 * time.Second, Attempts: 1, HTTPClient: hc})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		clients[i] = cl
+	}
 	for {
 		for _, p := range c.procs {
 			select {
@@ -234,7 +241,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			default:
 			}
 		}
-		if c.ready(ctx, hc) {
+		if ready(ctx, clients) {
 			return nil
 		}
 		select {
@@ -246,34 +253,16 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	}
 }
 
-// ready reports whether every server is healthy and listed.
-func (c *Cluster) ready(ctx context.Context, hc *http.Client) bool {
-	for _, p := range c.procs {
-		if get(ctx, hc, "http://"+p.addr+"/healthz") == nil {
+// ready reports whether every server is healthy and the first lists them
+// all.
+func ready(ctx context.Context, clients []*api.Client) bool {
+	for _, cl := range clients {
+		if cl.Get(ctx, "/healthz", nil, nil) != nil {
 			return false
 		}
 	}
-	b := get(ctx, hc, "http://"+c.procs[0].addr+"/api/v1/cluster")
-	var cl api.ClusterResponse
-	return b != nil && json.Unmarshal(b, &cl) == nil && len(cl.Servers) >= len(c.procs)
-}
-
-// get returns the body of a 200 answer, or nil.
-func get(ctx context.Context, hc *http.Client, u string) []byte {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-		return nil
-	}
-	return b.Bytes()
+	listed, err := clients[0].Cluster(ctx)
+	return err == nil && len(listed.Servers) >= len(clients)
 }
 
 // logTail returns the last lines of a log file, for an error message.

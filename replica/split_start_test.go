@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"math/rand/v2"
@@ -43,7 +43,7 @@ func TestPickChildServers(t *testing.T) {
 		{"two servers, RF 3: both everywhere", servers(0, 0), 3, [2][]string{{"a", "b"}, {"a", "b"}}, false},
 		{"four servers, RF 2: disjoint", servers(0, 0, 0, 0), 2, [2][]string{}, true},
 	} {
-		got := pickChildServers(tc.live, 2, tc.k, rnd)
+		got := PickChildServers(tc.live, 2, tc.k, rnd)
 		if len(got) != 2 {
 			t.Fatalf("%s: %d children", tc.name, len(got))
 		}
@@ -62,7 +62,7 @@ func TestPickChildServers(t *testing.T) {
 	}
 	// Five servers, RF 3: the second child takes the two servers the
 	// first left out and the least loaded of the first's.
-	got := pickChildServers(servers(0, 0, 0, 10, 10), 2, 3, rnd)
+	got := PickChildServers(servers(0, 0, 0, 10, 10), 2, 3, rnd)
 	if a, b := ids(got[0]), ids(got[1]); !slices.Equal(a, []string{"a", "b", "c"}) || !slices.Contains(b, "d") || !slices.Contains(b, "e") {
 		t.Errorf("five servers: %v and %v, want a,b,c then d, e and one of a,b,c", a, b)
 	}

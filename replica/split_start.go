@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"cmp"
@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
-	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
@@ -39,46 +38,23 @@ const splitKickRows = 4096
 // progress); the trigger tries again later.
 var errSplitDeferred = errors.New("node: split deferred")
 
-// splitMetrics counts the split trigger's outcomes.
-type splitMetrics struct {
-	started, followed, impossible, finalized, aborted, presplits prometheus.Counter
-}
-
-func newSplitMetrics() *splitMetrics {
-	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-	}
-	return &splitMetrics{
-		started:    c("tsdb_splits_started_total", "SPLIT_BEGIN transactions this server committed (size trigger or manual)."),
-		followed:   c("tsdb_splits_followed_total", "Size-triggered splits this server found already started by another replica (it follows that split)."),
-		impossible: c("tsdb_splits_impossible_total", "Times a partition over its size target could not split because every row is at one time."),
-		finalized:  c("tsdb_splits_finalized_total", "SPLIT_FINALIZE transactions this server committed."),
-		aborted:    c("tsdb_splits_aborted_total", "SPLIT_ABORT transactions this server committed as master (a child without a live majority)."),
-		presplits:  c("tsdb_presplits_total", "Pre-split SPLIT_BEGIN transactions this server committed as master."),
-	}
-}
-
-func (m *splitMetrics) register(reg prometheus.Registerer) {
-	reg.MustRegister(m.started, m.followed, m.impossible, m.finalized, m.aborted, m.presplits)
-}
-
 // unsplittable remembers a replica whose rows were all at one time.
 type unsplittable struct {
 	at      time.Time
 	highSeq uint64
 }
 
-// splitTick compares each SERVE replica that is not already splitting with
+// SplitTick compares each SERVE replica that is not already splitting with
 // its table's size target and starts a split of those above it. Several
 // replicas of a partition may do so at once; the CAS makes one win and the
 // others follow its split.
-func (n *Node) splitTick(ctx context.Context) error {
+func (s *Server) SplitTick(ctx context.Context) error {
 	var errs []error
-	for _, st := range n.ReplicaStatuses() {
+	for _, st := range s.Statuses() {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := n.maybeSplit(ctx, st); err != nil {
+		if err := s.maybeSplit(ctx, st); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -86,43 +62,43 @@ func (n *Node) splitTick(ctx context.Context) error {
 }
 
 // kickSplitCheck asks for a size check soon (a large insert arrived).
-func (n *Node) kickSplitCheck() {
+func (s *Server) kickSplitCheck() {
 	select {
-	case n.splitKick <- struct{}{}:
+	case s.splitKick <- struct{}{}:
 	default:
 	}
 }
 
-// splitLoop runs splitTick every SplitCheckInterval, and sooner after a
+// RunSplits runs SplitTick every SplitCheckInterval, and sooner after a
 // large insert (but at most ten times per interval), until ctx ends.
-func (n *Node) splitLoop(ctx context.Context) {
-	t := time.NewTicker(n.cfg.SplitCheckInterval)
+func (s *Server) RunSplits(ctx context.Context) {
+	t := time.NewTicker(s.cfg.SplitCheckInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-n.splitKick:
+		case <-s.splitKick:
 		}
-		if err := n.splitTick(ctx); err != nil && ctx.Err() == nil {
-			n.log.Warn("split check failed", "err", err)
+		if err := s.SplitTick(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("split check failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(n.cfg.SplitCheckInterval / 10):
+		case <-time.After(s.cfg.SplitCheckInterval / 10):
 		}
 	}
 }
 
 // maybeSplit starts a split of st's partition if its replica is above the
 // table's target.
-func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
+func (s *Server) maybeSplit(ctx context.Context, st Status) error {
 	if st.Discovery.Status != metadata.StatusServe {
 		return nil
 	}
-	cfg, file, ok := n.router.Cached(st.Table)
+	cfg, file, ok := s.router.Cached(st.Table)
 	if !ok || cfg.PartitionSizeTarget <= 0 {
 		return nil
 	}
@@ -130,13 +106,13 @@ func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
 	if !ok || p.Split != nil || len(p.Joining) > 0 || p.Offline {
 		return nil
 	}
-	rep, ok := n.store.Replica(st.Placement)
+	rep, ok := s.store.Replica(st.Placement)
 	if !ok {
 		return nil
 	}
-	n.mu.Lock()
-	u, blocked := n.mu.unsplittable[st.Placement]
-	n.mu.Unlock()
+	s.mu.Lock()
+	u, blocked := s.mu.unsplittable[st.Placement]
+	s.mu.Unlock()
 	if blocked && (time.Since(u.at) < cannotSplitRetry || rep.HighSeq() == u.highSeq) {
 		return nil
 	}
@@ -146,32 +122,32 @@ func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
 	}
 	at, err := rep.SplitPoint()
 	if errors.Is(err, partition.ErrCannotSplit) {
-		n.mu.Lock()
-		n.mu.unsplittable[st.Placement] = unsplittable{at: time.Now(), highSeq: rep.HighSeq()}
-		n.mu.Unlock()
-		n.smetrics.impossible.Inc()
-		n.log.Warn("partition above its size target cannot split: every row is at one time; retried later if it receives rows",
+		s.mu.Lock()
+		s.mu.unsplittable[st.Placement] = unsplittable{at: time.Now(), highSeq: rep.HighSeq()}
+		s.mu.Unlock()
+		s.metrics.SplitsImpossible.Inc()
+		s.log.Warn("partition above its size target cannot split: every row is at one time; retried later if it receives rows",
 			"table", st.Table, "partition", st.PartitionID, "bytes", size, "target", cfg.PartitionSizeTarget, "retry_after", cannotSplitRetry)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	n.mu.Lock()
-	delete(n.mu.unsplittable, st.Placement)
-	n.mu.Unlock()
-	f, err := n.beginSplit(ctx, st.Table, p.ID, at, true)
+	s.mu.Lock()
+	delete(s.mu.unsplittable, st.Placement)
+	s.mu.Unlock()
+	f, err := s.beginSplit(ctx, st.Table, p.ID, at, true)
 	switch {
 	case errors.Is(err, errSplitSettled):
-		n.smetrics.followed.Inc()
-		n.log.Info("split already started by another replica; following it", "table", st.Table, "partition", p.ID)
+		s.metrics.SplitsFollowed.Inc()
+		s.log.Info("split already started by another replica; following it", "table", st.Table, "partition", p.ID)
 		return nil
 	case errors.Is(err, errSplitDeferred):
 		return nil
 	case err != nil:
 		return fmt.Errorf("split partition %s of %q: %w", p.ID, st.Table, err)
 	}
-	n.log.Info("split started: partition above its size target", "table", st.Table, "partition", p.ID,
+	s.log.Info("split started: partition above its size target", "table", st.Table, "partition", p.ID,
 		"bytes", size, "target", cfg.PartitionSizeTarget, "at", at, "txnseq", f.TxnSeq)
 	return nil
 }
@@ -182,14 +158,14 @@ func (n *Node) maybeSplit(ctx context.Context, st ReplicaStatus) error {
 // progress is not an error: errSplitSettled or errSplitDeferred tell the
 // caller to follow or retry; otherwise the op's own validation answers
 // (a manual split of such a partition is refused with the reason).
-func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at int64, follow bool) (*metadata.File, error) {
+func (s *Server) beginSplit(ctx context.Context, table string, pid uuid.UUID, at int64, follow bool) (*metadata.File, error) {
 	// Draining servers get no children; if the marks cannot be read the
 	// split goes ahead (the drain moves a child off later).
-	draining, err := operator.Draining(ctx, n.etcd, n.cfg.EtcdPrefix)
+	draining, err := operator.Draining(ctx, s.etcd, s.cfg.EtcdPrefix)
 	if err != nil {
-		n.log.Warn("split: drain marks unreadable; children may land on a draining server", "err", err)
+		s.log.Warn("split: drain marks unreadable; children may land on a draining server", "err", err)
 	}
-	f, err := n.RequestChange(ctx, table, func(cfg metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+	f, err := s.RequestChange(ctx, table, func(cfg metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		if follow {
 			cur, ok := f.Partition(pid)
 			switch {
@@ -199,19 +175,19 @@ func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at i
 				return metadata.Op{}, errSplitDeferred
 			}
 		}
-		if n.cfg.beforeSplitBegin != nil {
-			n.cfg.beforeSplitBegin()
+		if s.cfg.Knobs.BeforeSplitBegin != nil {
+			s.cfg.Knobs.BeforeSplitBegin()
 		}
-		live := slices.DeleteFunc(n.dir.live(), func(s membership.Info) bool { _, d := draining[s.ID]; return d })
+		live := slices.DeleteFunc(s.dir.Live(), func(i membership.Info) bool { _, d := draining[i.ID]; return d })
 		if len(live) == 0 {
-			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", tsdbhttp.ErrUnavailable)
+			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", errUnavailable)
 		}
-		sets := pickChildServers(live, 2, cfg.ReplicationFactor, rand.IntN)
+		sets := PickChildServers(live, 2, cfg.ReplicationFactor, rand.IntN)
 		children := make([]metadata.SplitChild, len(sets))
 		for i, set := range sets {
 			children[i].ID = uuid.New()
-			for _, s := range set {
-				children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
+			for _, srv := range set {
+				children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: srv.ID, PlacementID: uuid.New()})
 			}
 		}
 		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
@@ -219,17 +195,17 @@ func (n *Node) beginSplit(ctx context.Context, table string, pid uuid.UUID, at i
 		}}, nil
 	})
 	if err == nil {
-		n.smetrics.started.Inc()
+		s.metrics.SplitsStarted.Inc()
 	}
 	return f, err
 }
 
-// pickChildServers chooses k servers for each of children new partitions:
+// PickChildServers chooses k servers for each of children new partitions:
 // the least loaded live servers (by partition count, counting what this
 // choice adds), a server already chosen for another child coming after
 // every server not chosen yet, so the children land on different sets when
 // there are servers enough. Ties are broken at random.
-func pickChildServers(live []membership.Info, children, k int, rnd func(int) int) [][]membership.Info {
+func PickChildServers(live []membership.Info, children, k int, rnd func(int) int) [][]membership.Info {
 	k = min(k, len(live))
 	type cand struct {
 		info   membership.Info
@@ -263,13 +239,13 @@ func pickChildServers(live []membership.Info, children, k int, rnd func(int) int
 // replica's data (this server's if it holds one, else asked of a server of
 // the partition). It returns the METADATA holding SPLIT_BEGIN; the split
 // then proceeds and finalizes like a size-triggered one.
-func (n *Node) SplitPartition(ctx context.Context, table string, pid uuid.UUID, at *int64) (*metadata.File, error) {
+func (s *Server) SplitPartition(ctx context.Context, table string, pid uuid.UUID, at *int64) (*metadata.File, error) {
 	// The current METADATA, not a cached one: the partition may be a
 	// child that finalized a moment ago.
-	if err := n.router.Refresh(ctx, table); err != nil {
+	if err := s.router.Refresh(ctx, table); err != nil {
 		return nil, err
 	}
-	_, file, err := n.router.Table(ctx, table)
+	_, file, err := s.router.Table(ctx, table)
 	if err != nil {
 		return nil, err
 	}
@@ -281,34 +257,34 @@ func (n *Node) SplitPartition(ctx context.Context, table string, pid uuid.UUID, 
 		return nil, fmt.Errorf("%w: partition %s is already splitting at %v", metadata.ErrInvalidOp, pid, p.Split.Points)
 	}
 	if at == nil {
-		t, err := n.splitPointOf(ctx, table, file.TxnSeq, p)
+		t, err := s.splitPointOf(ctx, table, file.TxnSeq, p)
 		if err != nil {
 			return nil, err
 		}
 		at = &t
 	}
-	return n.beginSplit(ctx, table, pid, *at, false)
+	return s.beginSplit(ctx, table, pid, *at, false)
 }
 
 // splitPointOf asks p's servers, this one first, for their replica's split
 // point; the first answer wins. A replica whose rows are all at one time
 // answers ErrCannotSplit, which is returned unless another answers.
-func (n *Node) splitPointOf(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition) (int64, error) {
+func (s *Server) splitPointOf(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition) (int64, error) {
 	order := slices.Clone(p.Servers)
-	if i := slices.IndexFunc(order, func(pl metadata.Placement) bool { return pl.ServerID == n.cfg.ID }); i > 0 {
+	if i := slices.IndexFunc(order, func(pl metadata.Placement) bool { return pl.ServerID == s.cfg.Self }); i > 0 {
 		order[0], order[i] = order[i], order[0]
 	}
 	var errs []error
 	for _, pl := range order {
-		req := api.SplitPointRequest{Table: table, PartitionID: p.ID, Placement: pl.PlacementID, TxnSeq: txnSeq}
-		var resp api.SplitPointResponse
+		req := wire.SplitPointRequest{Table: table, PartitionID: p.ID, Placement: pl.PlacementID, TxnSeq: txnSeq}
+		var resp wire.SplitPointResponse
 		var err error
-		if pl.ServerID == n.cfg.ID {
-			resp, err = internal{n}.SplitPoint(ctx, req)
+		if pl.ServerID == s.cfg.Self {
+			resp, err = s.SplitPoint(ctx, req)
 		} else {
 			var addr string
-			if addr, err = n.dir.addr(ctx, pl.ServerID); err == nil {
-				err = n.rpc.Call(ctx, addr, api.PathSplitPoint, req, &resp)
+			if addr, err = s.dir.Addr(ctx, pl.ServerID); err == nil {
+				err = s.rpc.Call(ctx, addr, wire.PathSplitPoint, req, &resp)
 			}
 			var se *rpc.StatusError
 			if errors.As(err, &se) && se.Code == api.CodeCannotSplit {
@@ -324,19 +300,19 @@ func (n *Node) splitPointOf(ctx context.Context, table string, txnSeq uint64, p 
 	if errors.Is(err, partition.ErrCannotSplit) {
 		return 0, fmt.Errorf("partition %s: %w", p.ID, err)
 	}
-	return 0, fmt.Errorf("%w: no server of partition %s answered its split point: %w", tsdbhttp.ErrUnavailable, p.ID, err)
+	return 0, fmt.Errorf("%w: no server of partition %s answered its split point: %w", errUnavailable, p.ID, err)
 }
 
 // SplitPoint answers the split point of a local replica (DESIGN.md section
 // 6): a time near the middle of its data by bytes with rows on both sides.
-func (i internal) SplitPoint(_ context.Context, req api.SplitPointRequest) (api.SplitPointResponse, error) {
-	rep, ok := i.n.store.Replica(req.Placement)
+func (s *Server) SplitPoint(_ context.Context, req wire.SplitPointRequest) (wire.SplitPointResponse, error) {
+	rep, ok := s.store.Replica(req.Placement)
 	if !ok || rep.Info().PartitionID != req.PartitionID {
-		return api.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", tsdbhttp.ErrStalePlacement, req.Placement, req.PartitionID)
+		return wire.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", errStalePlacement, req.Placement, req.PartitionID)
 	}
 	at, err := rep.SplitPoint()
 	if err != nil {
-		return api.SplitPointResponse{}, err
+		return wire.SplitPointResponse{}, err
 	}
-	return api.SplitPointResponse{At: at}, nil
+	return wire.SplitPointResponse{At: at}, nil
 }

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -24,11 +24,11 @@ var errSplitSettled = errors.New("node: split already settled")
 // mark go into the child's servers[]; the others join later. Any SERVE
 // parent replica may commit it (the CAS makes one win); the first listed
 // live one tries first, so the others only take over when it is gone.
-func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metadata.Partition) error {
-	if !n.leadsSplit(p) {
+func (s *Server) tryFinalizeSplit(ctx context.Context, st Status, p *metadata.Partition) error {
+	if !s.leadsSplit(p) {
 		return nil
 	}
-	reports := n.splitReports(ctx, st.Table, p)
+	reports := s.splitReports(ctx, st.Table, p)
 	var ok []map[uuid.UUID]map[string]bool
 	for _, r := range reports {
 		if splitReportOK(r, p.Split) {
@@ -40,9 +40,9 @@ func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metada
 	}
 	confirmed := make(map[uuid.UUID][]string, len(p.Split.Children))
 	for _, c := range p.Split.Children {
-		for _, s := range c.Servers {
-			if !slices.ContainsFunc(ok, func(r map[uuid.UUID]map[string]bool) bool { return !r[c.ID][s.ServerID] }) {
-				confirmed[c.ID] = append(confirmed[c.ID], s.ServerID)
+		for _, pl := range c.Servers {
+			if !slices.ContainsFunc(ok, func(r map[uuid.UUID]map[string]bool) bool { return !r[c.ID][pl.ServerID] }) {
+				confirmed[c.ID] = append(confirmed[c.ID], pl.ServerID)
 			}
 		}
 		if len(confirmed[c.ID]) < len(c.Servers)/2+1 {
@@ -50,7 +50,7 @@ func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metada
 		}
 	}
 	children := childIDs(p.Split)
-	_, err := n.RequestChange(ctx, st.Table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+	_, err := s.RequestChange(ctx, st.Table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		cur, ok := f.Partition(p.ID)
 		if !ok || cur.Split == nil || !slices.Equal(childIDs(cur.Split), children) {
 			return metadata.Op{}, errSplitSettled
@@ -65,17 +65,17 @@ func (n *Node) tryFinalizeSplit(ctx context.Context, st ReplicaStatus, p *metada
 	if err != nil {
 		return fmt.Errorf("finalize the split of partition %s: %w", p.ID, err)
 	}
-	n.smetrics.finalized.Inc()
-	n.log.Info("split finalized", "table", st.Table, "partition", p.ID, "confirmed", confirmed)
+	s.metrics.SplitsFinalized.Inc()
+	s.log.Info("split finalized", "table", st.Table, "partition", p.ID, "confirmed", confirmed)
 	return nil
 }
 
 // leadsSplit reports whether this server is the first live server of p.
-func (n *Node) leadsSplit(p *metadata.Partition) bool {
-	live := n.dir.live()
-	for _, s := range p.Servers {
-		if slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == s.ServerID }) {
-			return s.ServerID == n.cfg.ID
+func (s *Server) leadsSplit(p *metadata.Partition) bool {
+	live := s.dir.Live()
+	for _, pl := range p.Servers {
+		if slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == pl.ServerID }) {
+			return pl.ServerID == s.cfg.Self
 		}
 	}
 	return false
@@ -84,10 +84,10 @@ func (n *Node) leadsSplit(p *metadata.Partition) bool {
 // splitReports asks every server of p for its parent replica's split
 // targets: per child, the child servers past this replica's mark. A server
 // that does not answer, or has not learned of the split, gives no report.
-func (n *Node) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
+func (s *Server) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
 	var out []map[uuid.UUID]map[string]bool
 	for _, pl := range p.Servers {
-		resp, err := n.replicasOn(ctx, pl.ServerID, api.ReplicasRequest{Table: table})
+		resp, err := s.ReplicasOn(ctx, pl.ServerID, wire.ReplicasRequest{Table: table})
 		if err != nil {
 			continue
 		}

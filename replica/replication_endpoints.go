@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
-	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -21,25 +21,25 @@ import (
 )
 
 // pushSender delivers a replica's pushes over the internal API.
-type pushSender struct{ n *Node }
+type pushSender struct{ s *Server }
 
 // Push sends one push; a "stale placement" answer matches
 // replication.ErrStalePlacement.
-func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushRequest) error {
-	addr, err := s.n.dir.addr(ctx, t.ServerID)
+func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRequest) error {
+	addr, err := p.s.dir.Addr(ctx, t.ServerID)
 	if err != nil {
 		return err
 	}
-	if s.n.cfg.blockPush != nil && s.n.cfg.blockPush(t) {
+	if p.s.cfg.Knobs.BlockPush != nil && p.s.cfg.Knobs.BlockPush(t) {
 		return fmt.Errorf("push to %s blocked by the test", t.ServerID)
 	}
-	req.SentAt = s.n.now().UnixNano()
-	err = s.n.rpc.Call(ctx, addr, api.PathReplicate, req, nil)
+	req.SentAt = p.s.now().UnixNano()
+	err = p.s.rpc.Call(ctx, addr, wire.PathReplicate, req, nil)
 	if err != nil {
-		s.n.rmetrics.pushErrors.Inc()
+		p.s.metrics.PushErrors.Inc()
 	} else {
-		s.n.rmetrics.pushRows.Add(float64(req.Count))
-		s.n.rmetrics.pushBytes.Add(float64(len(req.Rows)))
+		p.s.metrics.PushRows.Add(float64(req.Count))
+		p.s.metrics.PushBytes.Add(float64(len(req.Rows)))
 	}
 	var se *rpc.StatusError
 	if errors.As(err, &se) && se.Code == api.CodeStalePlacement {
@@ -52,41 +52,40 @@ func (s pushSender) Push(ctx context.Context, t metadata.Target, req api.PushReq
 // holds that placement as LOAD or SERVE (rule 4); otherwise it answers
 // "stale placement" and the sender re-runs discovery. A sender with a newer
 // METADATA than this server's makes it catch up first (rule 8).
-func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
-	n := i.n
-	n.clocks.observe(req.FromServer, req.SentAt, n.now())
-	if n.store.Lost(req.ToPlacement) {
+func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
+	s.clocks.Observe(req.FromServer, req.SentAt, s.now())
+	if s.store.Lost(req.ToPlacement) {
 		// Never confirmed: the sender re-checks its view and backs off
-		// until the master removed the placement (node/lost.go).
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, n.errLost(req.ToPlacement))
+		// until the master removed the placement (lost.go).
+		return fmt.Errorf("%w: %w", errStalePlacement, s.errLost(req.ToPlacement))
 	}
-	st, ok := n.replicaStatus(req.ToPlacement)
+	st, ok := s.StatusOf(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
-		if err := n.syncTable(ctx, req.Table); err != nil {
-			return fmt.Errorf("%w: catching up with %q: %w", tsdbhttp.ErrUnavailable, req.Table, err)
+		if err := s.syncTable(ctx, req.Table); err != nil {
+			return fmt.Errorf("%w: catching up with %q: %w", errUnavailable, req.Table, err)
 		}
-		st, ok = n.replicaStatus(req.ToPlacement)
+		st, ok = s.StatusOf(req.ToPlacement)
 	}
-	rep, exists := n.store.Replica(req.ToPlacement)
+	rep, exists := s.store.Replica(req.ToPlacement)
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
-		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", tsdbhttp.ErrStalePlacement, n.cfg.ID, req.ToPlacement, req.Table)
+		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", errStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
 	}
-	applier := &observingApplier{rep: rep, observe: func(v model.Version) { n.observeVersion(v, "a push from "+req.FromServer) }}
+	applier := &observingApplier{rep: rep, observe: func(v model.Version) { s.observeVersion(v, "a push from "+req.FromServer) }}
 	received, err := replication.Receive(applier, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrStalePlacement, err)
+		return fmt.Errorf("%w: %w", errStalePlacement, err)
 	}
 	if err != nil {
 		return err
 	}
-	n.rmetrics.recvRows.Add(float64(received))
-	n.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
-	rt := n.runtime(req.ToPlacement)
+	s.metrics.ReceivedRows.Add(float64(received))
+	s.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
+	rt := s.runtime(req.ToPlacement)
 	if rt != nil {
 		rt.pusher.Notify() // the rows may be due to other targets
 	}
 	if applier.changed > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
-		return n.confirmSplitPush(ctx, rt, st, applier.last)
+		return s.confirmSplitPush(ctx, rt, st, applier.last)
 	}
 	return nil
 }
@@ -101,8 +100,8 @@ func (i internal) Replicate(ctx context.Context, req api.PushRequest) error {
 // are not waited for (they were written here before, and are covered by
 // this replica's mark or by their writer's own wait), nor are rows at or
 // below the mark (the finalize waits for those).
-func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st ReplicaStatus, seq uint64) error {
-	_, file, ok := n.router.Cached(st.Table)
+func (s *Server) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Status, seq uint64) error {
+	_, file, ok := s.router.Cached(st.Table)
 	if !ok {
 		return nil
 	}
@@ -111,13 +110,13 @@ func (n *Node) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Repl
 		return nil
 	}
 	if rt == nil {
-		return fmt.Errorf("%w: replica %s has no replication running yet", tsdbhttp.ErrUnavailable, st.Placement)
+		return fmt.Errorf("%w: replica %s has no replication running yet", errUnavailable, st.Placement)
 	}
-	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	for _, c := range p.Split.Children {
 		if err := rt.pusher.WaitChildAfterMark(wctx, seq, c.ID, serverIDs(c.Servers), len(c.Servers)/2+1); err != nil {
-			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", tsdbhttp.ErrUnavailable, c.ID, err)
+			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", errUnavailable, c.ID, err)
 		}
 	}
 	return nil
@@ -156,97 +155,95 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 }
 
 // ForwardInsert coordinates an insert a front end forwarded.
-func (i internal) ForwardInsert(ctx context.Context, req api.ForwardInsertRequest) (api.ForwardInsertResponse, error) {
-	n := i.n
+func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
 	rows, err := replication.DecodeRows(req.Rows)
 	if err != nil {
-		return api.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", tsdbhttp.ErrBadRequest, err)
+		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", errBadRequest, err)
 	}
 	for j := range rows {
 		if err := rows[j].Validate(); err != nil {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", tsdbhttp.ErrBadRequest, j, err)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", errBadRequest, j, err)
 		}
 	}
-	_, file, err := n.router.Table(ctx, req.Table)
+	_, file, err := s.router.Table(ctx, req.Table)
 	if err != nil {
-		return api.ForwardInsertResponse{}, err
+		return wire.ForwardInsertResponse{}, err
 	}
 	if file.TxnSeq < req.TxnSeq {
-		if err := n.syncTable(ctx, req.Table); err != nil {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+		if err := s.syncTable(ctx, req.Table); err != nil {
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
 		}
-		_, file, _ = n.router.Table(ctx, req.Table)
+		_, file, _ = s.router.Table(ctx, req.Table)
 	}
 	p, ok := file.Partition(req.PartitionID)
 	if !ok || !slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool {
-		return pl.ServerID == n.cfg.ID && pl.PlacementID == req.ToPlacement
+		return pl.ServerID == s.cfg.Self && pl.PlacementID == req.ToPlacement
 	}) {
-		return api.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
-			tsdbhttp.ErrMoved, req.PartitionID, n.cfg.ID, req.ToPlacement, file.TxnSeq)
+		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
+			errMoved, req.PartitionID, s.cfg.Self, req.ToPlacement, file.TxnSeq)
 	}
 	for _, r := range rows {
 		if !p.Contains(r.Time) {
-			return api.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", tsdbhttp.ErrMoved, r.Time, p.ID)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", errMoved, r.Time, p.ID)
 		}
 	}
-	if err := n.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
-		return api.ForwardInsertResponse{}, err
+	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
+		return wire.ForwardInsertResponse{}, err
 	}
-	return api.ForwardInsertResponse{Rows: len(rows)}, nil
+	return wire.ForwardInsertResponse{Rows: len(rows)}, nil
 }
 
 // SubQuery answers one partition replica's part of a query.
-func (i internal) SubQuery(ctx context.Context, req api.SubQueryRequest) (api.SubQueryResponse, error) {
-	n := i.n
-	_, file, err := n.router.Table(ctx, req.Table)
+func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error) {
+	_, file, err := s.router.Table(ctx, req.Table)
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	p, ok := file.Partition(req.PartitionID)
 	if !ok {
-		return api.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", tsdbhttp.ErrMoved, req.PartitionID, file.TxnSeq, req.Table)
+		return wire.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", errMoved, req.PartitionID, file.TxnSeq, req.Table)
 	}
-	rep, err := n.readable(ctx, req.Table, req.TxnSeq, p, req.ToPlacement, req.Consistency)
+	rep, err := s.readable(ctx, req.Table, req.TxnSeq, p, req.ToPlacement, req.Consistency)
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	// The front end's limits, or this server's for a sender that sent none.
-	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, n.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, n.cfg.MaxQueryBuckets)
+	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, s.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, s.cfg.MaxQueryBuckets)
 	if req.Agg {
 		aggs, err := rep.Aggregate(partition.AggQuery{
 			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
 			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
 		})
 		if err != nil {
-			return api.SubQueryResponse{}, err
+			return wire.SubQueryResponse{}, err
 		}
 		enc := replication.AppendAggs(nil, aggs)
-		if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
-			return api.SubQueryResponse{}, err
+		if err := s.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+			return wire.SubQueryResponse{}, err
 		}
-		return api.SubQueryResponse{Aggs: enc}, nil
+		return wire.SubQueryResponse{Aggs: enc}, nil
 	}
 	scan := partition.ScanQuery{
 		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
 	}
-	if !n.ignoringSubQueryLimit() {
+	if !s.ignoringSubQueryLimit() {
 		// The scan stops as soon as the rows' values alone would make an
 		// answer over the limit once base64-encoded.
 		scan.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
 	}
 	rows, truncated, err := rep.Scan(scan)
 	if errors.Is(err, partition.ErrAnswerTooLarge) {
-		return api.SubQueryResponse{}, n.answerTooLarge(p,
+		return wire.SubQueryResponse{}, s.answerTooLarge(p,
 			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
 	}
 	if err != nil {
-		return api.SubQueryResponse{}, err
+		return wire.SubQueryResponse{}, err
 	}
 	enc := replication.AppendRows(nil, rows)
-	if err := n.checkAnswerSize(p, len(enc), maxBytes); err != nil {
-		return api.SubQueryResponse{}, err
+	if err := s.checkAnswerSize(p, len(enc), maxBytes); err != nil {
+		return wire.SubQueryResponse{}, err
 	}
-	return api.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
+	return wire.SubQueryResponse{Rows: enc, Count: len(rows), Truncated: truncated}, nil
 }
 
 // subQueryFraming bounds the JSON around a sub-query answer's encoded
@@ -258,44 +255,43 @@ const subQueryFraming = 128
 // front end would stop reading it and fail the query anyway, so it is
 // not sent. The row limit (raw) and the bucket cap (aggregates) bound
 // what was built before this check.
-func (n *Node) checkAnswerSize(p *metadata.Partition, encoded, maxBytes int) error {
+func (s *Server) checkAnswerSize(p *metadata.Partition, encoded, maxBytes int) error {
 	size := base64.StdEncoding.EncodedLen(encoded) + subQueryFraming
-	if size <= maxBytes || n.ignoringSubQueryLimit() {
+	if size <= maxBytes || s.ignoringSubQueryLimit() {
 		return nil
 	}
-	return n.answerTooLarge(p, fmt.Sprintf("would be %d bytes", size), maxBytes)
+	return s.answerTooLarge(p, fmt.Sprintf("would be %d bytes", size), maxBytes)
 }
 
 // answerTooLarge is the refusal of a sub-query answer that would be over
 // maxBytes (how is said by size): it names the limit and what to change.
-func (n *Node) answerTooLarge(p *metadata.Partition, size string, maxBytes int) error {
+func (s *Server) answerTooLarge(p *metadata.Partition, size string, maxBytes int) error {
 	return fmt.Errorf("%w: the answer of partition %s on server %s %s, over the limit of %d bytes "+
 		"(tsdb server --max-subquery-bytes); narrow the time range, the series or the fields, "+
 		"or lower limit (raw rows) or use a bigger step (aggregates)",
-		partition.ErrAnswerTooLarge, p.ID, n.cfg.ID, size, maxBytes)
+		partition.ErrAnswerTooLarge, p.ID, s.cfg.Self, size, maxBytes)
 }
 
 // ignoringSubQueryLimit reports whether a test made this server send
 // sub-query answers over the front end's limit.
-func (n *Node) ignoringSubQueryLimit() bool {
-	return n.cfg.ignoreSubQueryLimit != nil && n.cfg.ignoreSubQueryLimit.Load()
+func (s *Server) ignoringSubQueryLimit() bool {
+	return s.cfg.Knobs.IgnoreSubQueryLimit != nil && s.cfg.Knobs.IgnoreSubQueryLimit.Load()
 }
 
 // Replicas lists the local replicas (of one table, or all) with their
 // discovery status, size, sequences and replication state.
-func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.ReplicasResponse, error) {
-	n := i.n
-	resp := api.ReplicasResponse{Server: n.cfg.ID, Replicas: []api.ReplicaStatus{}}
-	for _, rep := range n.store.Replicas() {
+func (s *Server) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
+	resp := wire.ReplicasResponse{Server: s.cfg.Self, Replicas: []wire.ReplicaStatus{}}
+	for _, rep := range s.store.Replicas() {
 		info := rep.Info()
 		if req.Table != "" && info.Table != req.Table {
 			continue
 		}
-		st, _ := n.replicaStatus(info.Placement)
-		rs := api.ReplicaStatus{
-			Server: n.cfg.ID, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement,
+		st, _ := s.StatusOf(info.Placement)
+		rs := wire.ReplicaStatus{
+			Server: s.cfg.Self, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement,
 			Begin: info.Begin, End: info.End, Status: st.Discovery.Status, TxnSeq: st.TxnSeq,
-			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []api.TargetStatus{},
+			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []wire.TargetStatus{},
 		}
 		if req.SizeScan > 0 && (info.End == nil || *info.End > req.SizeScanAfter) {
 			if b, err := rep.Size(req.SizeScan); err == nil {
@@ -309,7 +305,7 @@ func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.Re
 				rs.Rows, rs.Checksum = sum.Rows, sum.Sum
 			}
 		}
-		if rt := n.runtime(info.Placement); rt != nil {
+		if rt := s.runtime(info.Placement); rt != nil {
 			rs.Targets = rt.pusher.Status()
 		}
 		resp.Replicas = append(resp.Replicas, rs)
@@ -317,15 +313,15 @@ func (i internal) Replicas(ctx context.Context, req api.ReplicasRequest) (api.Re
 	return resp, nil
 }
 
-// replicasOn asks server (this one or another) for its local replicas.
-func (n *Node) replicasOn(ctx context.Context, server string, req api.ReplicasRequest) (api.ReplicasResponse, error) {
-	if server == n.cfg.ID {
-		return internal{n}.Replicas(ctx, req)
+// ReplicasOn asks server (this one or another) for its local replicas.
+func (s *Server) ReplicasOn(ctx context.Context, server string, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
+	if server == s.cfg.Self {
+		return s.Replicas(ctx, req)
 	}
-	var resp api.ReplicasResponse
-	addr, err := n.dir.addr(ctx, server)
+	var resp wire.ReplicasResponse
+	addr, err := s.dir.Addr(ctx, server)
 	if err == nil {
-		err = n.rpc.Call(ctx, addr, api.PathReplicas, req, &resp)
+		err = s.rpc.Call(ctx, addr, wire.PathReplicas, req, &resp)
 	}
 	return resp, err
 }

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
-	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -28,19 +27,19 @@ type Planner func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, e
 // metadata server that cannot be reached is replaced by the next one with
 // the same request, so the change commits at most once. It returns the
 // committed file; this server's caches are refreshed before it returns.
-func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*metadata.File, error) {
-	if !n.reg.Valid() {
+func (s *Server) RequestChange(ctx context.Context, table string, plan Planner) (*metadata.File, error) {
+	if !s.reg.Valid() {
 		// DESIGN.md section 9: a server that lost its etcd session
 		// re-registers before it starts a metadata change again.
 		return nil, fmt.Errorf("%w: %s's etcd session is not valid (re-registering); no metadata change until it is",
-			tsdbhttp.ErrUnavailable, n.cfg.ID)
+			errUnavailable, s.cfg.Self)
 	}
 	var last error
 	for attempt := range maxChangeAttempts {
 		if attempt > 0 && !sleepJitter(ctx, attempt) {
 			break
 		}
-		cfg, file, err := n.committer.Load(ctx, table)
+		cfg, file, err := s.committer.Load(ctx, table)
 		if err != nil {
 			return nil, err
 		}
@@ -48,14 +47,14 @@ func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*
 		if err != nil {
 			return nil, err
 		}
-		req := api.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
-		f, err := n.sendChange(ctx, cfg, req)
+		req := wire.ChangeMetadataRequest{Table: table, BaseTxnID: cfg.MetadataTxnID, NewTxnID: metadata.NewTxnID(), Op: op}
+		f, err := s.sendChange(ctx, cfg, req)
 		if err == nil {
 			// The CAS changed exactly these three fields of cfg.
 			next := cfg
 			next.MetadataTxnID, next.MetadataTxnSeq = f.TxnID, f.TxnSeq
-			if err := n.installCommitted(next, f); err != nil {
-				n.log.Warn("committed change not yet visible locally", "table", table, "txnid", f.TxnID, "err", err)
+			if err := s.installCommitted(next, f); err != nil {
+				s.log.Warn("committed change not yet visible locally", "table", table, "txnid", f.TxnID, "err", err)
 			}
 			return f, nil
 		}
@@ -72,7 +71,7 @@ func (n *Node) RequestChange(ctx context.Context, table string, plan Planner) (*
 
 // installCommitted installs a file this server's change committed, so the
 // requester reads its own write before the watch brings it.
-func (n *Node) installCommitted(cfg metadata.TableConfig, f *metadata.File) error {
+func (s *Server) installCommitted(cfg metadata.TableConfig, f *metadata.File) error {
 	enc, err := metadata.Encode(f)
 	if err != nil {
 		return err
@@ -81,20 +80,20 @@ func (n *Node) installCommitted(cfg metadata.TableConfig, f *metadata.File) erro
 	if _, err := metadata.VerifyFile(cfg, enc); err != nil {
 		return err
 	}
-	return n.install(cfg, f)
+	return s.Install(cfg, f)
 }
 
 // sendChange sends req to the table's metadata servers, this one first, the
 // others in random order, until one gives a definitive answer.
-func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api.ChangeMetadataRequest) (*metadata.File, error) {
+func (s *Server) sendChange(ctx context.Context, cfg metadata.TableConfig, req wire.ChangeMetadataRequest) (*metadata.File, error) {
 	order := slices.Clone(cfg.MetadataServers)
 	rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-	if i := slices.Index(order, n.cfg.ID); i > 0 {
+	if i := slices.Index(order, s.cfg.Self); i > 0 {
 		order[0], order[i] = order[i], order[0]
 	}
 	var errs []error
 	for _, id := range order {
-		f, err := n.changeOn(ctx, id, req)
+		f, err := s.changeOn(ctx, id, req)
 		if err == nil {
 			return f, nil
 		}
@@ -103,7 +102,7 @@ func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		if errors.Is(err, metadata.ErrOutcomeUnknown) {
-			if f, ok := n.committedAs(ctx, req); ok {
+			if f, ok := s.committedAs(ctx, req); ok {
 				return f, nil
 			}
 		}
@@ -115,16 +114,16 @@ func (n *Node) sendChange(ctx context.Context, cfg metadata.TableConfig, req api
 }
 
 // changeOn asks metadata server id to coordinate req.
-func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRequest) (*metadata.File, error) {
-	if id == n.cfg.ID {
-		return n.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
+func (s *Server) changeOn(ctx context.Context, id string, req wire.ChangeMetadataRequest) (*metadata.File, error) {
+	if id == s.cfg.Self {
+		return s.committer.Change(ctx, req.Table, req.BaseTxnID, req.NewTxnID, req.Op)
 	}
-	addr, err := n.dir.addr(ctx, id)
+	addr, err := s.dir.Addr(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	var resp api.ChangeMetadataResponse
-	if err := n.rpc.Call(ctx, addr, api.PathMetadataChange, req, &resp); err != nil {
+	var resp wire.ChangeMetadataResponse
+	if err := s.rpc.Call(ctx, addr, wire.PathMetadataChange, req, &resp); err != nil {
 		return nil, mapRPCError(err)
 	}
 	f, err := metadata.CheckEncoded(req.Table, resp.TxnID, resp.Encoded)
@@ -135,8 +134,8 @@ func (n *Node) changeOn(ctx context.Context, id string, req api.ChangeMetadataRe
 }
 
 // committedAs learns by re-reading TableConfig whether req committed.
-func (n *Node) committedAs(ctx context.Context, req api.ChangeMetadataRequest) (*metadata.File, bool) {
-	cfg, file, err := n.committer.Load(ctx, req.Table)
+func (s *Server) committedAs(ctx context.Context, req wire.ChangeMetadataRequest) (*metadata.File, bool) {
+	cfg, file, err := s.committer.Load(ctx, req.Table)
 	if err != nil || cfg.MetadataTxnID != req.NewTxnID {
 		return nil, false
 	}

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ const DefaultMaxClockOffset = 500 * time.Millisecond
 // clockWindow is how long a peer's clock samples count.
 const clockWindow = 10 * time.Second
 
-// clockCheck estimates this server's clock offset from each peer's, as seen
+// ClockCheck estimates this server's clock offset from each peer's, as seen
 // on internal calls, both ways: every request and every answer carries its
 // sender's wall clock (rpc.ClockHeader; a push also in its body), and the
 // receiver's reading minus it is the offset plus the network delay. A
@@ -26,7 +26,7 @@ const clockWindow = 10 * time.Second
 // offset from the answers. The delay only adds, so the smallest difference
 // over a window is the offset plus the smallest delay (on a LAN, well under
 // a millisecond): a loaded moment does not look like a bad clock.
-type clockCheck struct {
+type ClockCheck struct {
 	max time.Duration
 
 	mu struct {
@@ -43,15 +43,15 @@ type skewWindow struct {
 	lastSample time.Time
 }
 
-func newClockCheck(max time.Duration) *clockCheck {
-	c := &clockCheck{max: max}
+func NewClockCheck(max time.Duration) *ClockCheck {
+	c := &ClockCheck{max: max}
 	c.mu.peers = make(map[string]*skewWindow)
 	return c
 }
 
-// observe records a call from peer sent at sentAt (the peer's wall clock,
+// Observe records a call from peer sent at sentAt (the peer's wall clock,
 // ns) and received at now (ours).
-func (c *clockCheck) observe(peer string, sentAt int64, now time.Time) {
+func (c *ClockCheck) Observe(peer string, sentAt int64, now time.Time) {
 	if sentAt == 0 || peer == "" {
 		return
 	}
@@ -81,11 +81,11 @@ func (w *skewWindow) offset() time.Duration {
 	return w.cur
 }
 
-// check returns an error when a majority of this server's peers (peers is
+// Check returns an error when a majority of this server's peers (peers is
 // how many there are, live) saw this server's clock more than max away from
 // theirs in the last window. One bad peer among two cannot make a good
 // server refuse: it takes a majority of all of them.
-func (c *clockCheck) check(now time.Time, peers int) error {
+func (c *ClockCheck) Check(now time.Time, peers int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	heard, off := 0, 0
@@ -167,16 +167,16 @@ func (f *farVersions) refused(v model.Version, from string, now int64) {
 // observeVersion moves this server's clock past v (received from: a peer's
 // push or a forwarded insert), unless v is beyond the max clock offset
 // ahead: then the clock stays, and the refusal is counted and logged.
-func (n *Node) observeVersion(v model.Version, from string) {
-	if v.Wall == 0 || n.clock.Observe(v) {
+func (s *Server) observeVersion(v model.Version, from string) {
+	if v.Wall == 0 || s.clock.Observe(v) {
 		return
 	}
-	n.farVersions.refused(v, from, n.now().UnixNano())
+	s.farVersions.refused(v, from, s.now().UnixNano())
 }
 
-// checkClock returns an error (503) when this server must not stamp
+// CheckClock returns an error (503) when this server must not stamp
 // versions: a majority of its live peers see its clock beyond the max
 // offset (rule 2).
-func (n *Node) checkClock() error {
-	return n.clocks.check(n.now(), n.dir.count()-1)
+func (s *Server) CheckClock() error {
+	return s.clocks.Check(s.now(), s.dir.Count()-1)
 }

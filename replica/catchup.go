@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
@@ -21,52 +21,52 @@ import (
 // only while servers[] lists it; DESIGN.md section 5): each peer asked
 // pushes it everything the peer holds at that moment. Every row
 // acknowledged by a quorum is then in the answer of a quorum read.
-func (n *Node) readable(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, consistency string) (*partition.Replica, error) {
-	rep, err := n.serving(table, txnSeq, placement)
+func (s *Server) readable(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, consistency string) (*partition.Replica, error) {
+	rep, err := s.serving(table, txnSeq, placement)
 	if err != nil {
 		return nil, err
 	}
 	if consistency == "" || consistency == api.ConsistencyOne {
 		return rep, nil
 	}
-	cfg, _, err := n.router.Table(ctx, table)
+	cfg, _, err := s.router.Table(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("table %q: %w", table, err)
 	}
-	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, n.cfg.ID, placement)
+	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, s.cfg.Self, placement)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.catchUp(ctx, table, txnSeq, p, placement, acks.fromOthers()); err != nil {
-		return nil, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
+	if err := s.catchUp(ctx, table, txnSeq, p, placement, acks.fromOthers()); err != nil {
+		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	return rep, nil
 }
 
 // catchUp asks the partition's other servers, in parallel, to push this
 // replica everything they hold now, and returns once need of them have.
-func (n *Node) catchUp(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, need int) error {
+func (s *Server) catchUp(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, need int) error {
 	if need <= 0 {
 		return nil
 	}
-	if peers := len(slices.DeleteFunc(serverIDs(p.Servers), func(s string) bool { return s == n.cfg.ID })); peers < need {
+	if peers := len(slices.DeleteFunc(serverIDs(p.Servers), func(id string) bool { return id == s.cfg.Self })); peers < need {
 		return fmt.Errorf("catching up partition %s: %d of its other replicas needed and it lists %d", p.ID, need, peers)
 	}
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	results := make(chan error, len(p.Servers))
 	asked := 0
 	for _, pl := range p.Servers {
-		if pl.ServerID == n.cfg.ID {
+		if pl.ServerID == s.cfg.Self {
 			continue
 		}
 		asked++
 		go func() {
-			addr, err := n.dir.addr(cctx, pl.ServerID)
+			addr, err := s.dir.Addr(cctx, pl.ServerID)
 			if err == nil {
-				err = n.rpcOnce.Call(cctx, addr, api.PathCatchUp, api.CatchUpRequest{
+				err = s.rpcOnce.Call(cctx, addr, wire.PathCatchUp, wire.CatchUpRequest{
 					Table: table, PartitionID: p.ID, FromPlacement: pl.PlacementID, ToPlacement: placement,
-					ToServer: n.cfg.ID, TxnSeq: txnSeq,
+					ToServer: s.cfg.Self, TxnSeq: txnSeq,
 				}, nil)
 			}
 			if err != nil {
@@ -91,22 +91,21 @@ func (n *Node) catchUp(ctx context.Context, table string, txnSeq uint64, p *meta
 
 // CatchUp pushes the asking replica everything the local replica holds now
 // (its synced sequence at this moment) and returns once it confirmed.
-func (i internal) CatchUp(ctx context.Context, req api.CatchUpRequest) error {
-	n := i.n
-	if _, err := n.serving(req.Table, req.TxnSeq, req.FromPlacement); err != nil {
+func (s *Server) CatchUp(ctx context.Context, req wire.CatchUpRequest) error {
+	if _, err := s.serving(req.Table, req.TxnSeq, req.FromPlacement); err != nil {
 		return err
 	}
-	rep, _ := n.store.Replica(req.FromPlacement)
-	rt := n.runtime(req.FromPlacement)
+	rep, _ := s.store.Replica(req.FromPlacement)
+	rt := s.runtime(req.FromPlacement)
 	if rt == nil {
-		return fmt.Errorf("%w: replica %s has no replication running", tsdbhttp.ErrUnavailable, req.FromPlacement)
+		return fmt.Errorf("%w: replica %s has no replication running", errUnavailable, req.FromPlacement)
 	}
 	head := rep.SyncedSeq()
 	rt.pusher.RetryNow() // now, even if the target was backing off
-	wctx, cancel := context.WithTimeout(ctx, n.cfg.AckTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	if err := rt.pusher.WaitConfirmed(wctx, head, []string{req.ToServer}, 1); err != nil {
-		return fmt.Errorf("%w: %s has not confirmed sequence %d of replica %s: %w", tsdbhttp.ErrUnavailable,
+		return fmt.Errorf("%w: %s has not confirmed sequence %d of replica %s: %w", errUnavailable,
 			req.ToServer, head, req.FromPlacement, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/operator"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -29,20 +28,20 @@ import (
 
 // settleLost settles a table pending since the store's birth: the
 // placements file lists for this server are marked lost.
-func (n *Node) settleLost(file *metadata.File) error {
-	if !n.store.Pending(file.Table) {
+func (s *Server) settleLost(file *metadata.File) error {
+	if !s.store.Pending(file.Table) {
 		return nil
 	}
 	var lost []partition.ReplicaInfo
 	add := func(pl uuid.UUID, id uuid.UUID, begin, end *int64) {
-		if _, ok := n.store.Replica(pl); !ok {
+		if _, ok := s.store.Replica(pl); !ok {
 			lost = append(lost, partition.ReplicaInfo{Placement: pl, Table: file.Table, PartitionID: id, Begin: begin, End: end, CreatedAt: time.Now().UTC()})
 		}
 	}
 	for i := range file.Partitions {
 		p := &file.Partitions[i]
 		for _, pl := range slices.Concat(p.Servers, p.Joining) {
-			if pl.ServerID == n.cfg.ID {
+			if pl.ServerID == s.cfg.Self {
 				add(pl.PlacementID, p.ID, p.Begin, p.End)
 			}
 		}
@@ -51,13 +50,13 @@ func (n *Node) settleLost(file *metadata.File) error {
 		}
 		for _, c := range p.Split.Children {
 			for _, pl := range c.Servers {
-				if pl.ServerID == n.cfg.ID {
+				if pl.ServerID == s.cfg.Self {
 					add(pl.PlacementID, c.ID, c.Begin, c.End)
 				}
 			}
 		}
 	}
-	if err := n.store.Settle(file.Table, lost); err != nil {
+	if err := s.store.Settle(file.Table, lost); err != nil {
 		return fmt.Errorf("settle table %q after the store's birth: %w", file.Table, err)
 	}
 	return nil
@@ -65,15 +64,15 @@ func (n *Node) settleLost(file *metadata.File) error {
 
 // recordBirth notes, on a partition store created empty, the tables that
 // exist now: their placements listed for this server are lost.
-func (n *Node) recordBirth(tables []metadata.TableConfig) error {
-	if !n.store.Fresh() {
+func (s *Server) recordBirth(tables []metadata.TableConfig) error {
+	if !s.store.Fresh() {
 		return nil
 	}
 	names := make([]string, len(tables))
 	for i, t := range tables {
 		names[i] = t.Name
 	}
-	if err := n.store.RecordBirth(names, time.Now()); err != nil {
+	if err := s.store.RecordBirth(names, time.Now()); err != nil {
 		return fmt.Errorf("node: record the partition store's birth: %w", err)
 	}
 	return nil
@@ -81,46 +80,46 @@ func (n *Node) recordBirth(tables []metadata.TableConfig) error {
 
 // errLost is a lost placement's answer: "unavailable", so that a front end
 // tries another replica and a pusher backs off.
-func (n *Node) errLost(placement uuid.UUID) error {
+func (s *Server) errLost(placement uuid.UUID) error {
 	return fmt.Errorf("%w: placement %s of server %s lost its data (an empty data directory); awaiting removal and re-join",
-		tsdbhttp.ErrUnavailable, placement, n.cfg.ID)
+		errUnavailable, placement, s.cfg.Self)
 }
 
 // reportLost puts a lost mark in etcd for each lost placement the
 // METADATA still lists for this server, and clears the mark of each it no
 // longer lists. Each mark is written once per process (and again if the
 // listing changes back, which placement ids never do).
-func (n *Node) reportLost(ctx context.Context) error {
+func (s *Server) reportLost(ctx context.Context) error {
 	var errs []error
-	for _, info := range n.store.LostReplicas() {
-		_, file, ok := n.router.Cached(info.Table)
+	for _, info := range s.store.LostReplicas() {
+		_, file, ok := s.router.Cached(info.Table)
 		if !ok {
 			continue
 		}
-		want := listsPlacement(file, n.cfg.ID, info.Placement)
-		n.mu.Lock()
-		marked, known := n.mu.lostMarked[info.Placement]
-		n.mu.Unlock()
+		want := listsPlacement(file, s.cfg.Self, info.Placement)
+		s.mu.Lock()
+		marked, known := s.mu.lostMarked[info.Placement]
+		s.mu.Unlock()
 		if known && marked == want {
 			continue
 		}
 		var err error
 		if want {
-			err = operator.MarkLost(ctx, n.etcd, n.cfg.EtcdPrefix, operator.LostMark{
-				Server: n.cfg.ID, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement, Since: time.Now().UTC(),
+			err = operator.MarkLost(ctx, s.etcd, s.cfg.EtcdPrefix, operator.LostMark{
+				Server: s.cfg.Self, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement, Since: time.Now().UTC(),
 			})
 		} else {
-			err = operator.ClearLost(ctx, n.etcd, n.cfg.EtcdPrefix, info.Placement)
+			err = operator.ClearLost(ctx, s.etcd, s.cfg.EtcdPrefix, info.Placement)
 		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		n.mu.Lock()
-		n.mu.lostMarked[info.Placement] = want
-		n.mu.Unlock()
+		s.mu.Lock()
+		s.mu.lostMarked[info.Placement] = want
+		s.mu.Unlock()
 		if want {
-			n.log.Warn("placement lost; the master is asked to remove and re-join this server", "table", info.Table,
+			s.log.Warn("placement lost; the master is asked to remove and re-join this server", "table", info.Table,
 				"partition", info.PartitionID, "placement", info.Placement)
 		}
 	}

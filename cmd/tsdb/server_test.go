@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestServerSizeFlags: every size flag of tsdb server takes units (plain
+// numbers stay bytes) and reaches the node's configuration; a bad size is
+// refused with one clear line naming the flag.
+func TestServerSizeFlags(t *testing.T) {
+	var s serverFlags
+	cmd := s.command()
+	if err := cmd.ParseFlags([]string{"--id", "s1", "--data", t.TempDir(),
+		"--write-limit", "250MB", "--smear-queue-max-bytes", "1GiB", "--max-body-bytes", "64MiB", "--max-subquery-bytes", "524288"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WriteLimit != 250_000_000 || cfg.SmearMaxBytes != 1<<30 || cfg.MaxBodyBytes != 64<<20 || cfg.MaxSubQueryBytes != 512<<10 {
+		t.Fatalf("write limit %d, smear queue %d, max body %d, max sub-query %d",
+			cfg.WriteLimit, cfg.SmearMaxBytes, cfg.MaxBodyBytes, cfg.MaxSubQueryBytes)
+	}
+
+	// Through the whole command: 250MB is accepted (what stops the command
+	// is the next bad flag), "lots" is refused.
+	if _, err := run("server", "--id", "s1", "--data", "x", "--write-limit", "250MB", "--listen", "nope"); err == nil ||
+		!strings.Contains(err.Error(), "--listen") {
+		t.Fatalf("--write-limit 250MB with a bad --listen: %v, want the --listen error", err)
+	}
+	out, err := run("server", "--id", "s1", "--data", "x", "--write-limit", "lots")
+	if err == nil {
+		t.Fatal("--write-limit lots accepted")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") || !strings.Contains(msg, "--write-limit") || !strings.Contains(msg, `invalid size "lots"`) ||
+		!strings.Contains(msg, "250MB") {
+		t.Errorf("error %q should be one line naming --write-limit, the bad size and an example", msg)
+	}
+	if strings.Contains(out, "Usage:") || exitCode(err) != 2 {
+		t.Errorf("printed the usage or exit code %d: %s", exitCode(err), out)
+	}
+}
