@@ -10,8 +10,8 @@
 // sub-queries and replica states; authenticated by the cluster secret only,
 // bodies and answers in package cluster/rpc's wire format (zstd JSON),
 // errors mapped to their status and code by the one table of package
-// errcode (classify; ErrMoved, ErrStalePlacement and
-// ErrInsertOutcomeUnknown, members of errcode's kinds, are the node's way
+// errcode (classify; cluster/wire's ErrMoved, ErrStalePlacement and
+// ErrInsertOutcomeUnknown, members of errcode's kinds, are the replicas' way
 // to pick the replication ones). A peer's error answer that no layer
 // translated is answered 500 internal, never with the peer's code.
 //

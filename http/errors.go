@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/errcode"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
@@ -20,12 +21,14 @@ var (
 	ErrUnsupportedType     = errcode.New(errcode.ErrUnsupportedMedia, "http: unsupported Content-Type")
 	ErrCorruptBody         = errcode.New(errcode.ErrBadRequest, "http: corrupt compressed body")
 	ErrInvalidQuery        = errcode.New(errcode.ErrInvalidQuery, "http: invalid query")
-	ErrBadRequest          = errcode.New(errcode.ErrBadRequest, "http: bad request")
+	// ErrBadRequest is wire.ErrBadRequest (the internal API's replica
+	// code answers with it too).
+	ErrBadRequest = wire.ErrBadRequest
 	// ErrUnavailable: answered 503 api.CodeUnavailable.
 	//
-	// Deprecated: a member of errcode.ErrUnavailable kept (with its text)
-	// until issue 15's node split lands; new code wraps the kind.
-	ErrUnavailable = errcode.New(errcode.ErrUnavailable, "http: unavailable")
+	// Deprecated: wire.ErrUnavailable under its old name, kept until issue 15's
+	// node split lands; new code names wire.ErrUnavailable or wraps the kind.
+	ErrUnavailable = wire.ErrUnavailable
 	// ErrOffline: an operator took the partition out of service; answered
 	// 503 api.CodeOffline.
 	//
@@ -63,9 +66,10 @@ func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
 }
 
-// Sentinel errors of replication and forwarding (DESIGN.md section 5). The
-// node wraps them with context; classify answers them with errcode's table,
-// and the node's client maps the codes back.
+// Sentinel errors of replication and forwarding (DESIGN.md section 5): the
+// values of package cluster/wire (ErrMoved, …), which package replica
+// answers with; classify answers them with errcode's table, and replica's
+// client maps the codes back.
 var (
 	// ErrMoved: the partition is not served by this server under the
 	// sender's view (split, moved, or the replica is UNLOAD and refuses
@@ -73,24 +77,24 @@ var (
 	// partition.ErrUnloading: the front end refreshes its METADATA and
 	// retries.
 	//
-	// Deprecated: a member of errcode.ErrMoved kept (with its text) until
-	// issue 15's node split lands; new code wraps the kind.
-	ErrMoved = errcode.New(errcode.ErrMoved, "http: partition moved")
+	// Deprecated: wire.ErrMoved under its old name, kept until issue 15's
+	// node split lands; new code names wire.ErrMoved or wraps the kind.
+	ErrMoved = wire.ErrMoved
 	// ErrStalePlacement: this server does not hold the placement a push or
 	// sub-query names as LOAD or SERVE (dropped, never created, or UNLOAD).
 	// Answered 409 api.CodeStalePlacement: the sender re-runs discovery.
 	//
-	// Deprecated: a member of errcode.ErrStalePlacement kept (with its
-	// text) until issue 15's node split lands; new code wraps the kind.
-	ErrStalePlacement = errcode.New(errcode.ErrStalePlacement, "http: stale placement")
+	// Deprecated: wire.ErrStalePlacement under its old name, kept until issue 15's
+	// node split lands; new code names wire.ErrStalePlacement or wraps the kind.
+	ErrStalePlacement = wire.ErrStalePlacement
 	// ErrInsertOutcomeUnknown: the coordinator wrote the rows but fewer
 	// replicas than the consistency level asks confirmed them before the
 	// deadline. Answered 503 api.CodeOutcomeUnknownRows with the message
 	// OutcomeUnknownMessage: the rows may still appear.
 	//
-	// Deprecated: a member of errcode.ErrInsertOutcomeUnknown kept (with
-	// its text) until issue 15's node split lands; new code wraps the kind.
-	ErrInsertOutcomeUnknown = errcode.New(errcode.ErrInsertOutcomeUnknown, "http: insert outcome unknown")
+	// Deprecated: wire.ErrInsertOutcomeUnknown under its old name, kept until issue 15's
+	// node split lands; new code names wire.ErrInsertOutcomeUnknown or wraps the kind.
+	ErrInsertOutcomeUnknown = wire.ErrInsertOutcomeUnknown
 )
 
 // OutcomeUnknownMessage starts the message of an api.CodeOutcomeUnknownRows

@@ -21,7 +21,8 @@ import (
 // needs from the rest of the server. Errors are classified like the public
 // API's, plus the metadata package's sentinels (conflict, invalid op, not a
 // metadata server, stale, no quorum, outcome unknown) and this package's
-// replication ones (ErrStalePlacement, ErrMoved, ErrInsertOutcomeUnknown).
+// replication ones (cluster/wire's ErrStalePlacement, ErrMoved,
+// ErrInsertOutcomeUnknown).
 type Internal interface {
 	// FetchMetadata returns an encoded METADATA file this server holds.
 	FetchMetadata(ctx context.Context, req wire.FetchMetadataRequest) (wire.FetchMetadataResponse, error)

@@ -22,6 +22,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 )
 
@@ -182,9 +183,9 @@ var (
 	validPush = wire.PushRequest{Table: "metrics", PartitionID: uuid.New(), FromServer: "s2", FromPlacement: uuid.New(),
 		ToPlacement: uuid.New(), TxnSeq: 7, Rows: encA, Count: 2, LastSeq: 42}
 	validForward = wire.ForwardInsertRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(),
-		TxnSeq: 7, Consistency: api.ConsistencyAll, Rows: encA, Count: 2}
+		TxnSeq: 7, InsertOptions: model.InsertOptions{Consistency: api.ConsistencyAll}, Rows: encA, Count: 2}
 	validSubQuery = wire.SubQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
-		From: 10, To: 20, Series: "cpu", Prefix: true, Fields: []string{"usage"}, Agg: true, Step: 5, GroupAll: true}
+		Query: model.Query{From: 10, To: 20, Series: "cpu", Prefix: true, Fields: []string{"usage"}, Step: 5, GroupAll: true}, Agg: true}
 )
 
 // mustJSON encodes v.

@@ -4,7 +4,8 @@
 // the input limits of DESIGN.md section 1, the aggregate functions and their
 // mergeable partial states, the one query type (Query: raw and aggregate,
 // from the HTTP API down to a partition's scan, and the JSON query of an
-// internal sub-query) and an insert's options (InsertOptions).
+// internal sub-query) and an insert's options (InsertOptions, also the
+// options of an internal forwarded insert).
 //
 // It has no I/O and imports nothing of this module, so storage (partition/),
 // the wire layer (http/) and later replication and smearing share one

@@ -82,17 +82,18 @@ func (q Query) Clip(begin, end *int64) Query {
 
 // InsertOptions are an insert's per-request settings, from the HTTP API
 // (its X-TSDB-Consistency and X-TSDB-Smear headers) through the router to
-// the replica coordinating a partition's rows.
+// the replica coordinating a partition's rows. Its JSON form is the options
+// of an internal forwarded insert (NoSmear is not sent).
 type InsertOptions struct {
 	// Consistency is how many replicas must hold the rows before the
 	// insert returns: "one", "quorum" ("" means quorum) or "all".
-	Consistency string
+	Consistency string `json:"consistency"`
 	// NoSmear is set by the header X-TSDB-Smear: off: the rows are written
 	// now even into a narrow partition (DESIGN.md section 7). The router
 	// ignores it: it is read by the front end before routing.
-	NoSmear bool
+	NoSmear bool `json:"-"`
 	// Versioned rows carry the versions a front end stamped when it first
 	// accepted them (a smeared insert, forwarded later): the coordinating
 	// replica keeps them instead of stamping its own (DESIGN.md rule 2).
-	Versioned bool
+	Versioned bool `json:"versioned,omitempty"`
 }

@@ -109,7 +109,7 @@ func TestFarFutureVersionKeepsClock(t *testing.T) {
 	rep := c.replicaStates("s1", "cpu")[0]
 	if err := c.rpc.Call(context.Background(), c.nodes["s1"].Addr(), wire.PathInsert, wire.ForwardInsertRequest{
 		Table: "cpu", PartitionID: rep.PartitionID, ToPlacement: rep.Placement, TxnSeq: rep.TxnSeq, Count: 1,
-		Consistency: api.ConsistencyAll, Versioned: true, Rows: replication.AppendRows(nil, []model.Row{row}),
+		InsertOptions: model.InsertOptions{Consistency: api.ConsistencyAll, Versioned: true}, Rows: replication.AppendRows(nil, []model.Row{row}),
 	}, nil); err != nil {
 		t.Fatalf("a versioned insert with a far-future version: %v", err)
 	}

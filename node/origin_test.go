@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/model"
-	"github.com/tsdb/tsdb/partition"
 )
 
 // TestSmearedRowReachesStampersReplica (issue 14 item 2): rows smeared by
@@ -50,7 +49,7 @@ func TestSmearedRowReachesStampersReplica(t *testing.T) {
 			if !ok {
 				return nil
 			}
-			got, _, err := rep.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64, Limit: 100})
+			got, _, err := rep.Scan(model.Query{From: math.MinInt64, To: math.MaxInt64, Limit: 100})
 			if err != nil {
 				t.Fatalf("scan %s's replica: %v", id, err)
 			}

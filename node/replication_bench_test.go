@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 
-	"github.com/tsdb/tsdb/partition"
+	"github.com/tsdb/tsdb/model"
 )
 
 // BenchmarkReplicatedIngest measures HTTP line-protocol inserts on a
@@ -153,7 +153,7 @@ func probeLag(b *testing.B, nodes []*Node, stop <-chan struct{}) []time.Duration
 
 func hasRow(n *Node, series string, ts int64) bool {
 	for _, rep := range n.store.Replicas() {
-		rows, _, err := rep.Scan(partition.ScanQuery{From: ts, To: ts + 1, Series: series, Limit: 1})
+		rows, _, err := rep.Scan(model.Query{From: ts, To: ts + 1, Series: series, Limit: 1})
 		if err == nil && len(rows) == 1 {
 			return true
 		}

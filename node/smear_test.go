@@ -12,7 +12,6 @@ import (
 
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/model"
-	"github.com/tsdb/tsdb/partition"
 )
 
 // Insert smearing on real servers (DESIGN.md section 7, issue 7). The
@@ -185,7 +184,7 @@ func TestSmearedRowsFollowASplit(t *testing.T) {
 				if !ok {
 					return false
 				}
-				rows, _, err := rep.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64, Limit: 100})
+				rows, _, err := rep.Scan(model.Query{From: math.MinInt64, To: math.MaxInt64, Limit: 100})
 				if err != nil || len(rows) != map[int]int{1: 3, 2: 7}[p] {
 					return false
 				}

@@ -9,11 +9,6 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// AggQuery is the query of an aggregate.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type AggQuery = model.Query
-
 // groupAllSeries is the series name of a GroupAll result.
 const groupAllSeries = "*"
 

@@ -35,7 +35,7 @@ func (r *Replica) Checksum() (ReplicaChecksum, error) {
 }
 
 // ChecksumRange is Checksum over the rows with time in [from, to); to ==
-// math.MaxInt64 is an open end, as in ScanQuery. Rows are hashed in the
+// math.MaxInt64 is an open end, as in model.Query. Rows are hashed in the
 // same order as by Checksum, so the checksum of a range equals the
 // Checksum of a replica holding exactly the rows of that range (a split
 // child and the matching part of its parent, say).

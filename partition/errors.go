@@ -56,7 +56,7 @@ var (
 	// row is at one timestamp.
 	ErrCannotSplit = errcode.New(errcode.ErrCannotSplit, "partition: cannot split")
 	// ErrTooManyBuckets is returned by Aggregate when its answer would hold
-	// more buckets, summed over all its series, than AggQuery.MaxBuckets;
+	// more buckets, summed over all its series, than model.Query.MaxBuckets;
 	// the router returns it too when the merged answer of several
 	// partitions does (TooManyBuckets builds it).
 	ErrTooManyBuckets = errcode.New(errcode.ErrTooManyBuckets, "partition: too many buckets")

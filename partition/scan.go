@@ -12,11 +12,6 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// ScanQuery is the query of a raw scan.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type ScanQuery = model.Query
-
 // ValueBytes is a lower bound of a row's size in any encoding that keeps
 // its values: 8 bytes per float, 1 per int or bool, a string's length.
 // (Series, names and versions are left out: encodings share them between

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -31,7 +32,7 @@ func ackCount(consistency string, rf, servers int) (int, error) {
 	case api.ConsistencyAll:
 		return n, nil
 	}
-	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", errBadRequest, consistency)
+	return 0, fmt.Errorf("%w: consistency %q: want one, quorum or all", wire.ErrBadRequest, consistency)
 }
 
 // ackPlan is what an acknowledgement (or a quorum read's catch-up) needs of

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -64,7 +65,7 @@ func TestPlanAcks(t *testing.T) {
 			}
 		})
 	}
-	if _, err := planAcks("most", 3, list("me"), "me", mine); !errors.Is(err, errBadRequest) {
+	if _, err := planAcks("most", 3, list("me"), "me", mine); !errors.Is(err, wire.ErrBadRequest) {
 		t.Fatalf("unknown consistency: %v, want ErrBadRequest", err)
 	}
 }

@@ -38,7 +38,7 @@ func (s *Server) readable(ctx context.Context, table string, txnSeq uint64, p *m
 		return nil, err
 	}
 	if err := s.catchUp(ctx, table, txnSeq, p, placement, acks.fromOthers()); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 	}
 	return rep, nil
 }
@@ -98,14 +98,14 @@ func (s *Server) CatchUp(ctx context.Context, req wire.CatchUpRequest) error {
 	rep, _ := s.store.Replica(req.FromPlacement)
 	rt := s.runtime(req.FromPlacement)
 	if rt == nil {
-		return fmt.Errorf("%w: replica %s has no replication running", errUnavailable, req.FromPlacement)
+		return fmt.Errorf("%w: replica %s has no replication running", wire.ErrUnavailable, req.FromPlacement)
 	}
 	head := rep.SyncedSeq()
 	rt.pusher.RetryNow() // now, even if the target was backing off
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	if err := rt.pusher.WaitConfirmed(wctx, head, []string{req.ToServer}, 1); err != nil {
-		return fmt.Errorf("%w: %s has not confirmed sequence %d of replica %s: %w", errUnavailable,
+		return fmt.Errorf("%w: %s has not confirmed sequence %d of replica %s: %w", wire.ErrUnavailable,
 			req.ToServer, head, req.FromPlacement, err)
 	}
 	return nil

@@ -10,12 +10,17 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 )
 
 // maxChangeAttempts bounds how often RequestChange re-plans after a
 // conflict.
 const maxChangeAttempts = 8
+
+// changeRetry is RequestChange's wait before re-planning after a conflict:
+// 50 ms doubling to 1 s, equal jitter.
+var changeRetry = backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
 
 // Planner plans one change of a table from its current config and METADATA.
 type Planner func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, error)
@@ -32,11 +37,11 @@ func (s *Server) RequestChange(ctx context.Context, table string, plan Planner) 
 		// DESIGN.md section 9: a server that lost its etcd session
 		// re-registers before it starts a metadata change again.
 		return nil, fmt.Errorf("%w: %s's etcd session is not valid (re-registering); no metadata change until it is",
-			errUnavailable, s.cfg.Self)
+			wire.ErrUnavailable, s.cfg.Self)
 	}
 	var last error
 	for attempt := range maxChangeAttempts {
-		if attempt > 0 && !sleepJitter(ctx, attempt) {
+		if attempt > 0 && !backoff.Sleep(ctx, changeRetry.Delay(attempt)) {
 			break
 		}
 		cfg, file, err := s.committer.Load(ctx, table)
@@ -124,7 +129,7 @@ func (s *Server) changeOn(ctx context.Context, id string, req wire.ChangeMetadat
 	}
 	var resp wire.ChangeMetadataResponse
 	if err := s.rpc.Call(ctx, addr, wire.PathMetadataChange, req, &resp); err != nil {
-		return nil, mapRPCError(err)
+		return nil, metadata.FromPeer(err)
 	}
 	f, err := metadata.CheckEncoded(req.Table, resp.TxnID, resp.Encoded)
 	if err != nil {
@@ -155,19 +160,4 @@ func definitive(err error) bool {
 	}
 	var se *rpc.StatusError
 	return errors.As(err, &se) && se.Status >= 400 && se.Status < 500 && se.Status != 421
-}
-
-// sleepJitter waits before attempt (25 ms doubling to 1 s, with jitter) and
-// reports false if ctx ended first.
-func sleepJitter(ctx context.Context, attempt int) bool {
-	d := min(25*time.Millisecond<<min(attempt, 6), time.Second)
-	d = d/2 + rand.N(d/2+1)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/errcode"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
@@ -22,7 +23,7 @@ import (
 // server's own directly, the others over the internal API.
 
 // Insert has the target replica coordinate rows.
-func (s *Server) Insert(ctx context.Context, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) Insert(ctx context.Context, t router.Target, rows []model.Row, opts model.InsertOptions) error {
 	if t.Server == s.cfg.Self {
 		return localRouteError(s.coordinate(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, rows, opts))
 	}
@@ -43,7 +44,7 @@ func (s *Server) maxForwardBytes() int { return s.cfg.MaxBodyBytes / 4 }
 // maxForwardBytes. One attempt each: a refusal or a timeout fails over to
 // another replica, and "outcome unknown" is the client's answer, not a
 // reason to resend.
-func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows []model.Row, opts model.InsertOptions) error {
 	enc := replication.AppendRows(nil, rows)
 	if len(enc) > s.maxForwardBytes() && len(rows) > 1 {
 		half := len(rows) / 2
@@ -54,25 +55,22 @@ func (s *Server) forward(ctx context.Context, addr string, t router.Target, rows
 	}
 	req := wire.ForwardInsertRequest{
 		Table: t.File.Table, PartitionID: t.Partition.ID, ToPlacement: t.Placement, TxnSeq: t.File.TxnSeq,
-		Consistency: opts.Consistency, Versioned: opts.Versioned, Rows: enc, Count: len(rows),
+		InsertOptions: opts, Rows: enc, Count: len(rows),
 	}
 	var resp wire.ForwardInsertResponse
 	return routeError(s.rpcOnce.Call(ctx, addr, wire.PathInsert, req, &resp))
 }
 
 // Scan reads the target replica.
-func (s *Server) Scan(ctx context.Context, t router.Target, q partition.ScanQuery, consistency string) ([]model.Row, bool, error) {
+func (s *Server) Scan(ctx context.Context, t router.Target, q model.Query) ([]model.Row, bool, error) {
 	if t.Server == s.cfg.Self {
-		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, q.Consistency)
 		if err != nil {
 			return nil, false, localRouteError(err)
 		}
 		return rep.Scan(q)
 	}
-	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: consistency, MaxBytes: s.cfg.MaxSubQueryBytes,
-	})
+	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{Query: q, MaxBytes: s.cfg.MaxSubQueryBytes})
 	if err != nil {
 		return nil, false, err
 	}
@@ -84,19 +82,15 @@ func (s *Server) Scan(ctx context.Context, t router.Target, q partition.ScanQuer
 }
 
 // Aggregate computes partial aggregates on the target replica.
-func (s *Server) Aggregate(ctx context.Context, t router.Target, q partition.AggQuery, consistency string) ([]model.SeriesAgg, error) {
+func (s *Server) Aggregate(ctx context.Context, t router.Target, q model.Query) ([]model.SeriesAgg, error) {
 	if t.Server == s.cfg.Self {
-		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, consistency)
+		rep, err := s.readable(ctx, t.File.Table, t.File.TxnSeq, t.Partition, t.Placement, q.Consistency)
 		if err != nil {
 			return nil, localRouteError(err)
 		}
 		return rep.Aggregate(q)
 	}
-	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Agg: true, Step: q.Step, Origin: q.Origin, GroupAll: q.GroupAll, Consistency: consistency,
-		MaxBuckets: q.MaxBuckets, MaxBytes: s.cfg.MaxSubQueryBytes,
-	})
+	resp, err := s.subQuery(ctx, t, wire.SubQueryRequest{Query: q, Agg: true, MaxBytes: s.cfg.MaxSubQueryBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -156,13 +150,13 @@ func routeError(err error) error {
 	var se *rpc.StatusError
 	if errors.As(err, &se) {
 		switch {
-		case se.Code == api.CodeMoved || se.Code == api.CodeStalePlacement:
+		case errors.Is(se, errcode.ErrMoved) || errors.Is(se, errcode.ErrStalePlacement):
 			return fmt.Errorf("%w: %w", router.ErrMoved, err)
-		case se.Code == api.CodeOutcomeUnknownRows:
-			return fmt.Errorf("%w: %s", errInsertOutcomeUnknown, se.Message)
-		case se.Code == api.CodeTooManyBuckets:
+		case errors.Is(se, errcode.ErrInsertOutcomeUnknown):
+			return fmt.Errorf("%w: %s", wire.ErrInsertOutcomeUnknown, se.Message)
+		case errors.Is(se, errcode.ErrTooManyBuckets):
 			return &limitError{partition.ErrTooManyBuckets, se.Message}
-		case se.Code == api.CodeAnswerTooLarge:
+		case errors.Is(se, errcode.ErrAnswerTooLarge):
 			return &limitError{partition.ErrAnswerTooLarge, se.Message}
 		case se.Status >= 400 && se.Status < 500 && se.Status != 408 && se.Status != 429:
 			return err
@@ -181,9 +175,9 @@ func localRouteError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, errMoved) && !errors.Is(err, router.ErrMoved):
+	case errors.Is(err, wire.ErrMoved) && !errors.Is(err, router.ErrMoved):
 		return fmt.Errorf("%w: %w", router.ErrMoved, err)
-	case errors.Is(err, errUnavailable) && !errors.Is(err, router.ErrUnavailable):
+	case errors.Is(err, wire.ErrUnavailable) && !errors.Is(err, router.ErrUnavailable):
 		return fmt.Errorf("%w: %w", router.ErrUnavailable, err)
 	}
 	return err
@@ -191,8 +185,8 @@ func localRouteError(err error) error {
 
 // serving returns the local replica of placement if it serves reads and
 // writes (SERVE, not unloading) under a view at least as new as
-// senderTxnSeq; otherwise the error matches errMoved (the sender
-// reloads METADATA), or errUnavailable for a placement whose data
+// senderTxnSeq; otherwise the error matches wire.ErrMoved (the sender
+// reloads METADATA), or wire.ErrUnavailable for a placement whose data
 // this server lost (the sender goes to another replica, lost.go). A
 // sender with a newer view than this server's makes it catch up first
 // (rule 8).
@@ -206,7 +200,7 @@ func (s *Server) serving(table string, senderTxnSeq uint64, placement uuid.UUID)
 		err := s.syncTable(ctx, table)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("%w: catching up to txnseq %d of %q: %w", errUnavailable, senderTxnSeq, table, err)
+			return nil, fmt.Errorf("%w: catching up to txnseq %d of %q: %w", wire.ErrUnavailable, senderTxnSeq, table, err)
 		}
 		st, ok = s.StatusOf(placement)
 	}
@@ -215,11 +209,11 @@ func (s *Server) serving(table string, senderTxnSeq uint64, placement uuid.UUID)
 	case !exists && s.store.Lost(placement):
 		return nil, s.errLost(placement)
 	case !exists:
-		return nil, fmt.Errorf("%w: no replica %s here", errMoved, placement)
+		return nil, fmt.Errorf("%w: no replica %s here", wire.ErrMoved, placement)
 	case rep.Unloading():
-		return nil, fmt.Errorf("%w: replica %s is unloading", errMoved, placement)
+		return nil, fmt.Errorf("%w: replica %s is unloading", wire.ErrMoved, placement)
 	case ok && st.Discovery.Status != metadata.StatusServe:
-		return nil, fmt.Errorf("%w: replica %s is %s", errMoved, placement, st.Discovery.Status)
+		return nil, fmt.Errorf("%w: replica %s is %s", wire.ErrMoved, placement, st.Discovery.Status)
 	}
 	return rep, nil
 }
@@ -245,7 +239,7 @@ func (s *Server) StatusOf(placement uuid.UUID) (Status, bool) {
 // synced write, a wake-up of the replica's pushes, then a wait until W of
 // p's servers[] hold them (W from the table's replication factor, see
 // planAcks), this replica included only while servers[] lists it.
-func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts router.WriteOptions) error {
+func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p *metadata.Partition, placement uuid.UUID, rows []model.Row, opts model.InsertOptions) error {
 	in, err := s.admitInsert(ctx, table, txnSeq, p, placement, opts.Consistency)
 	if err != nil {
 		return err
@@ -271,7 +265,7 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 		}
 	}
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return fmt.Errorf("%w: %w", errMoved, err)
+		return fmt.Errorf("%w: %w", wire.ErrMoved, err)
 	}
 	if err != nil {
 		return err
@@ -311,10 +305,10 @@ func (s *Server) admitInsert(ctx context.Context, table string, txnSeq uint64, p
 	}
 	if err := s.CheckClock(); err != nil {
 		// Another replica coordinates instead (the router fails over).
-		return admittedInsert{}, fmt.Errorf("%w: %w: %w", router.ErrUnavailable, errUnavailable, err)
+		return admittedInsert{}, fmt.Errorf("%w: %w: %w", router.ErrUnavailable, wire.ErrUnavailable, err)
 	}
 	if s.cfg.Knobs.RefuseCoordinate != nil && s.cfg.Knobs.RefuseCoordinate() {
-		return admittedInsert{}, fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, errUnavailable)
+		return admittedInsert{}, fmt.Errorf("%w: %w: coordination refused by the test", router.ErrUnavailable, wire.ErrUnavailable)
 	}
 	acks, err := planAcks(consistency, cfg.ReplicationFactor, p.Servers, s.cfg.Self, placement)
 	if err != nil {
@@ -323,7 +317,7 @@ func (s *Server) admitInsert(ctx context.Context, table string, txnSeq uint64, p
 	if len(acks.others) < acks.fromOthers() {
 		// Refused before anything is written: no outcome is in doubt.
 		return admittedInsert{}, fmt.Errorf("%w: %w: consistency %q needs %d copies (replication factor %d) and partition %s lists only %d server(s) here",
-			router.ErrUnavailable, errUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
+			router.ErrUnavailable, wire.ErrUnavailable, consistency, acks.need, cfg.ReplicationFactor, p.ID, len(p.Servers))
 	}
 	return admittedInsert{rep: rep, p: p, rf: cfg.ReplicationFactor, acks: acks}, nil
 }
@@ -343,7 +337,7 @@ func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.U
 	}
 	if rt == nil {
 		if in.acks.fromOthers() > 0 || in.p.Split != nil {
-			return fmt.Errorf("%w: replica %s has no replication running", errInsertOutcomeUnknown, placement)
+			return fmt.Errorf("%w: replica %s has no replication running", wire.ErrInsertOutcomeUnknown, placement)
 		}
 		return nil
 	}
@@ -352,7 +346,7 @@ func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.U
 	defer cancel()
 	if k := in.acks.fromOthers(); k > 0 {
 		if err := rt.pusher.WaitConfirmed(wctx, seq, in.acks.others, k); err != nil {
-			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", errInsertOutcomeUnknown,
+			return fmt.Errorf("%w: fewer than %d copies (replication factor %d, %d servers listed) confirmed within %v: %v", wire.ErrInsertOutcomeUnknown,
 				in.acks.need, in.rf, len(in.p.Servers), s.cfg.AckTimeout, err)
 		}
 	}
@@ -366,7 +360,7 @@ func (s *Server) observeVersions(rows []model.Row, from string) error {
 	for i := range rows {
 		for _, f := range rows[i].Fields {
 			if f.Version == (model.Version{}) {
-				return fmt.Errorf("%w: row %d: field %q of a versioned insert has no version", errBadRequest, i, f.Name)
+				return fmt.Errorf("%w: row %d: field %q of a versioned insert has no version", wire.ErrBadRequest, i, f.Name)
 			}
 			if newest.Less(f.Version) {
 				newest = f.Version
@@ -397,7 +391,7 @@ func (s *Server) waitChildren(ctx context.Context, rt *replicaRuntime, p *metada
 		}
 		if err := rt.pusher.WaitConfirmedChild(ctx, seq, c.ID, serverIDs(c.Servers), need); err != nil {
 			return fmt.Errorf("%w: fewer than %d of split child %s's %d servers confirmed within %v: %v",
-				errInsertOutcomeUnknown, need, c.ID, len(c.Servers), s.cfg.AckTimeout, err)
+				wire.ErrInsertOutcomeUnknown, need, c.ID, len(c.Servers), s.cfg.AckTimeout, err)
 		}
 	}
 	return nil

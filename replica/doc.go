@@ -69,6 +69,19 @@
 // server's view makes it sync the table before it answers (serving,
 // Replicate, ForwardInsert).
 //
+// # Errors
+//
+// The package answers with the error vocabulary (package errcode): the
+// internal API's refusals of package cluster/wire (ErrMoved,
+// ErrStalePlacement, ErrInsertOutcomeUnknown, ErrUnavailable,
+// ErrBadRequest, which the HTTP server maps to their statuses and codes),
+// and the sentinels of partition, metadata, replication and router. A
+// peer's answer is read by its errcode kind, never by its code string:
+// routeError sorts a remote replica's for the router (localRouteError a
+// local one's), metadata.FromPeer passes a metadata server's refusal on as
+// metadata's sentinel, and errcode.Translate a push's or a split point's.
+// It does not import the HTTP server package.
+//
 // # Goroutines
 //
 // The node runs the loops, each until its context ends: Reconcile and

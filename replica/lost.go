@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/operator"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -82,7 +83,7 @@ func (s *Server) recordBirth(tables []metadata.TableConfig) error {
 // tries another replica and a pusher backs off.
 func (s *Server) errLost(placement uuid.UUID) error {
 	return fmt.Errorf("%w: placement %s of server %s lost its data (an empty data directory); awaiting removal and re-join",
-		errUnavailable, placement, s.cfg.Self)
+		wire.ErrUnavailable, placement, s.cfg.Self)
 }
 
 // reportLost puts a lost mark in etcd for each lost placement the

@@ -2,14 +2,11 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
-	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -32,7 +29,7 @@ func (p Peers) StoreFile(ctx context.Context, serverID, table, txnID string, enc
 	}
 	req := wire.StoreMetadataRequest{Table: table, TxnID: txnID, Encoded: encoded}
 	if err := p.RPC.Call(ctx, addr, wire.PathMetadataStore, req, nil); err != nil {
-		return mapRPCError(err)
+		return metadata.FromPeer(err)
 	}
 	return nil
 }
@@ -46,49 +43,10 @@ func (p Peers) FetchFile(ctx context.Context, serverID, table, txnID string) ([]
 	var resp wire.FetchMetadataResponse
 	req := wire.FetchMetadataRequest{Table: table, TxnID: txnID}
 	if err := p.RPC.Call(ctx, addr, wire.PathMetadataFetch, req, &resp); err != nil {
-		return nil, mapRPCError(err)
+		return nil, metadata.FromPeer(err)
 	}
 	if resp.TxnID != txnID {
 		return nil, fmt.Errorf("%w: asked %s for %s/%s, got txn %s", metadata.ErrCorruptFile, serverID, table, txnID, resp.TxnID)
 	}
 	return resp.Encoded, nil
-}
-
-// mapRPCError turns the internal API's error answers back into the metadata
-// package's sentinels, so callers test one set of errors whether the call
-// was local or remote.
-func mapRPCError(err error) error {
-	var se *rpc.StatusError
-	if !errors.As(err, &se) {
-		return err
-	}
-	var sentinel error
-	switch se.Code {
-	case api.CodeConflict:
-		sentinel = metadata.ErrConflict
-	case api.CodeTxnMismatch:
-		sentinel = metadata.ErrTxnMismatch
-	case api.CodeStale:
-		sentinel = metadata.ErrStale
-	case api.CodeInvalidOp:
-		sentinel = metadata.ErrInvalidOp
-	case api.CodeNotMetadataServer:
-		sentinel = metadata.ErrNotMetadataServer
-	case api.CodeNoQuorum:
-		sentinel = metadata.ErrNoQuorum
-	case api.CodeOutcomeUnknown:
-		sentinel = metadata.ErrOutcomeUnknown
-	case api.CodeTableNotFound:
-		sentinel = metadata.ErrTableNotFound
-	case api.CodeTableExists:
-		sentinel = metadata.ErrTableExists
-	case api.CodeNotFound:
-		if se.Status == http.StatusNotFound {
-			sentinel = metadata.ErrFileNotFound
-		}
-	}
-	if sentinel == nil {
-		return err
-	}
-	return fmt.Errorf("%w: %w", sentinel, err)
 }

@@ -10,14 +10,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/errcode"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/replication"
-	"github.com/tsdb/tsdb/router"
 )
 
 // pushSender delivers a replica's pushes over the internal API.
@@ -41,11 +39,7 @@ func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRe
 		p.s.metrics.PushRows.Add(float64(req.Count))
 		p.s.metrics.PushBytes.Add(float64(len(req.Rows)))
 	}
-	var se *rpc.StatusError
-	if errors.As(err, &se) && se.Code == api.CodeStalePlacement {
-		return fmt.Errorf("%w: %w", replication.ErrStalePlacement, err)
-	}
-	return err
+	return errcode.Translate(err, replication.ErrStalePlacement)
 }
 
 // Replicate applies a push to the local replica it names, if this server
@@ -57,23 +51,23 @@ func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
 	if s.store.Lost(req.ToPlacement) {
 		// Never confirmed: the sender re-checks its view and backs off
 		// until the master removed the placement (lost.go).
-		return fmt.Errorf("%w: %w", errStalePlacement, s.errLost(req.ToPlacement))
+		return fmt.Errorf("%w: %w", wire.ErrStalePlacement, s.errLost(req.ToPlacement))
 	}
 	st, ok := s.StatusOf(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
 		if err := s.syncTable(ctx, req.Table); err != nil {
-			return fmt.Errorf("%w: catching up with %q: %w", errUnavailable, req.Table, err)
+			return fmt.Errorf("%w: catching up with %q: %w", wire.ErrUnavailable, req.Table, err)
 		}
 		st, ok = s.StatusOf(req.ToPlacement)
 	}
 	rep, exists := s.store.Replica(req.ToPlacement)
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
-		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", errStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
+		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
 	}
 	applier := &observingApplier{rep: rep, observe: func(v model.Version) { s.observeVersion(v, "a push from "+req.FromServer) }}
 	received, err := replication.Receive(applier, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return fmt.Errorf("%w: %w", errStalePlacement, err)
+		return fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
 	}
 	if err != nil {
 		return err
@@ -110,13 +104,13 @@ func (s *Server) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st St
 		return nil
 	}
 	if rt == nil {
-		return fmt.Errorf("%w: replica %s has no replication running yet", errUnavailable, st.Placement)
+		return fmt.Errorf("%w: replica %s has no replication running yet", wire.ErrUnavailable, st.Placement)
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
 	defer cancel()
 	for _, c := range p.Split.Children {
 		if err := rt.pusher.WaitChildAfterMark(wctx, seq, c.ID, serverIDs(c.Servers), len(c.Servers)/2+1); err != nil {
-			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", errUnavailable, c.ID, err)
+			return fmt.Errorf("%w: holding a push from an older view until split child %s has the rows: %w", wire.ErrUnavailable, c.ID, err)
 		}
 	}
 	return nil
@@ -158,11 +152,11 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
 	rows, err := replication.DecodeRows(req.Rows)
 	if err != nil {
-		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", errBadRequest, err)
+		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", wire.ErrBadRequest, err)
 	}
 	for j := range rows {
 		if err := rows[j].Validate(); err != nil {
-			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", errBadRequest, j, err)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", wire.ErrBadRequest, j, err)
 		}
 	}
 	_, file, err := s.router.Table(ctx, req.Table)
@@ -171,7 +165,7 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 	}
 	if file.TxnSeq < req.TxnSeq {
 		if err := s.syncTable(ctx, req.Table); err != nil {
-			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: %w", errUnavailable, err)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
 		}
 		_, file, _ = s.router.Table(ctx, req.Table)
 	}
@@ -180,14 +174,14 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 		return pl.ServerID == s.cfg.Self && pl.PlacementID == req.ToPlacement
 	}) {
 		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: partition %s is not served by %s placement %s under txnseq %d",
-			errMoved, req.PartitionID, s.cfg.Self, req.ToPlacement, file.TxnSeq)
+			wire.ErrMoved, req.PartitionID, s.cfg.Self, req.ToPlacement, file.TxnSeq)
 	}
 	for _, r := range rows {
 		if !p.Contains(r.Time) {
-			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", errMoved, r.Time, p.ID)
+			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row at %d is outside partition %s", wire.ErrMoved, r.Time, p.ID)
 		}
 	}
-	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, router.WriteOptions{Consistency: req.Consistency, Versioned: req.Versioned}); err != nil {
+	if err := s.coordinate(ctx, req.Table, file.TxnSeq, p, req.ToPlacement, rows, req.InsertOptions); err != nil {
 		return wire.ForwardInsertResponse{}, err
 	}
 	return wire.ForwardInsertResponse{Rows: len(rows)}, nil
@@ -201,19 +195,18 @@ func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.S
 	}
 	p, ok := file.Partition(req.PartitionID)
 	if !ok {
-		return wire.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", errMoved, req.PartitionID, file.TxnSeq, req.Table)
+		return wire.SubQueryResponse{}, fmt.Errorf("%w: partition %s is not in txnseq %d of %q", wire.ErrMoved, req.PartitionID, file.TxnSeq, req.Table)
 	}
 	rep, err := s.readable(ctx, req.Table, req.TxnSeq, p, req.ToPlacement, req.Consistency)
 	if err != nil {
 		return wire.SubQueryResponse{}, err
 	}
 	// The front end's limits, or this server's for a sender that sent none.
-	maxBytes, maxBuckets := cmp.Or(req.MaxBytes, s.cfg.MaxSubQueryBytes), cmp.Or(req.MaxBuckets, s.cfg.MaxQueryBuckets)
+	maxBytes, q := cmp.Or(req.MaxBytes, s.cfg.MaxSubQueryBytes), req.Query
+	q.MaxBuckets = cmp.Or(q.MaxBuckets, s.cfg.MaxQueryBuckets)
+	q.MaxBytes = 0 // not sent; derived from maxBytes below
 	if req.Agg {
-		aggs, err := rep.Aggregate(partition.AggQuery{
-			From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields,
-			Step: req.Step, Origin: req.Origin, GroupAll: req.GroupAll, MaxBuckets: maxBuckets,
-		})
+		aggs, err := rep.Aggregate(q)
 		if err != nil {
 			return wire.SubQueryResponse{}, err
 		}
@@ -223,18 +216,15 @@ func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.S
 		}
 		return wire.SubQueryResponse{Aggs: enc}, nil
 	}
-	scan := partition.ScanQuery{
-		From: req.From, To: req.To, Series: req.Series, Prefix: req.Prefix, Fields: req.Fields, Limit: req.Limit,
-	}
 	if !s.ignoringSubQueryLimit() {
 		// The scan stops as soon as the rows' values alone would make an
 		// answer over the limit once base64-encoded.
-		scan.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
+		q.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
 	}
-	rows, truncated, err := rep.Scan(scan)
+	rows, truncated, err := rep.Scan(q)
 	if errors.Is(err, partition.ErrAnswerTooLarge) {
 		return wire.SubQueryResponse{}, s.answerTooLarge(p,
-			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", scan.MaxBytes), maxBytes)
+			fmt.Sprintf("would be larger (the values of its rows alone are over %d bytes before base64)", q.MaxBytes), maxBytes)
 	}
 	if err != nil {
 		return wire.SubQueryResponse{}, err

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/operator"
-	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
-	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -84,10 +84,8 @@ func (s *Server) RunSplits(ctx context.Context) {
 		if err := s.SplitTick(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("split check failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, s.cfg.SplitCheckInterval/10) {
 			return
-		case <-time.After(s.cfg.SplitCheckInterval / 10):
 		}
 	}
 }
@@ -180,7 +178,7 @@ func (s *Server) beginSplit(ctx context.Context, table string, pid uuid.UUID, at
 		}
 		live := slices.DeleteFunc(s.dir.Live(), func(i membership.Info) bool { _, d := draining[i.ID]; return d })
 		if len(live) == 0 {
-			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", errUnavailable)
+			return metadata.Op{}, fmt.Errorf("%w: no live servers to hold the children", wire.ErrUnavailable)
 		}
 		sets := PickChildServers(live, 2, cfg.ReplicationFactor, rand.IntN)
 		children := make([]metadata.SplitChild, len(sets))
@@ -286,10 +284,7 @@ func (s *Server) splitPointOf(ctx context.Context, table string, txnSeq uint64, 
 			if addr, err = s.dir.Addr(ctx, pl.ServerID); err == nil {
 				err = s.rpc.Call(ctx, addr, wire.PathSplitPoint, req, &resp)
 			}
-			var se *rpc.StatusError
-			if errors.As(err, &se) && se.Code == api.CodeCannotSplit {
-				err = fmt.Errorf("%w: %w", partition.ErrCannotSplit, err)
-			}
+			err = errcode.Translate(err, partition.ErrCannotSplit)
 		}
 		if err == nil {
 			return resp.At, nil
@@ -300,7 +295,7 @@ func (s *Server) splitPointOf(ctx context.Context, table string, txnSeq uint64, 
 	if errors.Is(err, partition.ErrCannotSplit) {
 		return 0, fmt.Errorf("partition %s: %w", p.ID, err)
 	}
-	return 0, fmt.Errorf("%w: no server of partition %s answered its split point: %w", errUnavailable, p.ID, err)
+	return 0, fmt.Errorf("%w: no server of partition %s answered its split point: %w", wire.ErrUnavailable, p.ID, err)
 }
 
 // SplitPoint answers the split point of a local replica (DESIGN.md section
@@ -308,7 +303,7 @@ func (s *Server) splitPointOf(ctx context.Context, table string, txnSeq uint64, 
 func (s *Server) SplitPoint(_ context.Context, req wire.SplitPointRequest) (wire.SplitPointResponse, error) {
 	rep, ok := s.store.Replica(req.Placement)
 	if !ok || rep.Info().PartitionID != req.PartitionID {
-		return wire.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", errStalePlacement, req.Placement, req.PartitionID)
+		return wire.SplitPointResponse{}, fmt.Errorf("%w: no replica %s of partition %s here", wire.ErrStalePlacement, req.Placement, req.PartitionID)
 	}
 	at, err := rep.SplitPoint()
 	if err != nil {

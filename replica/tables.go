@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -208,10 +209,8 @@ func (s *Server) RunSession(ctx context.Context) {
 		lost := s.reg.Epoch()
 		s.log.Warn("etcd session lost; assignments are re-confirmed once re-registered", "epoch", lost)
 		for s.reg.Epoch() == lost || !s.reg.Valid() {
-			select {
-			case <-ctx.Done():
+			if !backoff.Sleep(ctx, 200*time.Millisecond) {
 				return
-			case <-time.After(200 * time.Millisecond):
 			}
 		}
 		if err := s.Reconcile(ctx); err != nil && ctx.Err() == nil {

@@ -174,7 +174,7 @@ func (l *replicaLog) placement() uuid.UUID { return l.Info().Placement }
 
 func scanAll(t testing.TB, r *replicaLog) []model.Row {
 	t.Helper()
-	rows, _, err := r.Scan(partition.ScanQuery{From: math.MinInt64, To: math.MaxInt64})
+	rows, _, err := r.Scan(model.Query{From: math.MinInt64, To: math.MaxInt64})
 	if err != nil {
 		t.Fatalf("Scan: %v", err)
 	}

@@ -818,36 +818,9 @@ func (p *Pusher) pushState(t *target) pushState {
 // the batch was full, so more rows may follow at once.
 func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	st := p.pushState(t)
-	cursor := p.cfg.Log.Confirmed(t.id)
-	if st.frozen != nil && cursor >= st.mark {
-		p.thaw(t.id, st.frozen)
-		st.frozen = nil
-	}
-	// Up to its mark, a target reads the snapshot the mark was taken from:
-	// a row held then and overwritten since is not in the live log at or
-	// below the mark.
-	frozen := st.frozen != nil
-	backfill := false // a split target's own stream: up to the mark only
-	switch {
-	case t.tailOf != nil:
-		cursor = max(cursor, st.mark)
-	case st.spec.Kind == metadata.TargetSplit && st.hasMark:
-		if cursor >= st.mark {
-			return false, nil // the tail stream pushes the rest
-		}
-		if !frozen {
-			return false, fmt.Errorf("split target below its mark %d has no log snapshot", st.mark)
-		}
-		backfill = true
-	case st.hasMark && cursor >= st.mark:
-		// A former split target (the split finalized): continue from
-		// where its tail stream got.
-		if tc := p.cfg.Log.Confirmed(tailCursor(t.id)); tc > cursor {
-			if err := p.confirm(t.id, tc); err != nil {
-				return false, err
-			}
-			cursor = tc
-		}
+	cursor, backfill, done, err := p.cursorOf(t, &st)
+	if done || err != nil {
+		return false, err
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
 	if catchUp && p.cfg.CatchUpSlots != nil {
@@ -858,59 +831,18 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 			return false, ctx.Err()
 		}
 	}
-	batchRows := p.cfg.BatchRows
-	if catchUp {
-		batchRows = p.cfg.CatchUpBatchRows
-	}
-	from := cursor
-	if t.aheadOf == cursor && t.ahead > cursor {
-		from = t.ahead
-	}
-	var entries []partition.LogEntry
-	if frozen {
-		entries, err = st.frozen.ReadLog(from, batchRows)
-	} else {
-		entries, err = p.cfg.Log.ReadLog(from, batchRows)
-	}
+	b, err := p.readBatch(t, &st, cursor, catchUp, backfill)
 	if err != nil {
-		return false, fmt.Errorf("read log after %d: %w", from, err)
-	}
-	cut := len(entries) >= batchRows
-	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
-		entries, cut = entries[:n], true
-	}
-	// The snapshot holds nothing more: every row it holds up to the mark
-	// is in entries or was pushed before.
-	reachedMark := frozen && !cut
-	more = cut || reachedMark && !backfill // the live log above the mark follows at once
-	last := from
-	if len(entries) > 0 {
-		last = entries[len(entries)-1].Seq
-	}
-	if reachedMark {
-		last = st.mark // the sequences up to the mark not read were overwritten before the snapshot
-	}
-	// What the cursor may claim after this push. A read that got to the
-	// end of the log (or snapshot) has every row written up to last: a
-	// sequence it skipped was overwritten by a change it holds. A batch
-	// cut by its size has that only if it skips no sequence, straight
-	// from the cursor: a row overwritten after an earlier read (its entry
-	// below last gone, its new one maybe beyond the batch) would otherwise
-	// count as held by the target (an insert acknowledged, a split child
-	// past a write) while it is not. The reads then go on from last and
-	// the cursor stays until one gets to the end.
-	confirmTo, ahead := last, uint64(0)
-	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
-		confirmTo, ahead = cursor, last
+		return false, err
 	}
 	// Complete: after this push the target has everything up to its mark.
-	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && confirmTo >= st.mark
+	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
-	t.rows = filterRows(t.rows[:0], entries, &st)
+	t.rows = filterRows(t.rows[:0], b.entries, &st)
 	if len(t.rows) == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
-		t.ahead, t.aheadOf = ahead, cursor
-		return more, p.confirm(t.id, confirmTo)
+		t.ahead, t.aheadOf = b.ahead, cursor
+		return b.more, p.confirm(t.id, b.confirmTo)
 	}
 	to := t.id
 	if t.tailOf != nil {
@@ -919,7 +851,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	req := wire.PushRequest{
 		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
 		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
-		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: last, Complete: complete,
+		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: b.last, Complete: complete,
 	}
 	if len(t.rows) > 0 {
 		t.buf = AppendRows(t.buf[:0], t.rows)
@@ -930,14 +862,120 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		if errors.Is(err, ErrStalePlacement) && p.cfg.OnStale != nil {
 			p.cfg.OnStale(st.spec)
 		}
-		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, last, err)
+		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, b.last, err)
 	}
 	p.mu.Lock()
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
 	p.mu.Unlock()
-	t.ahead, t.aheadOf = ahead, cursor
-	return more, p.confirm(t.id, confirmTo)
+	t.ahead, t.aheadOf = b.ahead, cursor
+	return b.more, p.confirm(t.id, b.confirmTo)
+}
+
+// cursorOf returns the sequence t's confirmed cursor is at for this step,
+// after thawing a log snapshot t has read past (st.frozen is then nil),
+// and whether the step is a split target's backfill (its own stream up to
+// its mark only). done: nothing to push now (the tail stream pushes the
+// rest).
+func (p *Pusher) cursorOf(t *target, st *pushState) (cursor uint64, backfill, done bool, err error) {
+	cursor = p.cfg.Log.Confirmed(t.id)
+	if st.frozen != nil && cursor >= st.mark {
+		p.thaw(t.id, st.frozen)
+		st.frozen = nil
+	}
+	// Up to its mark, a target reads the snapshot the mark was taken from:
+	// a row held then and overwritten since is not in the live log at or
+	// below the mark.
+	switch {
+	case t.tailOf != nil:
+		cursor = max(cursor, st.mark)
+	case st.spec.Kind == metadata.TargetSplit && st.hasMark:
+		if cursor >= st.mark {
+			return cursor, false, true, nil // the tail stream pushes the rest
+		}
+		if st.frozen == nil {
+			return cursor, false, false, fmt.Errorf("split target below its mark %d has no log snapshot", st.mark)
+		}
+		backfill = true
+	case st.hasMark && cursor >= st.mark:
+		// A former split target (the split finalized): continue from
+		// where its tail stream got.
+		if tc := p.cfg.Log.Confirmed(tailCursor(t.id)); tc > cursor {
+			if err := p.confirm(t.id, tc); err != nil {
+				return cursor, false, false, err
+			}
+			cursor = tc
+		}
+	}
+	return cursor, backfill, false, nil
+}
+
+// batch is one read of a step: the entries to filter and push, and what
+// the target's cursor may claim after them.
+type batch struct {
+	entries []partition.LogEntry
+	// more: the batch was full (or the snapshot was read to its end), so
+	// more rows may follow at once.
+	more bool
+	// last is the sequence the push reaches (its LastSeq).
+	last uint64
+	// confirmTo is what the cursor may claim after the push; ahead, when
+	// not 0, is where the next read goes on from while the cursor stays.
+	confirmTo, ahead uint64
+}
+
+// readBatch reads the batch above cursor (from the snapshot while st has
+// one, else the live log), in CatchUpBatchRows when catchUp, and decides
+// what the cursor may claim after it.
+func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, backfill bool) (batch, error) {
+	frozen := st.frozen != nil
+	batchRows := p.cfg.BatchRows
+	if catchUp {
+		batchRows = p.cfg.CatchUpBatchRows
+	}
+	from := cursor
+	if t.aheadOf == cursor && t.ahead > cursor {
+		from = t.ahead
+	}
+	var entries []partition.LogEntry
+	var err error
+	if frozen {
+		entries, err = st.frozen.ReadLog(from, batchRows)
+	} else {
+		entries, err = p.cfg.Log.ReadLog(from, batchRows)
+	}
+	if err != nil {
+		return batch{}, fmt.Errorf("read log after %d: %w", from, err)
+	}
+	cut := len(entries) >= batchRows
+	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
+		entries, cut = entries[:n], true
+	}
+	// The snapshot holds nothing more: every row it holds up to the mark
+	// is in entries or was pushed before.
+	reachedMark := frozen && !cut
+	b := batch{entries: entries, more: cut || reachedMark && !backfill} // the live log above the mark follows at once
+	b.last = from
+	if len(entries) > 0 {
+		b.last = entries[len(entries)-1].Seq
+	}
+	if reachedMark {
+		b.last = st.mark // the sequences up to the mark not read were overwritten before the snapshot
+	}
+	// What the cursor may claim after this push. A read that got to the
+	// end of the log (or snapshot) has every row written up to last: a
+	// sequence it skipped was overwritten by a change it holds. A batch
+	// cut by its size has that only if it skips no sequence, straight
+	// from the cursor: a row overwritten after an earlier read (its entry
+	// below last gone, its new one maybe beyond the batch) would otherwise
+	// count as held by the target (an insert acknowledged, a split child
+	// past a write) while it is not. The reads then go on from last and
+	// the cursor stays until one gets to the end.
+	b.confirmTo = b.last
+	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
+		b.confirmTo, b.ahead = cursor, b.last
+	}
+	return b, nil
 }
 
 // contiguous reports whether entries hold every sequence from after+1 on,

@@ -37,7 +37,7 @@ func (l localReplicas) Insert(_ context.Context, t Target, rows []model.Row, opt
 	return err
 }
 
-func (l localReplicas) Scan(_ context.Context, t Target, q model.Query, _ string) ([]model.Row, bool, error) {
+func (l localReplicas) Scan(_ context.Context, t Target, q model.Query) ([]model.Row, bool, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, false, err
@@ -45,7 +45,7 @@ func (l localReplicas) Scan(_ context.Context, t Target, q model.Query, _ string
 	return rep.Scan(q)
 }
 
-func (l localReplicas) Aggregate(_ context.Context, t Target, q model.Query, _ string) ([]model.SeriesAgg, error) {
+func (l localReplicas) Aggregate(_ context.Context, t Target, q model.Query) ([]model.SeriesAgg, error) {
 	rep, err := l.replica(t)
 	if err != nil {
 		return nil, err

@@ -58,14 +58,12 @@ type Replicas interface {
 	// as many replicas as opts.Consistency asks hold them.
 	Insert(ctx context.Context, t Target, rows []model.Row, opts model.InsertOptions) error
 	// Scan reads rows of the replica: q is the query clipped to the
-	// partition (model.Query.Clip). consistency is q.Consistency, passed
-	// apart until the replicas' implementation reads it from q: "quorum"
-	// or "all" makes the replica catch up from that many of its peers
-	// first ("" or "one": as it is).
-	Scan(ctx context.Context, t Target, q model.Query, consistency string) ([]model.Row, bool, error)
-	// Aggregate computes partial aggregates on the replica (q and
-	// consistency as for Scan).
-	Aggregate(ctx context.Context, t Target, q model.Query, consistency string) ([]model.SeriesAgg, error)
+	// partition (model.Query.Clip); q.Consistency "quorum" or "all" makes
+	// the replica catch up from that many of its peers first ("" or
+	// "one": as it is).
+	Scan(ctx context.Context, t Target, q model.Query) ([]model.Row, bool, error)
+	// Aggregate computes partial aggregates on the replica (q as for Scan).
+	Aggregate(ctx context.Context, t Target, q model.Query) ([]model.SeriesAgg, error)
 }
 
 // WriteOptions are an insert's settings.
@@ -428,7 +426,7 @@ func (r *Router) Query(ctx context.Context, table string, q model.Query) ([]mode
 		var trunc bool
 		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
-			rows, trunc, err = r.cfg.Replicas.Scan(ctx, t, part, part.Consistency)
+			rows, trunc, err = r.cfg.Replicas.Scan(ctx, t, part)
 			return err
 		})
 		if err != nil {
@@ -547,7 +545,7 @@ func (r *Router) Aggregate(ctx context.Context, table string, q model.Query) ([]
 		var aggs []model.SeriesAgg
 		err := r.onReplica(ctx, file, p, func(t Target) error {
 			var err error
-			aggs, err = r.cfg.Replicas.Aggregate(ctx, t, part, part.Consistency)
+			aggs, err = r.cfg.Replicas.Aggregate(ctx, t, part)
 			return err
 		})
 		if err != nil {

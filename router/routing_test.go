@@ -51,7 +51,7 @@ func (s *scriptedReplicas) Insert(_ context.Context, t Target, rows []model.Row,
 	return nil
 }
 
-func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ model.Query, _ string) ([]model.Row, bool, error) {
+func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ model.Query) ([]model.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.errs[t.Server]; err != nil {
@@ -60,7 +60,7 @@ func (s *scriptedReplicas) Scan(_ context.Context, t Target, _ model.Query, _ st
 	return []model.Row{row(1, "from-"+t.Server, 1)}, false, nil
 }
 
-func (s *scriptedReplicas) Aggregate(context.Context, Target, model.Query, string) ([]model.SeriesAgg, error) {
+func (s *scriptedReplicas) Aggregate(context.Context, Target, model.Query) ([]model.SeriesAgg, error) {
 	return nil, nil
 }
 
@@ -165,7 +165,7 @@ type rangeReplicas struct {
 	moved map[string]bool
 }
 
-func (s *rangeReplicas) Scan(_ context.Context, t Target, q model.Query, _ string) ([]model.Row, bool, error) {
+func (s *rangeReplicas) Scan(_ context.Context, t Target, q model.Query) ([]model.Row, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, fmt.Sprintf("%s[%d,%d)", t.Server, q.From, q.To))
@@ -176,8 +176,8 @@ func (s *rangeReplicas) Scan(_ context.Context, t Target, q model.Query, _ strin
 	return []model.Row{row(q.From, "from-"+t.Server, 1)}, false, nil
 }
 
-func (s *rangeReplicas) Aggregate(_ context.Context, t Target, q model.Query, c string) ([]model.SeriesAgg, error) {
-	rows, _, err := s.Scan(context.Background(), t, model.Query{From: q.From, To: q.To}, c)
+func (s *rangeReplicas) Aggregate(_ context.Context, t Target, q model.Query) ([]model.SeriesAgg, error) {
+	rows, _, err := s.Scan(context.Background(), t, model.Query{From: q.From, To: q.To})
 	if err != nil {
 		return nil, err
 	}

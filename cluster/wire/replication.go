@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 )
 
 // Internal paths of replication and of the front end's forwarding
@@ -70,10 +71,11 @@ type ForwardInsertRequest struct {
 	PartitionID uuid.UUID `json:"partition_id"`
 	ToPlacement uuid.UUID `json:"to_placement"`
 	TxnSeq      uint64    `json:"txnseq"`
-	Consistency string    `json:"consistency"`
-	// Versioned rows carry the versions their first front end stamped (a
-	// smeared insert); otherwise the coordinator stamps them.
-	Versioned bool `json:"versioned,omitempty"`
+	// InsertOptions are the insert's options, inlined in the JSON form
+	// ("consistency", "versioned"; NoSmear is not sent: the front end
+	// decided it). Versioned rows carry the versions their first front end
+	// stamped (a smeared insert); otherwise the coordinator stamps them.
+	model.InsertOptions
 	// Rows is replication's binary row encoding (versions unset unless
 	// Versioned).
 	Rows  []byte `json:"rows"`
@@ -85,34 +87,28 @@ type ForwardInsertResponse struct {
 	Rows int `json:"rows"`
 }
 
-// SubQueryRequest asks one replica of a partition for its part of a query,
-// clipped to [From, To) ∩ the partition's range by the caller.
+// SubQueryRequest asks one replica of a partition for its part of a query.
+// Its JSON form is the query's own (model.Query's fields are inlined) beside
+// the partition's address, Agg and MaxBytes.
 type SubQueryRequest struct {
 	Table       string    `json:"table"`
 	PartitionID uuid.UUID `json:"partition_id"`
 	ToPlacement uuid.UUID `json:"to_placement"`
 	TxnSeq      uint64    `json:"txnseq"`
-	From        int64     `json:"from"`
-	To          int64     `json:"to"`
-	Series      string    `json:"series,omitempty"`
-	Prefix      bool      `json:"prefix,omitempty"`
-	Fields      []string  `json:"fields,omitempty"`
-	// Limit bounds raw rows (0: none). Agg selects aggregates instead.
-	Limit int   `json:"limit,omitempty"`
-	Agg   bool  `json:"agg,omitempty"`
-	Step  int64 `json:"step,omitempty"`
-	// Consistency "quorum" or "all" makes the replica first catch up from
-	// that many of its peers; "" or "one" reads it as it is.
-	Consistency string `json:"consistency,omitempty"`
-	// Origin aligns the step buckets (the whole query's From).
-	Origin   int64 `json:"origin,omitempty"`
-	GroupAll bool  `json:"group_all,omitempty"`
-	// MaxBuckets bounds an aggregate answer's buckets summed over its
-	// series (the front end's --max-query-buckets; 0: the replica's own).
-	MaxBuckets int `json:"max_buckets,omitempty"`
+	// Query is the partition's part of the query, clipped to its range
+	// by the caller (model.Query.Clip). Its Consistency "quorum" or "all"
+	// makes the replica first catch up from that many of its peers; "" or
+	// "one" reads it as it is. Its MaxBuckets is the front end's
+	// --max-query-buckets (0: the replica's own). Its MaxBytes is not
+	// sent: the replica derives its scan's bound from MaxBytes below.
+	model.Query
+	// Agg asks for partial aggregates (the query's Step, Origin, GroupAll
+	// and MaxBuckets) instead of raw rows (its Limit; 0: none).
+	Agg bool `json:"agg,omitempty"`
 	// MaxBytes is the most the front end reads of the answer (its
 	// --max-subquery-bytes; 0: the replica's own): the replica refuses
-	// with the code answer_too_large rather than send more.
+	// with the code answer_too_large rather than send more. It shadows
+	// Query.MaxBytes in the JSON form.
 	MaxBytes int `json:"max_bytes,omitempty"`
 }
 

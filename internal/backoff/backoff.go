@@ -4,9 +4,9 @@
 //
 // Every retry loop of the module (rpc calls, membership re-registration and
 // watching, METADATA commits and table watching, replication pushes, smear
-// forwards, the load test, node's change retries) draws its waits here, each
-// with its own Base and Max, so that they all grow, cap and spread the same
-// way and stop promptly when their context ends.
+// forwards, the load test, replica's change retries) draws its waits here,
+// each with its own Base and Max, so that they all grow, cap and spread the
+// same way and stop promptly when their context ends.
 //
 // Why not github.com/cenkalti/backoff (already in the module graph): its
 // ExponentialBackOff randomizes around the interval (interval·(1±factor),
