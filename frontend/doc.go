@@ -29,7 +29,10 @@
 //     check (rule 2).
 //   - No table is created while fewer than MinServers servers are live or
 //     while this server's own registration is not live.
-//   - Errors keep their sentinels: the HTTP server maps them to statuses.
+//   - Errors keep their sentinels (errors.go: cluster/wire's and http/api's
+//     members of errcode's kinds, with the texts answers carry): the HTTP
+//     server maps them to statuses. The package does not import the HTTP
+//     server.
 //
 // # Goroutines
 //

@@ -1,10 +1,7 @@
 package master
 
-import tsdbhttp "github.com/tsdb/tsdb/http"
+import "github.com/tsdb/tsdb/cluster/wire"
 
-// errUnavailable is the sentinel the health report answers with when the
-// cluster cannot be read (503). It is the http package's until issue 15's
-// error vocabulary (package errcode) holds it with its text; then this file
-// points it there and master no longer imports the http server package (as
-// replica/errors.go).
-var errUnavailable = tsdbhttp.ErrUnavailable
+// errUnavailable is what the health report answers when the cluster cannot
+// be read (503 unavailable).
+var errUnavailable = wire.ErrUnavailable
