@@ -29,37 +29,21 @@ var (
 	// Deprecated: wire.ErrUnavailable under its old name, kept until issue 15's
 	// node split lands; new code names wire.ErrUnavailable or wraps the kind.
 	ErrUnavailable = wire.ErrUnavailable
-	// ErrOffline: an operator took the partition out of service; answered
-	// 503 api.CodeOffline.
+	// ErrOffline, ErrServerNotFound and ErrQueueFull are the public API's
+	// refusals (api.ErrOffline, …), which the front end answers with.
 	//
-	// Deprecated: a member of errcode.ErrOffline kept (with its text)
-	// until issue 15's node split lands; new code wraps the kind.
-	ErrOffline = errcode.New(errcode.ErrOffline, "http: partition offline")
-	// ErrServerNotFound: no live or listed server has the id; answered
-	// 404 api.CodeServerNotFound.
-	//
-	// Deprecated: a member of errcode.ErrServerNotFound kept (with its
-	// text) until issue 15's node split lands; new code wraps the kind.
-	ErrServerNotFound = errcode.New(errcode.ErrServerNotFound, "http: server not found")
-	// ErrQueueFull: the server's smear queue cannot take the rows now;
-	// answered 503 api.CodeQueueFull, with Retry-After when the error is a
-	// *RetryError.
-	//
-	// Deprecated: a member of errcode.ErrQueueFull kept (with its text)
-	// until issue 15's node split lands; new code wraps the kind.
-	ErrQueueFull = errcode.New(errcode.ErrQueueFull, "http: smear queue full")
+	// Deprecated: api's values under their old names, kept until issue
+	// 15's node split lands; new code names api.ErrOffline, … or wraps the
+	// kind.
+	ErrOffline        = api.ErrOffline
+	ErrServerNotFound = api.ErrServerNotFound
+	ErrQueueFull      = api.ErrQueueFull
 )
 
-// RetryError is a refusal the client should retry after a while: it is
-// answered as its Err is, with a Retry-After header of After (whole
-// seconds, at least 1).
-type RetryError struct {
-	Err   error
-	After time.Duration
-}
-
-func (e *RetryError) Error() string { return e.Err.Error() }
-func (e *RetryError) Unwrap() error { return e.Err }
+// RetryError is a refusal the client should retry after a while
+// (api.RetryError): it is answered as its Err is, with a Retry-After header
+// of After (whole seconds, at least 1).
+type RetryError = api.RetryError
 
 // retryAfterSeconds is the Retry-After header value of d.
 func retryAfterSeconds(d time.Duration) int {

@@ -28,21 +28,13 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// DefaultMaxBodyBytes is the default limit of a request body, both as sent
-// and after decompression.
-const DefaultMaxBodyBytes = 32 << 20
-
-// DefaultMaxConcurrentRequests is the default bound of the public requests
-// a server serves at once (Config.MaxConcurrentRequests). Requests mostly
-// wait (on replicas, fsyncs, catch-ups) rather than compute, so the bound
-// is well above the core count; it is there to cap the memory that bodies
-// and answers in flight hold.
-const DefaultMaxConcurrentRequests = 256
-
-// DefaultMaxQueryBuckets is the default bound of an aggregate answer's
-// buckets summed over all its series (Config.MaxQueryBuckets): about
-// 100-200 MB of partial states and JSON at one field.
-const DefaultMaxQueryBuckets = 1_000_000
+// The default limits of the public API (declared in http/api, so that
+// node and cmd can default their flags without importing this package).
+const (
+	DefaultMaxBodyBytes          = api.DefaultMaxBodyBytes
+	DefaultMaxConcurrentRequests = api.DefaultMaxConcurrentRequests
+	DefaultMaxQueryBuckets       = api.DefaultMaxQueryBuckets
+)
 
 // Backend is what the API needs from the rest of the server.
 type Backend interface {

@@ -463,7 +463,7 @@ func TestClusterSecret(t *testing.T) {
 
 // backendMetadata is a test shortcut to the current (or a named) METADATA.
 func (n *Node) backendMetadata(table, txnID string) (metadata.TableConfig, *metadata.File, error) {
-	return backend{n}.Metadata(context.Background(), table, txnID)
+	return n.front.Metadata(context.Background(), table, txnID)
 }
 
 // TestClusterReconcileCatchesMissedNotification: a server whose watch misses

@@ -1,16 +1,56 @@
 // Package node assembles one tsdb server from its parts (DESIGN.md section
 // 11): the partition store (one pebble DB), the metadata file store, the etcd
-// coordination store, the router and the public HTTP API. `tsdb server`,
-// `tsdb dev` and the integration tests all start servers through Start, so
-// tests run the same wiring as production.
+// coordination store, the replica machinery (replica, which builds the
+// router), the master (cluster/master), the front end (frontend) and the
+// HTTP server. `tsdb
+// server`, `tsdb dev` and the integration tests all start servers through
+// Start, so tests run the same wiring as production.
 //
-// The local replicas' machinery is package replica: Start builds its
-// replica.Server (which builds the router) once the server is registered,
-// and runs its loops (reconciliation, replica lifecycle, split checks,
-// resyncs, session re-confirmation, the table watch's events); the
-// replica.Server's own goroutines (one pusher per local replica) stop in
-// its Close, which Stop calls after those loops have returned.
+// Node does not import the HTTP server package: the caller passes
+// Config.HTTP (internal/nodehttp.New), which builds the server from the
+// Handlers node hands it (the front end, the internal API, the peer clock,
+// the metrics registry and the limits).
 //
-// Every background goroutine is started by the node, stops when Stop cancels
-// its context, and is waited for before Stop returns.
+// Start runs in steps: openStorage (data directory, partition store,
+// metadata file store), tlsConfigs, connectEtcd, buildClients (directory,
+// clock check, internal-API clients, committer, clock, metrics), the
+// listener, join (membership registration, the replica.Server and its
+// router, the membership watch, loading the tables held here), buildServing
+// (metrics registry, master, smear queue and forwarder, front end, HTTP
+// server) and startLoops. A failed step undoes the earlier ones in reverse
+// order.
+//
+// # Goroutines
+//
+// Every goroutine node starts is started with goAttach, stops when its
+// context (the node's background context, cancelled by Stop) ends, and is
+// waited for by Stop before it closes anything:
+//
+//   - the membership watch (membership.Watch): keeps the live-server
+//     directory current and wakes the pushers of a server that came back;
+//   - the HTTP server's Serve: stopped by Stop's Shutdown, Stop's first
+//     step, so no request is served past it;
+//   - the table watch (metadata.WatchTables): hands each table's new
+//     METADATA to replica.Server.OnTableEvent;
+//   - the metadata sweep (every SweepInterval), the reconciliation of every
+//     table against etcd (replica.Server.Reconcile, every
+//     ReconcileInterval) and the replica lifecycle
+//     (replica.Server.LifecycleTick, every LifecycleTick);
+//   - the split loop (replica.Server.RunSplits: size checks every
+//     SplitCheckInterval, sooner after a large insert);
+//   - the smear forwarder: Stop drains the queue (bounded by
+//     SmearDrainTimeout) after the HTTP shutdown and before the cancel;
+//   - the election (election.Run), whose terms run the master's Lead;
+//   - the resync loop (replica.Server.RunResync: tables a push found
+//     stale) and the session loop (replica.Server.RunSession: re-confirming
+//     assignments after a lost etcd session).
+//
+// The replica.Server's own goroutines (one pusher per local replica, and
+// catch-up calls that end with their own timeout) stop in its Close, which
+// Stop calls after the loops above returned. The membership registration
+// keeps its lease alive until Stop closes it.
+//
+// Stop: HTTP shutdown, smear drain, cancel, wait for the goroutines, close
+// the replica machinery, then the smear queue, the registration, the RPC
+// clients, the partition store and the etcd client.
 package node

@@ -33,7 +33,7 @@ func startNode(t testing.TB, e *embedetcd.Etcd, id, dir string, mut ...func(*Con
 	// smearing delays inserts into the narrow partitions many tests make;
 	// the tests of other features turn them off, their own tests back on.
 	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()},
-		NoPresplit: true, NoRebalance: true, NoSmear: true}
+		NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP}
 	if os.Getenv("TSDB_TEST_LOG") != "" {
 		// Debugging aid: the servers' logs on stderr.
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

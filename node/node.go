@@ -6,17 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -25,10 +22,10 @@ import (
 	"google.golang.org/grpc/backoff"
 
 	"github.com/tsdb/tsdb/cluster/election"
+	"github.com/tsdb/tsdb/cluster/master"
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/cluster/rpc"
-	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
 	"github.com/tsdb/tsdb/metadata"
@@ -59,7 +56,7 @@ type Config struct {
 	// on every internal request. It is required when AuthToken is set
 	// (ErrNoClusterSecret).
 	ClusterSecret string
-	// MaxBodyBytes limits request bodies; default tsdbhttp.DefaultMaxBodyBytes.
+	// MaxBodyBytes limits request bodies; default api.DefaultMaxBodyBytes.
 	MaxBodyBytes int
 	// TLSCertFile and TLSKeyFile, when set (both or neither), make the HTTP
 	// listener, public and internal API alike, serve HTTPS only with this
@@ -154,11 +151,11 @@ type Config struct {
 	RPCTimeout time.Duration
 	// MaxConcurrentRequests bounds the public requests served at once
 	// (503 overloaded with Retry-After above it); default
-	// tsdbhttp.DefaultMaxConcurrentRequests.
+	// api.DefaultMaxConcurrentRequests.
 	MaxConcurrentRequests int
 	// MaxQueryBuckets bounds an aggregate answer's buckets summed over
 	// its series (422 too_many_buckets above it); default
-	// tsdbhttp.DefaultMaxQueryBuckets.
+	// api.DefaultMaxQueryBuckets.
 	MaxQueryBuckets int
 	// MaxSubQueryBytes bounds one partition's answer to a sub-query, as
 	// the front end reads it and as the replica builds it (422
@@ -166,6 +163,10 @@ type Config struct {
 	MaxSubQueryBytes int
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
+	// HTTP builds the server's HTTP server from its handlers (required):
+	// node does not import the HTTP server package; cmd/tsdb and the tests
+	// pass internal/nodehttp.New.
+	HTTP func(Handlers) (HTTPServer, error)
 
 	// onTableSynced, set by tests, is called after each table sync with the
 	// txnseq the server now holds.
@@ -202,7 +203,7 @@ func (c *Config) ensureDefaults() {
 		c.EtcdPrefix = "/tsdb/"
 	}
 	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = tsdbhttp.DefaultMaxBodyBytes
+		c.MaxBodyBytes = api.DefaultMaxBodyBytes
 	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 10 * time.Minute
@@ -254,10 +255,10 @@ func (c *Config) ensureDefaults() {
 		c.SplitCheckInterval = 10 * time.Second
 	}
 	if c.MaxConcurrentRequests <= 0 {
-		c.MaxConcurrentRequests = tsdbhttp.DefaultMaxConcurrentRequests
+		c.MaxConcurrentRequests = api.DefaultMaxConcurrentRequests
 	}
 	if c.MaxQueryBuckets <= 0 {
-		c.MaxQueryBuckets = tsdbhttp.DefaultMaxQueryBuckets
+		c.MaxQueryBuckets = api.DefaultMaxQueryBuckets
 	}
 	if c.MaxSubQueryBytes <= 0 {
 		c.MaxSubQueryBytes = DefaultMaxSubQueryBytes
@@ -280,6 +281,9 @@ func (c *Config) validate() error {
 	}
 	if c.Listen == "" {
 		errs = append(errs, errors.New("node: Listen address is required"))
+	}
+	if c.HTTP == nil {
+		errs = append(errs, errors.New("node: HTTP (the HTTP server's constructor) is required"))
 	}
 	if c.AuthToken != "" && c.ClusterSecret == "" {
 		errs = append(errs, ErrNoClusterSecret)
@@ -313,18 +317,18 @@ type Node struct {
 	committer *metadata.Committer
 	store     *partition.Store
 	router    *router.Router
-	api       *tsdbhttp.Server
+	api       HTTPServer
 	ln        net.Listener
 	registry  *prometheus.Registry
 	started   time.Time
 	rpc       *rpc.Client
 	rpcOnce   *rpc.Client // one attempt per call: forwarded inserts
 	rpcQuery  *rpc.Client // sub-queries: answers bounded by MaxSubQueryBytes
-	dir       directory
+	dir       *membership.Directory
 	reg       *membership.Registration
 	clock     *model.Clock
 	rmetrics  *replica.Metrics
-	smetrics  *splitMetrics
+	mmetrics  *masterMetrics
 	clocks    *replica.ClockCheck
 	// peerClock stamps this server's clock on internal calls and feeds
 	// the peers' stamps to clocks.
@@ -333,8 +337,10 @@ type Node struct {
 	replica *replica.Server
 	// bg is the context of background work, cancelled by Stop.
 	bg context.Context
-	// isMaster is set while this server leads (election.Run's term).
-	isMaster atomic.Bool
+	// master runs the master's term while this server leads.
+	master *master.Master
+	// front is the public API's backend.
+	front *frontend.Frontend
 	// limiter paces and counts the store writes (WriteLimit).
 	limiter *writeLimiter
 	// smearQ and smearFwd are the smear queue and its forwarder.
@@ -362,42 +368,113 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger.With("server", cfg.ID), started: time.Now().UTC()}
-	var closers []func()
+	var u undo
 	defer func() {
 		if err != nil {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
+			u.run()
 		}
 	}()
+	if err := n.openStorage(&u); err != nil {
+		return nil, err
+	}
+	tlsc, err := cfg.tlsConfigs()
+	if err != nil {
+		return nil, err
+	}
+	if err := n.connectEtcd(&u, tlsc.etcd); err != nil {
+		return nil, err
+	}
+	n.buildClients(&u, tlsc.peer)
+	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
+	}
+	u.add(func() { n.ln.Close() })
+	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	n.bg, n.cancel = bg, cancel
+	u.add(func() {
+		cancel()
+		n.wg.Wait()
+		if n.replica != nil {
+			n.replica.Close()
+		}
+	})
+	if err := n.join(ctx, &u, advertise, tlsc.server != nil); err != nil {
+		return nil, err
+	}
+	if err := n.buildServing(&u); err != nil {
+		return nil, err
+	}
+	n.startLoops(bg, tlsc.server)
+	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
+	return n, nil
+}
+
+// undo is what a failed Start closes, in reverse order.
+type undo []func()
+
+func (u *undo) add(f func()) { *u = append(*u, f) }
+
+func (u undo) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// tlsConfigs are the TLS configurations of the listener (nil: plain
+// HTTP), of internal calls to peers, and of the etcd connection (nil:
+// plain).
+type tlsConfigs struct{ server, peer, etcd *tls.Config }
+
+func (c *Config) tlsConfigs() (tlsConfigs, error) {
+	var t tlsConfigs
+	var err error
+	if c.TLSCertFile != "" {
+		if t.server, err = tlsconfig.Server(c.TLSCertFile, c.TLSKeyFile); err != nil {
+			return t, fmt.Errorf("node: TLS listener: %w", err)
+		}
+	}
+	if t.peer, err = tlsconfig.Client(c.TLSCAFile, "", ""); err != nil {
+		return t, fmt.Errorf("node: TLS for internal calls: %w", err)
+	}
+	if c.etcdTLS() {
+		if t.etcd, err = tlsconfig.Client(c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile); err != nil {
+			return t, fmt.Errorf("node: etcd TLS: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// openStorage opens the data directory's stores: the partition store
+// (paced by the write limit) and the metadata file store.
+func (n *Node) openStorage(u *undo) error {
+	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("node: create data dir: %w", err)
+		return fmt.Errorf("node: create data dir: %w", err)
 	}
 	n.limiter = newWriteLimiter(cfg.WriteLimit)
+	var err error
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
 		Throttle: func(b int) { _ = n.limiter.wait(context.Background(), b) }})
 	if err != nil {
-		return nil, fmt.Errorf("node: open partition store: %w", err)
+		return fmt.Errorf("node: open partition store: %w", err)
 	}
-	closers = append(closers, func() { n.store.Close() })
+	u.add(func() { n.store.Close() })
 	n.files, err = metadata.OpenFileStore(filepath.Join(cfg.DataDir, "metadata"))
 	if err != nil {
-		return nil, fmt.Errorf("node: open metadata file store: %w", err)
+		return fmt.Errorf("node: open metadata file store: %w", err)
 	}
-	var serverTLS, peerTLS, etcdTLS *tls.Config
-	if cfg.TLSCertFile != "" {
-		if serverTLS, err = tlsconfig.Server(cfg.TLSCertFile, cfg.TLSKeyFile); err != nil {
-			return nil, fmt.Errorf("node: TLS listener: %w", err)
-		}
-	}
-	if peerTLS, err = tlsconfig.Client(cfg.TLSCAFile, "", ""); err != nil {
-		return nil, fmt.Errorf("node: TLS for internal calls: %w", err)
-	}
-	if cfg.etcdTLS() {
-		if etcdTLS, err = tlsconfig.Client(cfg.EtcdCAFile, cfg.EtcdCertFile, cfg.EtcdKeyFile); err != nil {
-			return nil, fmt.Errorf("node: etcd TLS: %w", err)
-		}
-	}
+	return nil
+}
+
+// connectEtcd creates the etcd client (it connects lazily) and the
+// METADATA store on it.
+func (n *Node) connectEtcd(u *undo, etcdTLS *tls.Config) error {
+	cfg := n.cfg
+	var err error
 	n.etcd, err = clientv3.New(clientv3.Config{
 		Endpoints:   cfg.EtcdEndpoints,
 		DialTimeout: 5 * time.Second,
@@ -414,11 +491,19 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		})},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node: etcd client: %w", err)
+		return fmt.Errorf("node: etcd client: %w", err)
 	}
-	closers = append(closers, func() { n.etcd.Close() })
+	u.add(func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
-	n.dir = directory{membership.NewDirectory(n.etcd, cfg.EtcdPrefix)}
+	return nil
+}
+
+// buildClients builds the server directory, the peer clock check, the
+// internal-API clients, the METADATA committer, the hybrid logical clock
+// and the metrics the replica machinery and the master count in.
+func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
+	cfg := n.cfg
+	n.dir = membership.NewDirectory(n.etcd, cfg.EtcdPrefix)
 	// Every internal call, both ways, samples the peers' clocks (rule 2).
 	n.clocks = replica.NewClockCheck(cfg.MaxClockOffset)
 	n.peerClock = &rpc.PeerClock{ServerID: cfg.ID, Now: n.now, Observe: func(peer string, sentAt int64, at time.Time) {
@@ -427,18 +512,18 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	}}
 	n.rpc = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: 512 << 20, Clock: n.peerClock})
-	closers = append(closers, n.rpc.Close)
+	u.add(n.rpc.Close)
 	// Sub-query answers get a client of their own, whose answers are cut
 	// at the sub-query limit (the client stops reading past it), without
 	// bounding METADATA files and listings by the same number.
 	n.rpcQuery = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.RPCTimeout, MaxResponseBytes: cfg.MaxSubQueryBytes, Clock: n.peerClock})
-	closers = append(closers, n.rpcQuery.Close)
+	u.add(n.rpcQuery.Close)
 	n.rpcOnce = rpc.NewClient(rpc.Config{Secret: cfg.ClusterSecret, TLS: peerTLS, Timeout: cfg.AckTimeout + 5*time.Second, MaxAttempts: 1, Clock: n.peerClock})
-	closers = append(closers, n.rpcOnce.Close)
+	u.add(n.rpcOnce.Close)
 	n.committer = &metadata.Committer{
 		Store:     n.meta,
 		Files:     n.files,
-		Peers:     replica.Peers{Dir: n.dir.Directory, RPC: n.rpc},
+		Peers:     replica.Peers{Dir: n.dir, RPC: n.rpc},
 		Self:      cfg.ID,
 		Logger:    n.log,
 		BeforeCAS: cfg.beforeCAS,
@@ -446,77 +531,88 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
 	n.clock.SetMaxAhead(cfg.MaxClockOffset)
 	n.rmetrics = replica.NewMetrics()
-	n.smetrics = newSplitMetrics()
+	n.mmetrics = newMasterMetrics()
+}
 
-	n.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
-	}
-	closers = append(closers, func() { n.ln.Close() })
-
-	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
-	if err != nil {
-		return nil, err
-	}
-	bg, cancel := context.WithCancel(context.Background())
-	n.bg, n.cancel = bg, cancel
-	closers = append(closers, func() {
-		cancel()
-		n.wg.Wait()
-		if n.replica != nil {
-			n.replica.Close()
-		}
-	})
-	// Register before loading tables: peers resolve this server's address
-	// from the list, and its own fetches resolve theirs.
+// join registers this server in the membership list, builds the replica
+// machinery (and its router), starts watching the list, and loads the
+// tables this server holds. It registers before loading tables: peers
+// resolve this server's address from the list, and its own fetches resolve
+// theirs.
+func (n *Node) join(ctx context.Context, u *undo, advertise string, tls bool) error {
+	cfg := n.cfg
+	var err error
 	n.reg, err = n.register(ctx, membership.Config{
 		Client:  n.etcd,
 		Prefix:  cfg.EtcdPrefix,
-		Self:    membership.Info{ID: cfg.ID, Addr: advertise, TLS: serverTLS != nil, StartedAt: n.started},
+		Self:    membership.Info{ID: cfg.ID, Addr: advertise, TLS: tls, StartedAt: n.started},
 		TTL:     cfg.RegistrationTTL,
 		Summary: n.summary,
 		Logger:  n.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node: register in etcd: %w", err)
+		return fmt.Errorf("node: register in etcd: %w", err)
 	}
-	closers = append(closers, func() { n.reg.Close(context.Background()) })
+	u.add(func() { n.reg.Close(context.Background()) })
 	n.replica = n.newReplica()
 	n.router = n.replica.Router()
 	if _, err := n.dir.Refresh(ctx); err != nil {
-		return nil, fmt.Errorf("node: read the server list: %w", err)
+		return fmt.Errorf("node: read the server list: %w", err)
 	}
-	servers := membership.Watch(bg, n.etcd, cfg.EtcdPrefix, func(infos []membership.Info) {
+	servers := membership.Watch(n.bg, n.etcd, cfg.EtcdPrefix, func(infos []membership.Info) {
 		n.dir.Set(infos)
 		n.replica.RetryPushers() // a server that came back gets its pushes now, not after a backoff
 	}, membership.WithLogger(n.log))
 	n.goAttach(servers.Wait)
-	if err := n.loadTables(ctx); err != nil {
-		return nil, err
-	}
+	return n.loadTables(ctx)
+}
 
+// buildServing builds what serves the cluster and the clients: the
+// metrics registry, the master, the smear queue and forwarder, the front
+// end and the HTTP server (through Config.HTTP).
+func (n *Node) buildServing(u *undo) error {
+	cfg := n.cfg
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerStoreMetrics(n.registry, n.store)
 	n.replica.RegisterMetrics(n.registry)
-	n.smetrics.register(n.registry)
+	n.mmetrics.register(n.registry)
 	n.registry.MustRegister(n.limiter.bytes)
-	if err := n.openSmear(); err != nil {
-		return nil, err
+	var err error
+	if n.master, err = n.newMaster(); err != nil {
+		return err
 	}
-	closers = append(closers, func() { n.smearQ.Close() })
-	n.api = tsdbhttp.NewServer(tsdbhttp.Config{
-		AuthToken:     cfg.AuthToken,
-		ClusterSecret: cfg.ClusterSecret,
+	if err := n.openSmear(); err != nil {
+		return err
+	}
+	u.add(func() { n.smearQ.Close() })
+	if n.front, err = n.newFrontend(); err != nil {
+		return err
+	}
+	n.api, err = cfg.HTTP(Handlers{
+		Backend:       n.front,
 		Internal:      n.replica,
 		Clock:         n.peerClock,
-		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Registry:      n.registry,
 		Logger:        n.log,
+		AuthToken:     cfg.AuthToken,
+		ClusterSecret: cfg.ClusterSecret,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
 		// The limits of issue 14 item 7: bounded memory under load.
 		MaxConcurrentRequests: cfg.MaxConcurrentRequests,
 		MaxQueryBuckets:       cfg.MaxQueryBuckets,
-	}, backend{n})
+	})
+	if err != nil {
+		return fmt.Errorf("node: HTTP server: %w", err)
+	}
+	return nil
+}
+
+// startLoops starts the HTTP server and the background goroutines
+// (doc.go lists them); each stops when bg ends (the HTTP server on
+// Shutdown) and Stop waits for all of them.
+func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
+	cfg := n.cfg
 	n.goAttach(func() {
 		ln := n.ln
 		if serverTLS != nil {
@@ -539,12 +635,10 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		}
 	})
 	n.goAttach(func() {
-		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.lead)
+		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.master.Lead)
 	})
 	n.goAttach(func() { n.replica.RunResync(bg) })
 	n.goAttach(func() { n.replica.RunSession(bg) })
-	n.log.Info("server started", "addr", n.Addr(), "advertise", advertise, "data", cfg.DataDir)
-	return n, nil
 }
 
 // register registers this server in the membership list. A server
@@ -659,7 +753,7 @@ func (n *Node) newReplica() *replica.Server {
 	cfg := n.cfg
 	return replica.New(replica.Config{
 		Self: cfg.ID, Store: n.store, Committer: n.committer, Meta: n.meta, Files: n.files,
-		Etcd: n.etcd, EtcdPrefix: cfg.EtcdPrefix, Session: n.reg, Directory: n.dir.Directory,
+		Etcd: n.etcd, EtcdPrefix: cfg.EtcdPrefix, Session: n.reg, Directory: n.dir,
 		RPC: n.rpc, RPCOnce: n.rpcOnce, RPCQuery: n.rpcQuery,
 		Clock: n.clock, Clocks: n.clocks, Now: n.now, Metrics: n.rmetrics, Logger: n.log,
 		SyncTimeout: cfg.SyncTimeout, AckTimeout: cfg.AckTimeout, MaxClockOffset: cfg.MaxClockOffset,
@@ -727,6 +821,9 @@ func (n *Node) URL() string {
 // ID returns the server id.
 func (n *Node) ID() string { return n.cfg.ID }
 
+// IsMaster reports whether this server is the elected master now.
+func (n *Node) IsMaster() bool { return n.master.IsMaster() }
+
 // Stop stops serving, waits for background work and closes storage.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() {
@@ -757,187 +854,4 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.log.Info("server stopped")
 	})
 	return n.stopErr
-}
-
-// backend adapts the node to the HTTP API's Backend interface.
-type backend struct{ n *Node }
-
-var _ tsdbhttp.Backend = backend{}
-
-// CreateTable creates a table on the cluster (DESIGN.md section 4): the
-// replication factor (default min(3, live servers)) picks that many live
-// servers, least loaded first, for the first partition; the metadata servers
-// are as many, this server (the coordinator) and the partition's servers.
-func (b backend) CreateTable(ctx context.Context, req api.CreateTableRequest) (metadata.TableConfig, error) {
-	n := b.n
-	live, err := n.dir.refresh(ctx)
-	if err != nil {
-		return metadata.TableConfig{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
-	}
-	if !slices.ContainsFunc(live, func(i membership.Info) bool { return i.ID == n.cfg.ID }) {
-		return metadata.TableConfig{}, fmt.Errorf("%w: this server's own registration is not live", tsdbhttp.ErrUnavailable)
-	}
-	if len(live) < n.cfg.MinServers {
-		return metadata.TableConfig{}, fmt.Errorf("%w: %d server(s) live, fewer than the cluster's minimum of %d (--min-servers); no table is created until they are",
-			tsdbhttp.ErrUnavailable, len(live), n.cfg.MinServers)
-	}
-	cfg, err := tableConfigFromRequest(req, len(live))
-	if err != nil {
-		return metadata.TableConfig{}, err
-	}
-	chosen := pickServers(live, cfg.ReplicationFactor, rand.IntN)
-	op := metadata.CreateOp{Table: cfg.Name, PartitionID: uuid.New()}
-	cfg.MetadataServers = []string{n.cfg.ID}
-	for _, s := range chosen {
-		op.Servers = append(op.Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
-		if s.ID != n.cfg.ID && len(cfg.MetadataServers) < cfg.ReplicationFactor {
-			cfg.MetadataServers = append(cfg.MetadataServers, s.ID)
-		}
-	}
-	cfg, file, err := n.committer.Create(ctx, cfg, op)
-	if err != nil {
-		return metadata.TableConfig{}, err
-	}
-	if err := n.install(cfg, file); err != nil {
-		return metadata.TableConfig{}, err
-	}
-	n.log.Info("table created", "table", cfg.Name, "txnid", cfg.MetadataTxnID,
-		"servers", op.Servers, "metadata_servers", cfg.MetadataServers)
-	return cfg, nil
-}
-
-// tableConfigFromRequest builds and validates a new table's config for a
-// cluster of live servers.
-func tableConfigFromRequest(req api.CreateTableRequest, live int) (metadata.TableConfig, error) {
-	cfg := metadata.TableConfig{
-		Name:                req.Name,
-		ReplicationFactor:   req.ReplicationFactor,
-		PartitionSizeTarget: req.PartitionSizeTarget,
-		CreatedAt:           time.Now().UTC(),
-	}
-	if cfg.ReplicationFactor == 0 {
-		cfg.ReplicationFactor = min(3, live)
-	}
-	if req.Retention != nil {
-		cfg.Retention = metadata.Duration(*req.Retention)
-	}
-	cfg.EnsureDefaults()
-	if req.Smear != nil {
-		if req.Smear.Enabled != nil {
-			cfg.Smear.Enabled = *req.Smear.Enabled
-		}
-		if req.Smear.MaxDelay != nil {
-			cfg.Smear.MaxDelay = metadata.Duration(*req.Smear.MaxDelay)
-		}
-		if req.Smear.KeyrangeThreshold != nil {
-			cfg.Smear.KeyrangeThreshold = metadata.Duration(*req.Smear.KeyrangeThreshold)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return metadata.TableConfig{}, err
-	}
-	if cfg.ReplicationFactor > live {
-		return metadata.TableConfig{}, fmt.Errorf("%w: replication_factor %d exceeds the %d live server(s)",
-			metadata.ErrInvalidConfig, cfg.ReplicationFactor, live)
-	}
-	return cfg, nil
-}
-
-func (b backend) ListTables(ctx context.Context) ([]metadata.TableConfig, error) {
-	return b.n.meta.ListTables(ctx)
-}
-
-func (b backend) Table(ctx context.Context, name string) (metadata.TableConfig, *metadata.File, error) {
-	return b.n.router.Table(ctx, name)
-}
-
-func (b backend) Insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
-	return publicError(b.n.insert(ctx, table, rows, opts))
-}
-
-// publicError turns the router's routing failures into the public API's
-// 503: no replica could take or answer the request.
-func publicError(err error) error {
-	if errors.Is(err, router.ErrOffline) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrOffline, err)
-	}
-	if err != nil && (errors.Is(err, router.ErrUnavailable) || errors.Is(err, router.ErrMoved) || errors.Is(err, router.ErrNotLocal)) &&
-		!errors.Is(err, tsdbhttp.ErrInsertOutcomeUnknown) {
-		return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
-	}
-	return err
-}
-
-func (b backend) Query(ctx context.Context, table string, q tsdbhttp.RawQuery) ([]model.Row, bool, error) {
-	rows, truncated, err := b.n.router.Query(ctx, table, router.RawQuery{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: q.Consistency,
-	})
-	return rows, truncated, publicError(err)
-}
-
-func (b backend) Aggregate(ctx context.Context, table string, q tsdbhttp.AggQuery) ([]model.SeriesAgg, error) {
-	aggs, err := b.n.router.Aggregate(ctx, table, router.AggQuery{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency, MaxBuckets: q.MaxBuckets,
-	})
-	return aggs, publicError(err)
-}
-
-// Metadata returns the current METADATA (re-read from etcd) or, for a
-// named txn, the file as held here or by one of the table's metadata
-// servers, verified to be the named txn of the table.
-func (b backend) Metadata(ctx context.Context, table, txnID string) (metadata.TableConfig, *metadata.File, error) {
-	n := b.n
-	cfg, cur, err := n.committer.Load(ctx, table)
-	if err != nil || txnID == "" || txnID == cfg.MetadataTxnID {
-		return cfg, cur, err
-	}
-	if enc, err := n.committer.LocalFile(table, txnID); err == nil {
-		f, err := metadata.CheckEncoded(table, txnID, enc)
-		return cfg, f, err
-	}
-	var errs []error
-	p := replica.Peers{Dir: n.dir.Directory, RPC: n.rpc}
-	for _, id := range cfg.MetadataServers {
-		if id == n.cfg.ID {
-			continue
-		}
-		enc, err := p.FetchFile(ctx, id, table, txnID)
-		if err == nil {
-			f, err := metadata.CheckEncoded(table, txnID, enc)
-			return cfg, f, err
-		}
-		if !errors.Is(err, metadata.ErrFileNotFound) {
-			errs = append(errs, fmt.Errorf("%s: %w", id, err))
-		}
-	}
-	if len(errs) > 0 {
-		return cfg, nil, fmt.Errorf("%w: txn %s of %q: %w", tsdbhttp.ErrUnavailable, txnID, table, errors.Join(errs...))
-	}
-	return cfg, nil, fmt.Errorf("%w: txn %s of %q is held by no metadata server (it never existed, or the sweep removed it)", metadata.ErrFileNotFound, txnID, table)
-}
-
-func (b backend) Cluster(ctx context.Context) (api.ClusterResponse, error) {
-	live, err := b.n.dir.refresh(ctx)
-	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: read the live servers: %w", tsdbhttp.ErrUnavailable, err)
-	}
-	master, err := election.Leader(ctx, b.n.etcd, b.n.cfg.EtcdPrefix)
-	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
-	}
-	draining, err := operator.Draining(ctx, b.n.etcd, b.n.cfg.EtcdPrefix)
-	if err != nil {
-		return api.ClusterResponse{}, fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
-	}
-	resp := api.ClusterResponse{Servers: make([]api.ServerInfo, 0, len(live))}
-	for _, i := range live {
-		_, drain := draining[i.ID]
-		resp.Servers = append(resp.Servers, api.ServerInfo{ID: i.ID, Addr: i.Addr, StartedAt: i.StartedAt,
-			Replicas: i.Summary.Partitions, Bytes: i.Summary.Bytes, InsertRowsPerSec: i.Summary.InsertRowsPerSec,
-			Master: i.ID == master, Draining: drain,
-			SmearQueueRows: i.Summary.SmearQueueRows, SmearQueueBytes: i.Summary.SmearQueueBytes})
-	}
-	return resp, nil
 }

@@ -25,7 +25,7 @@ func TestStartRefusesAuthTokenWithoutSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := Start(ctx, Config{ID: "s1", Listen: "127.0.0.1:0", DataDir: t.TempDir(),
-		EtcdEndpoints: []string{"http://127.0.0.1:1"}, AuthToken: "tok"})
+		EtcdEndpoints: []string{"http://127.0.0.1:1"}, AuthToken: "tok", HTTP: testHTTP})
 	if err == nil {
 		stopNode(t, n)
 		t.Fatal("a server with an auth token and no cluster secret started")
@@ -109,7 +109,7 @@ func TestClusterOverTLS(t *testing.T) {
 			t.Fatalf("%s URL %s", id, n.URL())
 		}
 	}
-	for _, info := range c.nodes["s1"].dir.live() {
+	for _, info := range c.nodes["s1"].dir.Live() {
 		if !info.TLS {
 			t.Fatalf("membership entry of %s does not say TLS: %+v", info.ID, info)
 		}
@@ -148,7 +148,7 @@ func TestClusterOverTLS(t *testing.T) {
 	// A server whose certificate is not from the cluster's CA joins the
 	// list; its peers refuse to talk to it.
 	c.start("s4")
-	addr, err := c.nodes["s1"].dir.addr(context.Background(), "s4")
+	addr, err := c.nodes["s1"].dir.Addr(context.Background(), "s4")
 	if err != nil || !strings.HasPrefix(addr, "https://") {
 		t.Fatalf("s4's address as s1 sees it: %q %v", addr, err)
 	}
@@ -183,7 +183,7 @@ func TestEtcdTLSAndAuth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{ID: "s1", Listen: "127.0.0.1:0", DataDir: t.TempDir(), EtcdEndpoints: []string{e.Endpoint()},
-				NoPresplit: true, NoRebalance: true, NoSmear: true}
+				NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP}
 			good(&cfg)
 			tc.mut(&cfg)
 			// Every case must fail; a short bound keeps the TLS ones (an

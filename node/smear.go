@@ -2,31 +2,28 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/http/api"
-	"github.com/tsdb/tsdb/metadata"
-	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/replication"
-	"github.com/tsdb/tsdb/router"
 	"github.com/tsdb/tsdb/smear"
 )
 
 // Insert smearing (DESIGN.md section 7) and the server's write limit. An
 // insert whose rows fall in a partition narrower than the table's
-// keyrange_threshold is stamped with its version here, written to this
-// server's durable smear queue with a due time drawn from [0, max_delay],
-// and acknowledged; the forwarder sends the rows when due, routed by the
+// keyrange_threshold is stamped with its version by the front end
+// (frontend.Frontend.Insert), written to this server's durable smear queue
+// with a due time drawn from [0, max_delay], and acknowledged; the
+// forwarder sends the rows when due (frontend.SmearSender), routed by the
 // METADATA current then, with their versions. The write limit paces every
-// write to this server's stores, the queue's included.
+// write to this server's stores, the queue's included. Node owns the queue
+// and the forwarder, opens them before the HTTP server starts, and drains
+// the queue in Stop after the HTTP server shut down.
 
 // Bounds of one forward call of the smear forwarder.
 const (
@@ -87,102 +84,9 @@ func (n *Node) openSmear() error {
 	// Calls of at most 2,000 rows: a forward is an insert at quorum, and
 	// one that a write-limited replica set cannot confirm within the ack
 	// timeout is sent again whole.
-	n.smearFwd = smear.NewForwarder(q, smearSender{n}, smear.ForwarderOptions{Logger: n.log,
+	n.smearFwd = smear.NewForwarder(q, frontend.SmearSender{Router: n.router, Logger: n.log}, smear.ForwarderOptions{Logger: n.log,
 		MaxRowsPerCall: smearCallRows, MaxBytesPerCall: smearCallBytes})
 	return nil
-}
-
-// smearSender forwards due rows: routed by the METADATA current now, with
-// the versions stamped when they were first accepted, at quorum.
-type smearSender struct{ n *Node }
-
-// Forward inserts rows of table with their versions. Rows of a table that
-// no longer exists are reported delivered (there is nowhere to deliver
-// them), and logged.
-func (s smearSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
-	err := s.n.router.Insert(ctx, table, rows, router.WriteOptions{Consistency: api.ConsistencyQuorum, Versioned: true})
-	if errors.Is(err, metadata.ErrTableNotFound) {
-		s.n.log.Warn("smear: table gone; its queued rows are discarded", "table", table, "rows", len(rows))
-		return nil, nil
-	}
-	return nil, err
-}
-
-// insert writes an insert's rows: those aimed at a partition the table's
-// smear settings call narrow into the smear queue (unless the request or
-// the server opts out), the others straight to their partitions. The
-// queued part is written first, so a full queue refuses the whole insert
-// with nothing written.
-func (n *Node) insert(ctx context.Context, table string, rows []model.Row, opts tsdbhttp.InsertOptions) error {
-	wopts := router.WriteOptions{Consistency: opts.Consistency}
-	if n.smearQ == nil || opts.NoSmear || n.cfg.NoSmear {
-		return n.router.Insert(ctx, table, rows, wopts)
-	}
-	cfg, file, err := n.router.Table(ctx, table)
-	if err != nil {
-		return err
-	}
-	if !cfg.Smear.Enabled {
-		return n.router.Insert(ctx, table, rows, wopts)
-	}
-	smeared, direct := splitSmeared(cfg.Smear, file, rows)
-	if len(smeared) > 0 {
-		// This front end stamps the smeared rows itself (no other server
-		// can take over): with its clock off, it refuses them (rule 2).
-		if err := n.checkClock(); err != nil {
-			return fmt.Errorf("%w: %w", tsdbhttp.ErrUnavailable, err)
-		}
-		v := n.clock.Now()
-		for i := range smeared {
-			smeared[i].SetVersion(v)
-		}
-		due := smear.DueTime(time.Now(), time.Duration(cfg.Smear.MaxDelay), rand.Int64N)
-		if n.cfg.smearDelay != nil {
-			due = time.Now().Add(n.cfg.smearDelay(time.Duration(cfg.Smear.MaxDelay)))
-		}
-		err := n.smearQ.Enqueue(ctx, table, smeared, due)
-		switch {
-		case errors.Is(err, smear.ErrFull):
-			return &tsdbhttp.RetryError{Err: fmt.Errorf("%w: %w", tsdbhttp.ErrQueueFull, err), After: n.smearQ.RetryAfter()}
-		case errors.Is(err, smear.ErrTooLarge):
-			direct = append(direct, smeared...) // never fits: written now instead
-		case err != nil:
-			return fmt.Errorf("%w: smear queue: %w", tsdbhttp.ErrUnavailable, err)
-		}
-	}
-	if len(direct) == 0 {
-		return nil
-	}
-	return n.router.Insert(ctx, table, direct, wopts)
-}
-
-// splitSmeared splits rows into those a partition of file narrower than
-// the table's threshold covers (to smear) and the others. When nothing is
-// smeared, direct is rows itself.
-func splitSmeared(sc metadata.SmearConfig, file *metadata.File, rows []model.Row) (smeared, direct []model.Row) {
-	narrow := func(t int64) bool {
-		p, ok := file.Find(t)
-		return ok && smear.Decide(smear.PolicyInput{Enabled: true, Table: sc, Begin: p.Begin, End: p.End})
-	}
-	first := -1
-	for i := range rows {
-		if narrow(rows[i].Time) {
-			first = i
-			break
-		}
-	}
-	if first < 0 {
-		return nil, rows
-	}
-	direct = append(make([]model.Row, 0, len(rows)), rows[:first]...)
-	for i := first; i < len(rows); i++ {
-		if narrow(rows[i].Time) {
-			smeared = append(smeared, rows[i])
-		} else {
-			direct = append(direct, rows[i])
-		}
-	}
-	return smeared, direct
 }
 
 // drainSmear forwards everything still queued, for a server that stops:

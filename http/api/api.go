@@ -3,7 +3,11 @@
 // timeout, retries of 503 answers after their Retry-After, bearer token, TLS,
 // errors carrying status, code and message). `tsdb admin`, the load test and
 // the tests speak only this package; the server (package http) encodes the
-// same types, converting its own (metadata's) into them.
+// same types, converting its own (metadata's) into them. It also holds the
+// public API's default limits (limits.go) and the refusals the server's
+// front end answers with (errors.go: ErrOffline, ErrServerNotFound,
+// ErrQueueFull, RetryError), so that neither node nor frontend imports the
+// server.
 //
 // Invariants:
 //   - It imports the standard library, uuid and at most the module's leaf

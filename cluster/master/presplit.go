@@ -1,4 +1,4 @@
-package node
+package master
 
 import (
 	"context"
@@ -33,13 +33,13 @@ const presplitSizeScan = 4 << 20
 
 // presplitPass plans and commits the pre-split of every table that needs
 // one.
-func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) error {
+func (m *Master) presplitPass(ctx context.Context, v *clusterView, now time.Time) error {
 	elig := v.eligibleServers()
 	if len(elig) == 0 || len(v.tables) == 0 {
 		return nil
 	}
-	cfg := n.cfg.Presplit
-	sizes := n.partitionSizes(ctx, v, now.Add(-2*cfg.RateWindow).UnixNano())
+	cfg := m.cfg.Presplit
+	sizes := m.partitionSizes(ctx, v, now.Add(-2*cfg.RateWindow).UnixNano())
 	counts, _ := v.placementCounts()
 	var errs []error
 	for _, t := range v.tables {
@@ -64,7 +64,7 @@ func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) 
 		if !ok {
 			continue
 		}
-		if err := n.commitPresplit(ctx, t, d, elig, counts); err != nil {
+		if err := m.commitPresplit(ctx, t, d, elig, counts); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -73,7 +73,7 @@ func (n *Node) presplitPass(ctx context.Context, v *clusterView, now time.Time) 
 
 // commitPresplit commits the SPLIT_BEGIN of a pre-split decision, its
 // children on the least-loaded eligible servers, spread across sets.
-func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decision, elig []membership.Info, counts map[string]int) error {
+func (m *Master) commitPresplit(ctx context.Context, t tableView, d presplit.Decision, elig []membership.Info, counts map[string]int) error {
 	// The load is first each server's placements among the table's recent
 	// and future partitions — those a smeared insert may still reach, the
 	// ones ending after now - max_delay — then its placements in every
@@ -86,7 +86,7 @@ func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decis
 	for i := range cands {
 		cands[i].Summary.Partitions = recent[cands[i].ID]<<20 + counts[cands[i].ID]
 	}
-	sets := pickChildServers(cands, len(d.Points)+1, t.cfg.ReplicationFactor, rand.IntN)
+	sets := m.cfg.PickChildServers(cands, len(d.Points)+1, t.cfg.ReplicationFactor, rand.IntN)
 	for _, set := range sets {
 		for _, s := range set {
 			counts[s.ID]++
@@ -100,7 +100,7 @@ func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decis
 		}
 	}
 	op := d.SplitBegin(children)
-	_, err := n.RequestChange(ctx, t.cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+	_, err := m.cfg.Changes.RequestChange(ctx, t.cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		last := f.Partitions[len(f.Partitions)-1]
 		if last.ID != d.PartitionID || last.Split != nil {
 			return metadata.Op{}, errRepairSettled
@@ -113,8 +113,8 @@ func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decis
 	if err != nil {
 		return fmt.Errorf("table %q: pre-split of %s into %d: %w", t.cfg.Name, d.PartitionID, len(children), err)
 	}
-	n.smetrics.presplits.Inc()
-	n.log.Info("master: pre-split", "table", t.cfg.Name, "partition", d.PartitionID, "children", len(children),
+	m.cfg.Metrics.Presplits.Inc()
+	m.log.Info("master: pre-split", "table", t.cfg.Name, "partition", d.PartitionID, "children", len(children),
 		"width", d.Width, "rate_bytes_per_sec", int64(d.Rate), "rate_known", d.RateKnown, "ahead", d.Ahead)
 	return nil
 }
@@ -125,12 +125,12 @@ func (n *Node) commitPresplit(ctx context.Context, t tableView, d presplit.Decis
 // estimate is small, so recent unflushed rows count. A server that does not
 // answer is skipped: its partitions are measured by their other replicas,
 // or left out of the estimate.
-func (n *Node) partitionSizes(ctx context.Context, v *clusterView, scanAfter int64) map[uuid.UUID]uint64 {
+func (m *Master) partitionSizes(ctx context.Context, v *clusterView, scanAfter int64) map[uuid.UUID]uint64 {
 	out := map[uuid.UUID]uint64{}
 	for _, s := range v.live {
-		resp, err := n.replicasOn(ctx, s.ID, wire.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
+		resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, wire.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
 		if err != nil {
-			n.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
+			m.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
 			continue
 		}
 		for _, r := range resp.Replicas {

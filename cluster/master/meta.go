@@ -1,4 +1,4 @@
-package node
+package master
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/wire"
@@ -24,7 +26,7 @@ import (
 // the current file before it is added); once enough are, one dead or
 // draining server is removed (the removal first stores the current file on
 // a majority of the rest).
-func (n *Node) keepMetadataServers(ctx context.Context, v *clusterView, t tableView, dead func(string) bool) error {
+func (m *Master) keepMetadataServers(ctx context.Context, v *clusterView, t tableView, dead func(string) bool) error {
 	cfg := t.cfg
 	var good, gone []string
 	for _, id := range cfg.MetadataServers {
@@ -45,36 +47,36 @@ func (n *Node) keepMetadataServers(ctx context.Context, v *clusterView, t tableV
 		slices.SortFunc(cands, func(a, b membership.Info) int {
 			return cmp.Or(cmp.Compare(counts[a.ID], counts[b.ID]), cmp.Compare(a.ID, b.ID))
 		})
-		return n.joinMetadataServer(ctx, cfg.Name, cands[0].ID)
+		return m.joinMetadataServer(ctx, cfg.Name, cands[0].ID)
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	if _, err := n.committer.RemoveMetadataServer(ctx, cfg.Name, gone[0]); err != nil {
+	if _, err := m.cfg.Committer.RemoveMetadataServer(ctx, cfg.Name, gone[0]); err != nil {
 		return fmt.Errorf("table %q: remove metadata server %s: %w", cfg.Name, gone[0], err)
 	}
-	n.log.Info("master: metadata server removed", "table", cfg.Name, "server", gone[0])
+	m.log.Info("master: metadata server removed", "table", cfg.Name, "server", gone[0])
 	return nil
 }
 
 // joinMetadataServer asks server to join a table's metadata servers (it
 // fetches the current file, then CASes itself into the list).
-func (n *Node) joinMetadataServer(ctx context.Context, table, server string) error {
+func (m *Master) joinMetadataServer(ctx context.Context, table, server string) error {
 	var err error
 	req := wire.JoinMetadataRequest{Table: table}
-	if server == n.cfg.ID {
-		_, err = n.committer.JoinMetadataServer(ctx, table)
+	if server == m.cfg.Self {
+		_, err = m.cfg.Committer.JoinMetadataServer(ctx, table)
 	} else {
 		var addr string
-		if addr, err = n.dir.addr(ctx, server); err == nil {
+		if addr, err = m.cfg.Servers.Addr(ctx, server); err == nil {
 			var resp wire.JoinMetadataResponse
-			err = n.rpc.Call(ctx, addr, wire.PathMetadataJoin, req, &resp)
+			err = m.cfg.RPC.Call(ctx, addr, wire.PathMetadataJoin, req, &resp)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("table %q: join %s as a metadata server: %w", table, server, err)
 	}
-	n.log.Info("master: metadata server joined", "table", table, "server", server)
+	m.log.Info("master: metadata server joined", "table", table, "server", server)
 	return nil
 }
 
@@ -83,7 +85,7 @@ func (n *Node) joinMetadataServer(ctx context.Context, table, server string) err
 // finalize (rule 7), and inserts into that child's range wait for it.
 // After the abort the parent serves on alone, and the children's partial
 // copies, now UNLOAD, push the parent's servers what they hold and drop.
-func (n *Node) maybeAbortSplit(ctx context.Context, st *masterState, v *clusterView, t tableView, p *metadata.Partition, now time.Time) error {
+func (m *Master) maybeAbortSplit(ctx context.Context, st *masterState, v *clusterView, t tableView, p *metadata.Partition, now time.Time) error {
 	stuck := false
 	for _, c := range p.Split.Children {
 		live := 0
@@ -103,14 +105,14 @@ func (n *Node) maybeAbortSplit(ctx context.Context, st *masterState, v *clusterV
 	since, ok := st.noMajority[p.ID]
 	if !ok {
 		st.noMajority[p.ID] = now
-		n.log.Warn("master: a split child has no live majority; the split is aborted if it stays so", "table", t.cfg.Name, "partition", p.ID, "after", n.cfg.DeadAfter)
+		m.log.Warn("master: a split child has no live majority; the split is aborted if it stays so", "table", t.cfg.Name, "partition", p.ID, "after", m.cfg.DeadAfter)
 		return nil
 	}
-	if now.Sub(since) < n.cfg.DeadAfter {
+	if now.Sub(since) < m.cfg.DeadAfter {
 		return nil
 	}
 	split := p.Split
-	_, err := n.RequestChange(ctx, t.cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+	_, err := m.cfg.Changes.RequestChange(ctx, t.cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		cur, ok := f.Partition(p.ID)
 		if !ok || cur.Split == nil || !slices.EqualFunc(cur.Split.Children, split.Children, func(a, b metadata.Child) bool { return a.ID == b.ID }) {
 			return metadata.Op{}, errRepairSettled
@@ -125,7 +127,16 @@ func (n *Node) maybeAbortSplit(ctx context.Context, st *masterState, v *clusterV
 		return fmt.Errorf("abort the split: %w", err)
 	}
 	delete(st.noMajority, p.ID)
-	n.smetrics.aborted.Inc()
-	n.log.Warn("master: split aborted: a child had no live majority", "table", t.cfg.Name, "partition", p.ID, "children", childIDs(split))
+	m.cfg.Metrics.SplitsAborted.Inc()
+	m.log.Warn("master: split aborted: a child had no live majority", "table", t.cfg.Name, "partition", p.ID, "children", childIDs(split))
 	return nil
+}
+
+// childIDs lists a split's children's ids.
+func childIDs(s *metadata.Split) []uuid.UUID {
+	ids := make([]uuid.UUID, 0, len(s.Children))
+	for _, c := range s.Children {
+		ids = append(ids, c.ID)
+	}
+	return ids
 }

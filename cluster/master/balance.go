@@ -1,4 +1,4 @@
-package node
+package master
 
 import (
 	"cmp"
@@ -34,7 +34,7 @@ type plannedMove struct {
 // rebalanceStep finishes the moves whose join finalized, starts new ones
 // within the budget, and reports whether the cluster is balanced with
 // nothing left in flight.
-func (n *Node) rebalanceStep(ctx context.Context, v *clusterView) (bool, error) {
+func (m *Master) rebalanceStep(ctx context.Context, v *clusterView) (bool, error) {
 	counts, _ := v.placementCounts()
 	inflight := 0
 	var errs []error
@@ -55,7 +55,7 @@ func (n *Node) rebalanceStep(ctx context.Context, v *clusterView) (bool, error) 
 				continue
 			}
 			victim := mostLoaded(p.Servers, counts)
-			if err := n.removeServer(ctx, t.cfg, p.ID, victim, false); err != nil {
+			if err := m.removeServer(ctx, t.cfg, p.ID, victim, false); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -63,9 +63,9 @@ func (n *Node) rebalanceStep(ctx context.Context, v *clusterView) (bool, error) 
 			inflight++
 		}
 	}
-	moves := planMoves(v, counts, n.cfg.RebalanceMoves-inflight)
-	for _, m := range moves {
-		if err := n.startMove(ctx, m); err != nil {
+	moves := planMoves(v, counts, m.cfg.RebalanceMoves-inflight)
+	for _, mv := range moves {
+		if err := m.startMove(ctx, mv); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -165,21 +165,21 @@ func (v *clusterView) movable(cfg metadata.TableConfig, p *metadata.Partition) b
 
 // startMove commits the JOIN_SERVER of a move; the removal follows once
 // the join finalized (rebalanceStep).
-func (n *Node) startMove(ctx context.Context, m plannedMove) error {
-	pl := metadata.Placement{ServerID: m.to, PlacementID: uuid.New()}
-	_, err := n.RequestChange(ctx, m.table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
-		cur, ok := f.Partition(m.pid)
-		if !ok || cur.Split != nil || cur.Offline || len(cur.Joining) > 0 || listed(cur, m.to) {
+func (m *Master) startMove(ctx context.Context, mv plannedMove) error {
+	pl := metadata.Placement{ServerID: mv.to, PlacementID: uuid.New()}
+	_, err := m.cfg.Changes.RequestChange(ctx, mv.table, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+		cur, ok := f.Partition(mv.pid)
+		if !ok || cur.Split != nil || cur.Offline || len(cur.Joining) > 0 || listed(cur, mv.to) {
 			return metadata.Op{}, errRepairSettled
 		}
-		return metadata.Op{Type: metadata.OpJoinServer, JoinServer: &metadata.JoinServerOp{PartitionID: m.pid, Placement: pl}}, nil
+		return metadata.Op{Type: metadata.OpJoinServer, JoinServer: &metadata.JoinServerOp{PartitionID: mv.pid, Placement: pl}}, nil
 	})
 	if errors.Is(err, errRepairSettled) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("move partition %s of %q from %s to %s: %w", m.pid, m.table, m.from, m.to, err)
+		return fmt.Errorf("move partition %s of %q from %s to %s: %w", mv.pid, mv.table, mv.from, mv.to, err)
 	}
-	n.log.Info("master: moving a partition replica", "table", m.table, "partition", m.pid, "from", m.from, "to", m.to)
+	m.log.Info("master: moving a partition replica", "table", mv.table, "partition", mv.pid, "from", mv.from, "to", mv.to)
 	return nil
 }

@@ -1,4 +1,4 @@
-package node
+package master
 
 import (
 	"cmp"
@@ -11,23 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/membership"
-	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/metadata"
 )
 
-// The master (DESIGN.md section 9). One server at a time holds the term
-// (cluster/election); its duties run under the term's context, which ends
-// as soon as its lease may have lapsed. Every MasterTick it reads the
-// cluster (membership, drain marks, every table's METADATA) and makes at
-// most one change per partition: failure handling and drains (this file),
-// metadata servers and SPLIT_ABORT (master_meta.go), rebalancing
-// (master_balance.go) and pre-split (master_presplit.go). Each
-// change is planned against the METADATA current when it is sent (a
-// planner that finds the partition changed gives up until the next tick),
-// so a master that acts on a stale read changes nothing.
-
 // errRepairSettled: the partition changed under the planned repair.
-var errRepairSettled = errors.New("node: repair no longer needed")
+var errRepairSettled = errors.New("master: repair no longer needed")
 
 // masterState is what a master term remembers between ticks.
 type masterState struct {
@@ -49,39 +37,39 @@ type masterState struct {
 	presplitAt time.Time
 }
 
-// lead runs while this server is the elected master: the master's duties
-// every MasterTick until the term ends.
-func (n *Node) lead(ctx context.Context) {
-	n.isMaster.Store(true)
-	defer n.isMaster.Store(false)
+// Lead runs while this server is the elected master: the master's duties
+// every Tick until ctx (the term) ends. It is election.Run's callback.
+func (m *Master) Lead(ctx context.Context) {
+	m.isMaster.Store(true)
+	defer m.isMaster.Store(false)
 	start := time.Now()
-	n.log.Info("master term started", "dead_after", n.cfg.DeadAfter)
+	m.log.Info("master term started", "dead_after", m.cfg.DeadAfter)
 	st := &masterState{absent: map[string]time.Time{}, noMajority: map[uuid.UUID]time.Time{}, balancing: true}
-	if rev, err := operator.RebalanceRequest(ctx, n.etcd, n.cfg.EtcdPrefix); err == nil {
+	if rev, err := m.cfg.Marks.RebalanceRequest(ctx); err == nil {
 		st.rebalanceRev = rev
 	}
-	t := time.NewTicker(n.cfg.MasterTick)
+	t := time.NewTicker(m.cfg.Tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			n.log.Info("master term ended", "lasted", time.Since(start).Round(time.Millisecond))
+			m.log.Info("master term ended", "lasted", time.Since(start).Round(time.Millisecond))
 			return
 		case <-t.C:
 		}
-		if err := n.masterTick(ctx, st, time.Now()); err != nil && ctx.Err() == nil {
-			n.log.Warn("master: pass failed; retried next tick", "err", err)
+		if err := m.tick(ctx, st, time.Now()); err != nil && ctx.Err() == nil {
+			m.log.Warn("master: pass failed; retried next tick", "err", err)
 		}
 	}
 }
 
 // IsMaster reports whether this server is the elected master now.
-func (n *Node) IsMaster() bool { return n.isMaster.Load() }
+func (m *Master) IsMaster() bool { return m.isMaster.Load() }
 
-// masterTick is one pass of the master's duties over a fresh read of the
+// tick is one pass of the master's duties over a fresh read of the
 // cluster. Nothing is assigned while fewer than MinServers are live.
-func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) error {
-	v, err := n.readView(ctx, false)
+func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error {
+	v, err := m.readView(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -98,16 +86,16 @@ func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) e
 			delete(st.absent, id) // back within the grace period
 		}
 	}
-	if rev, err := operator.RebalanceRequest(ctx, n.etcd, n.cfg.EtcdPrefix); err == nil && rev != st.rebalanceRev {
+	if rev, err := m.cfg.Marks.RebalanceRequest(ctx); err == nil && rev != st.rebalanceRev {
 		st.rebalanceRev, rebalance = rev, true
-		n.log.Info("master: rebalance requested by an operator")
+		m.log.Info("master: rebalance requested by an operator")
 	}
 	if rebalance && !st.balancing {
 		st.balancing = true
-		n.log.Info("master: rebalance started")
+		m.log.Info("master: rebalance started")
 	}
-	if len(v.live) < n.cfg.MinServers {
-		n.log.Debug("master: fewer live servers than --min-servers; nothing assigned", "live", len(v.live), "min", n.cfg.MinServers)
+	if len(v.live) < m.cfg.MinServers {
+		m.log.Debug("master: fewer live servers than --min-servers; nothing assigned", "live", len(v.live), "min", m.cfg.MinServers)
 		return nil
 	}
 	dead := func(id string) bool {
@@ -117,58 +105,58 @@ func (n *Node) masterTick(ctx context.Context, st *masterState, now time.Time) e
 		since, ok := st.absent[id]
 		if !ok {
 			st.absent[id] = now
-			n.log.Warn("master: server listed in a partition is not live; dead if it stays away", "server", id, "dead_after", n.cfg.DeadAfter)
+			m.log.Warn("master: server listed in a partition is not live; dead if it stays away", "server", id, "dead_after", m.cfg.DeadAfter)
 			return false
 		}
-		return now.Sub(since) >= n.cfg.DeadAfter
+		return now.Sub(since) >= m.cfg.DeadAfter
 	}
 	var errs []error
 	for _, t := range v.tables {
-		if !n.reg.Valid() {
+		if !m.cfg.Lease.Valid() {
 			return errors.New("lease not valid")
 		}
 		if t.err != nil {
 			errs = append(errs, t.err)
 			continue
 		}
-		errs = append(errs, n.keepMetadataServers(ctx, v, t, dead))
+		errs = append(errs, m.keepMetadataServers(ctx, v, t, dead))
 		for i := range t.file.Partitions {
 			p := &t.file.Partitions[i]
 			var err error
 			if p.Split != nil {
-				err = n.maybeAbortSplit(ctx, st, v, t, p, now)
+				err = m.maybeAbortSplit(ctx, st, v, t, p, now)
 			} else {
-				err = n.repairPartition(ctx, t.cfg, p, v, dead)
+				err = m.repairPartition(ctx, t.cfg, p, v, dead)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("table %q partition %s: %w", t.cfg.Name, p.ID, err))
 			}
 		}
 	}
-	if st.balancing && !n.cfg.NoRebalance {
-		done, err := n.rebalanceStep(ctx, v)
+	if st.balancing && !m.cfg.NoRebalance {
+		done, err := m.rebalanceStep(ctx, v)
 		errs = append(errs, err)
 		if done {
 			st.balancing = false
-			n.log.Info("master: partitions balanced")
+			m.log.Info("master: partitions balanced")
 		}
 	}
-	if !n.cfg.NoPresplit && now.Sub(st.presplitAt) >= n.cfg.PresplitInterval {
+	if !m.cfg.NoPresplit && now.Sub(st.presplitAt) >= m.cfg.PresplitInterval {
 		st.presplitAt = now
-		errs = append(errs, n.presplitPass(ctx, v, now))
+		errs = append(errs, m.presplitPass(ctx, v, now))
 	}
 	return errors.Join(errs...)
 }
 
 // repairPartition makes at most one change to p: remove a placement its
-// server lost the data of (node/lost.go), drop a dead or draining joiner,
+// server lost the data of (lost.go), drop a dead or draining joiner,
 // join a replacement for a dead or draining server, or remove a dead
 // server once the live ones are back at the replication factor, or a
 // draining one once the eligible ones are (join new, then remove old, so a
 // partition never drops below its factor), or join a server to a partition
 // below its factor.
-func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView, dead func(string) bool) error {
-	if had, err := n.repairLost(ctx, cfg, p, v); had || err != nil {
+func (m *Master) repairPartition(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView, dead func(string) bool) error {
+	if had, err := m.repairLost(ctx, cfg, p, v); had || err != nil {
 		return err
 	}
 	rf := cfg.ReplicationFactor
@@ -190,37 +178,37 @@ func (n *Node) repairPartition(ctx context.Context, cfg metadata.TableConfig, p 
 	joining := 0
 	for _, pl := range p.Joining {
 		if dead(pl.ServerID) {
-			return n.removeServer(ctx, cfg, p.ID, pl.ServerID, true)
+			return m.removeServer(ctx, cfg, p.ID, pl.ServerID, true)
 		}
 		if v.isLive[pl.ServerID] && !v.eligible(pl.ServerID) {
-			return n.removeServer(ctx, cfg, p.ID, pl.ServerID, false) // a draining joiner
+			return m.removeServer(ctx, cfg, p.ID, pl.ServerID, false) // a draining joiner
 		}
 		joining++
 	}
 	switch {
 	case len(deadServers) > 0 && live >= rf:
-		return n.removeServer(ctx, cfg, p.ID, deadServers[0], true)
+		return m.removeServer(ctx, cfg, p.ID, deadServers[0], true)
 	case len(drainServers) > 0 && eligible >= rf && joining == 0:
-		return n.removeServer(ctx, cfg, p.ID, drainServers[0], false)
+		return m.removeServer(ctx, cfg, p.ID, drainServers[0], false)
 	case len(deadServers)+len(drainServers) > 0 && eligible+joining < rf:
-		return n.joinReplacement(ctx, cfg, p, v)
+		return m.joinReplacement(ctx, cfg, p, v)
 	case len(p.Servers)+len(p.Joining) < rf:
 		// Below the factor with nobody dead or draining: a placement
-		// removed as lost (node/lost.go), or an operator's dead removal.
-		return n.joinReplacement(ctx, cfg, p, v)
+		// removed as lost (lost.go), or an operator's dead removal.
+		return m.joinReplacement(ctx, cfg, p, v)
 	}
 	return nil // a replacement is joining: JOIN_FINALIZE, then the removal
 }
 
 // joinReplacement commits JOIN_SERVER of the least-loaded live server not
 // in p.
-func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView) error {
+func (m *Master) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p *metadata.Partition, v *clusterView) error {
 	counts, _ := v.placementCounts()
 	cands := slices.DeleteFunc(v.eligibleServers(), func(s membership.Info) bool { return listed(p, s.ID) })
 	if len(cands) == 0 {
 		// Every live server holds the partition already; retried each
 		// tick, so not worth a warning each time.
-		n.log.Debug("master: no eligible server to replace a dead or draining one", "table", cfg.Name, "partition", p.ID)
+		m.log.Debug("master: no eligible server to replace a dead or draining one", "table", cfg.Name, "partition", p.ID)
 		return nil
 	}
 	slices.SortStableFunc(cands, func(a, b membership.Info) int {
@@ -228,7 +216,7 @@ func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p 
 	})
 	pl := metadata.Placement{ServerID: cands[0].ID, PlacementID: uuid.New()}
 	servers, joining := len(p.Servers), len(p.Joining)
-	_, err := n.RequestChange(ctx, cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+	_, err := m.cfg.Changes.RequestChange(ctx, cfg.Name, func(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		cur, ok := f.Partition(p.ID)
 		if !ok || cur.Split != nil || len(cur.Servers) != servers || len(cur.Joining) != joining {
 			return metadata.Op{}, errRepairSettled
@@ -241,7 +229,7 @@ func (n *Node) joinReplacement(ctx context.Context, cfg metadata.TableConfig, p 
 	if err != nil {
 		return fmt.Errorf("join replacement %s: %w", pl.ServerID, err)
 	}
-	n.log.Info("master: replacement joining for a dead, draining or lost server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
+	m.log.Info("master: replacement joining for a dead, draining or lost server", "table", cfg.Name, "partition", p.ID, "server", pl.ServerID)
 	return nil
 }
 
@@ -254,8 +242,8 @@ func listed(p *metadata.Partition, server string) bool {
 // removeServer commits REMOVE_SERVER of a server from a partition: as dead
 // (its data is gone, so the op may go below the factor), or as a live
 // server leaving (the op then keeps the factor).
-func (n *Node) removeServer(ctx context.Context, cfg metadata.TableConfig, pid uuid.UUID, server string, dead bool) error {
-	_, err := n.RequestChange(ctx, cfg.Name, func(c metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
+func (m *Master) removeServer(ctx context.Context, cfg metadata.TableConfig, pid uuid.UUID, server string, dead bool) error {
+	_, err := m.cfg.Changes.RequestChange(ctx, cfg.Name, func(c metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 		cur, ok := f.Partition(pid)
 		if !ok || cur.Split != nil || !listed(cur, server) {
 			return metadata.Op{}, errRepairSettled
@@ -270,6 +258,6 @@ func (n *Node) removeServer(ctx context.Context, cfg metadata.TableConfig, pid u
 	if err != nil {
 		return fmt.Errorf("remove server %s (dead %t): %w", server, dead, err)
 	}
-	n.log.Info("master: server removed from a partition", "table", cfg.Name, "partition", pid, "server", server, "dead", dead)
+	m.log.Info("master: server removed from a partition", "table", cfg.Name, "partition", pid, "server", server, "dead", dead)
 	return nil
 }

@@ -1,0 +1,153 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/router"
+	"github.com/tsdb/tsdb/smear"
+)
+
+// The data path: inserts, queries and aggregates, and the smear queue's
+// part of inserts.
+
+// Insert writes validated rows (smeared or straight to their partitions)
+// and returns once they are queued or as durable as opts asks.
+func (fe *Frontend) Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
+	return publicError(fe.insert(ctx, table, rows, opts))
+}
+
+// publicError turns the router's routing failures into the public API's
+// 503: no replica could take or answer the request.
+func publicError(err error) error {
+	if errors.Is(err, router.ErrOffline) {
+		return fmt.Errorf("%w: %w", errOffline, err)
+	}
+	if err != nil && (errors.Is(err, router.ErrUnavailable) || errors.Is(err, router.ErrMoved) || errors.Is(err, router.ErrNotLocal)) &&
+		!errors.Is(err, errInsertOutcomeUnknown) {
+		return fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	return err
+}
+
+// Query answers a raw query through the router.
+func (fe *Frontend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
+	rows, truncated, err := fe.router.Query(ctx, table, router.RawQuery{
+		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
+		Consistency: q.Consistency,
+	})
+	return rows, truncated, publicError(err)
+}
+
+// Aggregate answers an aggregate query through the router.
+func (fe *Frontend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
+	aggs, err := fe.router.Aggregate(ctx, table, router.AggQuery{
+		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
+		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency, MaxBuckets: q.MaxBuckets,
+	})
+	return aggs, publicError(err)
+}
+
+// SmearSender forwards the smear queue's due rows (smear.Sender): routed
+// by the METADATA current now, with the versions stamped when they were
+// first accepted, at quorum.
+type SmearSender struct {
+	Router Router
+	Logger *slog.Logger
+}
+
+// Forward inserts rows of table with their versions. Rows of a table that
+// no longer exists are reported delivered (there is nowhere to deliver
+// them), and logged.
+func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
+	err := s.Router.Insert(ctx, table, rows, router.WriteOptions{Consistency: api.ConsistencyQuorum, Versioned: true})
+	if errors.Is(err, metadata.ErrTableNotFound) {
+		s.Logger.Warn("smear: table gone; its queued rows are discarded", "table", table, "rows", len(rows))
+		return nil, nil
+	}
+	return nil, err
+}
+
+// insert writes an insert's rows: those aimed at a partition the table's
+// smear settings call narrow into the smear queue (unless the request or
+// the server opts out), the others straight to their partitions. The
+// queued part is written first, so a full queue refuses the whole insert
+// with nothing written.
+func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
+	wopts := router.WriteOptions{Consistency: opts.Consistency}
+	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear {
+		return fe.router.Insert(ctx, table, rows, wopts)
+	}
+	cfg, file, err := fe.router.Table(ctx, table)
+	if err != nil {
+		return err
+	}
+	if !cfg.Smear.Enabled {
+		return fe.router.Insert(ctx, table, rows, wopts)
+	}
+	smeared, direct := splitSmeared(cfg.Smear, file, rows)
+	if len(smeared) > 0 {
+		// This front end stamps the smeared rows itself (no other server
+		// can take over): with its clock off, it refuses them (rule 2).
+		if err := fe.clockCheck.CheckClock(); err != nil {
+			return fmt.Errorf("%w: %w", errUnavailable, err)
+		}
+		v := fe.clock.Now()
+		for i := range smeared {
+			smeared[i].SetVersion(v)
+		}
+		due := smear.DueTime(time.Now(), time.Duration(cfg.Smear.MaxDelay), rand.Int64N)
+		if fe.cfg.SmearDelay != nil {
+			due = time.Now().Add(fe.cfg.SmearDelay(time.Duration(cfg.Smear.MaxDelay)))
+		}
+		err := fe.queue.Enqueue(ctx, table, smeared, due)
+		switch {
+		case errors.Is(err, smear.ErrFull):
+			return &retryError{Err: fmt.Errorf("%w: %w", errQueueFull, err), After: fe.queue.RetryAfter()}
+		case errors.Is(err, smear.ErrTooLarge):
+			direct = append(direct, smeared...) // never fits: written now instead
+		case err != nil:
+			return fmt.Errorf("%w: smear queue: %w", errUnavailable, err)
+		}
+	}
+	if len(direct) == 0 {
+		return nil
+	}
+	return fe.router.Insert(ctx, table, direct, wopts)
+}
+
+// splitSmeared splits rows into those a partition of file narrower than
+// the table's threshold covers (to smear) and the others. When nothing is
+// smeared, direct is rows itself.
+func splitSmeared(sc metadata.SmearConfig, file *metadata.File, rows []model.Row) (smeared, direct []model.Row) {
+	narrow := func(t int64) bool {
+		p, ok := file.Find(t)
+		return ok && smear.Decide(smear.PolicyInput{Enabled: true, Table: sc, Begin: p.Begin, End: p.End})
+	}
+	first := -1
+	for i := range rows {
+		if narrow(rows[i].Time) {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil, rows
+	}
+	direct = append(make([]model.Row, 0, len(rows)), rows[:first]...)
+	for i := first; i < len(rows); i++ {
+		if narrow(rows[i].Time) {
+			smeared = append(smeared, rows[i])
+		} else {
+			direct = append(direct, rows[i])
+		}
+	}
+	return smeared, direct
+}

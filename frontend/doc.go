@@ -1,0 +1,41 @@
+// Package frontend is the public API's backend on one server: what the HTTP
+// server (package http) calls for every public request. It implements that
+// server's Backend interface structurally, without importing it, and
+// reaches the cluster through the router and the small interfaces declared
+// in frontend.go, which package node fills with the concrete values.
+//
+// An insert goes http → frontend → router → replica: the front end splits
+// the rows a table's smear settings call narrow into this server's smear
+// queue, stamped with their versions here (DESIGN.md section 7), and hands
+// the others to the router, which routes them to the partitions' replicas.
+// The smear forwarder (owned by node) sends the queued rows when due
+// through SmearSender, routed by the METADATA current then. Queries and
+// aggregates go to the router; its routing failures become the public
+// API's 503 (publicError).
+//
+// The table and operator calls: CreateTable picks the first partition's
+// servers (least loaded live servers) and metadata servers and installs
+// the created METADATA; Metadata reads a named transaction from this server
+// or another metadata server; SetOffline, JoinServer, RemoveServer and
+// SplitPartition commit METADATA changes; Drain and Rebalance record an
+// operator's marks in etcd for the master; Health and Cluster report the
+// cluster.
+//
+// # Invariants
+//
+//   - A smeared insert is written to the queue before anything else of it,
+//     so a full queue refuses the whole insert with nothing written; the
+//     smeared rows are stamped only when this server's clock passes its
+//     check (rule 2).
+//   - No table is created while fewer than MinServers servers are live or
+//     while this server's own registration is not live.
+//   - Errors keep their sentinels (errors.go: cluster/wire's and http/api's
+//     members of errcode's kinds, with the texts answers carry): the HTTP
+//     server maps them to statuses. The package does not import the HTTP
+//     server.
+//
+// # Goroutines
+//
+// None: every method runs on its caller's goroutine (an HTTP request's, or
+// the smear forwarder's for SmearSender).
+package frontend
