@@ -39,19 +39,13 @@ func publicError(err error) error {
 
 // Query answers a raw query through the router.
 func (fe *Frontend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
-	rows, truncated, err := fe.router.Query(ctx, table, router.RawQuery{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields, Limit: q.Limit,
-		Consistency: q.Consistency,
-	})
+	rows, truncated, err := fe.router.Query(ctx, table, q)
 	return rows, truncated, publicError(err)
 }
 
 // Aggregate answers an aggregate query through the router.
 func (fe *Frontend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
-	aggs, err := fe.router.Aggregate(ctx, table, router.AggQuery{
-		From: q.From, To: q.To, Series: q.Series, Prefix: q.Prefix, Fields: q.Fields,
-		Step: q.Step, GroupAll: q.GroupAll, Consistency: q.Consistency, MaxBuckets: q.MaxBuckets,
-	})
+	aggs, err := fe.router.Aggregate(ctx, table, q)
 	return aggs, publicError(err)
 }
 
@@ -67,7 +61,7 @@ type SmearSender struct {
 // no longer exists are reported delivered (there is nowhere to deliver
 // them), and logged.
 func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
-	err := s.Router.Insert(ctx, table, rows, router.WriteOptions{Consistency: api.ConsistencyQuorum, Versioned: true})
+	err := s.Router.Insert(ctx, table, rows, model.InsertOptions{Consistency: api.ConsistencyQuorum, Versioned: true})
 	if errors.Is(err, metadata.ErrTableNotFound) {
 		s.Logger.Warn("smear: table gone; its queued rows are discarded", "table", table, "rows", len(rows))
 		return nil, nil
@@ -81,7 +75,7 @@ func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row
 // queued part is written first, so a full queue refuses the whole insert
 // with nothing written.
 func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
-	wopts := router.WriteOptions{Consistency: opts.Consistency}
+	wopts := model.InsertOptions{Consistency: opts.Consistency}
 	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear {
 		return fe.router.Insert(ctx, table, rows, wopts)
 	}

@@ -13,16 +13,15 @@ import (
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
-	"github.com/tsdb/tsdb/router"
 )
 
 // Router routes inserts and queries to the partitions' replicas and caches
 // each table's METADATA (router.Router).
 type Router interface {
 	Table(ctx context.Context, table string) (metadata.TableConfig, *metadata.File, error)
-	Insert(ctx context.Context, table string, rows []model.Row, opts router.WriteOptions) error
-	Query(ctx context.Context, table string, q router.RawQuery) ([]model.Row, bool, error)
-	Aggregate(ctx context.Context, table string, q router.AggQuery) ([]model.SeriesAgg, error)
+	Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error
+	Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error)
+	Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error)
 }
 
 // Committer creates tables and reads METADATA (metadata.Committer).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/cluster/membership"
+	"github.com/tsdb/tsdb/cluster/wire"
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -96,16 +97,16 @@ func TestPublicError(t *testing.T) {
 		in   error
 		want error
 	}{
-		{router.ErrOffline, tsdbhttp.ErrOffline},
-		{router.ErrUnavailable, tsdbhttp.ErrUnavailable},
-		{router.ErrMoved, tsdbhttp.ErrUnavailable},
-		{router.ErrNotLocal, tsdbhttp.ErrUnavailable},
+		{router.ErrOffline, api.ErrOffline},
+		{router.ErrUnavailable, wire.ErrUnavailable},
+		{router.ErrMoved, wire.ErrUnavailable},
+		{router.ErrNotLocal, wire.ErrUnavailable},
 	} {
 		if err := publicError(tc.in); !errors.Is(err, tc.want) || !errors.Is(err, tc.in) {
 			t.Errorf("publicError(%v) = %v, want it to match %v", tc.in, err, tc.want)
 		}
 	}
-	unknown := errors.Join(router.ErrUnavailable, tsdbhttp.ErrInsertOutcomeUnknown)
+	unknown := errors.Join(router.ErrUnavailable, wire.ErrInsertOutcomeUnknown)
 	if err := publicError(unknown); err != unknown {
 		t.Errorf("an unknown outcome became %v", err)
 	}

@@ -24,62 +24,12 @@ var (
 	// ErrBadRequest is wire.ErrBadRequest (the internal API's replica
 	// code answers with it too).
 	ErrBadRequest = wire.ErrBadRequest
-	// ErrUnavailable: answered 503 api.CodeUnavailable.
-	//
-	// Deprecated: wire.ErrUnavailable under its old name, kept until issue 15's
-	// node split lands; new code names wire.ErrUnavailable or wraps the kind.
-	ErrUnavailable = wire.ErrUnavailable
-	// ErrOffline, ErrServerNotFound and ErrQueueFull are the public API's
-	// refusals (api.ErrOffline, …), which the front end answers with.
-	//
-	// Deprecated: api's values under their old names, kept until issue
-	// 15's node split lands; new code names api.ErrOffline, … or wraps the
-	// kind.
-	ErrOffline        = api.ErrOffline
-	ErrServerNotFound = api.ErrServerNotFound
-	ErrQueueFull      = api.ErrQueueFull
 )
-
-// RetryError is a refusal the client should retry after a while
-// (api.RetryError): it is answered as its Err is, with a Retry-After header
-// of After (whole seconds, at least 1).
-type RetryError = api.RetryError
 
 // retryAfterSeconds is the Retry-After header value of d.
 func retryAfterSeconds(d time.Duration) int {
 	return max(1, int((d+time.Second-1)/time.Second))
 }
-
-// Sentinel errors of replication and forwarding (DESIGN.md section 5): the
-// values of package cluster/wire (ErrMoved, …), which package replica
-// answers with; classify answers them with errcode's table, and replica's
-// client maps the codes back.
-var (
-	// ErrMoved: the partition is not served by this server under the
-	// sender's view (split, moved, or the replica is UNLOAD and refuses
-	// client writes). Answered 409 api.CodeMoved, like
-	// partition.ErrUnloading: the front end refreshes its METADATA and
-	// retries.
-	//
-	// Deprecated: wire.ErrMoved under its old name, kept until issue 15's
-	// node split lands; new code names wire.ErrMoved or wraps the kind.
-	ErrMoved = wire.ErrMoved
-	// ErrStalePlacement: this server does not hold the placement a push or
-	// sub-query names as LOAD or SERVE (dropped, never created, or UNLOAD).
-	// Answered 409 api.CodeStalePlacement: the sender re-runs discovery.
-	//
-	// Deprecated: wire.ErrStalePlacement under its old name, kept until issue 15's
-	// node split lands; new code names wire.ErrStalePlacement or wraps the kind.
-	ErrStalePlacement = wire.ErrStalePlacement
-	// ErrInsertOutcomeUnknown: the coordinator wrote the rows but fewer
-	// replicas than the consistency level asks confirmed them before the
-	// deadline. Answered 503 api.CodeOutcomeUnknownRows with the message
-	// OutcomeUnknownMessage: the rows may still appear.
-	//
-	// Deprecated: wire.ErrInsertOutcomeUnknown under its old name, kept until issue 15's
-	// node split lands; new code names wire.ErrInsertOutcomeUnknown or wraps the kind.
-	ErrInsertOutcomeUnknown = wire.ErrInsertOutcomeUnknown
-)
 
 // OutcomeUnknownMessage starts the message of an api.CodeOutcomeUnknownRows
 // answer.

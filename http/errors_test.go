@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/errcode"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/http/ingest"
@@ -30,13 +31,13 @@ func classifyBefore(err error) (int, string, string) {
 		return 422, api.CodeTooManyBuckets, err.Error()
 	case errors.Is(err, partition.ErrAnswerTooLarge):
 		return 422, api.CodeAnswerTooLarge, err.Error()
-	case errors.Is(err, ErrStalePlacement):
+	case errors.Is(err, wire.ErrStalePlacement):
 		return 409, api.CodeStalePlacement, err.Error()
-	case errors.Is(err, ErrMoved), errors.Is(err, partition.ErrUnloading):
+	case errors.Is(err, wire.ErrMoved), errors.Is(err, partition.ErrUnloading):
 		return 409, api.CodeMoved, err.Error()
 	case errors.Is(err, partition.ErrCannotSplit):
 		return 409, api.CodeCannotSplit, err.Error()
-	case errors.Is(err, ErrInsertOutcomeUnknown):
+	case errors.Is(err, wire.ErrInsertOutcomeUnknown):
 		return 503, api.CodeOutcomeUnknownRows, OutcomeUnknownMessage + " (" + err.Error() + ")"
 	}
 	var pe *ingest.ParseError
@@ -59,11 +60,11 @@ func classifyBefore(err error) (int, string, string) {
 		return 400, api.CodeBadRequest, err.Error()
 	case errors.Is(err, ErrInvalidQuery):
 		return 400, api.CodeInvalidQuery, err.Error()
-	case errors.Is(err, ErrOffline):
+	case errors.Is(err, api.ErrOffline):
 		return 503, api.CodeOffline, err.Error()
-	case errors.Is(err, ErrServerNotFound):
+	case errors.Is(err, api.ErrServerNotFound):
 		return 404, api.CodeServerNotFound, err.Error()
-	case errors.Is(err, ErrQueueFull):
+	case errors.Is(err, api.ErrQueueFull):
 		return 503, api.CodeQueueFull, err.Error()
 	}
 	switch {
@@ -85,7 +86,7 @@ func classifyBefore(err error) (int, string, string) {
 	case errors.Is(err, metadata.ErrStale):
 		return 409, api.CodeStale, err.Error()
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, metadata.ErrFileNotFound) {
+	if errors.Is(err, wire.ErrUnavailable) || errors.Is(err, metadata.ErrFileNotFound) {
 		return 503, api.CodeUnavailable, err.Error()
 	}
 	return 500, api.CodeInternal, "internal error: " + err.Error()
@@ -103,9 +104,9 @@ func classifyAtoms() []error {
 		&ingest.ParseError{Line: 3, Err: model.ErrInvalidTable, Msg: "bad table"},
 		&ingest.ParseError{Row: 2, Err: errors.New("x"), Msg: "bad row"},
 		ErrBodyTooLarge, ErrUnsupportedEncoding, ErrUnsupportedType, ErrCorruptBody,
-		ErrInvalidQuery, ErrBadRequest, ErrUnavailable, ErrOffline, ErrServerNotFound,
-		ErrQueueFull, ErrMoved, ErrStalePlacement, ErrInsertOutcomeUnknown,
-		&RetryError{Err: fmt.Errorf("%w: %w", ErrQueueFull, smear.ErrFull)},
+		ErrInvalidQuery, ErrBadRequest, wire.ErrUnavailable, api.ErrOffline, api.ErrServerNotFound,
+		api.ErrQueueFull, wire.ErrMoved, wire.ErrStalePlacement, wire.ErrInsertOutcomeUnknown,
+		&api.RetryError{Err: fmt.Errorf("%w: %w", api.ErrQueueFull, smear.ErrFull)},
 		model.ErrInvalidTable,
 		partition.ErrUnloading, partition.ErrCannotSplit, partition.ErrTooManyBuckets,
 		partition.ErrAnswerTooLarge, partition.TooManyBuckets(10), partition.ErrDropped,
@@ -116,9 +117,9 @@ func classifyAtoms() []error {
 		metadata.ErrChecksum, metadata.ErrNoQuorum, metadata.ErrNotMetadataServer,
 		metadata.ErrOutcomeUnknown, metadata.ErrStale,
 		// As the node's publicError and insert pass them on.
-		fmt.Errorf("%w: %w", ErrUnavailable, router.ErrUnavailable),
-		fmt.Errorf("%w: %w", ErrUnavailable, router.ErrNotLocal),
-		fmt.Errorf("%w: %w", ErrOffline, router.ErrOffline),
+		fmt.Errorf("%w: %w", wire.ErrUnavailable, router.ErrUnavailable),
+		fmt.Errorf("%w: %w", wire.ErrUnavailable, router.ErrNotLocal),
+		fmt.Errorf("%w: %w", api.ErrOffline, router.ErrOffline),
 		router.ErrNoPartition,
 		rpc.ErrUnavailable, rpc.ErrUnauthorized, rpc.ErrTimeout,
 		&rpc.StatusError{Status: 401, Code: api.CodeUnauthorized, Message: "bad secret"},

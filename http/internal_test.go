@@ -359,17 +359,17 @@ func TestInternalErrorMapping(t *testing.T) {
 		{metadata.ErrTableNotFound, wire.PathMetadataJoin, join, 404, api.CodeTableNotFound},
 		{fmt.Errorf("%w: peer s2: %w", metadata.ErrNoQuorum, metadata.ErrFileNotFound), wire.PathMetadataChange, validChange, 503, api.CodeNoQuorum},
 		{errors.New("disk on fire"), wire.PathDiscovery, wire.DiscoveryRequest{Table: "metrics", Server: "s2"}, 500, api.CodeInternal},
-		{ErrStalePlacement, wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
-		{ErrMoved, wire.PathInsert, validForward, 409, api.CodeMoved},
-		{ErrMoved, wire.PathQuery, validSubQuery, 409, api.CodeMoved},
-		{ErrStalePlacement, wire.PathQuery, validSubQuery, 409, api.CodeStalePlacement},
-		{ErrInsertOutcomeUnknown, wire.PathInsert, validForward, 503, api.CodeOutcomeUnknownRows},
+		{wire.ErrStalePlacement, wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{wire.ErrMoved, wire.PathInsert, validForward, 409, api.CodeMoved},
+		{wire.ErrMoved, wire.PathQuery, validSubQuery, 409, api.CodeMoved},
+		{wire.ErrStalePlacement, wire.PathQuery, validSubQuery, 409, api.CodeStalePlacement},
+		{wire.ErrInsertOutcomeUnknown, wire.PathInsert, validForward, 503, api.CodeOutcomeUnknownRows},
 		{partition.ErrUnloading, wire.PathInsert, validForward, 409, api.CodeMoved},
 		// The move is what the caller must act on, whatever revealed it.
-		{fmt.Errorf("%w: %w", metadata.ErrStale, ErrMoved), wire.PathInsert, validForward, 409, api.CodeMoved},
-		{fmt.Errorf("%w: %w", ErrUnavailable, ErrStalePlacement), wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
+		{fmt.Errorf("%w: %w", metadata.ErrStale, wire.ErrMoved), wire.PathInsert, validForward, 409, api.CodeMoved},
+		{fmt.Errorf("%w: %w", wire.ErrUnavailable, wire.ErrStalePlacement), wire.PathReplicate, validPush, 409, api.CodeStalePlacement},
 		{metadata.ErrTableNotFound, wire.PathReplicas, wire.ReplicasRequest{Table: "metrics"}, 404, api.CodeTableNotFound},
-		{ErrUnavailable, wire.PathReplicas, wire.ReplicasRequest{}, 503, api.CodeUnavailable},
+		{wire.ErrUnavailable, wire.PathReplicas, wire.ReplicasRequest{}, 503, api.CodeUnavailable},
 	} {
 		fake.setErr(fmt.Errorf("context: %w", tc.err))
 		err := c.Call(context.Background(), addr, tc.path, tc.req, nil)
@@ -643,7 +643,7 @@ func TestInternalClockStamps(t *testing.T) {
 	if count("srv/caller") != 1 || count("caller/srv") != 1 {
 		t.Fatalf("after one call: %v, want one sample each way", seen)
 	}
-	fake.setErr(ErrUnavailable)
+	fake.setErr(wire.ErrUnavailable)
 	if err := client("sec").Call(context.Background(), addr, wire.PathMetadataJoin, join, nil); err == nil {
 		t.Fatal("the backend's error was not returned")
 	}

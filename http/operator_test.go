@@ -110,12 +110,12 @@ func TestOperatorEndpoints(t *testing.T) {
 		t.Errorf("drain without the token: %d %s", r.status, r.body)
 	}
 	// The backend's errors keep their codes.
-	be.err = fmt.Errorf("%w: no such server", ErrServerNotFound)
+	be.err = fmt.Errorf("%w: no such server", api.ErrServerNotFound)
 	r = publicRequest(t, "POST", base+"/api/v1/servers/zz/drain", nil, "")
 	if eb := errorOf(t, r); r.status != 404 || eb.Code != api.CodeServerNotFound {
 		t.Errorf("unknown server: %d %s", r.status, r.body)
 	}
-	be.err = fmt.Errorf("%w: partition x of \"t\" was taken offline", ErrOffline)
+	be.err = fmt.Errorf("%w: partition x of \"t\" was taken offline", api.ErrOffline)
 	r = publicRequest(t, "POST", fmt.Sprintf("%s/api/v1/tables/t/partitions/%s/offline", base, pid), nil, "")
 	if eb := errorOf(t, r); r.status != 503 || eb.Code != api.CodeOffline {
 		t.Errorf("offline error: %d %s", r.status, r.body)

@@ -276,7 +276,7 @@ func TestTableReplicas(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s naming %q", tc.url, r.status, r.body, tc.status, tc.code, tc.want)
 		}
 	}
-	be.setErr(fmt.Errorf("%w: no replica answered", ErrUnavailable))
+	be.setErr(fmt.Errorf("%w: no replica answered", wire.ErrUnavailable))
 	if r := publicRequest(t, "GET", url+"?replicas=1", nil, ""); r.status != 503 || errorOf(t, r).Code != api.CodeUnavailable {
 		t.Errorf("backend unavailable: %d %s, want 503", r.status, r.body)
 	}
@@ -392,21 +392,21 @@ func TestClassifyReplication(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("insert: %w", ErrMoved), 409, api.CodeMoved},
-		{fmt.Errorf("push: %w", ErrStalePlacement), 409, api.CodeStalePlacement},
-		{fmt.Errorf("%w: 1 of 3 replicas", ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
-		{fmt.Errorf("%w: %w", metadata.ErrConflict, ErrMoved), 409, api.CodeMoved},
-		{fmt.Errorf("%w: %w", ErrUnavailable, ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
-		{errors.Join(metadata.ErrTableNotFound, ErrStalePlacement), 409, api.CodeStalePlacement},
+		{fmt.Errorf("insert: %w", wire.ErrMoved), 409, api.CodeMoved},
+		{fmt.Errorf("push: %w", wire.ErrStalePlacement), 409, api.CodeStalePlacement},
+		{fmt.Errorf("%w: 1 of 3 replicas", wire.ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
+		{fmt.Errorf("%w: %w", metadata.ErrConflict, wire.ErrMoved), 409, api.CodeMoved},
+		{fmt.Errorf("%w: %w", wire.ErrUnavailable, wire.ErrInsertOutcomeUnknown), 503, api.CodeOutcomeUnknownRows},
+		{errors.Join(metadata.ErrTableNotFound, wire.ErrStalePlacement), 409, api.CodeStalePlacement},
 		{fmt.Errorf("apply: %w", partition.ErrUnloading), 409, api.CodeMoved},
-		{fmt.Errorf("%w: push: %w", ErrStalePlacement, partition.ErrUnloading), 409, api.CodeStalePlacement},
+		{fmt.Errorf("%w: push: %w", wire.ErrStalePlacement, partition.ErrUnloading), 409, api.CodeStalePlacement},
 	} {
 		status, code, msg := classify(tc.err)
 		if status != tc.status || code != tc.code || !strings.Contains(msg, tc.err.Error()) {
 			t.Errorf("%v: %d %s %q, want %d %s", tc.err, status, code, msg, tc.status, tc.code)
 		}
 	}
-	if _, _, msg := classify(ErrInsertOutcomeUnknown); !strings.HasPrefix(msg, OutcomeUnknownMessage) {
+	if _, _, msg := classify(wire.ErrInsertOutcomeUnknown); !strings.HasPrefix(msg, OutcomeUnknownMessage) {
 		t.Errorf("outcome unknown message %q", msg)
 	}
 }
@@ -587,7 +587,7 @@ func TestInsertSmearHeader(t *testing.T) {
 		}
 	}
 	be.mu.Lock()
-	be.mu.insertErr = &RetryError{Err: fmt.Errorf("%w: 10 rows over the limit", ErrQueueFull), After: 1500 * time.Millisecond}
+	be.mu.insertErr = &api.RetryError{Err: fmt.Errorf("%w: 10 rows over the limit", api.ErrQueueFull), After: 1500 * time.Millisecond}
 	be.mu.Unlock()
 	req, _ := http.NewRequest("POST", base+"/write?db=metrics", strings.NewReader("cpu v=1 1\n"))
 	req.Header.Set("Authorization", "Bearer tok")

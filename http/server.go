@@ -82,21 +82,6 @@ type Backend interface {
 	Health(ctx context.Context) (api.HealthResponse, error)
 }
 
-// InsertOptions are an insert's per-request settings.
-//
-// Deprecated: alias until issue 15's node split lands; use model.InsertOptions.
-type InsertOptions = model.InsertOptions
-
-// RawQuery is a raw query.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type RawQuery = model.Query
-
-// AggQuery is an aggregate query.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type AggQuery = model.Query
-
 // Config configures the server.
 type Config struct {
 	// AuthToken, when set, is required as "Authorization: Bearer <token>" on
@@ -419,11 +404,11 @@ func (s *Server) methodNotAllowed(ctx *fasthttp.RequestCtx, allow string) {
 // writeError answers err with its status and the JSON error body.
 func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	status, code, msg := classify(err)
-	if status >= 500 && !errors.Is(err, ErrQueueFull) {
+	if status >= 500 && !errors.Is(err, api.ErrQueueFull) {
 		s.log.Error("request failed", "method", string(ctx.Method()), "path", string(ctx.Path()), "err", err)
 	}
 	s.writeAPIError(ctx, status, code, msg)
-	var re *RetryError
+	var re *api.RetryError
 	if errors.As(err, &re) {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(retryAfterSeconds(re.After)))
 	}

@@ -15,17 +15,6 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// MetadataResponse is the answer of GET /api/v1/tables/{t}/metadata decoded
-// into the server's own types (api.MetadataResponse is the public one, with
-// the same JSON).
-//
-// Deprecated: alias until issue 15's node split lands (node's tests decode
-// into it); use api.MetadataResponse.
-type MetadataResponse struct {
-	Config   metadata.TableConfig `json:"config"`
-	Metadata *metadata.File       `json:"metadata"`
-}
-
 func (s *Server) handleCreateTable(ctx *fasthttp.RequestCtx) {
 	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)
 	if err != nil {

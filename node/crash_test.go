@@ -13,7 +13,6 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -182,7 +181,7 @@ func TestKill9Splitter(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	waitLong(t, time.Minute, "200 acknowledged batches", func() bool { return l.ackedCount() >= 200 })
 
-	var md tsdbhttp.MetadataResponse
+	var md metadataAnswer
 	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
 	parent := md.Metadata.Partitions[0]
 	leader := procs[parent.Servers[0].ServerID]
@@ -202,7 +201,7 @@ func TestKill9Splitter(t *testing.T) {
 		t.Logf("%s killed after the split had finalized already", leader.id)
 	}
 	waitLong(t, 2*time.Minute, "the split to be finalized by a surviving parent replica", func() bool {
-		var md tsdbhttp.MetadataResponse
+		var md metadataAnswer
 		r := other.client().do("GET", "/api/v1/tables/crash/metadata", nil)
 		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
 			return false
@@ -263,7 +262,7 @@ func TestKill9ReReplicates(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	waitLong(t, time.Minute, "100 acknowledged batches", func() bool { return l.ackedCount() >= 100 })
 
-	var md tsdbhttp.MetadataResponse
+	var md metadataAnswer
 	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
 	master := ""
 	waitFor(t, "a master", func() bool {
@@ -307,7 +306,7 @@ func TestKill9ReReplicates(t *testing.T) {
 		}
 	}
 	waitLong(t, 2*time.Minute, "the partition back at three live servers without the dead one", func() bool {
-		var md tsdbhttp.MetadataResponse
+		var md metadataAnswer
 		r := other.client().do("GET", "/api/v1/tables/crash/metadata", nil)
 		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
 			return false
@@ -339,4 +338,12 @@ func TestKill9ReReplicates(t *testing.T) {
 	}
 	t.Logf("killed %d server(s), the master %s among them; back at replication factor 3 %v after the kill -9 (lease TTL 10 s + --dead-after 2 s + join), %d rows acknowledged",
 		len(victims), master, repaired.Round(100*time.Millisecond), len(acked)*loaderRows)
+}
+
+// metadataAnswer is the answer of GET /api/v1/tables/{t}/metadata decoded
+// into metadata's own types (api.MetadataResponse has the same JSON), so
+// that the tests can use the partition map's methods.
+type metadataAnswer struct {
+	Config   metadata.TableConfig `json:"config"`
+	Metadata *metadata.File       `json:"metadata"`
 }

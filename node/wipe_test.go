@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/cluster/operator"
-	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
@@ -82,7 +81,7 @@ func TestWipedDiskRejoins(t *testing.T) {
 		}
 		return uuid.Nil, false
 	}
-	var md tsdbhttp.MetadataResponse
+	var md metadataAnswer
 	c.client("s1").must(200, c.client("s1").do("GET", "/api/v1/tables/crash/metadata", nil), &md)
 	old, ok := placementOf(md.Metadata, "s3")
 	if !ok {
@@ -113,7 +112,7 @@ func TestWipedDiskRejoins(t *testing.T) {
 	// finalized its join).
 	repaired := func() bool {
 		r := c.client("s1").do("GET", "/api/v1/tables/crash/metadata", nil)
-		var md tsdbhttp.MetadataResponse
+		var md metadataAnswer
 		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
 			return false
 		}
@@ -175,7 +174,7 @@ func TestWipedDiskSoleReplica(t *testing.T) {
 	// The table's one metadata server is s1, which created it: the wiped
 	// server must be s2, or the METADATA would be gone with it (the
 	// metadata servers' own files are another matter, rule 5).
-	var md tsdbhttp.MetadataResponse
+	var md metadataAnswer
 	table := ""
 	for i := 0; table == ""; i++ {
 		if i == 20 {

@@ -20,25 +20,19 @@ var (
 	// ErrMoved means a replica no longer serves the partition under the
 	// sender's METADATA (split, moved, unloading, or a placement it does
 	// not hold): the router reloads the METADATA and routes again.
-	//
-	// Deprecated: a member of errcode.ErrMoved kept until issue 15's node
-	// split lands. It is still the router's signal to route again: the
-	// router tests this member, not the kind (see the issue 15 report
-	// before switching it to the kind).
+	// A member of errcode.ErrMoved; the router routes again on this member
+	// only, not on the kind (a moved answer from a peer is translated into
+	// it by the replica client).
 	ErrMoved = errcode.New(errcode.ErrMoved, "router: partition moved")
 	// ErrUnavailable means a replica could not be reached or could not
 	// answer; the router tries the partition's next replica.
-	//
-	// Deprecated: a member of errcode.ErrUnavailable kept until issue 15's
-	// node split lands. It is still the router's signal to try the next
-	// replica: the router tests this member, not the kind.
+	// A member of errcode.ErrUnavailable; the router tries the next
+	// replica on this member only, not on the kind.
 	ErrUnavailable = errcode.New(errcode.ErrUnavailable, "router: replica unavailable")
 	// ErrOffline means an operator took a partition the request needs out
 	// of service (SET_OFFLINE); nothing is written or read until it is
 	// back online.
-	//
-	// Deprecated: a member of errcode.ErrOffline kept until issue 15's
-	// node split lands.
+	// A member of errcode.ErrOffline.
 	ErrOffline = errcode.New(errcode.ErrOffline, "router: partition offline")
 	// ErrNoPartition means the METADATA has no partition for a row's time,
 	// which a valid file never allows.

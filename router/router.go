@@ -66,11 +66,6 @@ type Replicas interface {
 	Aggregate(ctx context.Context, t Target, q model.Query) ([]model.SeriesAgg, error)
 }
 
-// WriteOptions are an insert's settings.
-//
-// Deprecated: alias until issue 15's node split lands; use model.InsertOptions.
-type WriteOptions = model.InsertOptions
-
 // Router routes inserts and queries of one server's front end.
 type Router struct {
 	cfg Config
@@ -406,11 +401,6 @@ func groupByPartition(file *metadata.File, rows []model.Row) ([]partitionRows, e
 	return groups, nil
 }
 
-// RawQuery is a raw query.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type RawQuery = model.Query
-
 // Query answers a raw query: rows sorted by (time, series), at most
 // q.Limit (> 0), truncated when more matched. Each overlapping partition is
 // read from one of its replicas (this server's first), failing over on
@@ -522,11 +512,6 @@ func offlineError(file *metadata.File, p *metadata.Partition) error {
 	return fmt.Errorf("%w: partition %s of %q (txnseq %d) was taken offline by an operator; 'tsdb admin online %s %s' brings it back",
 		ErrOffline, p.ID, file.Table, file.TxnSeq, file.Table, p.ID)
 }
-
-// AggQuery is an aggregate query.
-//
-// Deprecated: alias until issue 15's node split lands; use model.Query.
-type AggQuery = model.Query
 
 // Aggregate answers an aggregate query with the merged partial states of
 // every overlapping partition, each clipped to its range and computed on
