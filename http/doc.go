@@ -16,13 +16,16 @@
 // translated is answered 500 internal, never with the peer's code.
 //
 // The package owns decoding, validation and the mapping of errors to HTTP
-// statuses; everything else is behind the Backend interface, which the node
-// package implements with the router and the metadata committer. A request is
+// statuses; everything else is behind two interfaces: Backend, the public
+// API's, which package frontend implements (with the router, the smear
+// queue and the metadata committer), and Internal, which package replica
+// implements. Only cmd/tsdb imports this package: it builds the server from
+// the handlers a node exposes (node.Config.HTTP). A request is
 // validated whole before anything is written: a batch with one bad row is
 // rejected with a 400 naming the row, never half-applied.
 //
 // fasthttp reuses a request's memory once its handler returns. Inserts are
-// written to storage before the handler returns, so parsed rows may alias the
-// request body; anything that keeps rows longer (the smear queue, later) must
-// copy them first.
+// written before the handler returns (to their replicas, or encoded into the
+// smear queue's own store), so parsed rows may alias the request body;
+// anything that keeps rows longer must copy them first.
 package http
