@@ -40,7 +40,7 @@ func (s *Server) handleCreateTable(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, 201, apiTableConfig(cfg))
+	s.writeJSON(ctx, 201, cfg)
 }
 
 func (s *Server) handleListTables(ctx *fasthttp.RequestCtx) {
@@ -51,7 +51,7 @@ func (s *Server) handleListTables(ctx *fasthttp.RequestCtx) {
 		s.writeError(ctx, err)
 		return
 	}
-	resp := api.TablesResponse{Tables: apiTableConfigs(tables)}
+	resp := api.TablesResponse{Tables: tables}
 	if resp.Tables == nil {
 		resp.Tables = []api.TableConfig{}
 	}
@@ -79,7 +79,7 @@ func (s *Server) handleGetTable(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, 200, api.TableResponse{Config: apiTableConfig(cfg), Partitions: apiPartitions(file.Partitions)})
+	s.writeJSON(ctx, 200, api.TableResponse{Config: cfg, Partitions: file.Partitions})
 }
 
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
@@ -121,5 +121,5 @@ func (s *Server) handleTableMetadata(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.writeJSON(ctx, http.StatusOK, api.MetadataResponse{Config: apiTableConfig(cfg), Metadata: apiFile(file)})
+	s.writeJSON(ctx, http.StatusOK, api.MetadataResponse{Config: cfg, Metadata: file})
 }

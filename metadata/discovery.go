@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
 )
 
 // ReplicaRef names one local replica for partition discovery: the partition
@@ -201,7 +203,7 @@ func (ts *targets) add(id uuid.UUID, begin, end *int64, ps []Placement, kind Tar
 		}
 		*ts = append(*ts, Target{
 			ServerID: pl.ServerID, PlacementID: pl.PlacementID, PartitionID: id,
-			Begin: cloneBound(begin), End: cloneBound(end), Kind: kind,
+			Begin: model.CloneBound(begin), End: model.CloneBound(end), Kind: kind,
 		})
 	}
 }
@@ -210,7 +212,7 @@ func (ts *targets) add(id uuid.UUID, begin, end *int64, ps []Placement, kind Tar
 func (ts targets) answer(status DiscoveryStatus, begin, end *int64) Discovery {
 	out := append(make([]Target, 0, len(ts)), ts...)
 	slices.SortFunc(out, compareTargets)
-	return Discovery{Status: status, Begin: cloneBound(begin), End: cloneBound(end), Targets: out}
+	return Discovery{Status: status, Begin: model.CloneBound(begin), End: model.CloneBound(end), Targets: out}
 }
 
 // compareTargets orders targets by server id, begin (open first), end (open

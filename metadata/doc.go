@@ -83,12 +83,21 @@
 //
 // # Dependencies and concurrency
 //
-// The package imports only model and two leaf helpers (internal/backoff,
-// internal/etcdwatch: stdlib and the etcd client) from this module, and
-// stays free of pebble and fasthttp; etcd is reached through the Store
-// interface (EtcdStore uses only Get and Txn) and, for TableWatcher, Get
-// and Watch, through the module's one watch loop (internal/etcdwatch). Store
-// implementations, FileStore and Committer are safe for concurrent use; a
-// TableWatcher owns one goroutine, which Stop ends and waits for. Concurrent changes of one table are serialized by the
+// The types of the TableConfig and of the partition map (TableConfig,
+// SmearConfig, Duration, File, Partition, Placement, Split, Child) and their
+// validation are declared in package model, shared with the public API;
+// metadata names them by alias (type File = model.File, ...), and
+// ErrInvalidConfig and ErrInvalidFile are model's values. metadata owns
+// what is done with them: the encodings (Encode, encodeConfig), the ops,
+// the stores, the commit.
+//
+// The package imports only model, errcode and two leaf helpers
+// (internal/backoff, internal/etcdwatch: stdlib and the etcd client) from
+// this module, and stays free of pebble and fasthttp; etcd is reached
+// through the Store interface (EtcdStore uses only Get and Txn) and, for
+// TableWatcher, Get and Watch, through the module's one watch loop
+// (internal/etcdwatch). Store implementations, FileStore and Committer are
+// safe for concurrent use; a TableWatcher owns one goroutine, which Stop
+// ends and waits for. Concurrent changes of one table are serialized by the
 // CAS alone; losers get ErrConflict and re-plan on the new current file.
 package metadata

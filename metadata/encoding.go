@@ -142,17 +142,3 @@ func NewTxnID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b[:])
 }
-
-// ValidTxnID reports whether s has the form NewTxnID produces.
-func ValidTxnID(s string) bool {
-	if len(s) != 2*txnIDBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}

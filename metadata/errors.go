@@ -1,6 +1,9 @@
 package metadata
 
-import "github.com/tsdb/tsdb/errcode"
+import (
+	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/model"
+)
 
 // Sentinel errors of the metadata package. Callers test them with errors.Is;
 // the package adds context with fmt.Errorf("...: %w", err). Each is a member
@@ -17,10 +20,12 @@ var (
 	ErrConflict = errcode.New(errcode.ErrConflict, "metadata: conflict")
 	// ErrInvalidOp: an op failed its preconditions or is malformed.
 	ErrInvalidOp = errcode.New(errcode.ErrInvalidOp, "metadata: invalid op")
-	// ErrInvalidConfig: a TableConfig failed validation.
-	ErrInvalidConfig = errcode.New(errcode.ErrInvalidConfig, "metadata: invalid table config")
+	// ErrInvalidConfig: a TableConfig failed validation. It is
+	// model.ErrInvalidConfig, which TableConfig.Validate wraps.
+	ErrInvalidConfig = model.ErrInvalidConfig
 	// ErrInvalidFile: a METADATA file breaks an invariant (File.Validate).
-	ErrInvalidFile = errcode.New(errcode.ErrInvalidFile, "metadata: invalid metadata file")
+	// It is model.ErrInvalidFile.
+	ErrInvalidFile = model.ErrInvalidFile
 	// ErrCorruptFile: encoded bytes could not be decoded into a valid file.
 	ErrCorruptFile = errcode.New(errcode.ErrInvalidFile, "metadata: corrupt metadata file")
 	// ErrFileNotFound: the file store holds no file for (table, txnid).

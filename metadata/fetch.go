@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -122,7 +123,11 @@ func tried(errs []error) string {
 	if len(errs) == 0 {
 		return ""
 	}
-	return " (" + multiError(errs).Error() + ")"
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return " (" + strings.Join(msgs, "; ") + ")"
 }
 
 // fetchFrom fetches the file cfg names from one server and verifies it.

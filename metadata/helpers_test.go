@@ -48,3 +48,19 @@ func wantErr(t *testing.T, err error, target error, substr string) {
 		t.Fatalf("error %q does not contain %q", err, substr)
 	}
 }
+
+func splitFile() *File {
+	f := fourPartitions()
+	p := &f.Partitions[1] // [0, 100)
+	p.Joining = []Placement{pl("s3", "p1s3")}
+	p.Split = &Split{
+		Points: []int64{30, 60},
+		Children: []Child{
+			{ID: testID("c0"), Begin: i64(0), End: i64(30), Servers: []Placement{pl("s1", "c0s1"), pl("s4", "c0s4")}},
+			{ID: testID("c1"), Begin: i64(30), End: i64(60), Servers: []Placement{pl("s2", "c1s2")}},
+			{ID: testID("c2"), Begin: i64(60), End: i64(100), Servers: []Placement{pl("s5", "c2s5")}},
+		},
+	}
+	f.Partitions[3].Offline = true
+	return f
+}

@@ -214,7 +214,7 @@ func applyCreate(base *File, newTxnID string, op *CreateOp) (*File, error) {
 		ParentTxnID: "",
 		Partitions: []Partition{{
 			ID:      op.PartitionID,
-			Servers: clonePlacements(op.Servers),
+			Servers: model.ClonePlacements(op.Servers),
 			Joining: []Placement{},
 		}},
 	}, nil

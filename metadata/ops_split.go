@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
 )
 
 // SplitBeginOp starts a split of a current partition (DESIGN.md sections 6
@@ -127,7 +129,7 @@ func newChildren(f *File, p *Partition, op *SplitBeginOp) ([]Child, error) {
 		if i < len(op.Points) {
 			end = &op.Points[i]
 		}
-		children[i] = Child{ID: c.ID, Begin: cloneBound(begin), End: cloneBound(end), Servers: clonePlacements(c.Servers)}
+		children[i] = Child{ID: c.ID, Begin: model.CloneBound(begin), End: model.CloneBound(end), Servers: model.ClonePlacements(c.Servers)}
 	}
 	return children, nil
 }
@@ -189,7 +191,7 @@ func applySplitFinalize(next *File, op *SplitFinalizeOp) (*File, error) {
 func checkConfirmedChildren(p *Partition, confirmed map[uuid.UUID][]string) error {
 	var unknown []string
 	for id := range confirmed {
-		if !p.Split.hasChild(id) {
+		if !p.Split.HasChild(id) {
 			unknown = append(unknown, id.String())
 		}
 	}
@@ -209,7 +211,7 @@ func finalizedChild(c *Child, confirmed []string) (Partition, error) {
 		if ok[s] {
 			return Partition{}, fmt.Errorf("confirmed[%s]: server %q listed twice", c.ID, s)
 		}
-		if _, listed := findServer(c.Servers, s); !listed {
+		if _, listed := model.FindServer(c.Servers, s); !listed {
 			return Partition{}, fmt.Errorf("confirmed[%s]: server %q is not a server of child %s", c.ID, s, c.ID)
 		}
 		ok[s] = true
@@ -218,7 +220,7 @@ func finalizedChild(c *Child, confirmed []string) (Partition, error) {
 		return Partition{}, fmt.Errorf("child %s: %d of its %d servers confirmed, a majority (%d) must",
 			c.ID, len(ok), len(c.Servers), need)
 	}
-	part := Partition{ID: c.ID, Begin: cloneBound(c.Begin), End: cloneBound(c.End), Servers: []Placement{}, Joining: []Placement{}}
+	part := Partition{ID: c.ID, Begin: model.CloneBound(c.Begin), End: model.CloneBound(c.End), Servers: []Placement{}, Joining: []Placement{}}
 	for _, pl := range c.Servers {
 		if ok[pl.ServerID] {
 			part.Servers = append(part.Servers, pl)
@@ -256,20 +258,11 @@ func currentPartition(f *File, id uuid.UUID) (*Partition, error) {
 // splitParentOf returns the splitting partition that lists id as a child.
 func splitParentOf(f *File, id uuid.UUID) (*Partition, bool) {
 	for i := range f.Partitions {
-		if s := f.Partitions[i].Split; s != nil && s.hasChild(id) {
+		if s := f.Partitions[i].Split; s != nil && s.HasChild(id) {
 			return &f.Partitions[i], true
 		}
 	}
 	return nil, false
-}
-
-func (s *Split) hasChild(id uuid.UUID) bool {
-	for i := range s.Children {
-		if s.Children[i].ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // partitionIndex returns the index of the current partition id, or -1.

@@ -1,6 +1,10 @@
 package model
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tsdb/tsdb/errcode"
+)
 
 // Sentinel errors of row validation. Callers add context (which row, which
 // line) with fmt.Errorf("...: %w", err).
@@ -15,4 +19,15 @@ var (
 	ErrUnsupportedType = errors.New("model: unsupported field type")
 	ErrInvalidTime     = errors.New("model: invalid time")
 	ErrInvalidTable    = errors.New("model: invalid table name")
+)
+
+// Sentinel errors of the table and partition map validation, members of
+// errcode's kinds. Package metadata exports the same values under the same
+// names (metadata.ErrInvalidConfig is ErrInvalidConfig); their text keeps
+// the "metadata:" prefix it has always had in HTTP answers and logs.
+var (
+	// ErrInvalidConfig: a TableConfig failed validation (TableConfig.Validate).
+	ErrInvalidConfig = errcode.New(errcode.ErrInvalidConfig, "metadata: invalid table config")
+	// ErrInvalidFile: a METADATA file breaks an invariant (File.Validate).
+	ErrInvalidFile = errcode.New(errcode.ErrInvalidFile, "metadata: invalid metadata file")
 )

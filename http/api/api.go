@@ -3,25 +3,26 @@
 // timeout, retries of 503 answers after their Retry-After, bearer token, TLS,
 // errors carrying status, code and message). `tsdb admin`, the load test and
 // the tests speak only this package; the server (package http) encodes the
-// same types, converting its own (metadata's) into them. It also holds the
-// public API's default limits (limits.go) and the refusals the server's
-// front end answers with (errors.go: ErrOffline, ErrServerNotFound,
-// ErrQueueFull, RetryError), so that neither node nor frontend imports the
-// server.
+// same types. The table config and the partition map (TableConfig, File,
+// Partition, ..., Duration) are the data model's own types (package model),
+// named here by alias; the replicas' states are converted from the internal
+// API's (cluster/wire). It also holds the public API's default limits
+// (limits.go) and the refusals the server's front end answers with
+// (errors.go: ErrOffline, ErrServerNotFound, ErrQueueFull, RetryError), so
+// that neither node nor frontend imports the server.
 //
 // Invariants:
 //   - It imports the standard library, uuid and at most the module's leaf
 //     packages (model, the error vocabulary): never metadata, the cluster
 //     packages or the server, so a client links none of them (no etcd).
-//   - The JSON encoding of every type is the API's contract; where a type
-//     mirrors a server type (TableConfig, File, Partition, ReplicaStatus…)
-//     it encodes to the same bytes, which package http's tests check.
+//   - The JSON encoding of every type is the API's contract: tables_test.go
+//     pins the tables' answers; where a type mirrors a server type
+//     (ReplicaStatus, TargetStatus) it encodes to the same bytes, which
+//     package http's tests check.
 //   - The internal API's types (/internal/...) are in package cluster/wire.
 package api
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/tsdb/tsdb/errcode"
@@ -65,34 +66,6 @@ type ErrorResponse struct {
 type ErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-}
-
-// Duration is a time.Duration written in JSON as a Go duration string
-// ("120s"); on input an integer number of nanoseconds is accepted too.
-type Duration time.Duration
-
-// MarshalJSON writes the duration as a string such as "2m0s".
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads a duration string or an integer number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("invalid duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("invalid duration %s: want a string like \"120s\" or integer nanoseconds", b)
-	}
-	*d = Duration(n)
-	return nil
 }
 
 // SmearRequest sets a table's insert smearing (DESIGN.md section 7).
