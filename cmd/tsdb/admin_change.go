@@ -186,10 +186,11 @@ func waitChange(ctx context.Context, wf waitFlags, op change, w *waiter) error {
 }
 
 // runNow runs a change the cluster makes at once (join, leave, offline,
-// online, undrain): request makes it and returns the server's answer,
-// which must decode as a T. --json prints the answer, indented; otherwise
-// line(the decoded answer) is printed.
-func runNow[T any](cmd *cobra.Command, f *adminFlags, request func(context.Context, *adminClient) ([]byte, error),
+// online, undrain): request makes it and returns the server's answer.
+// --json prints the answer, indented; otherwise line(the answer decoded as
+// a T) is printed. checked: the answer must decode as a T even with --json
+// (offline, online and undrain check it; join and leave print it as it is).
+func runNow[T any](cmd *cobra.Command, f *adminFlags, checked bool, request func(context.Context, *adminClient) ([]byte, error),
 	line func(T) string) error {
 	c, err := f.client(cmd)
 	if err != nil {
@@ -200,8 +201,10 @@ func runNow[T any](cmd *cobra.Command, f *adminFlags, request func(context.Conte
 		return err
 	}
 	var resp T
-	if err := c.decode(body, &resp); err != nil {
-		return err
+	if checked || !f.json {
+		if err := c.decode(body, &resp); err != nil {
+			return err
+		}
 	}
 	if f.json {
 		return printIndented(cmd.OutOrStdout(), body)

@@ -207,7 +207,7 @@ func runUndrain(cmd *cobra.Command, f *adminFlags, server string) error {
 	if err := checkServerArg("SERVER", server); err != nil {
 		return err
 	}
-	return runNow(cmd, f, func(ctx context.Context, c *adminClient) ([]byte, error) {
+	return runNow(cmd, f, true, func(ctx context.Context, c *adminClient) ([]byte, error) {
 		return c.do(ctx, http.MethodDelete, api.DrainPath(server), nil, nil)
 	}, func(api.DrainResponse) string { return server + " is no longer draining" })
 }
@@ -501,7 +501,7 @@ func runOffline(cmd *cobra.Command, f *adminFlags, table, arg string, offline bo
 		verb = "/offline"
 	}
 	var pid uuid.UUID
-	return runNow(cmd, f, func(ctx context.Context, c *adminClient) (body []byte, err error) {
+	return runNow(cmd, f, true, func(ctx context.Context, c *adminClient) (body []byte, err error) {
 		if pid, err = c.resolvePartition(ctx, table, arg); err != nil {
 			return nil, err
 		}

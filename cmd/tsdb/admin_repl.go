@@ -115,7 +115,7 @@ func serverChange(cmd *cobra.Command, f *adminFlags, args []string, join bool, r
 		verb, op = "join", "JOIN_SERVER"
 	}
 	var pid uuid.UUID
-	return runNow(cmd, f, func(ctx context.Context, c *adminClient) (body []byte, err error) {
+	return runNow(cmd, f, false, func(ctx context.Context, c *adminClient) (body []byte, err error) {
 		if pid, err = c.resolvePartition(ctx, table, arg); err != nil {
 			return nil, err
 		}
