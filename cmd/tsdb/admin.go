@@ -91,22 +91,7 @@ txnseq and txnid (first 12 hex digits) of its current METADATA transaction,
 its metadata servers and its creation time. --json prints the TableConfigs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			body, err := c.get(cmd.Context(), "/api/v1/tables", nil)
-			if err != nil {
-				return err
-			}
-			var resp api.TablesResponse
-			if err := json.Unmarshal(body, &resp); err != nil {
-				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
-			}
-			if f.json {
-				return printJSON(cmd.OutOrStdout(), resp.Tables)
-			}
-			return printTables(cmd.OutOrStdout(), resp.Tables)
+			return show(cmd, f, (*api.Client).ListTables, printTables)
 		},
 	}
 }
@@ -122,32 +107,58 @@ servers and joining servers as id(placement-id prefix), split children, and
 whether it is offline. --json prints the server's answer, indented.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
 			q := url.Values{}
 			if len(args) == 2 {
 				q.Set("txnid", args[1])
 			}
-			body, err := c.get(cmd.Context(), "/api/v1/tables/"+url.PathEscape(args[0])+"/metadata", q)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printIndented(cmd.OutOrStdout(), body)
-			}
-			var resp api.MetadataResponse
-			if err := json.Unmarshal(body, &resp); err != nil {
-				return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
-			}
-			return printMetadata(cmd.OutOrStdout(), resp)
+			return showAnswer(cmd, f, api.TablePath(args[0])+"/metadata", q, printMetadata)
 		},
 	}
 }
 
+// show reads a value with get, a typed method of the API's client, and
+// prints it: as JSON, indented, with --json, else with print.
+func show[T any](cmd *cobra.Command, f *adminFlags, get func(*api.Client, context.Context) (T, error),
+	print func(io.Writer, T) error) error {
+	c, err := f.client(cmd)
+	if err != nil {
+		return err
+	}
+	v, err := get(c.api, cmd.Context())
+	if err != nil {
+		return c.fail(err)
+	}
+	if f.json {
+		return printJSON(cmd.OutOrStdout(), v)
+	}
+	return print(cmd.OutOrStdout(), v)
+}
+
+// showAnswer reads path (with query q) and prints the server's answer:
+// indented as it is with --json, else print(the decoded answer).
+func showAnswer[T any](cmd *cobra.Command, f *adminFlags, path string, q url.Values, print func(io.Writer, T) error) error {
+	c, err := f.client(cmd)
+	if err != nil {
+		return err
+	}
+	body, err := c.get(cmd.Context(), path, q)
+	if err != nil {
+		return err
+	}
+	if f.json {
+		return printIndented(cmd.OutOrStdout(), body)
+	}
+	var resp T
+	if err := c.decode(body, &resp); err != nil {
+		return err
+	}
+	return print(cmd.OutOrStdout(), resp)
+}
+
 // adminClient makes the admin commands' requests through the API's client
-// (http/api.Client), with the admin's own error messages.
+// (http/api.Client): its typed methods where the command needs only the
+// decoded answer, and get, post and do where it prints the server's answer
+// as it is (--json). fail gives either the admin's error messages.
 type adminClient struct {
 	base string // the server URL, without a trailing slash
 	opts api.Options
@@ -211,8 +222,7 @@ func parseServerURL(s string) (string, error) {
 }
 
 // get fetches path and returns the body of a 2xx answer. Any failure is a
-// *requestError with a one-line message: the server's own message for an
-// error answer, or what went wrong reaching it.
+// *requestError (see fail).
 func (c *adminClient) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
 	return c.do(ctx, http.MethodGet, path, q, nil)
 }
@@ -234,20 +244,48 @@ func (c *adminClient) do(ctx context.Context, method, path string, q url.Values,
 		r.Header = http.Header{"Content-Type": {"application/json"}}
 	}
 	var answer []byte
-	err := c.api.Do(ctx, r, &answer)
+	if err := c.api.Do(ctx, r, &answer); err != nil {
+		return nil, c.fail(err)
+	}
+	return answer, nil
+}
+
+// decode decodes a 2xx answer; an undecodable one is a request error.
+func (c *adminClient) decode(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return c.undecodable(err)
+	}
+	return nil
+}
+
+// fail turns an error of c.api into a *requestError with a one-line
+// message: the server's own message for an error answer, or what went
+// wrong reaching it or reading or decoding its answer.
+func (c *adminClient) fail(err error) error {
 	var (
 		ae *api.Error
 		re *api.ReadError
+		ue *url.Error
 	)
 	switch {
-	case err == nil:
-		return answer, nil
 	case errors.As(err, &ae):
-		return nil, &requestError{answerError(ae)}
+		return &requestError{answerError(ae)}
 	case errors.As(err, &re):
-		return nil, &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, re.Err)}
+		return &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, re.Err)}
+	case errors.As(err, &ue):
+		return &requestError{c.transportError(err)}
 	}
-	return nil, &requestError{c.transportError(err)}
+	// The client's one other failure: a 2xx answer its typed method could
+	// not decode, "METHOD PATH: undecodable answer: <the decoder's error>".
+	if cause := errors.Unwrap(err); cause != nil {
+		err = cause
+	}
+	return c.undecodable(err)
+}
+
+// undecodable is the error of a 2xx answer that did not decode.
+func (c *adminClient) undecodable(err error) error {
+	return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
 }
 
 // transportError names the server URL and, for the common cases, the

@@ -2,17 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/tsdb/tsdb/http/api"
 )
@@ -22,75 +16,8 @@ import (
 // until it is undone: an offline partition in its METADATA entry, a drain
 // mark in etcd, both in `tsdb admin stale`.
 
-// Paths of the operator's API (http/api/admin.go).
-const (
-	healthPath    = "/api/v1/cluster/health"
-	rebalancePath = "/api/v1/cluster/rebalance"
-)
-
-// defaultOpsWaitTimeout is the default --wait-timeout of drain, move and
-// rebalance: moving replicas copies their rows, which takes a while.
-const defaultOpsWaitTimeout = 30 * time.Minute
-
-// opsPollInterval is how often drain, move and rebalance read the cluster's
-// state while they wait. A variable so that tests can shorten it.
-var opsPollInterval = 500 * time.Millisecond
-
-// errOpsWaitTimeout is the cause of a wait's context when --wait-timeout
-// passes, to tell it from an interrupt.
-var errOpsWaitTimeout = errors.New("operator wait timed out")
-
-// waitFlags are the flags of the commands that wait for the master.
-type waitFlags struct {
-	noWait  bool
-	timeout time.Duration
-}
-
-// register adds --no-wait and --wait-timeout with their descriptions.
-func (wf *waitFlags) register(fs *pflag.FlagSet, noWaitUsage, timeoutUsage string) {
-	fs.BoolVar(&wf.noWait, "no-wait", false, noWaitUsage)
-	fs.DurationVar(&wf.timeout, "wait-timeout", defaultOpsWaitTimeout, timeoutUsage)
-}
-
-// check is the usage check of the flags, before any request.
-func (wf waitFlags) check() error {
-	if wf.timeout <= 0 {
-		return fmt.Errorf("--wait-timeout %v: want a positive duration", wf.timeout)
-	}
-	return nil
-}
-
-// waitContext is the context of a wait: it ends after --wait-timeout (with
-// errOpsWaitTimeout as its cause) or on an interrupt (the parent's end).
-func (wf waitFlags) waitContext(parent context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(parent, wf.timeout, errOpsWaitTimeout)
-}
-
-// cmdContext is the command's context, or Background for a command run
-// with Execute rather than ExecuteContext.
-func cmdContext(cmd *cobra.Command) context.Context {
-	if ctx := cmd.Context(); ctx != nil {
-		return ctx
-	}
-	return context.Background()
-}
-
-// checkServerArg is the usage check of a SERVER argument.
-func checkServerArg(name, server string) error {
-	if strings.TrimSpace(server) == "" {
-		return fmt.Errorf("%s: want a server id (see 'tsdb admin servers')", name)
-	}
-	return nil
-}
-
-// progressWriter is where the progress lines of a wait go: stdout, or
-// stderr with --json so that stdout holds only the JSON value.
-func progressWriter(cmd *cobra.Command, f *adminFlags) io.Writer {
-	if f.json {
-		return cmd.ErrOrStderr()
-	}
-	return cmd.OutOrStdout()
-}
+// healthPath is the path of the cluster's health report.
+const healthPath = api.HealthPath
 
 func newAdminStaleCmd(f *adminFlags) *cobra.Command {
 	return &cobra.Command{
@@ -126,6 +53,7 @@ func runStale(cmd *cobra.Command, f *adminFlags) error {
 	if err != nil {
 		return err
 	}
+	// --json prints the server's answer as it is: read it raw.
 	body, err := c.get(cmdContext(cmd), healthPath, nil)
 	if err != nil {
 		return err
@@ -179,7 +107,8 @@ absent with --no-wait); the progress lines then go to stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runDrain(cmd, f, wf, args[0]) },
 	}
-	wf.register(cmd.Flags(), "exit once the server is marked draining, without waiting for its replicas to move",
+	wf.register(cmd.Flags(), defaultOpsWaitTimeout,
+		"exit once the server is marked draining, without waiting for its replicas to move",
 		"time limit of the wait for the server to hold no replica (the drain goes on in the background after it)")
 	return cmd
 }
@@ -193,62 +122,37 @@ type drainResult struct {
 // runDrain marks server draining and, unless --no-wait, waits until it
 // holds no partition replica.
 func runDrain(cmd *cobra.Command, f *adminFlags, wf waitFlags, server string) error {
-	if err := checkServerArg("SERVER", server); err != nil {
-		return err
-	}
-	if err := wf.check(); err != nil {
-		return err
-	}
-	c, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	parent := cmdContext(cmd)
-	body, err := c.post(parent, drainPath(server), struct{}{})
-	if err != nil {
-		return err
-	}
-	res := drainResult{}
-	if err := c.decode(body, &res.Drain); err != nil {
-		return err
-	}
-	progress := progressWriter(cmd, f)
-	fmt.Fprintln(progress, drainStartedLine(server, res.Drain, wf.noWait))
-	if !wf.noWait {
-		ctx, cancel := wf.waitContext(parent)
-		defer cancel()
-		sh, err := waitDrained(ctx, c, progress, wf.timeout, server)
-		if err != nil {
+	var res drainResult
+	return runChange(cmd, f, wf, change{
+		check: func() error { return checkServerArg("SERVER", server) },
+		start: func(ctx context.Context, c *adminClient) (string, error) {
+			r, err := c.api.Drain(ctx, server, true)
+			if err != nil {
+				return "", c.fail(err)
+			}
+			res.Drain = r
+			return drainStartedLine(server, r, wf.noWait), nil
+		},
+		wait: func(ctx context.Context, w *waiter) error {
+			sh, err := waitDrained(ctx, w, server)
+			res.Server = &sh
 			return err
-		}
-		res.Server = &sh
-	}
-	if f.json {
-		return printJSON(cmd.OutOrStdout(), res)
-	}
-	if wf.noWait {
-		return nil
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), drainedLine(server))
-	return err
-}
-
-// drainPath is the API path of a server's drain mark.
-func drainPath(server string) string {
-	return "/api/v1/servers/" + url.PathEscape(server) + "/drain"
+		},
+		result: func() any { return res },
+		done:   func() string { return drainedLine(server) },
+	})
 }
 
 // waitDrained polls the cluster health until server holds no partition
 // replica, and returns its entry then.
-func waitDrained(ctx context.Context, c *adminClient, out io.Writer, timeout time.Duration, server string) (api.ServerHealth, error) {
-	w := &waiter{c: c, out: out, timeout: timeout,
-		subject: "drain of " + server,
-		after: fmt.Sprintf("the drain goes on in the background: follow it with 'tsdb admin stale' ('tsdb admin undrain %s' cancels it)",
-			server)}
+func waitDrained(ctx context.Context, w *waiter, server string) (api.ServerHealth, error) {
+	w.subject = "drain of " + server
+	w.after = fmt.Sprintf("the drain goes on in the background: follow it with 'tsdb admin stale' ('tsdb admin undrain %s' cancels it)",
+		server)
 	var final api.ServerHealth
 	err := w.run(ctx, func(ctx context.Context) (bool, error) {
-		var h api.HealthResponse
-		if !w.read(ctx, "the cluster health", healthPath, &h) {
+		h, ok := read(ctx, w, "the cluster health", w.c.api.Health)
+		if !ok {
 			return false, nil
 		}
 		sh, done, err := drainProgress(h, server)
@@ -303,23 +207,9 @@ func runUndrain(cmd *cobra.Command, f *adminFlags, server string) error {
 	if err := checkServerArg("SERVER", server); err != nil {
 		return err
 	}
-	c, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	body, err := c.do(cmdContext(cmd), http.MethodDelete, drainPath(server), nil, nil)
-	if err != nil {
-		return err
-	}
-	var resp api.DrainResponse
-	if err := c.decode(body, &resp); err != nil {
-		return err
-	}
-	if f.json {
-		return printIndented(cmd.OutOrStdout(), body)
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s is no longer draining\n", server)
-	return err
+	return runNow(cmd, f, true, func(ctx context.Context, c *adminClient) ([]byte, error) {
+		return c.do(ctx, http.MethodDelete, api.DrainPath(server), nil, nil)
+	}, func(api.DrainResponse) string { return server + " is no longer draining" })
 }
 
 func newAdminMoveCmd(f *adminFlags) *cobra.Command {
@@ -359,7 +249,8 @@ not removed); 2 for a usage error.
 			return runMove(cmd, f, wf, moveArgs{table: args[0], partition: args[1], from: args[2], to: args[3]})
 		},
 	}
-	wf.register(cmd.Flags(), "only join TO: neither wait for it to catch up nor remove FROM ('tsdb admin leave' does that later)",
+	wf.register(cmd.Flags(), defaultOpsWaitTimeout,
+		"only join TO: neither wait for it to catch up nor remove FROM ('tsdb admin leave' does that later)",
 		"time limit of the wait for TO to catch up (FROM is then not removed)")
 	return cmd
 }
@@ -397,56 +288,48 @@ type moveResult struct {
 
 // runMove joins TO to the partition, waits for it to serve, and removes FROM.
 func runMove(cmd *cobra.Command, f *adminFlags, wf waitFlags, a moveArgs) error {
-	if err := a.check(); err != nil {
-		return err
-	}
-	if err := wf.check(); err != nil {
-		return err
-	}
-	c, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
 	parent := cmdContext(cmd)
-	pid, err := c.resolvePartition(parent, a.table, a.partition)
-	if err != nil {
-		return err
-	}
-	if err := c.checkMove(parent, a, pid); err != nil {
-		return err
-	}
-	var joined api.ChangeResponse
-	if err := c.postDecode(parent, partitionPath(a.table, pid)+"/join", api.ServerChangeRequest{Server: a.to}, &joined); err != nil {
-		return err
-	}
-	res := moveResult{Table: a.table, Partition: pid, From: a.from, To: a.to, TxnSeq: joined.TxnSeq}
-	progress := progressWriter(cmd, f)
-	fmt.Fprintln(progress, moveJoinedLine(a, pid, joined.TxnSeq, wf.noWait))
-	if !wf.noWait {
-		if res, err = c.finishMove(parent, wf, progress, a, pid, joined.TxnSeq); err != nil {
+	var res moveResult
+	return runChange(cmd, f, wf, change{
+		check: a.check,
+		start: func(ctx context.Context, c *adminClient) (line string, err error) {
+			if res, err = c.startMove(ctx, a); err != nil {
+				return "", err
+			}
+			return moveJoinedLine(a, res.Partition, res.TxnSeq, wf.noWait), nil
+		},
+		wait: func(ctx context.Context, w *waiter) (err error) {
+			res, err = finishMove(parent, ctx, w, a, res.Partition, res.TxnSeq)
 			return err
-		}
+		},
+		result: func() any { return res },
+		done:   func() string { return moveDoneLine(res) },
+	})
+}
+
+// startMove joins TO to a's partition once checkMove allows it: the result
+// names the partition and the JOIN_SERVER's txnseq.
+func (c *adminClient) startMove(ctx context.Context, a moveArgs) (moveResult, error) {
+	pid, err := c.resolvePartition(ctx, a.table, a.partition)
+	if err != nil {
+		return moveResult{}, err
 	}
-	if f.json {
-		return printJSON(cmd.OutOrStdout(), res)
+	if err := c.checkMove(ctx, a, pid); err != nil {
+		return moveResult{}, err
 	}
-	if wf.noWait {
-		return nil
+	joined, err := c.api.JoinServer(ctx, a.table, pid, api.ServerChangeRequest{Server: a.to})
+	if err != nil {
+		return moveResult{}, c.fail(err)
 	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), moveDoneLine(res))
-	return err
+	return moveResult{Table: a.table, Partition: pid, From: a.from, To: a.to, TxnSeq: joined.TxnSeq}, nil
 }
 
 // checkMove reads the partition pid of the table and checks that FROM is
 // one of its servers and TO does not hold it yet.
 func (c *adminClient) checkMove(ctx context.Context, a moveArgs, pid uuid.UUID) error {
-	body, err := c.get(ctx, "/api/v1/tables/"+url.PathEscape(a.table), nil)
+	resp, err := c.api.Table(ctx, a.table)
 	if err != nil {
-		return err
-	}
-	var resp api.TableResponse
-	if err := c.decode(body, &resp); err != nil {
-		return err
+		return c.fail(err)
 	}
 	for _, p := range resp.Partitions {
 		if p.ID == pid {
@@ -472,37 +355,26 @@ func checkMovePartition(p api.Partition, a moveArgs) error {
 	return nil
 }
 
-// finishMove waits for TO to serve, then removes FROM.
-func (c *adminClient) finishMove(parent context.Context, wf waitFlags, progress io.Writer, a moveArgs, pid uuid.UUID,
-	joinSeq uint64) (moveResult, error) {
-	ctx, cancel := wf.waitContext(parent)
-	defer cancel()
-	st, err := waitJoined(ctx, c, progress, wf.timeout, a, pid, joinSeq)
+// finishMove waits (under ctx) for TO to serve, then removes FROM (under
+// parent, the command's context).
+func finishMove(parent, ctx context.Context, w *waiter, a moveArgs, pid uuid.UUID, joinSeq uint64) (moveResult, error) {
+	st, err := waitJoined(ctx, w, a, pid, joinSeq)
 	if err != nil {
 		return moveResult{}, err
 	}
 	res := moveResult{Table: a.table, Partition: pid, From: a.from, To: a.to, TxnSeq: st.txnSeq, Complete: true}
-	fmt.Fprintln(progress, moveServesLine(a, pid, st))
+	fmt.Fprintln(w.out, moveServesLine(a, pid, st))
 	if !st.fromListed {
 		return res, nil
 	}
-	var left api.ChangeResponse
-	if err := c.postDecode(parent, partitionPath(a.table, pid)+"/leave", api.ServerChangeRequest{Server: a.from}, &left); err != nil {
+	left, err := w.c.api.LeaveServer(parent, a.table, pid, api.ServerChangeRequest{Server: a.from})
+	if err != nil {
 		return moveResult{}, &requestError{fmt.Errorf("%s serves partition %s of %s, but removing %s failed: %w; %s is still a server "+
-			"of it: retry with 'tsdb admin leave %s %s %s'", a.to, pid, a.table, a.from, err, a.from, a.table,
+			"of it: retry with 'tsdb admin leave %s %s %s'", a.to, pid, a.table, a.from, w.c.fail(err), a.from, a.table,
 			prefix(pid.String(), shortPartition), a.from)}
 	}
 	res.TxnSeq, res.left = left.TxnSeq, true
 	return res, nil
-}
-
-// postDecode posts v to path and decodes the answer into out.
-func (c *adminClient) postDecode(ctx context.Context, path string, v, out any) error {
-	body, err := c.post(ctx, path, v)
-	if err != nil {
-		return err
-	}
-	return c.decode(body, out)
 }
 
 // joinState is what one METADATA file says of TO's join.
@@ -517,18 +389,15 @@ type joinState struct {
 }
 
 // waitJoined polls the METADATA until TO serves the partition.
-func waitJoined(ctx context.Context, c *adminClient, out io.Writer, timeout time.Duration, a moveArgs, pid uuid.UUID,
-	joinSeq uint64) (joinState, error) {
-	w := &waiter{c: c, out: out, timeout: timeout,
-		subject: fmt.Sprintf("move of partition %s of %s from %s to %s", pid, a.table, a.from, a.to),
-		after: fmt.Sprintf("%s goes on joining in the background and %s was not removed: once %s is listed among the partition's "+
-			"servers ('tsdb admin partitions %s'), run 'tsdb admin leave %s %s %s'", a.to, a.from, a.to, a.table, a.table,
-			prefix(pid.String(), shortPartition), a.from)}
-	path := "/api/v1/tables/" + url.PathEscape(a.table) + "/metadata"
+func waitJoined(ctx context.Context, w *waiter, a moveArgs, pid uuid.UUID, joinSeq uint64) (joinState, error) {
+	w.subject = fmt.Sprintf("move of partition %s of %s from %s to %s", pid, a.table, a.from, a.to)
+	w.after = fmt.Sprintf("%s goes on joining in the background and %s was not removed: once %s is listed among the partition's "+
+		"servers ('tsdb admin partitions %s'), run 'tsdb admin leave %s %s %s'", a.to, a.from, a.to, a.table, a.table,
+		prefix(pid.String(), shortPartition), a.from)
 	var final joinState
 	err := w.run(ctx, func(ctx context.Context) (bool, error) {
-		var resp api.MetadataResponse
-		if !w.read(ctx, "the METADATA", path, &resp) {
+		resp, ok := read(ctx, w, "the METADATA", w.c.currentMetadata(a.table))
+		if !ok {
 			return false, nil
 		}
 		st, err := joinProgress(resp.Metadata, a, pid, joinSeq)
@@ -540,6 +409,11 @@ func waitJoined(ctx context.Context, c *adminClient, out io.Writer, timeout time
 		return false, nil
 	})
 	return final, err
+}
+
+// currentMetadata returns the read of table's current METADATA.
+func (c *adminClient) currentMetadata(table string) func(context.Context) (api.MetadataResponse, error) {
+	return func(ctx context.Context) (api.MetadataResponse, error) { return c.api.Metadata(ctx, table, "") }
 }
 
 // joinProgress reads where TO's join of partition pid, committed at
@@ -622,32 +496,17 @@ prints the server's answer {"txnid", "txnseq"}, indented.`,
 
 // runOffline takes a partition offline, or back online.
 func runOffline(cmd *cobra.Command, f *adminFlags, table, arg string, offline bool) error {
-	c, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	ctx := cmdContext(cmd)
-	pid, err := c.resolvePartition(ctx, table, arg)
-	if err != nil {
-		return err
-	}
 	verb := "/online"
 	if offline {
 		verb = "/offline"
 	}
-	body, err := c.post(ctx, partitionPath(table, pid)+verb, struct{}{})
-	if err != nil {
-		return err
-	}
-	var resp api.ChangeResponse
-	if err := c.decode(body, &resp); err != nil {
-		return err
-	}
-	if f.json {
-		return printIndented(cmd.OutOrStdout(), body)
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), offlineLine(table, pid, resp, offline))
-	return err
+	var pid uuid.UUID
+	return runNow(cmd, f, true, func(ctx context.Context, c *adminClient) (body []byte, err error) {
+		if pid, err = c.resolvePartition(ctx, table, arg); err != nil {
+			return nil, err
+		}
+		return c.post(ctx, api.PartitionPath(table, pid)+verb, struct{}{})
+	}, func(resp api.ChangeResponse) string { return offlineLine(table, pid, resp, offline) })
 }
 
 func newAdminRebalanceCmd(f *adminFlags) *cobra.Command {
@@ -677,7 +536,8 @@ Exit status 1 when the request fails, or after --wait-timeout or an interrupt
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runRebalance(cmd, f, wf) },
 	}
-	wf.register(cmd.Flags(), "exit once the request is recorded, without waiting for the replicas to be balanced",
+	wf.register(cmd.Flags(), defaultOpsWaitTimeout,
+		"exit once the request is recorded, without waiting for the replicas to be balanced",
 		"time limit of the wait for the replicas to be balanced (the rebalance goes on in the background after it)")
 	return cmd
 }
@@ -691,48 +551,36 @@ type rebalanceResult struct {
 // runRebalance asks for a rebalance and, unless --no-wait, waits until the
 // health says the replicas are balanced.
 func runRebalance(cmd *cobra.Command, f *adminFlags, wf waitFlags) error {
-	if err := wf.check(); err != nil {
-		return err
-	}
-	c, err := f.client(cmd)
-	if err != nil {
-		return err
-	}
-	parent := cmdContext(cmd)
 	var res rebalanceResult
-	if err := c.postDecode(parent, rebalancePath, struct{}{}, &res.Rebalance); err != nil {
-		return err
-	}
-	progress := progressWriter(cmd, f)
-	fmt.Fprintln(progress, rebalanceStartedLine(res.Rebalance, wf.noWait))
-	if !wf.noWait {
-		ctx, cancel := wf.waitContext(parent)
-		defer cancel()
-		h, err := waitBalanced(ctx, c, progress, wf.timeout)
-		if err != nil {
+	return runChange(cmd, f, wf, change{
+		start: func(ctx context.Context, c *adminClient) (string, error) {
+			r, err := c.api.Rebalance(ctx)
+			if err != nil {
+				return "", c.fail(err)
+			}
+			res.Rebalance = r
+			return rebalanceStartedLine(r, wf.noWait), nil
+		},
+		wait: func(ctx context.Context, w *waiter) error {
+			h, err := waitBalanced(ctx, w)
+			res.Health = &h
 			return err
-		}
-		res.Health = &h
-	}
-	if f.json {
-		return printJSON(cmd.OutOrStdout(), res)
-	}
-	if wf.noWait {
-		return nil
-	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "balanced: every live, non-draining server holds within one of the mean (%.1f)\n",
-		res.Health.Mean)
-	return err
+		},
+		result: func() any { return res },
+		done: func() string {
+			return fmt.Sprintf("balanced: every live, non-draining server holds within one of the mean (%.1f)", res.Health.Mean)
+		},
+	})
 }
 
 // waitBalanced polls the cluster health until it says balanced.
-func waitBalanced(ctx context.Context, c *adminClient, out io.Writer, timeout time.Duration) (api.HealthResponse, error) {
-	w := &waiter{c: c, out: out, timeout: timeout, subject: "rebalance",
-		after: "the rebalance goes on in the background: follow it with 'tsdb admin stale'"}
+func waitBalanced(ctx context.Context, w *waiter) (api.HealthResponse, error) {
+	w.subject = "rebalance"
+	w.after = "the rebalance goes on in the background: follow it with 'tsdb admin stale'"
 	var final api.HealthResponse
 	err := w.run(ctx, func(ctx context.Context) (bool, error) {
-		var h api.HealthResponse
-		if !w.read(ctx, "the cluster health", healthPath, &h) {
+		h, ok := read(ctx, w, "the cluster health", w.c.api.Health)
+		if !ok {
 			return false, nil
 		}
 		w.report(countsLine(h))
@@ -740,86 +588,4 @@ func waitBalanced(ctx context.Context, c *adminClient, out io.Writer, timeout ti
 		return h.Balanced, nil
 	})
 	return final, err
-}
-
-// waiter polls the cluster's state for a command that waits, printing a
-// progress line each time it changes (a failed read is one too).
-type waiter struct {
-	c   *adminClient
-	out io.Writer
-	// timeout is --wait-timeout, for the error message.
-	timeout time.Duration
-	// subject names what is awaited in the error of a wait cut short, and
-	// after says what happens then and what to do.
-	subject, after string
-	// last is the last progress line printed.
-	last string
-	// lastErr is the last failed read, for the error of a wait cut short.
-	lastErr error
-}
-
-// run calls step at once and then every opsPollInterval until it says
-// done or fails, or until ctx ends: it then returns the *requestError of
-// a wait cut short.
-func (w *waiter) run(ctx context.Context, step func(context.Context) (bool, error)) error {
-	tick := time.NewTicker(opsPollInterval)
-	defer tick.Stop()
-	for {
-		if done, err := step(ctx); done || err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return w.stopped(ctx)
-		case <-tick.C:
-		}
-	}
-}
-
-// read GETs path into v. A failed read is reported and retried at the
-// next poll: it returns false (silently once ctx has ended).
-func (w *waiter) read(ctx context.Context, what, path string, v any) bool {
-	body, err := w.c.get(ctx, path, nil)
-	if err == nil {
-		err = w.c.decode(body, v)
-	}
-	if err != nil {
-		if ctx.Err() == nil {
-			w.lastErr = err
-			w.report(fmt.Sprintf("waiting: cannot read %s: %v", what, err))
-		}
-		return false
-	}
-	w.lastErr = nil
-	return true
-}
-
-// report prints line unless it is the last one printed.
-func (w *waiter) report(line string) {
-	if line != w.last {
-		w.last = line
-		fmt.Fprintln(w.out, line)
-	}
-}
-
-// stopped is the error of a wait cut short by --wait-timeout or an
-// interrupt.
-func (w *waiter) stopped(ctx context.Context) error {
-	how := "wait interrupted"
-	if errors.Is(context.Cause(ctx), errOpsWaitTimeout) {
-		how = fmt.Sprintf("not finished after %v (--wait-timeout)", w.timeout)
-	}
-	return &requestError{fmt.Errorf("%s: %s%s; %s", w.subject, how, w.lastState(), w.after)}
-}
-
-// lastState is what a wait cut short last saw, for its error: the last
-// failed read, else the last progress line, in parentheses.
-func (w *waiter) lastState() string {
-	switch {
-	case w.lastErr != nil:
-		return fmt.Sprintf(" (last read: %v)", w.lastErr)
-	case w.last != "":
-		return fmt.Sprintf(" (last seen: %s)", strings.TrimPrefix(w.last, "waiting: "))
-	}
-	return ""
 }

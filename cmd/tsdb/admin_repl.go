@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -24,27 +23,19 @@ API describes them ("master": true on the master, "draining": true on a
 server being drained).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			body, err := c.get(cmd.Context(), "/api/v1/cluster", nil)
-			if err != nil {
-				return err
-			}
-			var resp api.ClusterResponse
-			if err := c.decode(body, &resp); err != nil {
-				return err
-			}
-			if resp.Servers == nil {
-				resp.Servers = []api.ServerInfo{}
-			}
-			if f.json {
-				return printJSON(cmd.OutOrStdout(), resp.Servers)
-			}
-			return printServers(cmd.OutOrStdout(), resp.Servers)
+			return show(cmd, f, liveServers, printServers)
 		},
 	}
+}
+
+// liveServers lists the live servers ([] rather than null when there is
+// none).
+func liveServers(c *api.Client, ctx context.Context) ([]api.ServerInfo, error) {
+	resp, err := c.Cluster(ctx)
+	if resp.Servers == nil {
+		resp.Servers = []api.ServerInfo{}
+	}
+	return resp.Servers, err
 }
 
 func newAdminPartitionsCmd(f *adminFlags) *cobra.Command {
@@ -60,23 +51,7 @@ confirmed). A listed server that did not report is shown as "no report".
 --json prints the server's answer, indented.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.client(cmd)
-			if err != nil {
-				return err
-			}
-			q := url.Values{"replicas": {"1"}}
-			body, err := c.get(cmd.Context(), "/api/v1/tables/"+url.PathEscape(args[0]), q)
-			if err != nil {
-				return err
-			}
-			if f.json {
-				return printIndented(cmd.OutOrStdout(), body)
-			}
-			var resp api.TableReplicasResponse
-			if err := c.decode(body, &resp); err != nil {
-				return err
-			}
-			return printPartitions(cmd.OutOrStdout(), resp)
+			return showAnswer(cmd, f, api.TablePath(args[0]), url.Values{"replicas": {"1"}}, printPartitions)
 		},
 	}
 }
@@ -129,42 +104,26 @@ or ambiguous prefix exits with status 1.`,
 // serverChange runs join or leave: args are TABLE PARTITION SERVER.
 func serverChange(cmd *cobra.Command, f *adminFlags, args []string, join bool, req api.ServerChangeRequest) error {
 	table, arg := args[0], args[1]
-	if strings.TrimSpace(req.Server) == "" {
-		return fmt.Errorf("SERVER: want a server id (see 'tsdb admin servers')")
-	}
-	c, err := f.client(cmd)
-	if err != nil {
+	if err := checkServerArg("SERVER", req.Server); err != nil {
 		return err
 	}
-	pid, err := c.resolvePartition(cmd.Context(), table, arg)
-	if err != nil {
-		return err
-	}
-	verb := "leave"
-	if join {
-		verb = "join"
-	}
-	body, err := c.post(cmd.Context(), "/api/v1/tables/"+url.PathEscape(table)+"/partitions/"+pid.String()+"/"+verb, req)
-	if err != nil {
-		return err
-	}
-	if f.json {
-		return printIndented(cmd.OutOrStdout(), body)
-	}
-	var resp api.ChangeResponse
-	if err := c.decode(body, &resp); err != nil {
-		return err
-	}
-	op := "REMOVE_SERVER"
+	verb, op := "leave", "REMOVE_SERVER"
 	switch {
 	case join && req.Force:
-		op = "FORCE_JOIN"
+		verb, op = "join", "FORCE_JOIN"
 	case join:
-		op = "JOIN_SERVER"
+		verb, op = "join", "JOIN_SERVER"
 	}
-	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s %s, partition %s of %s: committed txnid %s txnseq %d\n",
-		op, req.Server, pid, table, resp.TxnID, resp.TxnSeq)
-	return err
+	var pid uuid.UUID
+	return runNow(cmd, f, false, func(ctx context.Context, c *adminClient) (body []byte, err error) {
+		if pid, err = c.resolvePartition(ctx, table, arg); err != nil {
+			return nil, err
+		}
+		return c.post(ctx, api.PartitionPath(table, pid)+"/"+verb, req)
+	}, func(resp api.ChangeResponse) string {
+		return fmt.Sprintf("%s %s, partition %s of %s: committed txnid %s txnseq %d",
+			op, req.Server, pid, table, resp.TxnID, resp.TxnSeq)
+	})
 }
 
 // resolvePartition returns the partition arg names: a full partition id as
@@ -178,13 +137,9 @@ func (c *adminClient) resolvePartition(ctx context.Context, table, arg string) (
 	if p == "" || strings.Trim(p, "0123456789abcdef-") != "" {
 		return uuid.Nil, fmt.Errorf("PARTITION %q: want a partition id or the start of one (hex digits and dashes)", arg)
 	}
-	body, err := c.get(ctx, "/api/v1/tables/"+url.PathEscape(table), nil)
+	resp, err := c.api.Table(ctx, table)
 	if err != nil {
-		return uuid.Nil, err
-	}
-	var resp api.TableResponse
-	if err := c.decode(body, &resp); err != nil {
-		return uuid.Nil, err
+		return uuid.Nil, c.fail(err)
 	}
 	var matches []uuid.UUID
 	for _, part := range resp.Partitions {
@@ -205,12 +160,4 @@ func (c *adminClient) resolvePartition(ctx context.Context, table, arg string) (
 	}
 	return uuid.Nil, &requestError{fmt.Errorf("partition %q of table %q is ambiguous: %d partitions start with it (%s); give more digits",
 		arg, table, len(matches), strings.Join(ids, ", "))}
-}
-
-// decode decodes a 2xx answer; an undecodable one is a request error.
-func (c *adminClient) decode(body []byte, v any) error {
-	if err := json.Unmarshal(body, v); err != nil {
-		return &requestError{fmt.Errorf("%s: undecodable answer: %w", c.base, err)}
-	}
-	return nil
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -17,26 +14,14 @@ import (
 	"github.com/tsdb/tsdb/http/ingest"
 )
 
-// Timings of `tsdb admin split`.
-const (
-	// defaultSplitTimeout bounds the whole command, the wait included.
-	defaultSplitTimeout = 10 * time.Minute
-	// splitPollInterval is how often the METADATA is read while waiting.
-	splitPollInterval = 500 * time.Millisecond
-	// splitPollRequestTimeout bounds one read while waiting: a read that
-	// hangs is given up and retried at the next poll.
-	splitPollRequestTimeout = defaultTimeout
-)
-
-// errSplitWaitTimeout is the cause of the wait's context when --wait-timeout
-// passes, to tell it from an interrupt.
-var errSplitWaitTimeout = errors.New("split wait timed out")
+// defaultSplitTimeout is the default --wait-timeout of split, which
+// bounds the whole command, the wait included.
+const defaultSplitTimeout = 10 * time.Minute
 
 // splitFlags are the flags of `tsdb admin split`.
 type splitFlags struct {
-	at      string
-	noWait  bool
-	timeout time.Duration
+	at string
+	waitFlags
 }
 
 func newAdminSplitCmd(f *adminFlags) *cobra.Command {
@@ -95,77 +80,72 @@ it fails.`,
 	fl := cmd.Flags()
 	fl.StringVar(&sf.at, "at", "", "split point: RFC 3339 or integer nanoseconds, strictly inside the partition's range "+
 		"(default: the server picks a point near the middle of the data by bytes)")
-	fl.BoolVar(&sf.noWait, "no-wait", false, "exit once the split has started, without waiting for it to finalize")
-	fl.DurationVar(&sf.timeout, "wait-timeout", defaultSplitTimeout,
+	sf.register(fl, defaultSplitTimeout, "exit once the split has started, without waiting for it to finalize",
 		"time limit of the whole command, waiting for the split to finalize included")
 	return cmd
 }
 
 // runSplit starts the split of args' partition, prints it, and unless
-// --no-wait waits for it to finalize.
+// --no-wait waits for it to finalize. --wait-timeout bounds all of it.
 func runSplit(cmd *cobra.Command, f *adminFlags, sf splitFlags, table, arg string) error {
-	req, err := sf.request()
-	if err != nil {
-		return err
-	}
-	c, err := f.client(cmd)
-	if err == nil {
-		c, err = c.withTimeout(sf.timeout)
-	}
-	if err != nil {
-		return err
-	}
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeoutCause(parent, sf.timeout, errSplitWaitTimeout)
-	defer cancel()
+	var (
+		req      api.SplitRequest
+		pid      uuid.UUID
+		body     []byte // the answer, that --json prints as it is
+		start    api.SplitResponse
+		children []api.Partition
+		finalSeq uint64
+	)
+	return runChange(cmd, f, sf.waitFlags, change{
+		check: func() (err error) {
+			req, err = sf.request()
+			return err
+		},
+		whole: true,
+		start: func(ctx context.Context, c *adminClient) (line string, err error) {
+			if pid, body, start, err = c.startSplit(ctx, table, arg, req); err != nil {
+				return "", err
+			}
+			return splitStartedLine(table, pid, start), nil
+		},
+		answer: func() []byte { return body },
+		wait: func(ctx context.Context, w *waiter) (err error) {
+			children, finalSeq, err = waitSplit(ctx, w, table, pid, start)
+			return err
+		},
+		result: func() any { return children },
+		done:   func() string { return finalizedLine(finalSeq, children) },
+	})
+}
+
+// startSplit starts the split of table's partition arg, and returns the
+// partition's id and the server's answer, raw and decoded.
+func (c *adminClient) startSplit(ctx context.Context, table, arg string, req api.SplitRequest) (uuid.UUID, []byte,
+	api.SplitResponse, error) {
+	var resp api.SplitResponse
 	pid, err := c.resolvePartition(ctx, table, arg)
 	if err != nil {
-		return err
+		return pid, nil, resp, err
 	}
-	body, err := c.post(ctx, partitionPath(table, pid)+"/split", req)
+	body, err := c.post(ctx, api.PartitionPath(table, pid)+"/split", req)
 	if err != nil {
-		return err
+		return pid, nil, resp, err
 	}
-	var resp api.SplitResponse
 	if err := c.decode(body, &resp); err != nil {
-		return err
+		return pid, nil, resp, err
 	}
 	if len(resp.Children) == 0 {
-		return &requestError{fmt.Errorf("%s: the split answer names no children: %s", c.base, strings.TrimSpace(string(body)))}
+		return pid, nil, resp, &requestError{fmt.Errorf("%s: the split answer names no children: %s",
+			c.base, strings.TrimSpace(string(body)))}
 	}
-	out := cmd.OutOrStdout()
-	progress := out
-	if f.json {
-		if err := printIndented(out, body); err != nil {
-			return err
-		}
-		progress = cmd.ErrOrStderr()
-	} else if _, err := fmt.Fprintln(out, splitStartedLine(table, pid, resp)); err != nil {
-		return err
-	}
-	if sf.noWait {
-		return nil
-	}
-	w := &splitWaiter{waiter: waiter{c: c, out: progress, timeout: sf.timeout}, table: table, parent: pid, start: resp}
-	children, finalSeq, err := w.wait(ctx)
-	if err != nil {
-		return err
-	}
-	if f.json {
-		return printJSON(out, children)
-	}
-	_, err = fmt.Fprintln(out, finalizedLine(finalSeq, children))
-	return err
+	return pid, body, resp, nil
 }
 
 // request checks the flags and builds the request body: {} or {"at": …}.
 // A bad --at is a usage error, found before any request.
 func (sf splitFlags) request() (api.SplitRequest, error) {
-	if sf.timeout <= 0 {
-		return api.SplitRequest{}, fmt.Errorf("--wait-timeout %v: want a positive duration", sf.timeout)
+	if err := sf.waitFlags.check(); err != nil {
+		return api.SplitRequest{}, err
 	}
 	if sf.at == "" {
 		return api.SplitRequest{}, nil
@@ -174,11 +154,6 @@ func (sf splitFlags) request() (api.SplitRequest, error) {
 		return api.SplitRequest{}, fmt.Errorf("--at %q: want RFC 3339 (2026-01-01T12:00:00.5Z) or integer nanoseconds: %w", sf.at, err)
 	}
 	return api.SplitRequest{At: sf.at}, nil
-}
-
-// partitionPath is the API path of a partition of table.
-func partitionPath(table string, pid uuid.UUID) string {
-	return "/api/v1/tables/" + url.PathEscape(table) + "/partitions/" + pid.String()
 }
 
 // splitStartedLine describes a committed SPLIT_BEGIN.
@@ -209,100 +184,58 @@ func serverIDs(ps []api.Placement) string {
 	return strings.Join(ids, ",")
 }
 
-// splitWaiter follows a split from its SPLIT_BEGIN to its SPLIT_FINALIZE.
-type splitWaiter struct {
-	// waiter holds the client, the progress output, --wait-timeout and
-	// the last line and read error (admin_ops.go).
-	waiter
-	table  string
-	parent uuid.UUID
-	start  api.SplitResponse
-}
-
-// wait polls the METADATA until the split is finalized (it returns the
-// children's partitions and the txnseq of the file it saw them in), is
-// aborted, or ctx ends.
-func (w *splitWaiter) wait(ctx context.Context) ([]api.Partition, uint64, error) {
-	tick := time.NewTicker(splitPollInterval)
-	defer tick.Stop()
-	for {
-		children, seq, err := w.poll(ctx)
-		if children != nil || err != nil {
-			return children, seq, err
+// waitSplit polls the METADATA until the split of pid that start began
+// is finalized (it returns the children's partitions and the txnseq of
+// the file it saw them in) or aborted.
+func waitSplit(ctx context.Context, w *waiter, table string, pid uuid.UUID, start api.SplitResponse) ([]api.Partition, uint64,
+	error) {
+	w.subject = fmt.Sprintf("split of partition %s of %s", pid, table)
+	w.after = fmt.Sprintf("it continues in the background: check it with 'tsdb admin partitions %s'", table)
+	w.interrupted, w.unfinished = "interrupted", "not finalized"
+	var (
+		children []api.Partition
+		seq      uint64
+	)
+	err := w.run(ctx, func(ctx context.Context) (bool, error) {
+		resp, ok := read(ctx, w, "the METADATA", w.c.currentMetadata(table))
+		if !ok {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, 0, w.stopped(ctx)
-		case <-tick.C:
+		st := splitProgress(resp.Metadata, pid, start)
+		switch {
+		case st.err != nil:
+			return false, &requestError{fmt.Errorf("%w (see 'tsdb admin partitions %s')", st.err, table)}
+		case st.children != nil:
+			children, seq = st.children, resp.Metadata.TxnSeq
+			return true, nil
+		case st.loading:
+			st.line += copyProgress(ctx, w, table, pid, start.Children)
 		}
-	}
-}
-
-// poll reads the METADATA once. It returns the children once they are
-// partitions, a *requestError once the split is aborted, and otherwise
-// prints the progress if it changed.
-func (w *splitWaiter) poll(ctx context.Context) ([]api.Partition, uint64, error) {
-	rctx, cancel := context.WithTimeout(ctx, splitPollRequestTimeout)
-	defer cancel()
-	body, err := w.c.get(rctx, "/api/v1/tables/"+url.PathEscape(w.table)+"/metadata", nil)
-	var resp api.MetadataResponse
-	if err == nil {
-		err = w.c.decode(body, &resp)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, 0, nil // the caller reports the end of ctx
-		}
-		w.lastErr = err
-		w.report(fmt.Sprintf("waiting: cannot read the METADATA: %v", err))
-		return nil, 0, nil
-	}
-	w.lastErr = nil
-	st := splitProgress(resp.Metadata, w.parent, w.start)
-	if st.err != nil {
-		return nil, 0, &requestError{fmt.Errorf("%w (see 'tsdb admin partitions %s')", st.err, w.table)}
-	}
-	if st.children != nil {
-		return st.children, resp.Metadata.TxnSeq, nil
-	}
-	line := st.line
-	if st.loading {
-		line += w.copyProgress(ctx)
-	}
-	w.report(line)
-	return nil, 0, nil
-}
-
-// stopped is the error of a wait cut short: by --wait-timeout or an interrupt.
-func (w *splitWaiter) stopped(ctx context.Context) error {
-	how := "interrupted"
-	if errors.Is(context.Cause(ctx), errSplitWaitTimeout) {
-		how = fmt.Sprintf("not finalized after %v (--wait-timeout)", w.timeout)
-	}
-	return &requestError{fmt.Errorf("split of partition %s of %s: %s%s; it continues in the background: check it with 'tsdb admin partitions %s'",
-		w.parent, w.table, how, w.lastState(), w.table)}
+		w.report(st.line)
+		return false, nil
+	})
+	return children, seq, err
 }
 
 // copyProgress reads the parent's replicas (GET /api/v1/tables/{t}?replicas=1)
 // and says, per child, how many of the parent replicas' split targets have
 // confirmed everything their source held when it learned of the split. It
 // is a detail: "" when the read fails or reports no split target.
-func (w *splitWaiter) copyProgress(ctx context.Context) string {
-	rctx, cancel := context.WithTimeout(ctx, splitPollRequestTimeout)
-	defer cancel()
-	body, err := w.c.get(rctx, "/api/v1/tables/"+url.PathEscape(w.table), url.Values{"replicas": {"1"}})
+func copyProgress(ctx context.Context, w *waiter, table string, parent uuid.UUID, children []uuid.UUID) string {
+	if w.readTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.readTimeout)
+		defer cancel()
+	}
+	resp, err := w.c.api.TableReplicas(ctx, table)
 	if err != nil {
 		return ""
 	}
-	var resp api.TableReplicasResponse
-	if json.Unmarshal(body, &resp) != nil {
-		return ""
-	}
-	i := slices.IndexFunc(resp.Partitions, func(p api.PartitionReplicas) bool { return p.ID == w.parent })
+	i := slices.IndexFunc(resp.Partitions, func(p api.PartitionReplicas) bool { return p.ID == parent })
 	if i < 0 {
 		return ""
 	}
-	return splitTargetsText(resp.Partitions[i].Replicas, w.start.Children)
+	return splitTargetsText(resp.Partitions[i].Replicas, children)
 }
 
 // splitTargetsText formats, per child, the split targets past their mark
