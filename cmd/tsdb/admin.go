@@ -265,22 +265,17 @@ func (c *adminClient) fail(err error) error {
 	var (
 		ae *api.Error
 		re *api.ReadError
-		ue *url.Error
+		de *api.DecodeError
 	)
 	switch {
 	case errors.As(err, &ae):
 		return &requestError{answerError(ae)}
 	case errors.As(err, &re):
 		return &requestError{fmt.Errorf("%s: reading the answer: %w", c.base, re.Err)}
-	case errors.As(err, &ue):
-		return &requestError{c.transportError(err)}
+	case errors.As(err, &de):
+		return c.undecodable(de.Err)
 	}
-	// The client's one other failure: a 2xx answer its typed method could
-	// not decode, "METHOD PATH: undecodable answer: <the decoder's error>".
-	if cause := errors.Unwrap(err); cause != nil {
-		err = cause
-	}
-	return c.undecodable(err)
+	return &requestError{c.transportError(err)}
 }
 
 // undecodable is the error of a 2xx answer that did not decode.

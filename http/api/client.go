@@ -139,6 +139,19 @@ type ReadError struct{ Err error }
 func (e *ReadError) Error() string { return "reading the answer: " + e.Err.Error() }
 func (e *ReadError) Unwrap() error { return e.Err }
 
+// DecodeError is a 2xx answer that does not decode into the value the call
+// expects (not JSON, the wrong shape, or an empty body other than a 204's).
+type DecodeError struct {
+	Method, Path string
+	// Err is the JSON decoder's error.
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("%s %s: undecodable answer: %v", e.Method, e.Path, e.Err)
+}
+func (e *DecodeError) Unwrap() error { return e.Err }
+
 // StatusOf returns the status of an *Error in err's chain, or 0.
 func StatusOf(err error) int {
 	var e *Error
@@ -250,11 +263,11 @@ func (c *Client) once(ctx context.Context, r Request, out any) error {
 		*o = body
 		return nil
 	}
-	if len(body) == 0 {
+	if len(body) == 0 && resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("%s %s: undecodable answer: %w", r.Method, r.Path, err)
+		return &DecodeError{Method: r.Method, Path: r.Path, Err: err}
 	}
 	return nil
 }

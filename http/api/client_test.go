@@ -187,6 +187,18 @@ func TestClientErrorText(t *testing.T) {
 	if _, err := c.Cluster(context.Background()); err == nil || !strings.Contains(err.Error(), "undecodable answer") || StatusOf(err) != 0 {
 		t.Errorf("a 200 that does not decode: %v", err)
 	}
+	// An empty 200 is not an answer of the expected value; an empty 204 is
+	// the answer of a call that expects none.
+	c, _ = start(t, Options{}, fakeAnswer{200, "", ""})
+	var de *DecodeError
+	if _, err := c.Cluster(context.Background()); !errors.As(err, &de) || de.Path != "/api/v1/cluster" {
+		t.Errorf("an empty 200 body: %v, want a *DecodeError", err)
+	}
+	c, _ = start(t, Options{}, fakeAnswer{204, "", ""})
+	var v map[string]any
+	if err := c.Do(context.Background(), Request{Method: http.MethodPost, Path: "/api/v1/x"}, &v); err != nil || v != nil {
+		t.Errorf("an empty 204: %v, %v", err, v)
+	}
 }
 
 // TestClientRequests checks what the typed calls send: method, path,
