@@ -28,6 +28,7 @@ import (
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
+	"github.com/tsdb/tsdb/internal/writelimit"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -145,7 +146,7 @@ type Config struct {
 	Presplit presplit.Config
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
-	// writes; default DefaultMaxClockOffset.
+	// writes; default replica.DefaultMaxClockOffset.
 	MaxClockOffset time.Duration
 	// RPCTimeout bounds one internal call attempt; default 5s.
 	RPCTimeout time.Duration
@@ -159,13 +160,13 @@ type Config struct {
 	MaxQueryBuckets int
 	// MaxSubQueryBytes bounds one partition's answer to a sub-query, as
 	// the front end reads it and as the replica builds it (422
-	// answer_too_large above it); default DefaultMaxSubQueryBytes.
+	// answer_too_large above it); default replica.DefaultMaxSubQueryBytes.
 	MaxSubQueryBytes int
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
 	// HTTP builds the server's HTTP server from its handlers (required):
 	// node does not import the HTTP server package; cmd/tsdb and the tests
-	// pass internal/nodehttp.New.
+	// pass their wiring of it.
 	HTTP func(Handlers) (HTTPServer, error)
 
 	// onTableSynced, set by tests, is called after each table sync with the
@@ -224,7 +225,7 @@ func (c *Config) ensureDefaults() {
 		c.AckTimeout = 10 * time.Second
 	}
 	if c.MaxClockOffset <= 0 {
-		c.MaxClockOffset = DefaultMaxClockOffset
+		c.MaxClockOffset = replica.DefaultMaxClockOffset
 	}
 	if c.LifecycleTick <= 0 {
 		c.LifecycleTick = 500 * time.Millisecond
@@ -261,7 +262,7 @@ func (c *Config) ensureDefaults() {
 		c.MaxQueryBuckets = api.DefaultMaxQueryBuckets
 	}
 	if c.MaxSubQueryBytes <= 0 {
-		c.MaxSubQueryBytes = DefaultMaxSubQueryBytes
+		c.MaxSubQueryBytes = replica.DefaultMaxSubQueryBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -328,8 +329,10 @@ type Node struct {
 	reg       *membership.Registration
 	clock     *model.Clock
 	rmetrics  *replica.Metrics
-	mmetrics  *masterMetrics
-	clocks    *replica.ClockCheck
+	mmetrics  master.Metrics
+	// load measures what summary publishes in the membership key.
+	load   *replica.Load
+	clocks *replica.ClockCheck
 	// peerClock stamps this server's clock on internal calls and feeds
 	// the peers' stamps to clocks.
 	peerClock *rpc.PeerClock
@@ -342,17 +345,10 @@ type Node struct {
 	// front is the public API's backend.
 	front *frontend.Frontend
 	// limiter paces and counts the store writes (WriteLimit).
-	limiter *writeLimiter
+	limiter *writelimit.Limiter
 	// smearQ and smearFwd are the smear queue and its forwarder.
 	smearQ   *smear.Queue
 	smearFwd *smear.Forwarder
-
-	mu struct {
-		sync.Mutex
-		// rateAt and rateRows are the previous insert-rate sample.
-		rateAt   time.Time
-		rateRows float64
-	}
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
@@ -455,10 +451,10 @@ func (n *Node) openStorage(u *undo) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("node: create data dir: %w", err)
 	}
-	n.limiter = newWriteLimiter(cfg.WriteLimit)
+	n.limiter = writelimit.New(cfg.WriteLimit)
 	var err error
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
-		Throttle: func(b int) { _ = n.limiter.wait(context.Background(), b) }})
+		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }})
 	if err != nil {
 		return fmt.Errorf("node: open partition store: %w", err)
 	}
@@ -531,7 +527,8 @@ func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
 	n.clock.SetMaxAhead(cfg.MaxClockOffset)
 	n.rmetrics = replica.NewMetrics()
-	n.mmetrics = newMasterMetrics()
+	n.mmetrics = master.NewMetrics()
+	n.load = replica.NewLoad(n.store, n.rmetrics)
 }
 
 // join registers this server in the membership list, builds the replica
@@ -542,7 +539,9 @@ func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 func (n *Node) join(ctx context.Context, u *undo, advertise string, tls bool) error {
 	cfg := n.cfg
 	var err error
-	n.reg, err = n.register(ctx, membership.Config{
+	// A restarted server waits for its previous incarnation's lease to
+	// lapse (membership.RegisterAfterRestart).
+	n.reg, err = membership.RegisterAfterRestart(ctx, membership.Config{
 		Client:  n.etcd,
 		Prefix:  cfg.EtcdPrefix,
 		Self:    membership.Info{ID: cfg.ID, Addr: advertise, TLS: tls, StartedAt: n.started},
@@ -574,10 +573,10 @@ func (n *Node) buildServing(u *undo) error {
 	cfg := n.cfg
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerStoreMetrics(n.registry, n.store)
+	partition.RegisterMetrics(n.registry, n.store)
 	n.replica.RegisterMetrics(n.registry)
-	n.mmetrics.register(n.registry)
-	n.registry.MustRegister(n.limiter.bytes)
+	n.mmetrics.Register(n.registry)
+	n.limiter.Register(n.registry)
 	var err error
 	if n.master, err = n.newMaster(); err != nil {
 		return err
@@ -641,31 +640,6 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 	n.goAttach(func() { n.replica.RunSession(bg) })
 }
 
-// register registers this server in the membership list. A server
-// restarted right after a crash finds its id still held by its previous
-// incarnation's lease, which lapses within one TTL: it waits for that, up
-// to two TTLs, and then gives up with the duplicate-id error (another live
-// server keeps its lease alive).
-func (n *Node) register(ctx context.Context, cfg membership.Config) (*membership.Registration, error) {
-	ttl := cfg.TTL
-	if ttl <= 0 {
-		ttl = membership.DefaultTTL
-	}
-	deadline := time.Now().Add(2*ttl + time.Second)
-	for {
-		reg, err := membership.Register(ctx, cfg)
-		if !errors.Is(err, membership.ErrDuplicateID) || time.Now().After(deadline) {
-			return reg, err
-		}
-		n.log.Warn("server id still held in etcd, by a previous incarnation's lease if it crashed; waiting for it to lapse", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(time.Second):
-		}
-	}
-}
-
 // etcdTLS reports whether the etcd connection uses TLS: a TLS file is
 // given or an endpoint is https.
 func (c *Config) etcdTLS() bool {
@@ -697,25 +671,10 @@ func advertiseAddr(configured string, ln net.Addr) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// summary is the load this server publishes in its membership key; the
-// insert rate is over the time since the previous summary.
+// summary is the load this server publishes in its membership key: its
+// replicas' (replica.Load) and its smear queue's depth.
 func (n *Node) summary() membership.Summary {
-	reps := n.store.Replicas()
-	s := membership.Summary{Partitions: len(reps)}
-	now, rows := time.Now(), counterValue(n.rmetrics.CoordinatedRows)
-	n.mu.Lock()
-	if !n.mu.rateAt.IsZero() {
-		if d := now.Sub(n.mu.rateAt).Seconds(); d > 0 {
-			s.InsertRowsPerSec = (rows - n.mu.rateRows) / d
-		}
-	}
-	n.mu.rateAt, n.mu.rateRows = now, rows
-	n.mu.Unlock()
-	for _, r := range reps {
-		if b, err := r.DiskUsage(); err == nil {
-			s.Bytes += b
-		}
-	}
+	s := n.load.Summary()
 	if n.smearQ != nil {
 		s.SmearQueueRows, s.SmearQueueBytes = n.smearQ.Depth()
 	}
@@ -793,14 +752,7 @@ func (n *Node) sweepOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	current := make(map[string]string, len(tables))
-	for _, t := range tables {
-		current[t.Name] = t.MetadataTxnID
-	}
-	deleted, err := n.files.Sweep(time.Now(), n.cfg.SweepGrace, n.cfg.SweepKeep, func(table string) (string, bool) {
-		id, ok := current[table]
-		return id, ok
-	})
+	deleted, err := n.files.SweepListed(time.Now(), n.cfg.SweepGrace, n.cfg.SweepKeep, tables)
 	if deleted > 0 {
 		n.log.Info("metadata sweep", "deleted", deleted)
 	}

@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
-
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/replication"
 	"github.com/tsdb/tsdb/smear"
@@ -31,49 +28,13 @@ const (
 	smearCallBytes = 1 << 20
 )
 
-// writeLimiter paces this server's store writes (--write-limit) and counts
-// them (tsdb_store_write_bytes_total).
-type writeLimiter struct {
-	lim   *rate.Limiter // nil: no limit
-	bytes prometheus.Counter
-}
-
-// newWriteLimiter paces writes at bytesPerSec (0: no limit), with a tenth
-// of a second's worth of burst (at least 64 KiB): like a disk, an idle
-// server does not bank a second of bandwidth to spend at once.
-func newWriteLimiter(bytesPerSec int64) *writeLimiter {
-	w := &writeLimiter{bytes: prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tsdb_store_write_bytes_total",
-		Help: "Bytes this server wrote to its stores (partition replicas and smear queue), what --write-limit caps.",
-	})}
-	if bytesPerSec > 0 {
-		w.lim = rate.NewLimiter(rate.Limit(bytesPerSec), int(min(max(bytesPerSec/10, 64<<10), 1<<30)))
-	}
-	return w
-}
-
-// wait counts n bytes and, under a limit, blocks until they may be
-// written. A write larger than the burst waits for it in parts.
-func (w *writeLimiter) wait(ctx context.Context, n int) error {
-	w.bytes.Add(float64(n))
-	if w.lim == nil {
-		return nil
-	}
-	for burst := w.lim.Burst(); n > 0; n -= burst {
-		if err := w.lim.WaitN(ctx, min(n, burst)); err != nil {
-			return fmt.Errorf("write limit: %w", err)
-		}
-	}
-	return nil
-}
-
 // openSmear opens this server's smear queue and its forwarder.
 func (n *Node) openSmear() error {
 	q, err := smear.Open(filepath.Join(n.cfg.DataDir, "smear"), smear.Options{
 		Codec:       smear.CodecFuncs{Append: replication.AppendRows, Decode: replication.DecodeRows},
 		MaxRows:     n.cfg.SmearMaxRows,
 		MaxBytes:    n.cfg.SmearMaxBytes,
-		BeforeWrite: n.limiter.wait,
+		BeforeWrite: n.limiter.Wait,
 		Logger:      n.log,
 		Metrics:     smear.NewMetrics(n.registry),
 	})
