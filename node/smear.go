@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/replication"
@@ -52,23 +51,9 @@ func (n *Node) openSmear() error {
 
 // drainSmear forwards everything still queued, for a server that stops:
 // bounded by SmearDrainTimeout; what is left stays durable and is
-// forwarded after a restart.
+// forwarded after a restart (smear.Forwarder.DrainForStop).
 func (n *Node) drainSmear(ctx context.Context) {
-	if n.smearFwd == nil {
-		return
-	}
-	rows, _ := n.smearQ.Depth()
-	if rows == 0 {
-		return
-	}
-	limit := n.cfg.SmearDrainTimeout
-	if d, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(d)/2) // leave the rest of Stop its time
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if err := n.smearFwd.Drain(ctx); err != nil {
-		left, _ := n.smearQ.Depth()
-		n.log.Warn("smear: queue not emptied before stop; the rest is forwarded after a restart", "rows_left", left, "err", err)
+	if n.smearFwd != nil {
+		n.smearFwd.DrainForStop(ctx, n.cfg.SmearDrainTimeout)
 	}
 }

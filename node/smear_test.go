@@ -90,7 +90,7 @@ func TestSmearDelaysVisibility(t *testing.T) {
 	const maxDelay = 4 * time.Second
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
-		cfg.smearDelay = func(max time.Duration) time.Duration { return max } // always the longest
+		cfg.knobs.smearDelay = func(max time.Duration) time.Duration { return max } // always the longest
 	})
 	c.createSmearTable("s1", "sm", 2, maxDelay)
 	narrowFrom, narrowTo := smearBase+10e9, smearBase+20e9
@@ -139,7 +139,7 @@ func TestSmearedRowsFollowASplit(t *testing.T) {
 	hold.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
-		cfg.smearDelay = func(time.Duration) time.Duration {
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration {
 			if hold.Load() {
 				return time.Hour // held until the test drains the queue
 			}
@@ -208,7 +208,7 @@ func TestSmearQueueFull(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
 		cfg.SmearMaxRows = 10
-		cfg.smearDelay = func(time.Duration) time.Duration { return time.Hour }
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration { return time.Hour }
 	})
 	c.createSmearTable("s1", "qf", 2, time.Minute)
 	c.insertLP("s2", "qf", smearRows("a", 8, 10e9, 1e8))

@@ -48,7 +48,7 @@ func (n *Node) newFrontend() (*frontend.Frontend, error) {
 		Self:       n.cfg.ID,
 		MinServers: n.cfg.MinServers,
 		NoSmear:    n.cfg.NoSmear,
-		SmearDelay: n.cfg.smearDelay,
+		SmearDelay: n.cfg.knobs.smearDelay,
 		Logger:     n.log,
 		Router:     n.router,
 		Committer:  n.committer,
