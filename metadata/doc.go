@@ -48,6 +48,8 @@
 // FileStore.Sweep, run in the background, removes files that are off the
 // committed chain and older than a grace period. That rule is what keeps a
 // committed file whose CAS reply was lost from being deleted.
+// FileStore.SweepListed sweeps against a complete table listing from etcd
+// (what a server's periodic sweep does).
 //
 // # Missing files, metadata server join and leave
 //

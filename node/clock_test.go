@@ -27,7 +27,7 @@ import (
 func TestClockOffsetRefusesWrites(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		if cfg.ID == "s3" {
-			cfg.clockSkew = 2 * time.Second
+			cfg.knobs.clockSkew = 2 * time.Second
 		}
 	})
 	c.createTable("s1", "cpu", 3)
@@ -144,9 +144,9 @@ func TestCoordinatorLearnsItsSkew(t *testing.T) {
 		cfg.NoSmear = false
 		switch cfg.ID {
 		case "s3":
-			cfg.clockSkew = 2 * time.Second
+			cfg.knobs.clockSkew = 2 * time.Second
 		default:
-			cfg.blockPush = func(t metadata.Target) bool { return t.ServerID == "s3" }
+			cfg.knobs.BlockPush = func(t metadata.Target) bool { return t.ServerID == "s3" }
 		}
 	})
 	c.createSmearTable("s1", "sm", 3, time.Second)

@@ -77,7 +77,7 @@ func (c *testCluster) start(id string) *Node {
 		c.dirs[id] = c.t.TempDir()
 	}
 	mut := append([]func(*Config){func(cfg *Config) {
-		cfg.onTableSynced = func(table string, seq uint64) { c.seen.add(id, table, seq) }
+		cfg.knobs.OnTableSynced = func(table string, seq uint64) { c.seen.add(id, table, seq) }
 	}}, c.mut...)
 	n := startNode(c.t, c.etcd, id, c.dirs[id], mut...)
 	c.nodes[id] = n

@@ -180,7 +180,7 @@ func TestClusterCoordinatorDiesBeforeCAS(t *testing.T) {
 	crash := errors.New("injected crash before CAS")
 	c := startCluster(t, 3, func(cfg *Config) {
 		if cfg.ID == "s1" {
-			cfg.beforeCAS = func(table, txnID string) error {
+			cfg.knobs.beforeCAS = func(table, txnID string) error {
 				if armed.Load() {
 					orphan.Store(txnID)
 					return crash
@@ -472,7 +472,7 @@ func (n *Node) backendMetadata(table, txnID string) (metadata.TableConfig, *meta
 func TestClusterReconcileCatchesMissedNotification(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		if cfg.ID == "s3" {
-			cfg.missEvent = func(metadata.TableEvent) bool { return true }
+			cfg.knobs.MissEvent = func(metadata.TableEvent) bool { return true }
 			cfg.ReconcileInterval = 100 * time.Millisecond
 		}
 	})

@@ -7,18 +7,29 @@
 // Start, so tests run the same wiring as production.
 //
 // Node does not import the HTTP server package: the caller passes
-// Config.HTTP (internal/nodehttp.New), which builds the server from the
-// Handlers node hands it (the front end, the internal API, the peer clock,
-// the metrics registry and the limits).
+// Config.HTTP (cmd/tsdb's newHTTPServer; the tests' testHTTP), which builds
+// the server from the Handlers node hands it (the front end, the internal
+// API, the peer clock, the metrics registry and the limits).
+//
+// Node only assembles: it holds no policy of its own beyond Config's
+// defaults and validation. Each part it wires is its owner's: the write
+// limit (internal/writelimit), the etcd client (internal/etcdclient), the
+// pebble metrics (partition.RegisterMetrics), the registration of a
+// restarted server and its advertised address (cluster/membership), the
+// load it publishes (replica.Load), the operators' marks and the leader
+// (operator.Marks), the master's counters (master.NewMetrics), the
+// METADATA sweep (metadata.FileStore.SweepListed) and the smear drain at
+// stop (smear.Forwarder.DrainForStop). Tests reach the parts' hooks through
+// Config's unexported knobs (replica.TestingKnobs and node's own).
 //
 // Start runs in steps: openStorage (data directory, partition store,
-// metadata file store), tlsConfigs, connectEtcd, buildClients (directory,
-// clock check, internal-API clients, committer, clock, metrics), the
-// listener, join (membership registration, the replica.Server and its
-// router, the membership watch, loading the tables held here), buildServing
-// (metrics registry, master, smear queue and forwarder, front end, HTTP
-// server) and startLoops. A failed step undoes the earlier ones in reverse
-// order.
+// metadata file store), tlsConfigs (listener, internal calls), connectEtcd,
+// buildClients (directory, clock check, internal-API clients, committer,
+// clock, metrics, load), the listener, join (membership registration, the
+// replica.Server and its router, the membership watch, loading the tables
+// held here), buildServing (metrics registry, master, smear queue and
+// forwarder, front end, HTTP server) and startLoops. A failed step undoes
+// the earlier ones in reverse order.
 //
 // # Goroutines
 //
@@ -47,8 +58,10 @@
 //
 // The replica.Server's own goroutines (one pusher per local replica, and
 // catch-up calls that end with their own timeout) stop in its Close, which
-// Stop calls after the loops above returned. The membership registration
-// keeps its lease alive until Stop closes it.
+// Stop calls after the loops above returned. The membership registration's
+// goroutine keeps its lease alive (and rewrites the summary, Node.summary)
+// until Stop closes it. The etcd client's own goroutines stop when Stop
+// closes it, last.
 //
 // Stop: HTTP shutdown, smear drain, cancel, wait for the goroutines, close
 // the replica machinery, then the smear queue, the registration, the RPC

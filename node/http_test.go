@@ -1,10 +1,20 @@
 package node
 
-// testHTTP is the Config.HTTP of the tests' servers: internal/nodehttp.New,
-// which imports this package and so cannot be imported by its internal
-// tests; the external test package sets it (wire_test.go) before any test
-// runs.
-var testHTTP func(Handlers) (HTTPServer, error)
+import tsdbhttp "github.com/tsdb/tsdb/http"
 
-// SetTestHTTP sets testHTTP (called from wire_test.go's init).
-func SetTestHTTP(f func(Handlers) (HTTPServer, error)) { testHTTP = f }
+// testHTTP is the Config.HTTP of the tests' servers: the same wiring as
+// `tsdb server`'s (cmd/tsdb's newHTTPServer), copied here because node does
+// not import the HTTP server package outside its tests.
+func testHTTP(h Handlers) (HTTPServer, error) {
+	return tsdbhttp.NewServer(tsdbhttp.Config{
+		AuthToken:             h.AuthToken,
+		ClusterSecret:         h.ClusterSecret,
+		Internal:              h.Internal,
+		Clock:                 h.Clock,
+		MaxBodyBytes:          h.MaxBodyBytes,
+		Registry:              h.Registry,
+		Logger:                h.Logger,
+		MaxConcurrentRequests: h.MaxConcurrentRequests,
+		MaxQueryBuckets:       h.MaxQueryBuckets,
+	}, h.Backend), nil
+}

@@ -71,7 +71,7 @@ func TestSubQueryAnswerBytesLimit(t *testing.T) {
 	ignore := &atomic.Bool{}
 	c := startCluster(t, 1, func(cfg *Config) {
 		cfg.MaxSubQueryBytes = limit
-		cfg.ignoreSubQueryLimit = ignore
+		cfg.knobs.IgnoreSubQueryLimit = ignore
 	})
 	c.createTable("s1", "cpu", 1)
 	c.start("fe")

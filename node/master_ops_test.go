@@ -344,7 +344,7 @@ func TestSplitAbortWithoutChildMajority(t *testing.T) {
 		if cfg.ID == "s1" {
 			// s1's split pushes wait, so the split cannot finalize before
 			// s3 is gone.
-			cfg.blockPush = func(tg metadata.Target) bool { return blocked.Load() && tg.Kind == metadata.TargetSplit }
+			cfg.knobs.BlockPush = func(tg metadata.Target) bool { return blocked.Load() && tg.Kind == metadata.TargetSplit }
 		}
 	})
 	c.createTable("s1", "ab", 1)

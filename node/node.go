@@ -11,15 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 
 	"github.com/tsdb/tsdb/cluster/election"
 	"github.com/tsdb/tsdb/cluster/master"
@@ -27,7 +23,9 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/internal/etcdclient"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
+	"github.com/tsdb/tsdb/internal/writelimit"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -145,7 +143,7 @@ type Config struct {
 	Presplit presplit.Config
 	// MaxClockOffset is how far this server's clock may be from a majority
 	// of its peers' (as seen on pushes) before it refuses to coordinate
-	// writes; default DefaultMaxClockOffset.
+	// writes; default replica.DefaultMaxClockOffset.
 	MaxClockOffset time.Duration
 	// RPCTimeout bounds one internal call attempt; default 5s.
 	RPCTimeout time.Duration
@@ -159,112 +157,68 @@ type Config struct {
 	MaxQueryBuckets int
 	// MaxSubQueryBytes bounds one partition's answer to a sub-query, as
 	// the front end reads it and as the replica builds it (422
-	// answer_too_large above it); default DefaultMaxSubQueryBytes.
+	// answer_too_large above it); default replica.DefaultMaxSubQueryBytes.
 	MaxSubQueryBytes int
 	// Logger receives the server's logs; nil discards.
 	Logger *slog.Logger
 	// HTTP builds the server's HTTP server from its handlers (required):
 	// node does not import the HTTP server package; cmd/tsdb and the tests
-	// pass internal/nodehttp.New.
+	// pass their wiring of it.
 	HTTP func(Handlers) (HTTPServer, error)
 
-	// onTableSynced, set by tests, is called after each table sync with the
-	// txnseq the server now holds.
-	onTableSynced func(table string, txnSeq uint64)
-	// missEvent, set by tests, makes the table watch drop an event, as if
-	// the notification had been missed.
-	missEvent func(metadata.TableEvent) bool
-	// blockPush, set by tests, fails this server's pushes to a target
-	// while it returns true.
-	blockPush func(metadata.Target) bool
-	// clockSkew, set by tests, shifts this server's wall clock.
+	// knobs are the tests' hooks; production leaves them zero.
+	knobs testingKnobs
+}
+
+// testingKnobs are hooks for tests: the replica machinery's
+// (replica.TestingKnobs: table syncs, missed table events, blocked pushes,
+// the SPLIT_BEGIN planner, refused coordination, the sub-query limit) and
+// those of the parts node builds itself.
+type testingKnobs struct {
+	replica.TestingKnobs
+	// clockSkew shifts this server's wall clock.
 	clockSkew time.Duration
-	// beforeSplitBegin, set by tests, runs in the SPLIT_BEGIN planner, once
-	// per plan, before the op is sent.
-	beforeSplitBegin func()
-	// smearDelay, set by tests, picks a smeared insert's delay instead of
-	// a uniform draw from [0, max].
+	// smearDelay picks a smeared insert's delay instead of a uniform draw
+	// from [0, max].
 	smearDelay func(max time.Duration) time.Duration
-	// beforeCAS, set by tests, is the committer's fault-injection hook.
+	// beforeCAS is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
-	// refuseCoordinate, set by tests, makes this server's replicas refuse
-	// to coordinate inserts (as a failed clock check does) while it
-	// returns true.
-	refuseCoordinate func() bool
-	// ignoreSubQueryLimit, set by tests, makes this server answer
-	// sub-queries over the front end's byte limit while it holds true (as
-	// a replica whose estimate is wrong would), so the front end's own
-	// read limit is what stops them.
-	ignoreSubQueryLimit *atomic.Bool
 }
 
 func (c *Config) ensureDefaults() {
 	if c.EtcdPrefix == "" {
 		c.EtcdPrefix = "/tsdb/"
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = api.DefaultMaxBodyBytes
-	}
-	if c.SweepInterval <= 0 {
-		c.SweepInterval = 10 * time.Minute
-	}
-	if c.SweepGrace <= 0 {
-		c.SweepGrace = time.Hour
-	}
-	if c.SweepKeep <= 0 {
-		c.SweepKeep = 10
-	}
-	if c.ReconcileInterval <= 0 {
-		c.ReconcileInterval = 30 * time.Second
-	}
-	if c.SyncTimeout <= 0 {
-		c.SyncTimeout = 10 * time.Second
-	}
-	if c.AckTimeout <= 0 {
-		c.AckTimeout = 10 * time.Second
-	}
-	if c.MaxClockOffset <= 0 {
-		c.MaxClockOffset = DefaultMaxClockOffset
-	}
-	if c.LifecycleTick <= 0 {
-		c.LifecycleTick = 500 * time.Millisecond
-	}
-	if c.DeadAfter <= 0 {
-		c.DeadAfter = 30 * time.Second
-	}
-	if c.MasterTick <= 0 {
-		c.MasterTick = time.Second
-	}
-	if c.SmearDrainTimeout <= 0 {
-		c.SmearDrainTimeout = 30 * time.Second
-	}
-	if c.MinServers <= 0 {
-		c.MinServers = 1
-	}
-	if c.RebalanceMoves <= 0 {
-		c.RebalanceMoves = 2
-	}
-	if c.PresplitInterval <= 0 {
-		c.PresplitInterval = 10 * time.Second
-	}
+	orDefault(&c.MaxBodyBytes, api.DefaultMaxBodyBytes)
+	orDefault(&c.SweepInterval, 10*time.Minute)
+	orDefault(&c.SweepGrace, time.Hour)
+	orDefault(&c.SweepKeep, 10)
+	orDefault(&c.ReconcileInterval, 30*time.Second)
+	orDefault(&c.SyncTimeout, 10*time.Second)
+	orDefault(&c.AckTimeout, 10*time.Second)
+	orDefault(&c.MaxClockOffset, replica.DefaultMaxClockOffset)
+	orDefault(&c.LifecycleTick, 500*time.Millisecond)
+	orDefault(&c.DeadAfter, 30*time.Second)
+	orDefault(&c.MasterTick, time.Second)
+	orDefault(&c.SmearDrainTimeout, 30*time.Second)
+	orDefault(&c.MinServers, 1)
+	orDefault(&c.RebalanceMoves, 2)
+	orDefault(&c.PresplitInterval, 10*time.Second)
 	c.Presplit.EnsureDefaults()
-	if c.CatchUpConcurrency <= 0 {
-		c.CatchUpConcurrency = 1
-	}
-	if c.SplitCheckInterval <= 0 {
-		c.SplitCheckInterval = 10 * time.Second
-	}
-	if c.MaxConcurrentRequests <= 0 {
-		c.MaxConcurrentRequests = api.DefaultMaxConcurrentRequests
-	}
-	if c.MaxQueryBuckets <= 0 {
-		c.MaxQueryBuckets = api.DefaultMaxQueryBuckets
-	}
-	if c.MaxSubQueryBytes <= 0 {
-		c.MaxSubQueryBytes = DefaultMaxSubQueryBytes
-	}
+	orDefault(&c.CatchUpConcurrency, 1)
+	orDefault(&c.SplitCheckInterval, 10*time.Second)
+	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
+	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
+	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// orDefault sets *v to d when it is not positive (not set).
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
@@ -328,8 +282,10 @@ type Node struct {
 	reg       *membership.Registration
 	clock     *model.Clock
 	rmetrics  *replica.Metrics
-	mmetrics  *masterMetrics
-	clocks    *replica.ClockCheck
+	mmetrics  master.Metrics
+	// load measures what summary publishes in the membership key.
+	load   *replica.Load
+	clocks *replica.ClockCheck
 	// peerClock stamps this server's clock on internal calls and feeds
 	// the peers' stamps to clocks.
 	peerClock *rpc.PeerClock
@@ -342,17 +298,10 @@ type Node struct {
 	// front is the public API's backend.
 	front *frontend.Frontend
 	// limiter paces and counts the store writes (WriteLimit).
-	limiter *writeLimiter
+	limiter *writelimit.Limiter
 	// smearQ and smearFwd are the smear queue and its forwarder.
 	smearQ   *smear.Queue
 	smearFwd *smear.Forwarder
-
-	mu struct {
-		sync.Mutex
-		// rateAt and rateRows are the previous insert-rate sample.
-		rateAt   time.Time
-		rateRows float64
-	}
 
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // background goroutines
@@ -381,7 +330,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.connectEtcd(&u, tlsc.etcd); err != nil {
+	if err := n.connectEtcd(&u); err != nil {
 		return nil, err
 	}
 	n.buildClients(&u, tlsc.peer)
@@ -389,7 +338,7 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("node: listen on %s: %w", cfg.Listen, err)
 	}
 	u.add(func() { n.ln.Close() })
-	advertise, err := advertiseAddr(cfg.Advertise, n.ln.Addr())
+	advertise, err := membership.AdvertiseAddr(cfg.Advertise, n.ln.Addr())
 	if err != nil {
 		return nil, err
 	}
@@ -425,9 +374,9 @@ func (u undo) run() {
 }
 
 // tlsConfigs are the TLS configurations of the listener (nil: plain
-// HTTP), of internal calls to peers, and of the etcd connection (nil:
-// plain).
-type tlsConfigs struct{ server, peer, etcd *tls.Config }
+// HTTP) and of internal calls to peers (the etcd connection's is
+// etcdclient's).
+type tlsConfigs struct{ server, peer *tls.Config }
 
 func (c *Config) tlsConfigs() (tlsConfigs, error) {
 	var t tlsConfigs
@@ -440,11 +389,6 @@ func (c *Config) tlsConfigs() (tlsConfigs, error) {
 	if t.peer, err = tlsconfig.Client(c.TLSCAFile, "", ""); err != nil {
 		return t, fmt.Errorf("node: TLS for internal calls: %w", err)
 	}
-	if c.etcdTLS() {
-		if t.etcd, err = tlsconfig.Client(c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile); err != nil {
-			return t, fmt.Errorf("node: etcd TLS: %w", err)
-		}
-	}
 	return t, nil
 }
 
@@ -455,10 +399,10 @@ func (n *Node) openStorage(u *undo) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("node: create data dir: %w", err)
 	}
-	n.limiter = newWriteLimiter(cfg.WriteLimit)
+	n.limiter = writelimit.New(cfg.WriteLimit)
 	var err error
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
-		Throttle: func(b int) { _ = n.limiter.wait(context.Background(), b) }})
+		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }})
 	if err != nil {
 		return fmt.Errorf("node: open partition store: %w", err)
 	}
@@ -470,28 +414,16 @@ func (n *Node) openStorage(u *undo) error {
 	return nil
 }
 
-// connectEtcd creates the etcd client (it connects lazily) and the
-// METADATA store on it.
-func (n *Node) connectEtcd(u *undo, etcdTLS *tls.Config) error {
+// connectEtcd creates the etcd client (it connects lazily; package
+// etcdclient) and the METADATA store on it.
+func (n *Node) connectEtcd(u *undo) error {
 	cfg := n.cfg
 	var err error
-	n.etcd, err = clientv3.New(clientv3.Config{
-		Endpoints:   cfg.EtcdEndpoints,
-		DialTimeout: 5 * time.Second,
-		TLS:         etcdTLS,
-		Username:    cfg.EtcdUsername,
-		Password:    cfg.EtcdPassword,
-		Logger:      zap.NewNop(),
-		// gRPC's default reconnect backoff grows to 2 minutes: after an
-		// etcd outage the server would stay cut off long after etcd is
-		// back. Retry the connection at most every 2 s instead.
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
-			MinConnectTimeout: 2 * time.Second,
-		})},
-	})
+	n.etcd, err = etcdclient.New(etcdclient.Config{Endpoints: cfg.EtcdEndpoints,
+		CAFile: cfg.EtcdCAFile, CertFile: cfg.EtcdCertFile, KeyFile: cfg.EtcdKeyFile,
+		Username: cfg.EtcdUsername, Password: cfg.EtcdPassword})
 	if err != nil {
-		return fmt.Errorf("node: etcd client: %w", err)
+		return fmt.Errorf("node: %w", err)
 	}
 	u.add(func() { n.etcd.Close() })
 	n.meta = metadata.NewEtcdStore(n.etcd, cfg.EtcdPrefix)
@@ -526,12 +458,13 @@ func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 		Peers:     replica.Peers{Dir: n.dir, RPC: n.rpc},
 		Self:      cfg.ID,
 		Logger:    n.log,
-		BeforeCAS: cfg.beforeCAS,
+		BeforeCAS: cfg.knobs.beforeCAS,
 	}
 	n.clock = model.NewClock(cfg.ID, func() int64 { return n.now().UnixNano() })
 	n.clock.SetMaxAhead(cfg.MaxClockOffset)
 	n.rmetrics = replica.NewMetrics()
-	n.mmetrics = newMasterMetrics()
+	n.mmetrics = master.NewMetrics()
+	n.load = replica.NewLoad(n.store, n.rmetrics)
 }
 
 // join registers this server in the membership list, builds the replica
@@ -542,7 +475,9 @@ func (n *Node) buildClients(u *undo, peerTLS *tls.Config) {
 func (n *Node) join(ctx context.Context, u *undo, advertise string, tls bool) error {
 	cfg := n.cfg
 	var err error
-	n.reg, err = n.register(ctx, membership.Config{
+	// A restarted server waits for its previous incarnation's lease to
+	// lapse (membership.RegisterAfterRestart).
+	n.reg, err = membership.RegisterAfterRestart(ctx, membership.Config{
 		Client:  n.etcd,
 		Prefix:  cfg.EtcdPrefix,
 		Self:    membership.Info{ID: cfg.ID, Addr: advertise, TLS: tls, StartedAt: n.started},
@@ -574,10 +509,10 @@ func (n *Node) buildServing(u *undo) error {
 	cfg := n.cfg
 	n.registry = prometheus.NewRegistry()
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	registerStoreMetrics(n.registry, n.store)
+	partition.RegisterMetrics(n.registry, n.store)
 	n.replica.RegisterMetrics(n.registry)
-	n.mmetrics.register(n.registry)
-	n.registry.MustRegister(n.limiter.bytes)
+	n.mmetrics.Register(n.registry)
+	n.limiter.Register(n.registry)
 	var err error
 	if n.master, err = n.newMaster(); err != nil {
 		return err
@@ -641,81 +576,10 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 	n.goAttach(func() { n.replica.RunSession(bg) })
 }
 
-// register registers this server in the membership list. A server
-// restarted right after a crash finds its id still held by its previous
-// incarnation's lease, which lapses within one TTL: it waits for that, up
-// to two TTLs, and then gives up with the duplicate-id error (another live
-// server keeps its lease alive).
-func (n *Node) register(ctx context.Context, cfg membership.Config) (*membership.Registration, error) {
-	ttl := cfg.TTL
-	if ttl <= 0 {
-		ttl = membership.DefaultTTL
-	}
-	deadline := time.Now().Add(2*ttl + time.Second)
-	for {
-		reg, err := membership.Register(ctx, cfg)
-		if !errors.Is(err, membership.ErrDuplicateID) || time.Now().After(deadline) {
-			return reg, err
-		}
-		n.log.Warn("server id still held in etcd, by a previous incarnation's lease if it crashed; waiting for it to lapse", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// etcdTLS reports whether the etcd connection uses TLS: a TLS file is
-// given or an endpoint is https.
-func (c *Config) etcdTLS() bool {
-	if c.EtcdCAFile != "" || c.EtcdCertFile != "" {
-		return true
-	}
-	for _, e := range c.EtcdEndpoints {
-		if strings.HasPrefix(e, "https://") {
-			return true
-		}
-	}
-	return false
-}
-
-// advertiseAddr is the address peers reach this server at.
-func advertiseAddr(configured string, ln net.Addr) (string, error) {
-	if configured != "" {
-		return configured, nil
-	}
-	host, port, err := net.SplitHostPort(ln.String())
-	if err != nil {
-		return "", fmt.Errorf("node: listener address %s: %w", ln, err)
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		if host, err = os.Hostname(); err != nil {
-			return "", fmt.Errorf("node: listening on all interfaces and no hostname to advertise (set Advertise): %w", err)
-		}
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
-// summary is the load this server publishes in its membership key; the
-// insert rate is over the time since the previous summary.
+// summary is the load this server publishes in its membership key: its
+// replicas' (replica.Load) and its smear queue's depth.
 func (n *Node) summary() membership.Summary {
-	reps := n.store.Replicas()
-	s := membership.Summary{Partitions: len(reps)}
-	now, rows := time.Now(), counterValue(n.rmetrics.CoordinatedRows)
-	n.mu.Lock()
-	if !n.mu.rateAt.IsZero() {
-		if d := now.Sub(n.mu.rateAt).Seconds(); d > 0 {
-			s.InsertRowsPerSec = (rows - n.mu.rateRows) / d
-		}
-	}
-	n.mu.rateAt, n.mu.rateRows = now, rows
-	n.mu.Unlock()
-	for _, r := range reps {
-		if b, err := r.DiskUsage(); err == nil {
-			s.Bytes += b
-		}
-	}
+	s := n.load.Summary()
 	if n.smearQ != nil {
 		s.SmearQueueRows, s.SmearQueueBytes = n.smearQ.Depth()
 	}
@@ -723,7 +587,7 @@ func (n *Node) summary() membership.Summary {
 }
 
 // now is this server's wall clock (shifted in clock tests).
-func (n *Node) now() time.Time { return time.Now().Add(n.cfg.clockSkew) }
+func (n *Node) now() time.Time { return time.Now().Add(n.cfg.knobs.clockSkew) }
 
 // goAttach runs f in a goroutine that Stop waits for.
 func (n *Node) goAttach(f func()) {
@@ -760,11 +624,7 @@ func (n *Node) newReplica() *replica.Server {
 		SplitCheckInterval: cfg.SplitCheckInterval, CatchUpConcurrency: cfg.CatchUpConcurrency,
 		MaxBodyBytes: cfg.MaxBodyBytes, MaxSubQueryBytes: cfg.MaxSubQueryBytes, MaxQueryBuckets: cfg.MaxQueryBuckets,
 		WriteLimit: cfg.WriteLimit,
-		Knobs: replica.TestingKnobs{
-			OnTableSynced: cfg.onTableSynced, MissEvent: cfg.missEvent, BlockPush: cfg.blockPush,
-			BeforeSplitBegin: cfg.beforeSplitBegin, RefuseCoordinate: cfg.refuseCoordinate,
-			IgnoreSubQueryLimit: cfg.ignoreSubQueryLimit,
-		},
+		Knobs:      cfg.knobs.TestingKnobs,
 	})
 }
 
@@ -793,14 +653,7 @@ func (n *Node) sweepOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	current := make(map[string]string, len(tables))
-	for _, t := range tables {
-		current[t.Name] = t.MetadataTxnID
-	}
-	deleted, err := n.files.Sweep(time.Now(), n.cfg.SweepGrace, n.cfg.SweepKeep, func(table string) (string, bool) {
-		id, ok := current[table]
-		return id, ok
-	})
+	deleted, err := n.files.SweepListed(time.Now(), n.cfg.SweepGrace, n.cfg.SweepKeep, tables)
 	if deleted > 0 {
 		n.log.Info("metadata sweep", "deleted", deleted)
 	}

@@ -19,9 +19,9 @@ func TestSmearedRowReachesStampersReplica(t *testing.T) {
 	var refuse atomic.Bool
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
-		cfg.smearDelay = func(time.Duration) time.Duration { return 0 }
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration { return 0 }
 		if cfg.ID == "s1" {
-			cfg.refuseCoordinate = refuse.Load
+			cfg.knobs.RefuseCoordinate = refuse.Load
 		}
 	})
 	c.createSmearTable("s1", "so", 3, time.Minute)

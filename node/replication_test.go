@@ -242,7 +242,7 @@ func TestPushToStalePlacementRefused(t *testing.T) {
 func TestStaleFrontEndRedirected(t *testing.T) {
 	c := startCluster(t, 4, func(cfg *Config) {
 		if cfg.ID == "fe" {
-			cfg.missEvent = func(metadata.TableEvent) bool { return true }
+			cfg.knobs.MissEvent = func(metadata.TableEvent) bool { return true }
 		}
 	})
 	c.createTable("s1", "cpu", 3)
@@ -332,7 +332,7 @@ func TestQuorumRead(t *testing.T) {
 	var blocked atomic.Bool
 	blocked.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
-		cfg.blockPush = func(t metadata.Target) bool { return t.ServerID == "s3" && blocked.Load() }
+		cfg.knobs.BlockPush = func(t metadata.Target) bool { return t.ServerID == "s3" && blocked.Load() }
 	})
 	c.createTable("s1", "cpu", 3)
 	c.insertLP("s1", "cpu", []byte("q v=1 1000\n"))
@@ -396,7 +396,7 @@ func TestFrontEndAheadOfItsOwnReplicas(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		if cfg.ID == "s3" {
 			cfg.ReconcileInterval = time.Hour
-			cfg.missEvent = func(metadata.TableEvent) bool { return true }
+			cfg.knobs.MissEvent = func(metadata.TableEvent) bool { return true }
 		}
 	})
 	c.createTable("s1", "cpu", 3)

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/replication"
@@ -31,49 +27,13 @@ const (
 	smearCallBytes = 1 << 20
 )
 
-// writeLimiter paces this server's store writes (--write-limit) and counts
-// them (tsdb_store_write_bytes_total).
-type writeLimiter struct {
-	lim   *rate.Limiter // nil: no limit
-	bytes prometheus.Counter
-}
-
-// newWriteLimiter paces writes at bytesPerSec (0: no limit), with a tenth
-// of a second's worth of burst (at least 64 KiB): like a disk, an idle
-// server does not bank a second of bandwidth to spend at once.
-func newWriteLimiter(bytesPerSec int64) *writeLimiter {
-	w := &writeLimiter{bytes: prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "tsdb_store_write_bytes_total",
-		Help: "Bytes this server wrote to its stores (partition replicas and smear queue), what --write-limit caps.",
-	})}
-	if bytesPerSec > 0 {
-		w.lim = rate.NewLimiter(rate.Limit(bytesPerSec), int(min(max(bytesPerSec/10, 64<<10), 1<<30)))
-	}
-	return w
-}
-
-// wait counts n bytes and, under a limit, blocks until they may be
-// written. A write larger than the burst waits for it in parts.
-func (w *writeLimiter) wait(ctx context.Context, n int) error {
-	w.bytes.Add(float64(n))
-	if w.lim == nil {
-		return nil
-	}
-	for burst := w.lim.Burst(); n > 0; n -= burst {
-		if err := w.lim.WaitN(ctx, min(n, burst)); err != nil {
-			return fmt.Errorf("write limit: %w", err)
-		}
-	}
-	return nil
-}
-
 // openSmear opens this server's smear queue and its forwarder.
 func (n *Node) openSmear() error {
 	q, err := smear.Open(filepath.Join(n.cfg.DataDir, "smear"), smear.Options{
 		Codec:       smear.CodecFuncs{Append: replication.AppendRows, Decode: replication.DecodeRows},
 		MaxRows:     n.cfg.SmearMaxRows,
 		MaxBytes:    n.cfg.SmearMaxBytes,
-		BeforeWrite: n.limiter.wait,
+		BeforeWrite: n.limiter.Wait,
 		Logger:      n.log,
 		Metrics:     smear.NewMetrics(n.registry),
 	})
@@ -91,23 +51,9 @@ func (n *Node) openSmear() error {
 
 // drainSmear forwards everything still queued, for a server that stops:
 // bounded by SmearDrainTimeout; what is left stays durable and is
-// forwarded after a restart.
+// forwarded after a restart (smear.Forwarder.DrainForStop).
 func (n *Node) drainSmear(ctx context.Context) {
-	if n.smearFwd == nil {
-		return
-	}
-	rows, _ := n.smearQ.Depth()
-	if rows == 0 {
-		return
-	}
-	limit := n.cfg.SmearDrainTimeout
-	if d, ok := ctx.Deadline(); ok {
-		limit = min(limit, time.Until(d)/2) // leave the rest of Stop its time
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	if err := n.smearFwd.Drain(ctx); err != nil {
-		left, _ := n.smearQ.Depth()
-		n.log.Warn("smear: queue not emptied before stop; the rest is forwarded after a restart", "rows_left", left, "err", err)
+	if n.smearFwd != nil {
+		n.smearFwd.DrainForStop(ctx, n.cfg.SmearDrainTimeout)
 	}
 }

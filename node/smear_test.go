@@ -90,7 +90,7 @@ func TestSmearDelaysVisibility(t *testing.T) {
 	const maxDelay = 4 * time.Second
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
-		cfg.smearDelay = func(max time.Duration) time.Duration { return max } // always the longest
+		cfg.knobs.smearDelay = func(max time.Duration) time.Duration { return max } // always the longest
 	})
 	c.createSmearTable("s1", "sm", 2, maxDelay)
 	narrowFrom, narrowTo := smearBase+10e9, smearBase+20e9
@@ -139,7 +139,7 @@ func TestSmearedRowsFollowASplit(t *testing.T) {
 	hold.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
-		cfg.smearDelay = func(time.Duration) time.Duration {
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration {
 			if hold.Load() {
 				return time.Hour // held until the test drains the queue
 			}
@@ -208,7 +208,7 @@ func TestSmearQueueFull(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoSmear = false
 		cfg.SmearMaxRows = 10
-		cfg.smearDelay = func(time.Duration) time.Duration { return time.Hour }
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration { return time.Hour }
 	})
 	c.createSmearTable("s1", "qf", 2, time.Minute)
 	c.insertLP("s2", "qf", smearRows("a", 8, 10e9, 1e8))
@@ -310,35 +310,5 @@ func TestKill9WithQueuedRows(t *testing.T) {
 	var rows api.RawQueryResponse
 	if r.status != 200 || json.Unmarshal(r.body, &rows) != nil || len(rows.Rows) != batches*per {
 		t.Fatalf("raw rows: %d, %d of %d", r.status, len(rows.Rows), batches*per)
-	}
-}
-
-// TestWriteLimit: the write limiter never lets more than the limit (plus
-// its burst) through per second, and counts every byte.
-func TestWriteLimit(t *testing.T) {
-	const limit = 1 << 20
-	w := newWriteLimiter(limit)
-	start := time.Now()
-	for range 48 { // 3 MiB in 64 KiB writes
-		if err := w.wait(context.Background(), 64<<10); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A token bucket never runs early: 3 MiB at 1 MiB/s with a burst of a
-	// tenth of that takes at least 2.9 s (checked: 2 s).
-	if d := time.Since(start); d < 2*time.Second-50*time.Millisecond {
-		t.Errorf("3 MiB passed a 1 MiB/s limit in %v", d)
-	}
-	if got := counterValue(w.bytes); got != 3<<20 {
-		t.Errorf("counted %v bytes, want %d", got, 3<<20)
-	}
-	// A write larger than the burst waits in parts instead of failing.
-	if err := newWriteLimiter(1000).wait(context.Background(), 1500); err != nil {
-		t.Errorf("a write over the burst: %v", err)
-	}
-	// No limit: counted, never waits.
-	free := newWriteLimiter(0)
-	if err := free.wait(context.Background(), 1<<30); err != nil || counterValue(free.bytes) != 1<<30 {
-		t.Errorf("unlimited: %v, counted %v", err, counterValue(free.bytes))
 	}
 }

@@ -276,7 +276,7 @@ func TestSplitRaceOneWins(t *testing.T) {
 		if cfg.ID == "s3" {
 			return
 		}
-		cfg.beforeSplitBegin = func() {
+		cfg.knobs.BeforeSplitBegin = func() {
 			once[i].Do(func() { // the first plan of each: meet the other
 				planned.Done()
 				planned.Wait()

@@ -31,7 +31,7 @@ func TestSplitMovesDataAndFinalizes(t *testing.T) {
 	blocked.Store(true)
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.AckTimeout = 2 * time.Second
-		cfg.blockPush = func(t metadata.Target) bool {
+		cfg.knobs.BlockPush = func(t metadata.Target) bool {
 			return blocked.Load() && t.Kind == metadata.TargetSplit && t.ServerID != "s1"
 		}
 	})
@@ -137,10 +137,10 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.AckTimeout = 2 * time.Second
 		cfg.SplitCheckInterval = time.Hour
-		cfg.blockPush = func(t metadata.Target) bool { return blocked.Load() && t.Kind == metadata.TargetSplit }
+		cfg.knobs.BlockPush = func(t metadata.Target) bool { return blocked.Load() && t.Kind == metadata.TargetSplit }
 		if cfg.ID == "s1" {
 			cfg.ReconcileInterval = time.Hour
-			cfg.missEvent = func(metadata.TableEvent) bool { return blind.Load() }
+			cfg.knobs.MissEvent = func(metadata.TableEvent) bool { return blind.Load() }
 		}
 	})
 	c.createTable("s1", "cpu", 3)

@@ -77,6 +77,8 @@
 // Close refuses new operations with ErrClosed, waits for those in flight,
 // then closes the DB. The DB escape hatch (Store.DB) is for benchmarks and
 // diagnostics only: writes through it bypass every invariant above.
+// RegisterMetrics exports the DB's pebble statistics and the replica count
+// to a Prometheus registry, read at scrape time (metrics.go).
 //
 // # Lock order
 //

@@ -23,7 +23,9 @@ const maxChangeAttempts = 8
 var changeRetry = backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
 
 // Planner plans one change of a table from its current config and METADATA.
-type Planner func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, error)
+// It is an alias of the func type, so that *Server satisfies the Changes
+// interfaces of cluster/master and frontend, which name the func type.
+type Planner = func(cfg metadata.TableConfig, file *metadata.File) (metadata.Op, error)
 
 // RequestChange commits one METADATA change planned by plan (DESIGN.md
 // section 4): it reads the current transaction, asks a metadata server of

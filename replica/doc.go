@@ -40,7 +40,9 @@
 //     server's offset from its peers' as seen on internal calls, and a
 //     server a majority of peers sees off refuses to coordinate writes;
 //   - the transport of package metadata to the other metadata servers
-//     (Peers) and the replication metrics (Metrics).
+//     (Peers) and the replication metrics (Metrics);
+//   - the load a server publishes in its membership key (Load, load.go:
+//     replicas, bytes on disk, coordinated rows per second).
 //
 // # Invariants (DESIGN.md section 12)
 //

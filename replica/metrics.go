@@ -6,8 +6,8 @@ import (
 
 // Metrics counts what replication ships, what inserts coordinate and what
 // the split trigger does; pushed rows per coordinated row is the
-// replication amplification. The node creates it (its membership summary
-// reads CoordinatedRows) and hands it to New; Server.RegisterMetrics
+// replication amplification. The node creates it (its membership summary,
+// Load, reads CoordinatedRows) and hands it to New; Server.RegisterMetrics
 // registers it.
 type Metrics struct {
 	PushRows, PushBytes, PushErrors prometheus.Counter

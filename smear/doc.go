@@ -116,8 +116,9 @@
 // have an outcome. Run does this whenever an already-due entry is enqueued,
 // on Kick, and every PollInterval; Drain does it for every entry, due or
 // not, until the queue is empty (a drained or leaving server empties its
-// queue before it stops). Passes are serialized by a mutex, so Run and
-// Drain may overlap.
+// queue before it stops; DrainForStop bounds that by a time limit and
+// leaves the rest queued for after a restart). Passes are serialized by a
+// mutex, so Run and Drain may overlap.
 //
 // To keep passes from iterating over the tombstones of forwarded entries,
 // the queue keeps in memory a lower bound of the due times it holds

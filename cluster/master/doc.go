@@ -46,7 +46,8 @@
 // directory), Marks (etcd: the election's leader, drain and lost marks,
 // rebalance requests), Tables, Cache (the router's METADATA), Committer
 // (metadata-server join and removal), RPC and Lease. Package node wires the
-// concrete values in.
+// concrete values in. The master's counters (Metrics) are built by
+// NewMetrics and registered by their Register (metrics.go).
 //
 // # Goroutines
 //

@@ -24,7 +24,9 @@
 // other's address: two processes with one id would corrupt placements. A
 // restarted server whose previous incarnation's lease has not expired yet
 // gets the same error until it does (the message says when); the caller may
-// retry.
+// retry, as RegisterAfterRestart does: every second, for up to two TTLs.
+// AdvertiseAddr picks the address a server registers (Info.Addr) from its
+// configuration and its listener.
 //
 // # Lease semantics
 //

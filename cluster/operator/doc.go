@@ -8,4 +8,8 @@
 // way: a placement whose data it lost (a wiped disk, DESIGN.md section 5),
 // under <prefix>lost/<placement_id> (JSON LostMark), which the master
 // answers by removing and re-joining the server.
+//
+// The functions take the etcd client and prefix; Marks bundles them (and
+// the elected leader's id, from cluster/election) as the one value that
+// satisfies the master's and the front end's Marks interfaces.
 package operator

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	tsdbhttp "github.com/tsdb/tsdb/http"
-	"github.com/tsdb/tsdb/internal/nodehttp"
 	"github.com/tsdb/tsdb/node"
 )
 
@@ -118,7 +117,7 @@ func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
 			ClusterSecret: c.secret,
 			MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
 			Logger:        c.log,
-			HTTP:          nodehttp.New,
+			HTTP:          newHTTPServer,
 		})
 		if err != nil {
 			return fmt.Errorf("start server %s: %w", id, err)

@@ -7,7 +7,7 @@ import (
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/internal/bytesize"
-	"github.com/tsdb/tsdb/node"
+	"github.com/tsdb/tsdb/replica"
 )
 
 // limitFlags are tsdb server's memory bounds under load (issue 14 item 7).
@@ -20,7 +20,7 @@ func (f *limitFlags) register(fs *pflag.FlagSet) {
 		"public requests served at once; one more is answered 503 overloaded with Retry-After (not /healthz, /metrics or the internal API)")
 	fs.IntVar(&f.buckets, "max-query-buckets", tsdbhttp.DefaultMaxQueryBuckets,
 		"most buckets an aggregate answer may hold, summed over all its series (422 too_many_buckets above)")
-	f.subQueryBytes = node.DefaultMaxSubQueryBytes
+	f.subQueryBytes = replica.DefaultMaxSubQueryBytes
 	fs.Var(bytesize.Var(&f.subQueryBytes), "max-subquery-bytes",
 		"most bytes of one partition's answer read from another server; a replica refuses to send more (422 answer_too_large above)")
 }

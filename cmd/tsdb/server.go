@@ -12,7 +12,6 @@ import (
 
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/internal/bytesize"
-	"github.com/tsdb/tsdb/internal/nodehttp"
 	"github.com/tsdb/tsdb/node"
 	"github.com/tsdb/tsdb/presplit"
 )
@@ -174,7 +173,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, WriteLimit: s.writeLimit, SmearMaxBytes: s.smearMaxBytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
-		HTTP: nodehttp.New,
+		HTTP: newHTTPServer,
 	}
 	if err := s.tlsf.apply(&cfg); err != nil {
 		return node.Config{}, err

@@ -1,16 +1,14 @@
-// Package nodehttp wires the HTTP server (package http) into a node: New is
-// the node.Config.HTTP of `tsdb server`, `tsdb dev` and the tests. It is
-// the one place outside cmd that imports both, so that node does not import
-// the HTTP server package.
-package nodehttp
+package main
 
 import (
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/node"
 )
 
-// New builds a node's HTTP server from its handlers.
-func New(h node.Handlers) (node.HTTPServer, error) {
+// newHTTPServer is the node.Config.HTTP of `tsdb server` and `tsdb dev`:
+// it builds a server's HTTP server (package http) from the handlers node
+// hands it. Node does not import the HTTP server package; cmd wires it in.
+func newHTTPServer(h node.Handlers) (node.HTTPServer, error) {
 	return tsdbhttp.NewServer(tsdbhttp.Config{
 		AuthToken:             h.AuthToken,
 		ClusterSecret:         h.ClusterSecret,

@@ -1,16 +1,10 @@
-package node
+package partition
 
-import (
-	dto "github.com/prometheus/client_model/go"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tsdb/tsdb/partition"
-)
-
-// registerStoreMetrics exports the pebble statistics of the partition store
-// and the replica count as gauges read at scrape time.
-func registerStoreMetrics(reg prometheus.Registerer, store *partition.Store) {
+// RegisterMetrics exports the pebble statistics of store and its replica
+// count to reg, as gauges and counters read at scrape time.
+func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 	gauge := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f))
 	}
@@ -33,13 +27,4 @@ func registerStoreMetrics(reg prometheus.Registerer, store *partition.Store) {
 		func() float64 { return float64(store.Metrics().Flush.Count) })
 	counter("tsdb_pebble_compactions_total", "Pebble compactions.",
 		func() float64 { return float64(store.Metrics().Compact.Count) })
-}
-
-// counterValue reads a counter's current value.
-func counterValue(c prometheus.Counter) float64 {
-	var m dto.Metric
-	if err := c.Write(&m); err != nil || m.Counter == nil {
-		return 0
-	}
-	return m.Counter.GetValue()
 }
