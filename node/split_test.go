@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 )
 
 // TestSplitMovesDataAndFinalizes covers a split from SPLIT_BEGIN on (the
@@ -177,6 +179,91 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 	r := c.client("s1").do("POST", "/write?db=cpu", []byte("unaware v=1 30\n"))
 	if r.status != 503 {
 		t.Fatalf("insert through the unaware s1 with the children cut off: %d %s, want 503", r.status, r.body)
+	}
+	blocked.Store(false)
+	blind.Store(false)
+	waitFor(t, "SPLIT_FINALIZE", func() bool {
+		_, f, err := c.nodes["s2"].backendMetadata("cpu", "")
+		return err == nil && len(f.Partitions) == 2
+	})
+}
+
+// TestSplitHoldsRelayedPushFromOlderView: an insert coordinated by a
+// server that has not learned of a split (s1) is not acknowledged while
+// the split's children are cut off, in the two ways its copies can reach
+// the other parent replicas without the children:
+//
+//   - "relayed": s1 stays unaware; s2 holds s1's push and relays the row
+//     to s3 before s1's own push reaches s3, which then changes nothing
+//     there. s3 must hold its confirmation all the same (confirmSplitPush).
+//   - "learns mid-insert": s1 learns of the split from a peer's push while
+//     its insert waits, so its later push to s3 carries the newer view and
+//     s3 does not hold it; s1 must then wait for the children itself
+//     (splitView).
+//
+// Otherwise s1 counts s3's confirmation while the row is after every mark
+// and in no child, and a finalize could hide an acknowledged row.
+func TestSplitHoldsRelayedPushFromOlderView(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		s1Learns bool
+	}{{"relayed", false}, {"learns mid-insert", true}} {
+		t.Run(tc.name, func(t *testing.T) { testSplitHoldsRelayed(t, tc.s1Learns) })
+	}
+}
+
+func testSplitHoldsRelayed(t *testing.T, s1Learns bool) {
+	var blind, blocked, holdS3 atomic.Bool
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.AckTimeout = 10 * time.Second
+		cfg.SplitCheckInterval = time.Hour
+		id := cfg.ID
+		cfg.knobs.BlockPush = func(t metadata.Target) bool {
+			return blocked.Load() && t.Kind == metadata.TargetSplit ||
+				id == "s1" && holdS3.Load() && t.ServerID == "s3" ||
+				!s1Learns && id != "s1" && blind.Load() && t.ServerID == "s1" // no newer view reaches s1
+		}
+		if id == "s1" {
+			cfg.ReconcileInterval = time.Hour
+			cfg.knobs.MissEvent = func(metadata.TableEvent) bool { return blind.Load() }
+		}
+	})
+	c.createTable("s1", "cpu", 3)
+	c.insertLP("s1", "cpu", lpBatch("pre", 0, 100, 10))
+	_, f, _ := c.nodes["s1"].backendMetadata("cpu", "")
+	blind.Store(true)
+	blocked.Store(true)
+	if _, err := c.nodes["s2"].SplitPartition(context.Background(), "cpu", f.Partitions[0].ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"s2", "s3"} {
+		waitFor(t, id+" learning of the split", func() bool {
+			n := c.nodes[id]
+			for _, st := range n.ReplicaStatuses() {
+				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
+					return ts.Kind == metadata.TargetSplit
+				}) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	// s1's push to s3 waits until s2 has relayed the row to s3.
+	holdS3.Store(true)
+	answer := make(chan int, 1)
+	go func() { answer <- c.client("s1").do("POST", "/write?db=cpu", []byte("relayed v=1 30\n")).status }()
+	waitFor(t, "s2 relaying the row to s3", func() bool {
+		for _, rep := range c.nodes["s3"].store.Replicas() {
+			if rows, _, err := rep.Scan(model.Query{From: math.MinInt64, To: math.MaxInt64, Series: "relayed"}); err == nil && len(rows) > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	holdS3.Store(false)
+	if status := <-answer; status != 503 {
+		t.Fatalf("insert through the unaware s1, relayed to s3 by s2, with the children cut off: %d, want 503", status)
 	}
 	blocked.Store(false)
 	blind.Store(false)

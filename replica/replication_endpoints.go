@@ -78,8 +78,16 @@ func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
 	if rt != nil {
 		rt.pusher.Notify() // the rows may be due to other targets
 	}
-	if applier.changed > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
-		return s.confirmSplitPush(ctx, rt, st, applier.last)
+	if received > 0 && req.TxnSeq < st.TxnSeq && st.Discovery.Status == metadata.StatusServe {
+		seq := applier.last
+		if applier.changed < received {
+			// Some rows were here already, possibly relayed by another
+			// parent replica from the same older-view coordinator (whose
+			// own confirmation that replica holds): their sequences here
+			// are unknown, so wait for everything this replica holds.
+			seq = max(seq, rep.HighSeq())
+		}
+		return s.confirmSplitPush(ctx, rt, st, seq)
 	}
 	return nil
 }
@@ -90,10 +98,12 @@ func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
 // parent replica's push confirmations, like its acknowledgements, wait for
 // the children). Otherwise the sender could acknowledge an insert on this
 // replica's confirmation while the row is after this replica's mark and in
-// no child yet, and a finalize could hide it. Rows the push did not change
-// are not waited for (they were written here before, and are covered by
-// this replica's mark or by their writer's own wait), nor are rows at or
-// below the mark (the finalize waits for those).
+// no child yet, and a finalize could hide it. Rows at or below the mark are
+// not waited for (the finalize waits for those). A push whose rows were all
+// new here waits for the sequences it wrote; one with rows already here
+// waits for everything this replica holds: another parent replica may have
+// relayed them from the same unaware coordinator, and nobody else would
+// hold that coordinator's acknowledgement.
 func (s *Server) confirmSplitPush(ctx context.Context, rt *replicaRuntime, st Status, seq uint64) error {
 	_, file, ok := s.router.Cached(st.Table)
 	if !ok {
