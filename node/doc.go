@@ -2,9 +2,8 @@
 // 11): the partition store (one pebble DB), the metadata file store, the etcd
 // coordination store, the replica machinery (replica, which builds the
 // router), the master (cluster/master), the front end (frontend) and the
-// HTTP server. `tsdb
-// server`, `tsdb dev` and the integration tests all start servers through
-// Start, so tests run the same wiring as production.
+// HTTP server. `tsdb server`, `tsdb dev` and the integration tests all
+// start servers through Start, so tests run the same wiring as production.
 //
 // Node does not import the HTTP server package: the caller passes
 // Config.HTTP (cmd/tsdb's newHTTPServer; the tests' testHTTP), which builds
