@@ -138,9 +138,9 @@ var cannedReplica = wire.ReplicaStatus{
 	Server: "s1", Table: "metrics",
 	PartitionID: uuid.MustParse("11111111-1111-1111-1111-111111111111"),
 	Placement:   uuid.MustParse("aaaaaaaa-0000-0000-0000-000000000001"),
-	Status:      metadata.StatusServe, TxnSeq: 7, Rows: 10, Bytes: 4096, HighSeq: 12, SyncedSeq: 12,
+	Status:      string(metadata.StatusServe), TxnSeq: 7, Rows: 10, Bytes: 4096, HighSeq: 12, SyncedSeq: 12,
 	Targets: []wire.TargetStatus{{Server: "s2", Placement: uuid.MustParse("bbbbbbbb-0000-0000-0000-000000000002"),
-		Kind: metadata.TargetReplica, Confirmed: 9, Lag: 3, LastPush: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		Kind: string(metadata.TargetReplica), Confirmed: 9, Lag: 3, LastPush: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
 }
 
 // startServer serves s on a loopback port until the test ends and returns

@@ -49,7 +49,7 @@ func (s *Server) handleTableReplicas(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, err)
 		return
 	}
-	resp := api.TableReplicasResponse{Config: cfg, Partitions: apiPartitionReplicas(parts)}
+	resp := api.TableReplicasResponse{Config: cfg, Partitions: parts}
 	if resp.Partitions == nil {
 		resp.Partitions = []api.PartitionReplicas{}
 	}

@@ -165,7 +165,7 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 			}
 			for _, st := range n.ReplicaStatuses() {
 				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
-					return ts.Kind == metadata.TargetSplit
+					return ts.Kind == string(metadata.TargetSplit)
 				}) {
 					return true
 				}
@@ -241,7 +241,7 @@ func testSplitHoldsRelayed(t *testing.T, s1Learns bool) {
 			n := c.nodes[id]
 			for _, st := range n.ReplicaStatuses() {
 				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
-					return ts.Kind == metadata.TargetSplit
+					return ts.Kind == string(metadata.TargetSplit)
 				}) {
 					return true
 				}

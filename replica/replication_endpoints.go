@@ -290,7 +290,7 @@ func (s *Server) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.R
 		st, _ := s.StatusOf(info.Placement)
 		rs := wire.ReplicaStatus{
 			Server: s.cfg.Self, Table: info.Table, PartitionID: info.PartitionID, Placement: info.Placement,
-			Begin: info.Begin, End: info.End, Status: st.Discovery.Status, TxnSeq: st.TxnSeq,
+			Begin: info.Begin, End: info.End, Status: string(st.Discovery.Status), TxnSeq: st.TxnSeq,
 			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []wire.TargetStatus{},
 		}
 		if req.SizeScan > 0 && (info.End == nil || *info.End > req.SizeScanAfter) {

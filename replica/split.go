@@ -97,7 +97,7 @@ func (s *Server) splitReports(ctx context.Context, table string, p *metadata.Par
 			}
 			report := map[uuid.UUID]map[string]bool{}
 			for _, t := range r.Targets {
-				if t.Kind != metadata.TargetSplit {
+				if t.Kind != string(metadata.TargetSplit) {
 					continue
 				}
 				if report[t.PartitionID] == nil {

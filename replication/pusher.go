@@ -743,7 +743,7 @@ func (p *Pusher) Status() []wire.TargetStatus {
 			lag = synced - c
 		}
 		ts := wire.TargetStatus{
-			Server: t.spec.ServerID, Placement: t.id, PartitionID: t.spec.PartitionID, Kind: t.spec.Kind,
+			Server: t.spec.ServerID, Placement: t.id, PartitionID: t.spec.PartitionID, Kind: string(t.spec.Kind),
 			Confirmed: c, Lag: lag, LastError: t.lastErr, LastPush: t.lastPush,
 		}
 		if mark, ok := p.mu.marks[t.id]; ok {

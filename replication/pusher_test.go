@@ -708,7 +708,7 @@ func TestSplitMarksAndWaitConfirmedChild(t *testing.T) {
 		for _, st := range p.Status() {
 			switch st.Placement {
 			case c1s2.PlacementID, c2s2.PlacementID:
-				if st.Mark != 4 || !st.MarkReached || st.Kind != metadata.TargetSplit {
+				if st.Mark != 4 || !st.MarkReached || st.Kind != string(metadata.TargetSplit) {
 					t.Errorf("split target %+v: want mark 4, reached", st)
 				}
 			case c1s3.PlacementID:

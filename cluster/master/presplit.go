@@ -134,7 +134,7 @@ func (m *Master) partitionSizes(ctx context.Context, v *clusterView, scanAfter i
 			continue
 		}
 		for _, r := range resp.Replicas {
-			if r.Status != metadata.StatusServe && r.Status != metadata.StatusLoad {
+			if r.Status != string(metadata.StatusServe) && r.Status != string(metadata.StatusLoad) {
 				continue
 			}
 			out[r.PartitionID] = max(out[r.PartitionID], r.Bytes)

@@ -1,11 +1,9 @@
 package wire
 
 import (
-	"time"
-
 	"github.com/google/uuid"
 
-	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -156,56 +154,16 @@ type ReplicasResponse struct {
 	Replicas []ReplicaStatus `json:"replicas"`
 }
 
-// ReplicaStatus is one replica's state for inspection (tsdb admin
-// partitions, GET /api/v1/tables/{t}?replicas=1).
-type ReplicaStatus struct {
-	Server      string    `json:"server"`
-	Table       string    `json:"table"`
-	PartitionID uuid.UUID `json:"partition_id"`
-	Placement   uuid.UUID `json:"placement_id"`
-	Begin       *int64    `json:"begin"`
-	End         *int64    `json:"end"`
-	// Status is the last discovery answer (LOAD, SERVE, UNLOAD).
-	Status metadata.DiscoveryStatus `json:"status"`
-	TxnSeq uint64                   `json:"txnseq"`
-	// Rows is the number of live rows (-1 if not counted).
-	Rows int64 `json:"rows"`
-	// Checksum is a hash of the replica's rows and versions: replicas
-	// holding the same data have the same one.
-	Checksum  string `json:"checksum,omitempty"`
-	Bytes     uint64 `json:"bytes"`
-	HighSeq   uint64 `json:"high_seq"`
-	SyncedSeq uint64 `json:"synced_seq"`
-	// Targets is the replication state towards each target.
-	Targets []TargetStatus `json:"targets"`
-}
-
-// TargetStatus is the replication state from one replica to one target.
-type TargetStatus struct {
-	Server    string    `json:"server"`
-	Placement uuid.UUID `json:"placement_id"`
-	// PartitionID is the target's partition (a split child's id for kind
-	// split).
-	PartitionID uuid.UUID           `json:"partition_id"`
-	Kind        metadata.TargetKind `json:"kind"`
-	// Mark, for a joining or split target, is the sender's synced sequence
-	// when it first saw the target; MarkReached says Confirmed passed it.
-	Mark        uint64 `json:"mark,omitempty"`
-	MarkReached bool   `json:"mark_reached,omitempty"`
-	Confirmed   uint64 `json:"confirmed"`
-	// Lag is the sender's synced sequence minus Confirmed.
-	Lag       uint64    `json:"lag"`
-	LastError string    `json:"last_error,omitempty"`
-	LastPush  time.Time `json:"last_push,omitempty"`
-}
-
-// PartitionReplicas is one partition with its replicas' states, as the
-// server's backend gathers them for GET /api/v1/tables/{t}?replicas=1 (the
-// HTTP server answers it as api.PartitionReplicas, same JSON).
-type PartitionReplicas struct {
-	metadata.Partition
-	Replicas []ReplicaStatus `json:"replicas"`
-}
+// PartitionReplicas, ReplicaStatus and TargetStatus are the replica states a
+// server answers on /internal/replicas and the front end gathers for GET
+// /api/v1/tables/{t}?replicas=1: the public API's types, one declaration
+// for both (a discovery status and a target kind travel as their strings,
+// string(metadata.StatusServe), string(metadata.TargetSplit), ...).
+type (
+	PartitionReplicas = api.PartitionReplicas
+	ReplicaStatus     = api.ReplicaStatus
+	TargetStatus      = api.TargetStatus
+)
 
 // SplitPointRequest asks a server for the split point of its replica
 // Placement of partition PartitionID.
