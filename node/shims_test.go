@@ -12,14 +12,10 @@ import (
 // What node's tests reach of package replica, under their old names.
 
 // ReplicaStatus is what partition discovery last answered for one local
-// replica.
-//
-// Deprecated: alias until issue 15's node split lands; use replica.Status.
+// replica (replica.Status, under the name the tests use).
 type ReplicaStatus = replica.Status
 
-// Planner plans one METADATA change.
-//
-// Deprecated: alias until issue 15's node split lands; use replica.Planner.
+// Planner plans one METADATA change (replica.Planner).
 type Planner = replica.Planner
 
 // RequestChange commits one METADATA change (replica.Server.RequestChange).
