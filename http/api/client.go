@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/internal/backoff"
 )
 
 // Defaults of a Client's Options.
@@ -196,12 +197,8 @@ func (c *Client) Do(ctx context.Context, r Request, out any) error {
 		if !retry {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			return err
-		case <-t.C:
 		}
 	}
 }
@@ -217,9 +214,7 @@ func (c *Client) retryWait(err error, attempt int) (time.Duration, bool) {
 	if e.RetryAfter > 0 {
 		return min(e.RetryAfter, c.opts.MaxRetryWait), true
 	}
-	d := firstRetryWait << min(attempt-1, 20)
-	d = d/2 + rand.N(d/2+1) // jitter: [d/2, d]
-	return min(d, c.opts.MaxRetryWait), true
+	return backoff.Policy{Base: firstRetryWait, Max: c.opts.MaxRetryWait}.Delay(attempt), true
 }
 
 // once makes one request of r.
