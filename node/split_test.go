@@ -153,26 +153,7 @@ func TestSplitHoldsPushFromOlderView(t *testing.T) {
 	if _, err := c.nodes["s2"].SplitPartition(context.Background(), "cpu", f.Partitions[0].ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"s2", "s3"} {
-		// Learned: its pusher has the split targets and their marks (the
-		// router's cache is updated a moment before; a push applied in
-		// between is at or below the marks, which the finalize covers, so
-		// its confirmation does not wait).
-		waitFor(t, id+" learning of the split", func() bool {
-			n := c.nodes[id]
-			if _, f, ok := n.router.Cached("cpu"); !ok || f.Partitions[0].Split == nil {
-				return false
-			}
-			for _, st := range n.ReplicaStatuses() {
-				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
-					return ts.Kind == string(metadata.TargetSplit)
-				}) {
-					return true
-				}
-			}
-			return false
-		})
-	}
+	c.waitLearnedSplit("cpu", "s2", "s3")
 	if _, f, _ := c.nodes["s1"].router.Cached("cpu"); f.Partitions[0].Split != nil {
 		t.Fatal("setup: s1 learned of the split")
 	}
@@ -236,19 +217,7 @@ func testSplitHoldsRelayed(t *testing.T, s1Learns bool) {
 	if _, err := c.nodes["s2"].SplitPartition(context.Background(), "cpu", f.Partitions[0].ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"s2", "s3"} {
-		waitFor(t, id+" learning of the split", func() bool {
-			n := c.nodes[id]
-			for _, st := range n.ReplicaStatuses() {
-				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
-					return ts.Kind == string(metadata.TargetSplit)
-				}) {
-					return true
-				}
-			}
-			return false
-		})
-	}
+	c.waitLearnedSplit("cpu", "s2", "s3")
 	// s1's push to s3 waits until s2 has relayed the row to s3.
 	holdS3.Store(true)
 	answer := make(chan int, 1)
@@ -271,4 +240,29 @@ func testSplitHoldsRelayed(t *testing.T, s1Learns bool) {
 		_, f, err := c.nodes["s2"].backendMetadata("cpu", "")
 		return err == nil && len(f.Partitions) == 2
 	})
+}
+
+// waitLearnedSplit waits until each of servers has learned of the split of
+// table's first partition: its router has the split and its pusher the
+// split targets and their marks (the router's cache is updated a moment
+// before; a push applied in between is at or below the marks, which the
+// finalize covers, so its confirmation does not wait).
+func (c *testCluster) waitLearnedSplit(table string, servers ...string) {
+	c.t.Helper()
+	for _, id := range servers {
+		waitFor(c.t, id+" learning of the split", func() bool {
+			n := c.nodes[id]
+			if _, f, ok := n.router.Cached(table); !ok || f.Partitions[0].Split == nil {
+				return false
+			}
+			for _, st := range n.ReplicaStatuses() {
+				if rt := n.replica.Pusher(st.Placement); rt != nil && slices.ContainsFunc(rt.Status(), func(ts wire.TargetStatus) bool {
+					return ts.Kind == string(metadata.TargetSplit)
+				}) {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
