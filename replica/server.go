@@ -140,6 +140,13 @@ type Server struct {
 	// answer is recorded but whose replication is not running yet.
 	discoverMu sync.Mutex
 
+	// installMu serializes Install, so that a table's METADATA files are
+	// installed in txnseq order: a sync that read an older file (the
+	// start-up reconciliation racing the watch) finds a newer one
+	// installed and skips, instead of creating the replicas of a map
+	// already replaced.
+	installMu sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		// synced is the txnseq of each table's last processed METADATA.

@@ -84,8 +84,21 @@ func (s *Server) syncTableAt(ctx context.Context, cfg metadata.TableConfig) erro
 // Install makes file the table's METADATA on this server. The first file
 // of a table pending since the partition store's birth settles it first
 // (its placements here are lost, lost.go).
+//
+// Installs are serialized, and a file older than the table's last
+// installed one is skipped: the router keeps the newer one anyway, and
+// its local replicas and discovery answers already follow it.
 func (s *Server) Install(cfg metadata.TableConfig, file *metadata.File) error {
 	table := cfg.Name
+	s.installMu.Lock()
+	defer s.installMu.Unlock()
+	s.mu.Lock()
+	newest := s.mu.synced[table]
+	s.mu.Unlock()
+	if file.TxnSeq < newest {
+		s.log.Debug("skipping an older METADATA", "table", table, "txnseq", file.TxnSeq, "installed", newest)
+		return nil
+	}
 	s.router.Update(cfg, file)
 	if err := s.settleLost(file); err != nil {
 		return err
