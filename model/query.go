@@ -22,6 +22,12 @@ type Query struct {
 	Series string `json:"series,omitempty"`
 	// Prefix makes Series a prefix.
 	Prefix bool `json:"prefix,omitempty"`
+	// Measurement, when set, keeps only the series whose measurement (the
+	// part of the key before the first comma, unescaped) equals it.
+	Measurement string `json:"measurement,omitempty"`
+	// Tags, when set, keeps only the series whose tags satisfy it
+	// (InfluxQL's WHERE on tags); Query.Matcher compiles both.
+	Tags *TagExpr `json:"tags,omitempty"`
 	// Fields is the projection; nil or empty means all fields. Rows holding
 	// none of the fields are omitted.
 	Fields []string `json:"fields,omitempty"`
@@ -48,6 +54,16 @@ type Query struct {
 	// query's From, which the router sets before clipping the query to
 	// each partition (Clip keeps it).
 	Origin int64 `json:"origin,omitempty"`
+	// Offset shifts the step buckets (InfluxQL's GROUP BY time(step,
+	// offset)): with Step > 0 a value at t goes to the bucket starting at
+	// floor((t-Offset)/Step)*Step + Offset. 0 is epoch-aligned.
+	Offset int64 `json:"offset,omitempty"`
+	// GroupBy, for an aggregate, merges the series that have the same
+	// values of these tag keys into one result series, named by the
+	// canonical key of the measurement and those tags (a tag the series
+	// lacks is left out of the name). Empty: one result per series (or
+	// one in all with GroupAll). GroupAll and GroupBy are exclusive.
+	GroupBy []string `json:"group_by,omitempty"`
 	// GroupAll merges all series into one aggregate result with Series "*"
 	// (ties of first and last are broken by the real series).
 	GroupAll bool `json:"group_all,omitempty"`
