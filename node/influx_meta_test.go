@@ -105,7 +105,9 @@ func TestInfluxBackendMetaAcrossPartitions(t *testing.T) {
 				t.Errorf("via %s, %s: %q, %v; want %q", id, tc.name, got, err, tc.want)
 			}
 		}
-		fk := func(m, name string, k model.Kind) model.FieldKey { return model.FieldKey{Measurement: m, Name: name, Kind: k} }
+		fk := func(m, name string, k model.Kind) model.FieldKey {
+			return model.FieldKey{Measurement: m, Name: name, Kind: k}
+		}
 		want := []model.FieldKey{fk("cpu", "idle", model.KindInt), fk("cpu", "usage", model.KindFloat), fk("mem", "free", model.KindInt)}
 		got, err := b.FieldKeys(ctx, "db", "")
 		if err != nil || !slices.Equal(got, want) {
