@@ -101,7 +101,9 @@ func (m *memRouter) Query(_ context.Context, _ string, q model.Query) ([]model.R
 			out = append(out, live)
 		}
 	}
-	slices.SortFunc(out, func(a, b model.Row) int { return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.Series, b.Series)) })
+	slices.SortFunc(out, func(a, b model.Row) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.Series, b.Series))
+	})
 	if q.Limit > 0 && len(out) > q.Limit {
 		return out[:q.Limit], true, nil
 	}
