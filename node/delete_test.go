@@ -57,22 +57,36 @@ func checkDeleted(t *testing.T, where string, rows []model.Row, n int, from, to 
 	}
 }
 
-// TestDeleteReplicated: a delete through one server, acknowledged at
-// quorum, is read at once at quorum through every server, reaches every
-// replica (each server's own replica holds exactly the rows kept, the
-// checksums agree), and a later write brings a deleted row back.
+// TestDeleteReplicated: a delete through a server holding no replica (its
+// tombstones are forwarded inserts), acknowledged at quorum, is read at
+// once at quorum through every server, reaches every replica (each
+// server's own replica holds exactly the rows kept, the checksums agree),
+// and a later write brings a deleted row back.
 func TestDeleteReplicated(t *testing.T) {
-	c := startCluster(t, 3)
+	c := startCluster(t, 4)
 	c.createTable("s1", "del", 3)
+	var replicas []string
+	front := ""
+	waitFor(t, "three servers creating their replica", func() bool {
+		replicas, front = nil, ""
+		for _, id := range []string{"s1", "s2", "s3", "s4"} {
+			if len(c.nodes[id].store.Replicas()) == 1 {
+				replicas = append(replicas, id)
+			} else {
+				front = id
+			}
+		}
+		return len(replicas) == 3
+	})
 	const n = 2000
 	c.insertLP("s1", "del", lpBatch("a", 0, n, 10))
 	c.insertLP("s2", "del", lpBatch("b", 0, n, 10))
-	waitFor(t, "the rows on every replica", func() bool { return c.converged("del", 2*n, "s1", "s2", "s3") })
+	waitFor(t, "the rows on every replica", func() bool { return c.converged("del", 2*n, replicas...) })
 
 	const from, to = 100, 1500
-	cl := c.client("s2")
+	cl := c.client(front)
 	cl.must(204, cl.do("POST", "/api/v1/tables/del/delete", deleteBody(from, to)), nil)
-	for _, id := range []string{"s1", "s2", "s3"} {
+	for _, id := range []string{"s1", "s2", "s3", "s4"} {
 		var ans api.RawQueryResponse
 		cl := c.client(id)
 		cl.must(200, cl.do("GET", "/api/v1/tables/del/query?limit=100000", nil, api.HeaderConsistency, api.ConsistencyQuorum), &ans)
@@ -82,8 +96,8 @@ func TestDeleteReplicated(t *testing.T) {
 		}
 		checkDeleted(t, "quorum read via "+id, rows, n, from, to)
 	}
-	waitFor(t, "the replicas converging", func() bool { return c.converged("del", 2*n, "s1", "s2", "s3") })
-	for _, id := range []string{"s1", "s2", "s3"} {
+	waitFor(t, "the replicas converging", func() bool { return c.converged("del", 2*n, replicas...) })
+	for _, id := range replicas {
 		reps := c.nodes[id].store.Replicas()
 		if len(reps) != 1 {
 			t.Fatalf("%s holds %d replicas", id, len(reps))
@@ -95,7 +109,7 @@ func TestDeleteReplicated(t *testing.T) {
 		checkDeleted(t, "replica of "+id, rows, n, from, to)
 	}
 	// A write after the delete is newer: the row is back.
-	c.insertLP("s3", "del", []byte("m,s=a-0 v=7 100\n"))
+	c.insertLP(replicas[0], "del", []byte("m,s=a-0 v=7 100\n"))
 	var ans api.RawQueryResponse
 	cl.must(200, cl.do("GET", "/api/v1/tables/del/query?series=m,s%3Da-0&from=100&to=101", nil, api.HeaderConsistency, api.ConsistencyQuorum), &ans)
 	if len(ans.Rows) != 1 || ans.Rows[0].Fields["v"] != float64(7) {
