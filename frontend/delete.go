@@ -86,14 +86,18 @@ func (fe *Frontend) deleteRows(ctx context.Context, table string, q model.Query)
 			return nil
 		}
 		last := &rows[len(rows)-1]
-		if !cur.advance(last) {
+		prevT, prevSet := cur.t, cur.set
+		switch {
+		case !cur.advance(last):
 			// Every row of the page is at the cursor's time and handled
-			// already: read a larger page at that time.
+			// already (rows the partition did not filter out, or rows
+			// whose tombstones the replica read has not seen yet): read
+			// a larger page at that time.
 			if scan.Limit *= 2; scan.Limit > maxDeletePageRows {
 				return fmt.Errorf("%w: delete from %q: more than %d rows at time %d", errcode.ErrTooLarge, table, maxDeletePageRows, last.Time)
 			}
-		} else {
-			scan.Limit = deleteBatchRows
+		case !prevSet || cur.t != prevT:
+			scan.Limit = deleteBatchRows // a new time: back to small pages
 		}
 		scan.From = cur.t
 	}
