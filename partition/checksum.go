@@ -13,7 +13,8 @@ import (
 // ReplicaChecksum summarizes the live rows of a replica for convergence
 // checks and inspection.
 type ReplicaChecksum struct {
-	// Rows is the number of live rows hashed.
+	// Rows is the number of live rows hashed: stored rows, a row whose
+	// fields are all tombstones (model.KindDeleted) included.
 	Rows int64
 	// Sum is the lowercase hex SHA-256 of the canonical encoding of those
 	// rows in key order (docs/storage-format.md, "Checksum").
