@@ -20,6 +20,11 @@
 // fan-outs to every partition; DropTable and Delete call the drop of a
 // table and the deletion of rows.
 //
+// A delete (DeleteRows; InfluxQL's DELETE and DROP SERIES) reads the rows
+// it selects page by page at quorum and writes a tombstone for each of
+// their fields, stamped here past every version read, at quorum and never
+// smeared (delete.go; docs/influx.md, "Deletes").
+//
 // The table and operator calls: CreateTable picks the first partition's
 // servers (least loaded live servers) and metadata servers and installs
 // the created METADATA; Metadata reads a named transaction from this server
