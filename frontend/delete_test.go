@@ -3,6 +3,7 @@ package frontend
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -45,6 +46,14 @@ func (m *memRouter) Table(context.Context, string) (metadata.TableConfig, *metad
 
 func (m *memRouter) Aggregate(context.Context, string, model.Query) ([]model.SeriesAgg, error) {
 	panic("not used")
+}
+
+func (m *memRouter) SeriesKeys(context.Context, string, model.Query, int) ([]string, error) {
+	return nil, errors.New("memRouter: no series keys")
+}
+
+func (m *memRouter) FieldKeys(context.Context, string, string, string) ([]model.FieldKey, error) {
+	return nil, errors.New("memRouter: no field keys")
 }
 
 func (m *memRouter) Insert(_ context.Context, _ string, rows []model.Row, opts model.InsertOptions) error {
