@@ -53,11 +53,15 @@ func (r *metaRouter) FieldKeys(_ context.Context, _, m, _ string) ([]model.Field
 	return []model.FieldKey{{Measurement: "cpu", Name: "usage", Kind: model.KindFloat}}, r.err
 }
 
+func (r *metaRouter) Query(context.Context, string, model.Query) ([]model.Row, bool, error) {
+	return nil, false, r.err
+}
+
 // TestInfluxBackend: the metadata queries go to the router, a tag
 // predicate that does not compile is an invalid query before any routing,
 // the router's routing failures are unavailable, an existing table is
 // created again without error (and without asking for live servers), and
-// the parts built by other helpers answer unavailable until merged.
+// the drop and the delete fail when the router does.
 func TestInfluxBackend(t *testing.T) {
 	ctx := context.Background()
 	r := &metaRouter{tables: map[string]bool{"db": true}}
@@ -102,7 +106,8 @@ func TestInfluxBackend(t *testing.T) {
 	if err := b.DropTable(ctx, "db"); !errors.Is(err, errcode.ErrUnavailable) {
 		t.Errorf("drop (stub until merged): %v", err)
 	}
-	if err := b.Delete(ctx, "db", model.Query{}); !errors.Is(err, errcode.ErrUnavailable) {
-		t.Errorf("delete (stub until merged): %v", err)
+	// The delete reads through the router, which fails (r.err).
+	if err := b.Delete(ctx, "db", model.Query{From: 0, To: 100}); !errors.Is(err, errcode.ErrUnavailable) {
+		t.Errorf("delete while the router fails: %v", err)
 	}
 }
