@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -184,6 +185,37 @@ func TestInfluxAuthSchemes(t *testing.T) {
 				t.Errorf("%s on %s: %s, want a message saying %q", tc.name, route, r.body, wantMsg)
 			}
 		}
+	}
+}
+
+// TestQueryRouteAuth: /query (served by the InfluxQL handler) takes the
+// same credentials as /write, u/p included, and its 401 is in InfluxDB
+// 1.x's shape; what it answers once authorized is the handler's.
+func TestQueryRouteAuth(t *testing.T) {
+	base := "http://" + startServer(t, NewServer(Config{AuthToken: "tok"}, &influxBackend{}))
+	for _, tc := range []struct {
+		query string
+		auth  string
+		ok    bool
+	}{
+		{"?q=SHOW+DATABASES&u=a&p=tok", "", true},
+		{"?q=SHOW+DATABASES", "Token tok", true},
+		{"?q=SHOW+DATABASES", basic("grafana", "tok"), true},
+		{"?q=SHOW+DATABASES&u=a&p=bad", "", false},
+		{"?q=SHOW+DATABASES", "", false},
+	} {
+		h := map[string]string{}
+		if tc.auth != "" {
+			h["Authorization"] = tc.auth
+		}
+		r := influxDo(t, "GET", base+"/query"+tc.query, h, "")
+		if tc.ok {
+			if r.status == 401 {
+				t.Errorf("/query%s with %q: 401 %s", tc.query, tc.auth, r.body)
+			}
+			continue
+		}
+		checkErrorShape(t, "query", "/query"+tc.query, r, 401)
 	}
 }
 
@@ -461,5 +493,18 @@ func TestWriteParams(t *testing.T) {
 	}
 	if table, _, err := writeParams(args("db=a/b&rp=x"), false); err != nil || table != "a/b" {
 		t.Errorf("v1 db=a/b: %q %v (a 1.x db is a name, not a bucket)", table, err)
+	}
+}
+
+// TestHeaderSafe: a message copied into X-Influxdb-Error is one line of
+// valid UTF-8, at most maxErrorHeader bytes.
+func TestHeaderSafe(t *testing.T) {
+	if got := headerSafe("line 1:\n\"x\"\r\tend"); got != `line 1: "x"  end` {
+		t.Errorf("headerSafe = %q", got)
+	}
+	long := strings.Repeat("é", maxErrorHeader) // 2 bytes each
+	got := headerSafe("x" + long)
+	if len(got) > maxErrorHeader || !utf8.ValidString(got) || !strings.HasPrefix(got, "xé") {
+		t.Errorf("headerSafe of %d bytes: %d bytes, valid %v", len(long)+1, len(got), utf8.ValidString(got))
 	}
 }
