@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -506,5 +507,24 @@ func TestHeaderSafe(t *testing.T) {
 	got := headerSafe("x" + long)
 	if len(got) > maxErrorHeader || !utf8.ValidString(got) || !strings.HasPrefix(got, "xé") {
 		t.Errorf("headerSafe of %d bytes: %d bytes, valid %v", len(long)+1, len(got), utf8.ValidString(got))
+	}
+}
+
+// TestAPIClientReadsInfluxShapes: tsdb's own Go client (http/api, used by
+// tsdb loadtest) still reads the code and message of a /write error,
+// answered in InfluxDB 1.x's shape with the code in X-Tsdb-Error-Code.
+func TestAPIClientReadsInfluxShapes(t *testing.T) {
+	base := "http://" + startServer(t, NewServer(Config{AuthToken: "tok"}, &influxBackend{}))
+	c, err := api.NewClient(base, api.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Write(context.Background(), "nope", []byte("cpu v=1 1\n"), api.InsertOptions{})
+	var e *api.Error
+	if !errors.As(err, &e) || e.Status != 404 || e.Code != api.CodeTableNotFound || e.Message != `database not found: "nope"` {
+		t.Fatalf("write to an unknown table: %#v", err)
+	}
+	if err := c.Write(context.Background(), "metrics", []byte("cpu v=1 1\n"), api.InsertOptions{}); err != nil {
+		t.Fatalf("write: %v", err)
 	}
 }

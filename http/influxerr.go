@@ -48,7 +48,7 @@ func influxRoute(path string) bool { return errorShape(path) != shapeTSDB }
 
 // headerTSDBErrorCode carries tsdb's error code (api.Code...) on an error
 // answered in an InfluxDB shape, which has no room for it.
-const headerTSDBErrorCode = "X-Tsdb-Error-Code"
+const headerTSDBErrorCode = api.HeaderErrorCode
 
 // maxErrorHeader bounds the copy of a message InfluxDB puts in a header.
 const maxErrorHeader = 1024
