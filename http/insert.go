@@ -75,23 +75,14 @@ func sniffFormat(body []byte) string {
 	return formatJSON
 }
 
-// handleWrite serves InfluxDB line protocol: POST /write?db=t&precision=p
-// (v1) and POST /api/v2/write?bucket=t&precision=p (v2). It answers 204 like
-// InfluxDB so existing clients and agents work unchanged.
+// handleWrite serves InfluxDB line protocol: POST /write (v1) and POST
+// /api/v2/write (v2), with InfluxDB's parameters (writeParams). It answers
+// 204 like InfluxDB so existing clients and agents work unchanged; its
+// errors come in InfluxDB's shapes (influxerr.go).
 func (s *Server) handleWrite(ctx *fasthttp.RequestCtx, v2 bool) {
-	args := ctx.QueryArgs()
-	param := "db"
-	if v2 {
-		param = "bucket"
-	}
-	table := string(args.Peek(param))
-	if table == "" {
-		s.writeError(ctx, fmt.Errorf("%w: missing ?%s= (the table to write to)", ErrBadRequest, param))
-		return
-	}
-	prec, err := ingest.ParsePrecision(string(args.Peek("precision")))
+	table, prec, err := writeParams(ctx.QueryArgs(), v2)
 	if err != nil {
-		s.writeError(ctx, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		s.writeError(ctx, err)
 		return
 	}
 	s.insert(ctx, table, formatLineProtocol, func(body []byte, rows []model.Row) ([]model.Row, string, error) {
@@ -100,6 +91,52 @@ func (s *Server) handleWrite(ctx *fasthttp.RequestCtx, v2 bool) {
 	}, func(int) {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	})
+}
+
+// writeParams reads the query parameters of a line-protocol write as
+// InfluxDB does and returns the table written to and the precision.
+//
+// v1 (/write, InfluxDB 1.8): db names the table (required); precision is
+// "" or n or ns (nanoseconds), u (also us, µ, µs), ms, s, m or h; rp and
+// consistency are accepted and ignored (a table has one retention; the
+// X-TSDB-Consistency header picks the acknowledgements).
+//
+// v2 (/api/v2/write): bucket names the table (required); a bucket
+// "db/rp", as InfluxDB 1.8 maps its databases and retention policies to
+// buckets, names table db. precision is ns (the default), us, ms or s, as
+// InfluxDB 2 takes it. org and orgID are accepted and ignored (tsdb has no
+// organisations).
+func writeParams(args *fasthttp.Args, v2 bool) (string, ingest.Precision, error) {
+	p := string(args.Peek("precision"))
+	if !v2 {
+		table := string(args.Peek("db"))
+		if table == "" {
+			return "", 0, fmt.Errorf("%w: database is required (?db= names the table to write to)", ErrBadRequest)
+		}
+		prec, err := ingest.ParsePrecision(p)
+		if err != nil {
+			return "", 0, fmt.Errorf("%w: invalid precision %q (use n, u, ms, s, m or h)", ErrBadRequest, p)
+		}
+		return table, prec, nil
+	}
+	bucket := string(args.Peek("bucket"))
+	if bucket == "" {
+		return "", 0, fmt.Errorf("%w: bucket is required (?bucket= names the table to write to)", ErrBadRequest)
+	}
+	table, _, _ := strings.Cut(bucket, "/")
+	if table == "" {
+		return "", 0, fmt.Errorf("%w: bucket %q names no database before its '/'", ErrBadRequest, bucket)
+	}
+	switch p {
+	case "", "ns", "us", "ms", "s":
+	default:
+		return "", 0, fmt.Errorf("%w: invalid precision %q; valid precision units are ns, us, ms, and s", ErrBadRequest, p)
+	}
+	prec, err := ingest.ParsePrecision(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	return table, prec, nil
 }
 
 type parseFunc func(body []byte, rows []model.Row) ([]model.Row, string, error)
@@ -125,7 +162,7 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 	defer cancel()
 	// An unknown table is a 404 whatever the body holds.
 	if _, _, err := s.backend.Table(rctx, table); err != nil {
-		s.writeError(ctx, err)
+		s.writeError(ctx, influxNotFound(ctx, table, err))
 		return
 	}
 	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)

@@ -549,6 +549,9 @@ type rawAnswer struct {
 	status          int
 	body            string
 	encoding, allow string
+	// tsdbCode is the X-Tsdb-Error-Code header of an error answered in
+	// an InfluxDB shape (influxerr.go).
+	tsdbCode string
 }
 
 func rawPost(t *testing.T, url, secret, encoding, body string) rawAnswer {
@@ -600,7 +603,8 @@ func do(t *testing.T, req *http.Request) rawAnswer {
 		}
 	}
 	return rawAnswer{status: resp.StatusCode, body: string(b),
-		encoding: resp.Header.Get("Content-Encoding"), allow: resp.Header.Get("Allow")}
+		encoding: resp.Header.Get("Content-Encoding"), allow: resp.Header.Get("Allow"),
+		tsdbCode: resp.Header.Get(headerTSDBErrorCode)}
 }
 
 func scrape(t *testing.T, addr string) string {

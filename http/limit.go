@@ -15,12 +15,16 @@ import (
 const overloadRetryAfter = "1"
 
 // limited reports whether path is a public API path, whose requests count
-// against Config.MaxConcurrentRequests: everything but /healthz and
-// /metrics (which must answer on a loaded server, for probes and
-// monitoring) and /internal/ (the cluster's own traffic: refusing a push
+// against Config.MaxConcurrentRequests: everything but /healthz, /ping,
+// /health and /metrics (which must answer on a loaded server, for probes
+// and monitoring) and /internal/ (the cluster's own traffic: refusing a push
 // or a sub-query would only move the load to a retry).
 func limited(path string) bool {
-	return path != "/healthz" && path != "/metrics" && !strings.HasPrefix(path, "/internal/")
+	switch path {
+	case "/healthz", "/metrics", "/ping", "/health":
+		return false
+	}
+	return !strings.HasPrefix(path, "/internal/")
 }
 
 // admit routes a request within the bound of concurrent public requests:

@@ -167,14 +167,24 @@ func publicRequest(t *testing.T, method, url string, headers map[string]string, 
 	return do(t, req)
 }
 
-// errorOf decodes an error answer.
+// errorOf decodes an error answer: tsdb's shape, or one of InfluxDB's
+// (influxerr.go), whose tsdb code is in the X-Tsdb-Error-Code header.
 func errorOf(t *testing.T, r rawAnswer) api.ErrorBody {
 	t.Helper()
 	var eb api.ErrorResponse
-	if err := json.Unmarshal([]byte(r.body), &eb); err != nil {
-		t.Fatalf("answer %d %q is not an error body: %v", r.status, r.body, err)
+	if err := json.Unmarshal([]byte(r.body), &eb); err == nil && eb.Error.Code != "" {
+		return eb.Error
 	}
-	return eb.Error
+	var v1 struct{ Error string }
+	if err := json.Unmarshal([]byte(r.body), &v1); err == nil && v1.Error != "" && r.tsdbCode != "" {
+		return api.ErrorBody{Code: r.tsdbCode, Message: v1.Error}
+	}
+	var v2 struct{ Code, Message string }
+	if err := json.Unmarshal([]byte(r.body), &v2); err == nil && v2.Code != "" && r.tsdbCode != "" {
+		return api.ErrorBody{Code: r.tsdbCode, Message: v2.Message}
+	}
+	t.Fatalf("answer %d %q is not an error body", r.status, r.body)
+	return api.ErrorBody{}
 }
 
 // TestInsertConsistencyHeader checks X-TSDB-Consistency on every insert

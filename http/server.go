@@ -1,9 +1,7 @@
 package http
 
 import (
-	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -88,9 +87,13 @@ type Backend interface {
 
 // Config configures the server.
 type Config struct {
-	// AuthToken, when set, is required as "Authorization: Bearer <token>" on
-	// every endpoint but /healthz and /metrics.
+	// AuthToken, when set, is required on every endpoint but /healthz,
+	// /metrics, /ping and /health, as "Authorization: Bearer <token>" or
+	// in one of InfluxDB's ways (auth.go).
 	AuthToken string
+	// Version and Commit are tsdb's version and VCS revision, answered by
+	// /ping and /health (influxping.go); empty means "dev" and "".
+	Version, Commit string
 	// MaxBodyBytes limits request bodies, as sent and decompressed.
 	MaxBodyBytes int
 	// Registry receives the server's metrics and is served on /metrics.
@@ -140,6 +143,10 @@ type Server struct {
 	// conns are the accepted connections, closed by Shutdown when
 	// fasthttp would wait for them in vain (conns.go).
 	conns connTracker
+	// tokenSum is the SHA-256 of cfg.AuthToken (auth.go).
+	tokenSum [32]byte
+	// stopping is set when Shutdown begins: /health answers 503 "fail".
+	stopping atomic.Bool
 }
 
 // shutdownGrace is how long Shutdown lets in-flight requests finish
@@ -165,8 +172,11 @@ func NewServer(cfg Config, backend Backend) *Server {
 	if cfg.MaxQueryBuckets <= 0 {
 		cfg.MaxQueryBuckets = DefaultMaxQueryBuckets
 	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
 	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger,
-		slots: make(chan struct{}, cfg.MaxConcurrentRequests)}
+		slots: make(chan struct{}, cfg.MaxConcurrentRequests), tokenSum: tokenSum([]byte(cfg.AuthToken))}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -198,6 +208,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // shutdownGrace it cancels their contexts, so a request waiting on
 // replicas (up to its 55 s deadline) ends then rather than hold up the stop.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopping.Store(true)
 	grace := time.AfterFunc(shutdownGrace, s.cancelBase)
 	defer grace.Stop()
 	// A connection that never read a byte has no request in flight, but
@@ -282,9 +293,25 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, path string) string {
 	if strings.HasPrefix(path, "/internal/") {
 		return s.routeInternal(ctx, path)
 	}
-	if !s.authorized(ctx) {
-		ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="tsdb"`)
-		s.writeAPIError(ctx, 401, api.CodeUnauthorized, "missing or invalid bearer token")
+	if influxRoute(path) {
+		s.setInfluxHeaders(ctx)
+	}
+	// Open like InfluxDB's: probes and clients check them before they
+	// have credentials (influxping.go).
+	switch path {
+	case "/ping":
+		if s.method(ctx, "GET", "HEAD") {
+			s.handlePing(ctx)
+		}
+		return "ping"
+	case "/health":
+		if s.method(ctx, "GET", "HEAD") {
+			s.handleInfluxHealth(ctx)
+		}
+		return "health"
+	}
+	if res := s.checkAuth(ctx, path); res != authOK {
+		s.writeUnauthorized(ctx, res)
 		return "unauthorized"
 	}
 	if name, ok := s.routePublic(ctx, path); ok {
@@ -381,18 +408,6 @@ func (s *Server) routeTable(ctx *fasthttp.RequestCtx, rest string) (name string,
 	return "", false
 }
 
-func (s *Server) authorized(ctx *fasthttp.RequestCtx) bool {
-	if s.cfg.AuthToken == "" {
-		return true
-	}
-	h := ctx.Request.Header.Peek("Authorization")
-	const prefix = "Bearer "
-	if len(h) <= len(prefix) || !strings.EqualFold(string(h[:len(prefix)]), prefix) {
-		return false
-	}
-	return subtle.ConstantTimeCompare(bytes.TrimSpace(h[len(prefix):]), []byte(s.cfg.AuthToken)) == 1
-}
-
 func (s *Server) method(ctx *fasthttp.RequestCtx, allowed ...string) bool {
 	m := string(ctx.Method())
 	for _, a := range allowed {
@@ -423,7 +438,21 @@ func (s *Server) writeError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
+// writeAPIError answers an error in the shape of the request's route
+// (influxerr.go): tsdb's {"error":{"code","message"}}, or InfluxDB's on
+// the InfluxDB-compatible routes, with code in the X-Tsdb-Error-Code
+// header.
 func (s *Server) writeAPIError(ctx *fasthttp.RequestCtx, status int, code, msg string) {
+	switch errorShape(string(ctx.Path())) {
+	case shapeInfluxV1:
+		writeInfluxV1Error(ctx, status, msg)
+		ctx.Response.Header.Set(headerTSDBErrorCode, code)
+		return
+	case shapeInfluxV2:
+		writeInfluxV2Error(ctx, status, msg)
+		ctx.Response.Header.Set(headerTSDBErrorCode, code)
+		return
+	}
 	body, _ := json.Marshal(api.ErrorResponse{Error: api.ErrorBody{Code: code, Message: msg}})
 	ctx.ResetBody()
 	ctx.SetStatusCode(status)

@@ -268,7 +268,7 @@ func TestAuthToken(t *testing.T) {
 	} {
 		for _, c := range []*client{anon, bad} {
 			r := c.do(p.method, p.path, []byte(p.body))
-			if r.status != 401 || !strings.Contains(string(r.body), `"unauthorized"`) {
+			if code, _ := errorOf(t, r); r.status != 401 || code != api.CodeUnauthorized {
 				t.Errorf("%s %s with token %q: %d %s, want 401", p.method, p.path, c.token, r.status, r.body)
 			}
 		}

@@ -269,7 +269,7 @@ func TestDrainOfflineAndStale(t *testing.T) {
 	})
 	in := []byte(fmt.Sprintf("m,s=x v=1 %d\n", *p.Begin+1))
 	r := c.client("s3").do("POST", "/write?db=st&precision=ns", in)
-	if r.status != 503 || !strings.Contains(string(r.body), api.CodeOffline) {
+	if code, _ := errorOf(t, r); r.status != 503 || code != api.CodeOffline {
 		t.Errorf("insert into the offline partition: %d %s, want 503 %s", r.status, r.body, api.CodeOffline)
 	}
 	r = c.client("s4").do("GET", fmt.Sprintf("/api/v1/tables/st/query?agg=count&fields=v&from=%d&to=%d", *p.Begin, *p.End), nil)

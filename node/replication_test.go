@@ -139,7 +139,7 @@ func TestReplicaCatchesUpAfterRestart(t *testing.T) {
 	// all needs every replica: with s3 down it cannot be acknowledged.
 	cl := c.client("s2")
 	r := cl.do("POST", "/write?db=cpu", lpBatch("all", 9_000_000, 10, 10), "X-TSDB-Consistency", "all")
-	if r.status != 503 || !strings.Contains(string(r.body), api.CodeOutcomeUnknownRows) {
+	if code, _ := errorOf(t, r); r.status != 503 || code != api.CodeOutcomeUnknownRows {
 		t.Fatalf("consistency=all with a replica down: %d %s, want 503 %s", r.status, r.body, api.CodeOutcomeUnknownRows)
 	}
 	c.start("s3")

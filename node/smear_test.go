@@ -213,7 +213,7 @@ func TestSmearQueueFull(t *testing.T) {
 	c.createSmearTable("s1", "qf", 2, time.Minute)
 	c.insertLP("s2", "qf", smearRows("a", 8, 10e9, 1e8))
 	r := c.client("s2").do("POST", "/write?db=qf&precision=ns", smearRows("b", 5, 11e9, 1e8))
-	if r.status != 503 || !strings.Contains(string(r.body), api.CodeQueueFull) || r.header.Get("Retry-After") == "" {
+	if code, _ := errorOf(t, r); r.status != 503 || code != api.CodeQueueFull || r.header.Get("Retry-After") == "" {
 		t.Fatalf("insert into a full queue: %d %s (Retry-After %q), want 503 %s with Retry-After", r.status, r.body, r.header.Get("Retry-After"), api.CodeQueueFull)
 	}
 	if rows, _ := c.nodes["s2"].smearQ.Depth(); rows != 8 {

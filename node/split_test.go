@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,7 +66,7 @@ func TestSplitMovesDataAndFinalizes(t *testing.T) {
 		})
 	}
 	r := c.client("s1").do("POST", "/write?db=cpu", []byte("blocked v=1 20\n"))
-	if r.status != 503 || !strings.Contains(string(r.body), api.CodeOutcomeUnknownRows) {
+	if code, _ := errorOf(t, r); r.status != 503 || code != api.CodeOutcomeUnknownRows {
 		t.Fatalf("insert with the child's majority unreachable: %d %s, want 503 %s", r.status, r.body, api.CodeOutcomeUnknownRows)
 	}
 	if _, f, _ := c.nodes["s1"].backendMetadata("cpu", ""); len(f.Partitions) != 1 || f.Partitions[0].Split == nil {

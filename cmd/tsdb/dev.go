@@ -75,7 +75,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.IntVar(&port, "port", 8080, "HTTP port of the first server; the others take the next ports")
 	f.IntVar(&etcdPort, "etcd-port", 2379, "client port of the embedded etcd")
 	f.StringVar(&data, "data", "./tsdb-data", "directory for all data (etcd and each server)")
-	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires")
+	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	logs.register(f)
 	return cmd

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"runtime/debug"
+
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/node"
 )
@@ -19,5 +21,32 @@ func newHTTPServer(h node.Handlers) (node.HTTPServer, error) {
 		Logger:                h.Logger,
 		MaxConcurrentRequests: h.MaxConcurrentRequests,
 		MaxQueryBuckets:       h.MaxQueryBuckets,
+		Version:               version,
+		Commit:                vcsRevision(),
 	}, h.Backend), nil
+}
+
+// vcsRevision is the VCS revision the binary was built from (go build
+// stamps it), with "-dirty" when the tree was modified; "" when unknown.
+// /health answers it as its commit.
+func vcsRevision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
 }

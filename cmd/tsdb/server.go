@@ -67,7 +67,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.StringVar(&s.listen, "listen", "127.0.0.1:8080", "HTTP listen address host:port")
 	f.StringVar(&s.advertise, "advertise", "", "address other servers reach this one at, host:port (default: the listen address; a wildcard host is replaced by the hostname)")
 	f.StringVar(&s.data, "data", "", "data directory (required)")
-	f.StringVar(&s.tokenFile, "auth-token-file", "", "file holding a bearer token the public API then requires (not on /healthz and /metrics)")
+	f.StringVar(&s.tokenFile, "auth-token-file", "", "file holding a token the public API then requires, as \"Authorization: Bearer|Token <token>\", basic auth (any user, the token as password) or ?p=<token> on /write and /query (not on /healthz, /metrics, /ping and /health)")
 	f.StringVar(&s.secretFile, "cluster-secret-file", "", clusterSecretUsage+"; required with --auth-token-file")
 	s.maxBody = tsdbhttp.DefaultMaxBodyBytes
 	f.Var(bytesize.Var(&s.maxBody), "max-body-bytes", "largest request body accepted, as sent and decompressed (413 above)")

@@ -153,4 +153,9 @@ type ClusterResponse struct {
 const (
 	HeaderConsistency = "X-TSDB-Consistency"
 	HeaderSmear       = "X-TSDB-Smear"
+	// HeaderErrorCode carries the error code of an error answered in one
+	// of InfluxDB's shapes (on /write, /query, /api/v2/write:
+	// {"error":"message"} or {"code","message"}), which have no room for
+	// it.
+	HeaderErrorCode = "X-Tsdb-Error-Code"
 )

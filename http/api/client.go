@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -113,7 +114,9 @@ type Error struct {
 	Path   string
 	Status int
 	// Code and Message are the error body's, empty when the body is not
-	// {"error": {"code", "message"}}.
+	// {"error": {"code", "message"}}; on the InfluxDB routes (/write),
+	// Code is the HeaderErrorCode header and Message the InfluxDB
+	// body's.
 	Code    string
 	Message string
 	// RetryAfter is the answer's Retry-After (whole seconds), or 0.
@@ -271,8 +274,17 @@ func (c *Client) once(ctx context.Context, r Request, out any) error {
 func answerError(method, path string, resp *http.Response, body []byte) *Error {
 	e := &Error{Method: method, Path: path, Status: resp.StatusCode, Body: body[:min(len(body), 1<<10)]}
 	var eb ErrorResponse
-	if json.Unmarshal(body, &eb) == nil {
+	if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
 		e.Code, e.Message = eb.Error.Code, eb.Error.Message
+	} else if code := resp.Header.Get(HeaderErrorCode); code != "" {
+		// InfluxDB's shapes: {"error":"message"} or {"code","message"}.
+		var ib struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(body, &ib) == nil {
+			e.Code, e.Message = code, cmp.Or(ib.Error, ib.Message)
+		}
 	}
 	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s > 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
