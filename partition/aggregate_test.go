@@ -266,7 +266,7 @@ func TestBucketOf(t *testing.T) {
 		{123, 0, -7, -7}, {math.MinInt64 + 1, math.MaxInt64, 0, -math.MaxInt64},
 	}
 	for _, tt := range tests {
-		if got := bucketOf(tt.t, tt.step, tt.origin); got != tt.want {
+		if got := bucketOf(tt.t, tt.step, tt.origin, 0); got != tt.want {
 			t.Errorf("bucketOf(%d, %d, %d) = %d, want %d", tt.t, tt.step, tt.origin, got, tt.want)
 		}
 		if got := naiveBucket(tt.t, tt.step, tt.origin); got != tt.want {
