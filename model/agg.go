@@ -33,12 +33,12 @@ const (
 )
 
 var aggNames = [...]string{
-	AggCount: "count",
-	AggSum:   "sum",
-	AggMin:   "min",
-	AggMax:   "max",
-	AggAvg:   "avg",
-	AggFirst: "first",
+	AggCount:  "count",
+	AggSum:    "sum",
+	AggMin:    "min",
+	AggMax:    "max",
+	AggAvg:    "avg",
+	AggFirst:  "first",
 	AggLast:   "last",
 	AggSpread: "spread",
 	AggStddev: "stddev",
