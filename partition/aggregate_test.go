@@ -119,7 +119,7 @@ func randAggQuery(rng *rand.Rand, times []int64) model.Query {
 func TestAggregateRandomAgainstModel(t *testing.T) {
 	r, all, rng, times := randomReplica(t)
 	nonEmpty := 0
-	for i := 0; i < 400; i++ {
+	for i := 0; i < 700; i++ {
 		q := randAggQuery(rng, times)
 		got, err := r.Aggregate(q)
 		if err != nil {
