@@ -96,7 +96,9 @@ type indexBuilder struct {
 	keys     [][]byte
 	arena    []byte
 	series   []string
+	measOf   []string            // measOf[i] is the measurement of series[i]
 	pending  map[string]struct{} // series, once it holds many
+	kbuf     []byte
 	fieldsOf []pendingField
 	// lastSeries and lastMeas cache the measurement of the last row.
 	have       bool
@@ -114,6 +116,8 @@ func (ib *indexBuilder) reset() {
 	ib.arena = ib.arena[:0]
 	clear(ib.series)
 	ib.series = ib.series[:0]
+	clear(ib.measOf)
+	ib.measOf = ib.measOf[:0]
 	clear(ib.pending)
 	clear(ib.fieldsOf)
 	ib.fieldsOf = ib.fieldsOf[:0]
@@ -141,8 +145,9 @@ func (ib *indexBuilder) isPending(series string) bool {
 	return ok
 }
 
-func (ib *indexBuilder) addPending(series string) {
+func (ib *indexBuilder) addPending(series, meas string) {
 	ib.series = append(ib.series, series)
+	ib.measOf = append(ib.measOf, meas)
 	if len(ib.pending) > 0 {
 		ib.pending[series] = struct{}{}
 	}
@@ -165,12 +170,12 @@ func (r *Replica) noteIndex(ib *indexBuilder, st *indexState, series string, mer
 		} else if !ib.isPending(series) {
 			var tags []model.Tag
 			ib.lastMeas, tags = splitMeasurement(series)
-			ib.addPending(series)
-			var k []byte
-			k = r.ks.appendSeriesIndexKey(k, ib.lastMeas, series)
-			ib.addKey(k)
+			ib.addPending(series, ib.lastMeas)
+			ib.kbuf = r.ks.appendSeriesIndexKey(ib.kbuf[:0], ib.lastMeas, series)
+			ib.addKey(ib.kbuf)
 			for _, t := range tags {
-				ib.addKey(r.ks.appendTagIndexKey(k[:0], ib.lastMeas, t, series))
+				ib.kbuf = r.ks.appendTagIndexKey(ib.kbuf[:0], ib.lastMeas, t, series)
+				ib.addKey(ib.kbuf)
 			}
 		} else {
 			ib.lastMeas, _ = splitMeasurement(series) // twice in one Apply: rare
@@ -193,7 +198,8 @@ func (r *Replica) noteIndex(ib *indexBuilder, st *indexState, series string, mer
 			continue
 		}
 		ib.fieldsOf = append(ib.fieldsOf, pendingField{meas: ib.lastMeas, name: name, kind: f.kind})
-		ib.addKey(r.ks.appendFieldIndexKey(nil, ib.lastMeas, name, f.kind))
+		ib.kbuf = r.ks.appendFieldIndexKey(ib.kbuf[:0], ib.lastMeas, name, f.kind)
+		ib.addKey(ib.kbuf)
 	}
 }
 
@@ -219,8 +225,8 @@ func (ib *indexBuilder) addToBatch(batch *pebble.Batch) error {
 
 // commit adds the entries of a visible batch to st.
 func (ib *indexBuilder) commit(st *indexState) {
-	for _, s := range ib.series {
-		st.series[s], _ = splitMeasurement(s)
+	for i, s := range ib.series {
+		st.series[s] = ib.measOf[i]
 	}
 	for _, p := range ib.fieldsOf {
 		fm := st.fields[p.meas]
