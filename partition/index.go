@@ -168,6 +168,11 @@ func (r *Replica) noteIndex(ib *indexBuilder, st *indexState, series string, mer
 		if known {
 			ib.lastMeas = meas
 		} else if !ib.isPending(series) {
+			// A copy: the row's series may share the memory of a whole
+			// decoded push (replication.DecodeRows), which the index
+			// state would otherwise keep alive.
+			series = strings.Clone(series)
+			ib.lastSeries = series
 			var tags []model.Tag
 			ib.lastMeas, tags = splitMeasurement(series)
 			ib.addPending(series, ib.lastMeas)
