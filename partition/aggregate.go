@@ -14,8 +14,10 @@ const groupAllSeries = "*"
 
 // Aggregate computes the partial aggregate states of the rows matching q,
 // sorted by series, bucket start and field name: q.Step, q.Origin,
-// q.GroupAll and q.MaxBuckets say how (model.Query); its raw fields (Limit,
-// MaxBytes) are ignored. The states hold every aggregate (model.AggState);
+// q.Offset, q.GroupBy, q.GroupAll and q.MaxBuckets say how (model.Query),
+// q.Measurement and q.Tags select series as in Scan; its raw fields (Limit,
+// MaxBytes) are ignored. GroupAll with GroupBy, an empty GroupBy key and a
+// malformed q.Tags fail with ErrInvalidQuery. The states hold every aggregate (model.AggState);
 // the caller picks one with AggState.Result after merging partitions with
 // model.MergeSeriesAggs.
 func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {

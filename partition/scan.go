@@ -33,7 +33,9 @@ func ValueBytes(r *model.Row) int {
 
 // Scan returns the rows matching q ordered by (Time, Series), and whether
 // more rows matched than q.Limit allowed; q.MaxBytes bounds their values
-// (model.Query). The aggregate fields of q are ignored.
+// (model.Query). q.Measurement and q.Tags select series through the tag
+// index (newQueryWalker); a malformed q.Tags fails with ErrInvalidQuery.
+// The aggregate fields of q are ignored.
 //
 // Scan reads the latest visible state, which may include changes whose
 // WAL sync (and so whose Apply) has not finished yet.
