@@ -86,3 +86,11 @@ func TestAggStateStddevMergeOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAggSpreadStddev(t *testing.T) {
+	for name, want := range map[string]Agg{"spread": AggSpread, "stddev": AggStddev} {
+		if a, err := ParseAgg(name); err != nil || a != want || a.String() != name {
+			t.Fatalf("ParseAgg(%q) = %v, %v", name, a, err)
+		}
+	}
+}
