@@ -25,22 +25,29 @@ const (
 	AggAvg
 	AggFirst
 	AggLast
+	// AggSpread is max - min (InfluxQL's spread).
+	AggSpread
+	// AggStddev is the sample standard deviation (InfluxQL's stddev):
+	// no value for fewer than two numeric values.
+	AggStddev
 )
 
 var aggNames = [...]string{
-	AggCount: "count",
-	AggSum:   "sum",
-	AggMin:   "min",
-	AggMax:   "max",
-	AggAvg:   "avg",
-	AggFirst: "first",
-	AggLast:  "last",
+	AggCount:  "count",
+	AggSum:    "sum",
+	AggMin:    "min",
+	AggMax:    "max",
+	AggAvg:    "avg",
+	AggFirst:  "first",
+	AggLast:   "last",
+	AggSpread: "spread",
+	AggStddev: "stddev",
 }
 
 // ParseAgg parses an aggregate name as used in the query API: count, sum,
-// min, max, avg, first or last.
+// min, max, avg, first, last, spread or stddev.
 func ParseAgg(s string) (Agg, error) {
-	for a := AggCount; a <= AggLast; a++ {
+	for a := AggCount; a <= AggStddev; a++ {
 		if aggNames[a] == s {
 			return a, nil
 		}
@@ -50,7 +57,7 @@ func ParseAgg(s string) (Agg, error) {
 
 // String returns the aggregate's name as ParseAgg accepts it.
 func (a Agg) String() string {
-	if a >= AggCount && a <= AggLast {
+	if a >= AggCount && a <= AggStddev {
 		return aggNames[a]
 	}
 	return fmt.Sprintf("agg(%d)", uint8(a))
@@ -83,6 +90,10 @@ type AggState struct {
 	LastTime   int64
 	LastSeries string
 	Last       float64
+	// Mean and M2 are the running mean of the numeric values and the sum
+	// of their squared deviations from it (Welford's algorithm; Chan et
+	// al.'s formula merges them): the variance is M2/(N-1).
+	Mean, M2 float64
 }
 
 // Add adds one value seen at time t in series.
@@ -97,9 +108,13 @@ func (s *AggState) Add(t int64, series string, v Value) {
 		s.Sum, s.Min, s.Max = f, f, f
 		s.FirstTime, s.FirstSeries, s.First = t, series, f
 		s.LastTime, s.LastSeries, s.Last = t, series, f
+		s.Mean, s.M2 = f, 0
 		return
 	}
 	s.N++
+	d := f - s.Mean
+	s.Mean += d / float64(s.N)
+	s.M2 += d * (f - s.Mean)
 	s.Sum += f
 	s.Min = math.Min(s.Min, f)
 	s.Max = math.Max(s.Max, f)
@@ -123,6 +138,13 @@ func (s *AggState) Merge(o *AggState) {
 		s.Count = count
 		return
 	}
+	// Chan et al.: the two parts are weighted symmetrically, so the
+	// result does not depend on which side is s (up to rounding).
+	na, nb := float64(s.N), float64(o.N)
+	n := na + nb
+	d := o.Mean - s.Mean
+	s.Mean = (na*s.Mean + nb*o.Mean) / n
+	s.M2 += o.M2 + d*d*na*nb/n
 	s.N += o.N
 	s.Sum += o.Sum
 	s.Min = math.Min(s.Min, o.Min)
@@ -158,8 +180,26 @@ func (s *AggState) Result(a Agg) (float64, bool) {
 		return s.First, true
 	case AggLast:
 		return s.Last, true
+	case AggSpread:
+		return s.Max - s.Min, true
+	case AggStddev:
+		return s.Stddev()
 	}
 	return 0, false
+}
+
+// Stddev returns the sample standard deviation of the numeric values,
+// sqrt(M2/(N-1)), and false with fewer than two of them (InfluxDB 1.8's
+// stddev gives no value for a single point).
+func (s *AggState) Stddev() (float64, bool) {
+	if s.N < 2 {
+		return 0, false
+	}
+	v := s.M2 / float64(s.N-1)
+	if v < 0 {
+		v = 0 // rounding
+	}
+	return math.Sqrt(v), true
 }
 
 // pointLess orders (time, series, value) triples; values compare in IEEE

@@ -14,19 +14,33 @@ const groupAllSeries = "*"
 
 // Aggregate computes the partial aggregate states of the rows matching q,
 // sorted by series, bucket start and field name: q.Step, q.Origin,
-// q.GroupAll and q.MaxBuckets say how (model.Query); its raw fields (Limit,
-// MaxBytes) are ignored. The states hold every aggregate (model.AggState);
+// q.Offset, q.GroupBy, q.GroupAll and q.MaxBuckets say how (model.Query),
+// q.Measurement and q.Tags select series as in Scan; its raw fields (Limit,
+// MaxBytes) are ignored. GroupAll with GroupBy, an empty GroupBy key and a
+// malformed q.Tags fail with ErrInvalidQuery. The states hold every aggregate (model.AggState);
 // the caller picks one with AggState.Result after merging partitions with
 // model.MergeSeriesAggs.
 func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {
 	if q.Step < 0 {
 		return nil, fmt.Errorf("%w: negative step %d", ErrInvalidQuery, q.Step)
 	}
+	if q.GroupAll && len(q.GroupBy) > 0 {
+		return nil, fmt.Errorf("%w: group_all and group_by are exclusive", ErrInvalidQuery)
+	}
+	for _, k := range q.GroupBy {
+		if k == "" {
+			return nil, fmt.Errorf("%w: empty tag key in group_by", ErrInvalidQuery)
+		}
+	}
+	sm, err := q.Matcher()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+	}
 	if err := r.enter(); err != nil {
 		return nil, err
 	}
 	defer r.store.gate.Exit()
-	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
+	w, err := r.newQueryWalker(q, sm)
 	if err != nil || w == nil {
 		return nil, err
 	}
@@ -50,6 +64,8 @@ type aggregator struct {
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
 	buckets int
+	// groups caches the GroupBy result series of each series.
+	groups map[string]string
 	// cur and curName cache the state of the last row's series: inside a
 	// storage bucket rows come series by series.
 	cur     *aggSeries
@@ -117,8 +133,11 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	if a.cur == nil || a.curName != string(series) {
 		a.curName = a.seriesNames.get(series)
 		key := a.curName
-		if a.q.GroupAll {
+		switch {
+		case a.q.GroupAll:
 			key = groupAllSeries
+		case len(a.q.GroupBy) > 0:
+			key = a.groupKey(a.curName)
 		}
 		s, ok := a.series[key]
 		if !ok {
@@ -127,7 +146,7 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 		}
 		a.cur = s
 	}
-	b, made := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin))
+	b, made := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset))
 	if made {
 		// Stop as soon as the answer is over the cap, before the walk
 		// builds the rest of it.
@@ -161,19 +180,67 @@ func (s *aggSeries) bucket(start int64) (*aggBucket, bool) {
 	return b, !ok
 }
 
-// bucketOf returns the start of the aggregation bucket holding t.
-func bucketOf(t, step, origin int64) int64 {
+// groupKey returns the result series of a series under GroupBy: the
+// canonical key of its measurement and the grouped tags it has. A series
+// whose key does not parse is a group of its own.
+func (a *aggregator) groupKey(series string) string {
+	if k, ok := a.groups[series]; ok {
+		return k
+	}
+	meas, tags, err := model.SplitSeries(series)
+	key := series
+	if err == nil {
+		var kept []model.Tag
+		for _, t := range tags {
+			if slices.Contains(a.q.GroupBy, t.Key) {
+				kept = append(kept, t)
+			}
+		}
+		if k, err := model.BuildSeries(meas, kept); err == nil {
+			key = k
+		}
+	}
+	if a.groups == nil {
+		a.groups = map[string]string{}
+	}
+	a.groups[series] = key
+	return key
+}
+
+// bucketOf returns the start of the aggregation bucket holding t: origin
+// when step is 0, else floor((t-offset)/step)*step + offset, clamped to
+// math.MinInt64 when that start is below the int64 range.
+func bucketOf(t, step, origin, offset int64) int64 {
 	if step == 0 {
 		return origin
 	}
-	q := t / step
-	if t%step != 0 && t < 0 {
-		q-- // floor, not truncation
+	off := offset % step
+	if off < 0 {
+		off += step
 	}
-	if q < math.MinInt64/step {
-		return math.MinInt64 // floor(t/step)*step is below the int64 range
+	// Only offset mod step matters. q = floor((t-off)/step), computed
+	// without forming t-off (which may overflow).
+	q, rem := t/step, t%step
+	if rem < 0 {
+		q--
+		rem += step
 	}
-	return q * step
+	if rem < off {
+		q--
+	}
+	if q >= math.MinInt64/step {
+		return q*step + off // q*step >= MinInt64 and the start is <= t
+	}
+	// q*step is below the range; the start q*step+off may still be in it.
+	// Here q = MinInt64/step - 1 or - 2.
+	if q+1 < math.MinInt64/step {
+		return math.MinInt64
+	}
+	hi := (q + 1) * step                    // representable
+	if orderedTime(hi) < uint64(step-off) { // orderedTime(hi) is hi - MinInt64
+		return math.MinInt64
+	}
+	return hi - (step - off)
 }
 
 // result returns the states sorted by series, bucket start and field.

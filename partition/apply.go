@@ -56,6 +56,8 @@ type applyScratch struct {
 	whole []bool
 	// origin is ApplyFrom's origin placement.
 	origin uuid.UUID
+	// ix collects the tag index entries of the batch (index.go).
+	ix indexBuilder
 }
 
 var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
@@ -72,6 +74,7 @@ func (sc *applyScratch) release() {
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
 	sc.origin = uuid.Nil
+	sc.ix.reset()
 	clear(sc.fields) // drop references to the caller's fields
 	sc.fields = sc.fields[:0]
 	clear(sc.merged)
@@ -326,6 +329,7 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: apply: %w", r.info.Placement, err)
 	}
 	r.beginApply()
+	sc.ix.commit(r.applyMu.index)
 	r.synced.add(prev+1, last)
 	r.high.Store(last)
 	for i := range rows {
@@ -349,6 +353,11 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
+	sc.ix.reset()
+	ixState, err := r.indexStateLocked()
+	if err != nil {
+		return 0, err
+	}
 	seq := prev
 	for i := range sc.entries {
 		e := &sc.entries[i]
@@ -383,6 +392,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		if err := batch.Set(key, sc.val, nil); err != nil {
 			return 0, fmt.Errorf("partition: batch set: %w", err)
 		}
+		r.noteIndex(&sc.ix, ixState, row.Series, merged)
 		sc.written = append(sc.written, e.row)
 		sc.whole = append(sc.whole, whole)
 		if exists {
@@ -394,7 +404,10 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 		}
 	}
-	return len(sc.written), r.addSeqIndex(sc, rows, batch, prev)
+	if err := r.addSeqIndex(sc, rows, batch, prev); err != nil {
+		return 0, err
+	}
+	return len(sc.written), sc.ix.addToBatch(batch)
 }
 
 // addSeqIndex adds the sequence index changes after all the rows. Each key

@@ -320,3 +320,77 @@ func BenchmarkChecksum(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*100_000/time.Since(start).Seconds(), "rows/s")
 }
+
+// BenchmarkTagFilter measures Scan and Aggregate with a tag predicate on
+// loadBenchData (100 series, about 7 rows per series and storage bucket):
+// seeking to the series the index lists (mode=seek) against walking every
+// series and testing it once per bucket (mode=walk); mode=auto is the
+// choice indexSeekRatio makes.
+func BenchmarkTagFilter(b *testing.B) {
+	r := loadBenchData(b)
+	host := func(v string) *model.TagExpr { return &model.TagExpr{Op: model.TagEq, Key: "host", Value: v} }
+	cases := []struct {
+		name string
+		tags *model.TagExpr
+		rows int
+	}{
+		{"1of100", host("host_7"), 1000},
+		{"11of100", &model.TagExpr{Op: model.TagMatch, Key: "host", Value: "^host_(7|[1-9]7)$"}, 10_000},
+		{"50of100", &model.TagExpr{Op: model.TagMatch, Key: "host", Value: "[02468]$"}, 50_000},
+	}
+	saved := indexSeekRatio
+	defer func() { indexSeekRatio = saved }()
+	for _, c := range cases {
+		for _, mode := range []struct {
+			name  string
+			ratio int
+		}{{"auto", saved}, {"seek", 0}, {"walk", 1 << 30}} {
+			b.Run("scan/"+c.name+"/mode="+mode.name, func(b *testing.B) {
+				indexSeekRatio = mode.ratio
+				q := model.Query{From: minTime, To: maxTime, Measurement: "cpu", Tags: c.tags}
+				b.ReportAllocs()
+				start := time.Now()
+				for b.Loop() {
+					rows, _, err := r.Scan(q)
+					if err != nil || len(rows) != c.rows {
+						b.Fatalf("%d rows, %v; want %d", len(rows), err, c.rows)
+					}
+				}
+				b.ReportMetric(float64(b.N)*float64(c.rows)/time.Since(start).Seconds(), "rows/s")
+			})
+			b.Run("agg/"+c.name+"/mode="+mode.name, func(b *testing.B) {
+				indexSeekRatio = mode.ratio
+				q := model.Query{From: minTime, To: maxTime, Measurement: "cpu", Tags: c.tags, Step: 60e9, GroupBy: []string{"region"}}
+				b.ReportAllocs()
+				start := time.Now()
+				for b.Loop() {
+					if _, err := r.Aggregate(q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.N)*float64(c.rows)/time.Since(start).Seconds(), "rows/s")
+			})
+		}
+	}
+}
+
+// BenchmarkApplyNewSeries is BenchmarkApply's single writer where every
+// batch holds 1000 series the replica has never stored: the worst case of
+// the tag index (4 index keys per series).
+func BenchmarkApplyNewSeries(b *testing.B) {
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := benchRows()
+	b.ReportAllocs()
+	runWriters(b, s, 1, func(_ int, i int64) error {
+		setBenchTime(rows, i*benchInterval)
+		for j := range rows {
+			rows[j].Series = fmt.Sprintf("cpu,host=host_%d_%d,region=eu-west", i, j)
+		}
+		res, err := r.Apply(rows)
+		if err == nil && res.Changed != benchBatch {
+			err = fmt.Errorf("batch changed %d rows", res.Changed)
+		}
+		return err
+	})
+}

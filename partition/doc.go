@@ -11,6 +11,12 @@
 // about 68.7 s, series, time) so that time-range scans of one or all series
 // are contiguous per bucket.
 //
+// A tag index per replica (index.go; measurement → tag key → tag value →
+// series, and the field keys of each measurement) lets Scan and Aggregate
+// seek to the series a query's Measurement and Tags select, and answers
+// SeriesKeys and FieldKeys without reading rows. CheckIndex compares it
+// with the rows and repairs it.
+//
 // A row is identified by (series, time). Apply merges a write into the
 // stored row field by field: a field is replaced only by a strictly greater
 // model.Version; ties and older versions change nothing (so replays and
@@ -41,6 +47,12 @@
 //     section 12, rule 1).
 //   - A dropped placement leaves a tombstone and is never created again
 //     (rule 4).
+//   - The tag index holds an entry for every series and field kind of the
+//     stored rows: Apply writes the entries of a series or field kind new
+//     to the replica in the batch of its rows (the in-memory record of
+//     what is indexed, guarded by applyMu, is updated only once the batch
+//     is visible). A store without the index marker (written before the
+//     index) is indexed by Open.
 //   - Replication cursors (target placement → highest confirmed sequence)
 //     are kept in memory and under the replica prefix, never decrease
 //     while the process runs and never exceed SyncedSeq when written.

@@ -26,6 +26,9 @@ type Replica struct {
 		// (math.MinInt64 while there is none): Apply skips the lookup of a
 		// row newer than it, which cannot exist.
 		maxTime int64
+		// index records what the tag index holds; nil until the first
+		// Apply loads it (index.go).
+		index *indexState
 	}
 	// high is the last assigned sequence. Written under applyMu only after
 	// the batch holding it is visible; read without a lock.

@@ -33,16 +33,22 @@ func ValueBytes(r *model.Row) int {
 
 // Scan returns the rows matching q ordered by (Time, Series), and whether
 // more rows matched than q.Limit allowed; q.MaxBytes bounds their values
-// (model.Query). The aggregate fields of q are ignored.
+// (model.Query). q.Measurement and q.Tags select series through the tag
+// index (newQueryWalker); a malformed q.Tags fails with ErrInvalidQuery.
+// The aggregate fields of q are ignored.
 //
 // Scan reads the latest visible state, which may include changes whose
 // WAL sync (and so whose Apply) has not finished yet.
 func (r *Replica) Scan(q model.Query) (rows []model.Row, truncated bool, err error) {
+	sm, err := q.Matcher()
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrInvalidQuery, err)
+	}
 	if err := r.enter(); err != nil {
 		return nil, false, err
 	}
 	defer r.store.gate.Exit()
-	w, err := r.newWalker(q.From, q.To, q.Series, q.Prefix)
+	w, err := r.newQueryWalker(q, sm)
 	if err != nil || w == nil {
 		return nil, false, err
 	}
@@ -174,10 +180,29 @@ type walker struct {
 	first    uint32 // bucket of from
 	last     uint32 // bucket of to-1
 	seek     []byte
+
+	// match, when set, keeps the series it matches (model.Query's
+	// Measurement and Tags), decided once per series: inside a bucket rows
+	// come series by series, so the last decision is cached.
+	match     *model.SeriesMatcher
+	lastMatch []byte
+	lastOK    bool
+	// list, when set, holds the only series to visit, sorted (found in
+	// the tag index): each bucket seeks to them instead of walking every
+	// series. next is the position in list within the current bucket.
+	list [][]byte
+	next int
+	// snap, when set, is the snapshot the walker and the index read
+	// share; close releases it.
+	snap *pebble.Snapshot
 }
 
 // newWalker returns a walker, or nil when the range is empty.
 func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker, error) {
+	return r.newWalkerOn(r.store.db, from, to, series, prefix)
+}
+
+func (r *Replica) newWalkerOn(db reader, from, to int64, series string, prefix bool) (*walker, error) {
 	toOpen := to == math.MaxInt64
 	if from >= to && !toOpen {
 		return nil, nil
@@ -192,7 +217,7 @@ func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker
 	if w.last < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, w.last+1, "")
 	}
-	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
 	}
@@ -200,7 +225,12 @@ func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker
 	return w, nil
 }
 
-func (w *walker) close() { _ = w.it.Close() }
+func (w *walker) close() {
+	_ = w.it.Close()
+	if w.snap != nil {
+		_ = w.snap.Close()
+	}
+}
 
 // walk calls visit for every row in range whose series matches, and
 // endBucket after each storage bucket that had keys. visit returns false
@@ -208,7 +238,12 @@ func (w *walker) close() { _ = w.it.Close() }
 func (w *walker) walk(visit func(series []byte, t int64, value []byte) (bool, error), endBucket func() bool) error {
 	b := w.first
 	for {
-		w.seek = w.ks.appendBucketSeriesKey(w.seek[:0], b, w.series)
+		start := w.seriesB
+		if w.list != nil {
+			start = w.list[0]
+		}
+		w.seek = w.ks.appendBucketSeriesKey(w.seek[:0], b, "")
+		w.seek = append(w.seek, start...)
 		if !w.it.SeekGE(w.seek) {
 			break
 		}
@@ -220,6 +255,7 @@ func (w *walker) walk(visit func(series []byte, t int64, value []byte) (bool, er
 			b = kb // skip empty buckets; seek to the series in kb
 			continue
 		}
+		w.next = 0
 		more, err := w.walkBucket(b, visit)
 		if err != nil {
 			return err
@@ -242,6 +278,25 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 		}
 		if kb != b || !w.seriesMatches(series) {
 			return true, nil
+		}
+		if w.list != nil && !bytes.Equal(series, w.list[w.next]) {
+			// Seek to the first listed series not before this one.
+			for w.next < len(w.list) && bytes.Compare(w.list[w.next], series) < 0 {
+				w.next++
+			}
+			if w.next == len(w.list) {
+				return true, nil
+			}
+			if !bytes.Equal(series, w.list[w.next]) {
+				w.seek = w.ks.appendBucketSeriesKey(w.seek[:0], b, "")
+				w.seek = append(append(w.seek, w.list[w.next]...), 0)
+				valid = w.it.SeekGE(w.seek)
+				continue
+			}
+		}
+		if w.match != nil && !w.matches(series) {
+			valid = w.it.Next()
+			continue
 		}
 		switch {
 		case t < w.from:
@@ -271,6 +326,16 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 	return true, nil
 }
 
+// matches applies w.match to series, once per series.
+func (w *walker) matches(series []byte) bool {
+	if w.lastMatch != nil && bytes.Equal(series, w.lastMatch) {
+		return w.lastOK
+	}
+	w.lastMatch = append(w.lastMatch[:0], series...)
+	w.lastOK = w.match.Match(string(series))
+	return w.lastOK
+}
+
 func (w *walker) seriesMatches(series []byte) bool {
 	switch {
 	case w.series == "":
@@ -279,4 +344,68 @@ func (w *walker) seriesMatches(series []byte) bool {
 		return bytes.HasPrefix(series, w.seriesB)
 	}
 	return string(series) == w.series
+}
+
+// indexSeekRatio: a query with a measurement or tag predicate seeks to the
+// series the tag index lists when they are at most 1/indexSeekRatio of the
+// series it read in the index; otherwise it walks every series and tests
+// each once per storage bucket. Measured (BenchmarkTagFilter, 100 series,
+// 7 rows per series and storage bucket): seeking is 22x faster for 1 series
+// in 100, 2-5x for 11 in 100, and even with walking at 50 in 100
+// (docs/storage-format.md, "Tag index").
+var indexSeekRatio = 2 // a variable for the benchmarks only (BenchmarkTagFilter)
+
+// newQueryWalker returns a walker for q's time range and series selection
+// (Series/Prefix and the matcher sm), or nil when nothing can match.
+func (r *Replica) newQueryWalker(q model.Query, sm *model.SeriesMatcher) (*walker, error) {
+	if sm == nil {
+		return r.newWalker(q.From, q.To, q.Series, q.Prefix)
+	}
+	// One snapshot for the index read and the walk: a series first
+	// written between them is in both or in neither.
+	snap := r.store.db.NewSnapshot()
+	w, err := r.newIndexedWalker(snap, q, sm)
+	if w == nil {
+		_ = snap.Close()
+	} else {
+		w.snap = snap
+	}
+	return w, err
+}
+
+func (r *Replica) newIndexedWalker(snap *pebble.Snapshot, q model.Query, sm *model.SeriesMatcher) (*walker, error) {
+	var list [][]byte
+	{
+		series, read, err := r.matchingSeries(snap, q, sm)
+		if err != nil {
+			return nil, err
+		}
+		if len(series) == 0 {
+			return nil, nil
+		}
+		if _, narrowed := narrowingTag(q.Tags); narrowed && q.Measurement != "" {
+			// The index read was one tag value's entries: weigh the
+			// matches against the measurement's series.
+			read = 0
+			err := r.scanIndex(snap, kindSeriesIx, append([]byte(q.Measurement), 0), func([]byte) bool {
+				read++
+				return true
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		if len(series)*indexSeekRatio <= read {
+			list = make([][]byte, len(series))
+			for i, s := range series {
+				list[i] = []byte(s)
+			}
+		}
+	}
+	w, err := r.newWalkerOn(snap, q.From, q.To, q.Series, q.Prefix)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	w.match, w.list = sm, list
+	return w, nil
 }

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"math/rand"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ func naiveScan(all []model.Row, q model.Query) ([]model.Row, bool) {
 		if r.Time < q.From || (r.Time >= q.To && q.To != maxTime) {
 			continue
 		}
-		if !naiveSeriesMatch(r.Series, q.Series, q.Prefix) {
+		if !naiveSeriesMatch(r.Series, q.Series, q.Prefix) || !naiveTagMatch(r.Series, q) {
 			continue
 		}
 		if len(q.Fields) > 0 {
@@ -53,6 +54,81 @@ func naiveSeriesMatch(series, want string, prefix bool) bool {
 	return series == want
 }
 
+// naiveTags splits a test series (nothing escaped) into measurement and
+// tags by hand.
+func naiveTags(series string) (string, map[string]string) {
+	parts := strings.Split(series, ",")
+	tags := map[string]string{}
+	for _, p := range parts[1:] {
+		k, v, _ := strings.Cut(p, "=")
+		tags[k] = v
+	}
+	return parts[0], tags
+}
+
+// naiveTagMatch is the reference of q's Measurement and Tags.
+func naiveTagMatch(series string, q model.Query) bool {
+	m, tags := naiveTags(series)
+	if q.Measurement != "" && m != q.Measurement {
+		return false
+	}
+	return q.Tags == nil || naiveEval(q.Tags, tags)
+}
+
+func naiveEval(e *model.TagExpr, tags map[string]string) bool {
+	switch e.Op {
+	case model.TagAnd:
+		for i := range e.Args {
+			if !naiveEval(&e.Args[i], tags) {
+				return false
+			}
+		}
+		return true
+	case model.TagOr:
+		for i := range e.Args {
+			if naiveEval(&e.Args[i], tags) {
+				return true
+			}
+		}
+		return false
+	case model.TagEq:
+		return tags[e.Key] == e.Value
+	case model.TagNeq:
+		return tags[e.Key] != e.Value
+	case model.TagMatch:
+		return regexp.MustCompile(e.Value).MatchString(tags[e.Key])
+	case model.TagNotMatch:
+		return !regexp.MustCompile(e.Value).MatchString(tags[e.Key])
+	}
+	panic("unknown op " + e.Op)
+}
+
+// randTagExpr returns a random predicate over the tags of testSeries.
+func randTagExpr(rng *rand.Rand, depth int) model.TagExpr {
+	if depth < 2 && rng.Intn(3) == 0 {
+		op := []model.TagOp{model.TagAnd, model.TagOr}[rng.Intn(2)]
+		return model.TagExpr{Op: op, Args: []model.TagExpr{randTagExpr(rng, depth+1), randTagExpr(rng, depth+1)}}
+	}
+	key := []string{"host", "region", "zone"}[rng.Intn(3)]
+	switch op := []model.TagOp{model.TagEq, model.TagNeq, model.TagMatch, model.TagNotMatch}[rng.Intn(4)]; op {
+	case model.TagMatch, model.TagNotMatch:
+		return model.TagExpr{Op: op, Key: key, Value: []string{"^a$", "b", "^$", "e.", "."}[rng.Intn(5)]}
+	default:
+		return model.TagExpr{Op: op, Key: key, Value: []string{"a", "b", "eu", ""}[rng.Intn(4)]}
+	}
+}
+
+// randSelect sets a random Measurement and Tags on q, often none.
+func randSelect(rng *rand.Rand, q *model.Query) {
+	if rng.Intn(2) == 0 {
+		q.Measurement = []string{"cpu", "disk", "mem", "cp", "nope"}[rng.Intn(5)]
+	}
+	if rng.Intn(2) == 0 {
+		e := randTagExpr(rng, 0)
+		q.Tags = &e
+	}
+}
+
 func randTimeBound(rng *rand.Rand, times []int64) int64 {
 	switch rng.Intn(5) {
 	case 0:
@@ -80,6 +156,7 @@ func randScanQuery(rng *rand.Rand, times []int64) model.Query {
 		q.Series = "nope"
 	}
 	q.Fields = [][]string{nil, nil, {"a"}, {"b", "d"}, {"zz"}, {}}[rng.Intn(6)]
+	randSelect(rng, &q)
 	q.Limit = []int{0, 0, 1, 3, 10, 1000}[rng.Intn(6)]
 	return q
 }

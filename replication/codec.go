@@ -16,8 +16,10 @@ import (
 const (
 	rowsMagic = 'R'
 	aggsMagic = 'A'
-	// formatV1 is the only format version so far.
+	// formatV1 is the format of rows and of version-1 aggregates.
 	formatV1 = 1
+	// aggsV2 adds each state's mean and M2 (model.AggState, for stddev).
+	aggsV2 = 2
 )
 
 // Tag byte of an encoded field: the value kind in the low bits plus flags.
@@ -222,7 +224,7 @@ func (st *rowDecoder) decodeField(d *decoder, j int, f *model.Field) bool {
 // returns the extended buffer. Every field of every model.AggState is kept,
 // floats bit-exact (±Inf min/max of empty numeric states, NaN, −0).
 func AppendAggs(dst []byte, aggs []model.SeriesAgg) []byte {
-	dst = append(dst, aggsMagic, formatV1)
+	dst = append(dst, aggsMagic, aggsV2)
 	dst = binary.AppendUvarint(dst, uint64(len(aggs)))
 	for i := range aggs {
 		s := &aggs[i]
@@ -262,7 +264,9 @@ func appendState(dst []byte, series string, st *model.AggState) []byte {
 	dst = appendFloat(dst, st.First)
 	dst = binary.AppendVarint(dst, st.LastTime)
 	dst = appendSeriesRef(dst, series, st.LastSeries)
-	return appendFloat(dst, st.Last)
+	dst = appendFloat(dst, st.Last)
+	dst = appendFloat(dst, st.Mean)
+	return appendFloat(dst, st.M2)
 }
 
 func appendFloat(dst []byte, f float64) []byte {
@@ -280,7 +284,7 @@ func appendSeriesRef(dst []byte, series, s string) []byte {
 // DecodeAggs decodes an AppendAggs encoding, with the same strictness,
 // bounds and string sharing as DecodeRows.
 func DecodeAggs(b []byte) ([]model.SeriesAgg, error) {
-	d := decoder{s: string(b)}
+	d := decoder{s: string(b), aggsV2: true}
 	d.header(aggsMagic)
 	n := d.count(minSeriesAggSize)
 	if d.err != nil {
@@ -338,6 +342,14 @@ func decodeState(d *decoder, series string, st *model.AggState) {
 	st.LastTime = d.varint()
 	st.LastSeries = d.seriesRef(series)
 	st.Last = d.float()
+	if d.version >= aggsV2 {
+		st.Mean = d.float()
+		st.M2 = d.float()
+	} else if st.N > 0 {
+		// A version-1 answer (a node not yet upgraded) has no M2: its
+		// part counts as if its values all equalled their mean.
+		st.Mean = st.Sum / float64(st.N)
+	}
 }
 
 // decoder reads an encoding from a string (one copy of the input, which
@@ -348,6 +360,9 @@ type decoder struct {
 	s   string
 	off int
 	err error
+	// aggsV2 accepts format version 2 (aggregates); version is the one read.
+	aggsV2  bool
+	version byte
 }
 
 func (d *decoder) fail(what string) {
@@ -366,10 +381,11 @@ func (d *decoder) header(magic byte) {
 		d.fail(fmt.Sprintf("magic byte %#x, want %#x", d.s[0], magic))
 		return
 	}
-	if d.s[1] != formatV1 {
+	if d.s[1] != formatV1 && !(d.aggsV2 && d.s[1] == aggsV2) {
 		d.fail(fmt.Sprintf("unknown format version %d", d.s[1]))
 		return
 	}
+	d.version = d.s[1]
 	d.off = 2
 }
 

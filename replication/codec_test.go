@@ -203,7 +203,7 @@ func sameState(a, b *model.AggState) bool {
 	return a.Count == b.Count && a.N == b.N && sameFloat(a.Sum, b.Sum) && sameFloat(a.Min, b.Min) &&
 		sameFloat(a.Max, b.Max) && a.FirstTime == b.FirstTime && a.FirstSeries == b.FirstSeries &&
 		sameFloat(a.First, b.First) && a.LastTime == b.LastTime && a.LastSeries == b.LastSeries &&
-		sameFloat(a.Last, b.Last)
+		sameFloat(a.Last, b.Last) && sameFloat(a.Mean, b.Mean) && sameFloat(a.M2, b.M2)
 }
 
 func sameAggs(a, b []model.SeriesAgg) error {
@@ -239,6 +239,33 @@ func TestAggsRoundTrip(t *testing.T) {
 		if err := sameAggs(got, aggs); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestDecodeAggsV1 decodes the format before issue 18 (no mean and M2):
+// the mean is derived from sum/n and M2 is 0.
+func TestDecodeAggsV1(t *testing.T) {
+	var st model.AggState
+	for i, v := range []float64{1, 2, 6} {
+		st.Add(int64(i), "s", model.Float(v))
+	}
+	aggs := []model.SeriesAgg{{Series: "s", Buckets: []model.BucketAgg{{Start: 0, Fields: []model.FieldAgg{{Name: "v", State: st}}}}}}
+	enc := AppendAggs(nil, aggs)
+	if enc[1] != aggsV2 {
+		t.Fatalf("format version %d, want %d", enc[1], aggsV2)
+	}
+	v1 := append([]byte(nil), enc[:len(enc)-16]...) // drop mean and M2
+	v1[1] = formatV1
+	got, err := DecodeAggs(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got[0].Buckets[0].Fields[0].State
+	if g.Mean != 3 || g.M2 != 0 || g.N != 3 || g.Sum != 9 {
+		t.Fatalf("v1 state %+v", g)
+	}
+	if st.M2 != 14 { // (1-3)^2 + (2-3)^2 + (6-3)^2
+		t.Fatalf("M2 %v, want 14", st.M2)
 	}
 }
 

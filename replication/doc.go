@@ -114,17 +114,19 @@
 //
 // # Aggregate encoding (AppendAggs, DecodeAggs)
 //
-//	aggs    := 'A' 0x01 nseries:uvarint series{nseries}
+//	aggs    := 'A' 0x02 nseries:uvarint series{nseries}
 //	series  := len:uvarint bytes nbuckets:uvarint bucket{nbuckets}
 //	bucket  := dstart:varint nfields:uvarint field{nfields}
 //	field   := len:uvarint name state
 //	state   := count:varint n:varint sum:f64 min:f64 max:f64
 //	           firstTime:varint firstSeries first:f64
-//	           lastTime:varint lastSeries last:f64
+//	           lastTime:varint lastSeries last:f64 mean:f64 m2:f64
 //	firstSeries, lastSeries := 0 (the enclosing series) | len+1:uvarint bytes
 //
 // dstart is the bucket's start minus the previous bucket's in the series
-// (0 before the first); f64 is 8 bytes little-endian.
+// (0 before the first); f64 is 8 bytes little-endian. Version 0x01 (before
+// issue 18) has no mean and m2; DecodeAggs still reads it, with mean =
+// sum/n and m2 = 0 (stddev then undercounts that part's spread).
 //
 // Decoders are strict (truncation, unknown kinds, reserved bits, a bool
 // other than 0/1, trailing bytes: ErrCorrupt), never panic, and check every
