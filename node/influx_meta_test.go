@@ -199,12 +199,6 @@ func TestInfluxBackendGroupByAcrossPartitions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("via %s: %v", id, err)
 		}
-		// MERGE: remove this skip once partition.Aggregate applies
-		// Measurement, Tags and GroupBy (issue 18, another helper's part);
-		// before that every series comes back on its own.
-		if slices.ContainsFunc(aggs, func(s model.SeriesAgg) bool { return strings.Contains(s.Series, "host=") }) {
-			t.Skip("partition.Aggregate does not group by tags yet (before the issue 18 merge)")
-		}
 		got := map[key]sc{}
 		for _, s := range aggs {
 			for _, bk := range s.Buckets {
