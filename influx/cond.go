@@ -95,6 +95,8 @@ func tagExpr(e influxql.Expr) (*model.TagExpr, error) {
 			return out, nil
 		case influxql.EQ, influxql.NEQ, influxql.EQREGEX, influxql.NEQREGEX:
 			return tagCompare(e)
+		case influxql.LT, influxql.LTE, influxql.GT, influxql.GTE:
+			return nil, fmt.Errorf("unsupported condition: %s (conditions on fields are not supported; tsdb filters on time and tags only)", e)
 		}
 	}
 	return nil, fmt.Errorf("unsupported condition: %s (tsdb filters on time and tags only)", e)

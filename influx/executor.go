@@ -167,7 +167,7 @@ func (e *Executor) statement(ctx context.Context, stmt influxql.Statement, db st
 		return e.showSeries(ctx, s, pick(s.Database, db))
 	case *influxql.DropSeriesStatement:
 		return nil, e.dropSeries(ctx, s, db)
-	case *influxql.DeleteStatement:
+	case *influxql.DeleteSeriesStatement:
 		return nil, e.deleteStmt(ctx, s, db, now)
 	case *influxql.DropMeasurementStatement:
 		return nil, e.dropMeasurement(ctx, s, db)

@@ -439,16 +439,15 @@ func (e *Executor) dropSeries(ctx context.Context, s *influxql.DropSeriesStateme
 	return e.deleteSeries(ctx, db, src, w)
 }
 
-func (e *Executor) deleteStmt(ctx context.Context, s *influxql.DeleteStatement, db string, now time.Time) error {
-	if s.Source == nil && s.Condition == nil {
+// deleteStmt is DELETE [FROM m] [WHERE tags AND time] (the parser's
+// DeleteSeriesStatement).
+func (e *Executor) deleteStmt(ctx context.Context, s *influxql.DeleteSeriesStatement, db string, now time.Time) error {
+	if len(s.Sources) == 0 && s.Condition == nil {
 		return fmt.Errorf("DELETE needs FROM or WHERE")
 	}
-	var src sources
-	if s.Source != nil {
-		var err error
-		if src, err = parseSources(influxql.Sources{s.Source}); err != nil {
-			return err
-		}
+	src, err := parseSources(s.Sources)
+	if err != nil {
+		return err
 	}
 	w, err := splitWhere(s.Condition, now)
 	if err != nil {
@@ -457,7 +456,7 @@ func (e *Executor) deleteStmt(ctx context.Context, s *influxql.DeleteStatement, 
 	if w.from >= w.to {
 		return nil
 	}
-	return e.deleteSeries(ctx, pick(s.DefaultDatabase(), db), src, w)
+	return e.deleteSeries(ctx, db, src, w)
 }
 
 func (e *Executor) dropMeasurement(ctx context.Context, s *influxql.DropMeasurementStatement, db string) error {

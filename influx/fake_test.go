@@ -1,0 +1,315 @@
+package influx
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/model"
+)
+
+// fakeBackend answers Backend by brute force over rows in memory: the
+// model every executor answer is checked against.
+type fakeBackend struct {
+	mu     sync.Mutex
+	tables map[string]*fakeTable
+	// calls records the methods called, for the push-down checks.
+	calls []string
+}
+
+type fakeTable struct {
+	cfg  model.TableConfig
+	rows []model.Row
+}
+
+var errFakeNotFound = errcode.New(errcode.ErrTableNotFound, "fake: table not found")
+
+func newFake() *fakeBackend { return &fakeBackend{tables: map[string]*fakeTable{}} }
+
+// add stores rows (series written as line protocol keys) in table db.
+func (f *fakeBackend) add(db string, rows ...model.Row) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tables[db]
+	if t == nil {
+		t = &fakeTable{cfg: model.TableConfig{Name: db, ReplicationFactor: 3}}
+		f.tables[db] = t
+	}
+	for _, r := range rows {
+		s, err := model.CanonicalSeries(r.Series)
+		if err != nil {
+			panic(err)
+		}
+		r.Series = s
+		t.rows = append(t.rows, r)
+	}
+}
+
+func (f *fakeBackend) record(c string) { f.calls = append(f.calls, c) }
+
+func (f *fakeBackend) table(name string) (*fakeTable, error) {
+	t := f.tables[name]
+	if t == nil {
+		return nil, fmt.Errorf("%w: %s", errFakeNotFound, name)
+	}
+	return t, nil
+}
+
+func (f *fakeBackend) ListTables(ctx context.Context) ([]model.TableConfig, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []model.TableConfig
+	for _, t := range f.tables {
+		out = append(out, t.cfg)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (f *fakeBackend) CreateTable(ctx context.Context, name string, retention time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("CreateTable")
+	if err := model.ValidateTableName(name); err != nil {
+		return err
+	}
+	if f.tables[name] == nil {
+		f.tables[name] = &fakeTable{cfg: model.TableConfig{Name: name, Retention: model.Duration(retention), ReplicationFactor: 3}}
+	}
+	return nil
+}
+
+func (f *fakeBackend) DropTable(ctx context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("DropTable")
+	if _, err := f.table(name); err != nil {
+		return err
+	}
+	delete(f.tables, name)
+	return nil
+}
+
+// match returns the rows of q's range and series, projected on q.Fields.
+func (f *fakeBackend) match(table string, q model.Query) ([]model.Row, error) {
+	t, err := f.table(table)
+	if err != nil {
+		return nil, err
+	}
+	m, err := q.Matcher()
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Row
+	for _, r := range t.rows {
+		if r.Time < q.From || (r.Time >= q.To && q.To != math.MaxInt64) {
+			continue
+		}
+		if q.Series != "" && (q.Prefix && !strings.HasPrefix(r.Series, q.Series) || !q.Prefix && r.Series != q.Series) {
+			continue
+		}
+		if m != nil && !m.Match(r.Series) {
+			continue
+		}
+		if len(q.Fields) > 0 {
+			var fs []model.Field
+			for _, fl := range r.Fields {
+				if slices.Contains(q.Fields, fl.Name) {
+					fs = append(fs, fl)
+				}
+			}
+			if len(fs) == 0 {
+				continue
+			}
+			r.Fields = fs
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Query")
+	rows, err := f.match(table, q)
+	if err != nil {
+		return nil, false, err
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Series != rows[j].Series {
+			return rows[i].Series < rows[j].Series
+		}
+		return rows[i].Time < rows[j].Time
+	})
+	if q.Limit > 0 && len(rows) > q.Limit {
+		return rows[:q.Limit], true, nil
+	}
+	return rows, false, nil
+}
+
+func (f *fakeBackend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Aggregate")
+	if len(q.GroupBy) > 0 && q.GroupAll {
+		return nil, fmt.Errorf("%w: GroupBy and GroupAll", errcode.ErrInvalidQuery)
+	}
+	rows, err := f.match(table, q)
+	if err != nil {
+		return nil, err
+	}
+	type key struct {
+		series string
+		start  int64
+		field  string
+	}
+	states := map[key]*model.AggState{}
+	for _, r := range rows {
+		name := r.Series
+		switch {
+		case q.GroupAll:
+			name = "*"
+		case len(q.GroupBy) > 0:
+			meas, tags, _ := model.SplitSeries(r.Series)
+			var keep []model.Tag
+			for _, t := range tags {
+				if slices.Contains(q.GroupBy, t.Key) {
+					keep = append(keep, t)
+				}
+			}
+			name, _ = model.BuildSeries(meas, keep)
+		}
+		start := q.Origin
+		if q.Step > 0 {
+			d := r.Time - q.Offset
+			n := d / q.Step
+			if d%q.Step != 0 && d < 0 {
+				n--
+			}
+			start = n*q.Step + q.Offset
+		}
+		for _, fl := range r.Fields {
+			k := key{name, start, fl.Name}
+			if states[k] == nil {
+				states[k] = new(model.AggState)
+			}
+			states[k].Add(r.Time, r.Series, fl.Value)
+		}
+	}
+	var parts []model.SeriesAgg
+	for k, st := range states {
+		parts = append(parts, model.SeriesAgg{Series: k.series, Buckets: []model.BucketAgg{{Start: k.start,
+			Fields: []model.FieldAgg{{Name: k.field, State: *st}}}}})
+	}
+	out := model.MergeSeriesAggs(nil, parts)
+	n := 0
+	for _, s := range out {
+		n += len(s.Buckets)
+	}
+	if q.MaxBuckets > 0 && n > q.MaxBuckets {
+		return nil, fmt.Errorf("%w: %d buckets", errcode.ErrTooManyBuckets, n)
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) SeriesKeys(ctx context.Context, table string, q model.Query, limit int) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("SeriesKeys")
+	q.From, q.To = math.MinInt64, math.MaxInt64
+	rows, err := f.match(table, q)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, r := range rows {
+		set[r.Series] = true
+	}
+	keys := sortedSet(set)
+	if limit > 0 && len(keys) > limit {
+		keys = keys[:limit]
+	}
+	return keys, nil
+}
+
+func (f *fakeBackend) FieldKeys(ctx context.Context, table, measurement string) ([]model.FieldKey, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("FieldKeys")
+	t, err := f.table(table)
+	if err != nil {
+		return nil, err
+	}
+	set := map[model.FieldKey]bool{}
+	for _, r := range t.rows {
+		m, _ := model.Measurement(r.Series)
+		if measurement != "" && m != measurement {
+			continue
+		}
+		for _, fl := range r.Fields {
+			set[model.FieldKey{Measurement: m, Name: fl.Name, Kind: fl.Value.Kind}] = true
+		}
+	}
+	var out []model.FieldKey
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Measurement != out[j].Measurement {
+			return out[i].Measurement < out[j].Measurement
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func (f *fakeBackend) Delete(ctx context.Context, table string, q model.Query) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Delete")
+	t, err := f.table(table)
+	if err != nil {
+		return err
+	}
+	m, err := q.Matcher()
+	if err != nil {
+		return err
+	}
+	kept := t.rows[:0]
+	for _, r := range t.rows {
+		in := r.Time >= q.From && (r.Time < q.To || q.To == math.MaxInt64) && (m == nil || m.Match(r.Series))
+		if !in {
+			kept = append(kept, r)
+		}
+	}
+	t.rows = kept
+	return nil
+}
+
+// row builds a row of float fields given as name, value pairs.
+func row(series string, t int64, kv ...any) model.Row {
+	r := model.Row{Series: series, Time: t}
+	for i := 0; i < len(kv); i += 2 {
+		var v model.Value
+		switch x := kv[i+1].(type) {
+		case float64:
+			v = model.Float(x)
+		case int:
+			v = model.Int(int64(x))
+		case bool:
+			v = model.Bool(x)
+		case string:
+			v = model.String(x)
+		}
+		r.Fields = append(r.Fields, model.Field{Name: kv[i].(string), Value: v})
+	}
+	r.Normalize()
+	return r
+}
