@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdb/tsdb/influx/influxtest"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -24,8 +25,8 @@ func TestAggregatesDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for iter := 0; iter < 40; iter++ {
 		rows := randomRows(rng)
-		f := newFake()
-		f.add("db", rows...)
+		f := influxtest.New()
+		f.Add("db", rows...)
 		for qi := 0; qi < 25; qi++ {
 			dq := randomQuery(rng)
 			checkDifferential(t, f, rows, dq, fmt.Sprintf("seed %d iter %d query %d", seed, iter, qi))

@@ -72,21 +72,25 @@ func NewExecutor(be Backend, cfg Config) *Executor {
 	return &Executor{be: be, cfg: cfg}
 }
 
-// ErrParse is returned by Execute for a query that does not parse, or for
-// invalid options: the request as a whole fails ({"error":"..."}, 400).
-var ErrParse = errcode.New(errcode.ErrInvalidQuery, "influxql: invalid query")
+// requestError fails a whole request ({"error":"..."}, 400 on /query): a
+// query that does not parse or an invalid option. It is a member of
+// errcode.ErrInvalidQuery; its text is InfluxDB's.
+func requestError(format string, args ...any) error {
+	return errcode.Mark(fmt.Errorf(format, args...), errcode.ErrInvalidQuery)
+}
 
 // errDBRequired is InfluxDB's answer to a statement that needs a database
 // when none is given.
 var errDBRequired = errors.New("database name required")
 
 // Execute parses query and runs its statements in order. A parse error or
-// an invalid option fails the whole request (an error wrapping ErrParse);
+// an invalid option fails the whole request (an error matching
+// errcode.ErrInvalidQuery);
 // otherwise every statement has its Result, failed statements included.
 func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Response, error) {
 	div, err := epochDivisor(opts.Epoch)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrParse, err)
+		return nil, requestError("%v", err)
 	}
 	p := influxql.NewParser(strings.NewReader(query))
 	if opts.Params != nil {
@@ -94,7 +98,7 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 	}
 	q, err := p.ParseQuery()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrParse, err)
+		return nil, requestError("error parsing query: %v", err)
 	}
 	resp := &Response{Results: make([]Result, 0, len(q.Statements))}
 	now := e.cfg.Now()
@@ -102,7 +106,7 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 		series, err := e.statement(ctx, stmt, opts.DB, now, div)
 		r := Result{StatementID: i, Series: series}
 		if err != nil {
-			r = Result{StatementID: i, Err: errorText(err, stmt)}
+			r = Result{StatementID: i, Err: errorText(err)}
 		}
 		resp.Results = append(resp.Results, r)
 	}
@@ -110,7 +114,7 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 }
 
 // errorText is a statement's error as InfluxDB words the common ones.
-func errorText(err error, stmt influxql.Statement) string {
+func errorText(err error) string {
 	var nf *dbNotFound
 	if errors.As(err, &nf) {
 		return "database not found: " + nf.db

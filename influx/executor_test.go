@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tsdb/tsdb/influx/influxtest"
 )
 
 // t0 is 2023-11-14T22:13:20Z, 1700000000 s since the epoch.
@@ -17,19 +19,19 @@ func sec(n int64) int64 { return t0 + n*int64(time.Second) }
 // testData is the table the statement tests read: cpu has three series
 // (host c without a region), one with a gap at 30 s; mem has fields of
 // every kind.
-func testData() *fakeBackend {
-	f := newFake()
-	f.add("telegraf",
-		row("cpu,host=a,region=eu", sec(0), "value", 1.0),
-		row("cpu,host=a,region=eu", sec(10), "value", 2.0),
-		row("cpu,host=a,region=eu", sec(20), "value", 3.0),
-		row("cpu,host=a,region=eu", sec(40), "value", 5.0),
-		row("cpu,host=b,region=us", sec(0), "value", 10.0),
-		row("cpu,host=b,region=us", sec(10), "value", 20.0),
-		row("cpu,host=b,region=us", sec(20), "value", 30.0),
-		row("cpu,host=b,region=us", sec(30), "value", 40.0),
-		row("cpu,host=c", sec(5), "value", 100.0),
-		row("mem,host=a", sec(0), "used", 50, "active", "yes", "ok", true),
+func testData() *influxtest.Backend {
+	f := influxtest.New()
+	f.Add("telegraf",
+		influxtest.Row("cpu,host=a,region=eu", sec(0), "value", 1.0),
+		influxtest.Row("cpu,host=a,region=eu", sec(10), "value", 2.0),
+		influxtest.Row("cpu,host=a,region=eu", sec(20), "value", 3.0),
+		influxtest.Row("cpu,host=a,region=eu", sec(40), "value", 5.0),
+		influxtest.Row("cpu,host=b,region=us", sec(0), "value", 10.0),
+		influxtest.Row("cpu,host=b,region=us", sec(10), "value", 20.0),
+		influxtest.Row("cpu,host=b,region=us", sec(20), "value", 30.0),
+		influxtest.Row("cpu,host=b,region=us", sec(30), "value", 40.0),
+		influxtest.Row("cpu,host=c", sec(5), "value", 100.0),
+		influxtest.Row("mem,host=a", sec(0), "used", 50, "active", "yes", "ok", true),
 	)
 	return f
 }
@@ -241,7 +243,7 @@ func TestPushDown(t *testing.T) {
 	for _, tc := range cases {
 		f := testData()
 		run(t, f, tc.q, Options{DB: "telegraf"})
-		if got := strings.Join(f.calls, ","); got != tc.want {
+		if got := strings.Join(f.Calls(), ","); got != tc.want {
 			t.Errorf("%s: backend calls %s, want %s", tc.q, got, tc.want)
 		}
 	}

@@ -1,4 +1,7 @@
-package influx
+// Package influxtest holds an in-memory influx.Backend for tests: it
+// answers every method by brute force over rows kept in memory, so that
+// the executor's answers (and /query's) can be checked against it.
+package influxtest
 
 import (
 	"context"
@@ -14,9 +17,10 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// fakeBackend answers Backend by brute force over rows in memory: the
-// model every executor answer is checked against.
-type fakeBackend struct {
+// Backend answers influx.Backend by brute force over rows in memory: the
+// model every executor answer is checked against. It is safe for
+// concurrent use.
+type Backend struct {
 	mu     sync.Mutex
 	tables map[string]*fakeTable
 	// calls records the methods called, for the push-down checks.
@@ -30,10 +34,19 @@ type fakeTable struct {
 
 var errFakeNotFound = errcode.New(errcode.ErrTableNotFound, "fake: table not found")
 
-func newFake() *fakeBackend { return &fakeBackend{tables: map[string]*fakeTable{}} }
+// New returns an empty backend.
+func New() *Backend { return &Backend{tables: map[string]*fakeTable{}} }
 
-// add stores rows (series written as line protocol keys) in table db.
-func (f *fakeBackend) add(db string, rows ...model.Row) {
+// Calls returns the names of the methods called so far, in order.
+func (f *Backend) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Add stores rows (series written as line protocol keys, made canonical
+// here) in table db, creating it.
+func (f *Backend) Add(db string, rows ...model.Row) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.tables[db]
@@ -51,9 +64,9 @@ func (f *fakeBackend) add(db string, rows ...model.Row) {
 	}
 }
 
-func (f *fakeBackend) record(c string) { f.calls = append(f.calls, c) }
+func (f *Backend) record(c string) { f.calls = append(f.calls, c) }
 
-func (f *fakeBackend) table(name string) (*fakeTable, error) {
+func (f *Backend) table(name string) (*fakeTable, error) {
 	t := f.tables[name]
 	if t == nil {
 		return nil, fmt.Errorf("%w: %s", errFakeNotFound, name)
@@ -61,7 +74,7 @@ func (f *fakeBackend) table(name string) (*fakeTable, error) {
 	return t, nil
 }
 
-func (f *fakeBackend) ListTables(ctx context.Context) ([]model.TableConfig, error) {
+func (f *Backend) ListTables(ctx context.Context) ([]model.TableConfig, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []model.TableConfig
@@ -72,7 +85,7 @@ func (f *fakeBackend) ListTables(ctx context.Context) ([]model.TableConfig, erro
 	return out, nil
 }
 
-func (f *fakeBackend) CreateTable(ctx context.Context, name string, retention time.Duration) error {
+func (f *Backend) CreateTable(ctx context.Context, name string, retention time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("CreateTable")
@@ -85,7 +98,7 @@ func (f *fakeBackend) CreateTable(ctx context.Context, name string, retention ti
 	return nil
 }
 
-func (f *fakeBackend) DropTable(ctx context.Context, name string) error {
+func (f *Backend) DropTable(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("DropTable")
@@ -97,7 +110,7 @@ func (f *fakeBackend) DropTable(ctx context.Context, name string) error {
 }
 
 // match returns the rows of q's range and series, projected on q.Fields.
-func (f *fakeBackend) match(table string, q model.Query) ([]model.Row, error) {
+func (f *Backend) match(table string, q model.Query) ([]model.Row, error) {
 	t, err := f.table(table)
 	if err != nil {
 		return nil, err
@@ -134,7 +147,7 @@ func (f *fakeBackend) match(table string, q model.Query) ([]model.Row, error) {
 	return out, nil
 }
 
-func (f *fakeBackend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
+func (f *Backend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Query")
@@ -154,7 +167,7 @@ func (f *fakeBackend) Query(ctx context.Context, table string, q model.Query) ([
 	return rows, false, nil
 }
 
-func (f *fakeBackend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
+func (f *Backend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Aggregate")
@@ -219,7 +232,7 @@ func (f *fakeBackend) Aggregate(ctx context.Context, table string, q model.Query
 	return out, nil
 }
 
-func (f *fakeBackend) SeriesKeys(ctx context.Context, table string, q model.Query, limit int) ([]string, error) {
+func (f *Backend) SeriesKeys(ctx context.Context, table string, q model.Query, limit int) ([]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("SeriesKeys")
@@ -232,14 +245,18 @@ func (f *fakeBackend) SeriesKeys(ctx context.Context, table string, q model.Quer
 	for _, r := range rows {
 		set[r.Series] = true
 	}
-	keys := sortedSet(set)
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	if limit > 0 && len(keys) > limit {
 		keys = keys[:limit]
 	}
 	return keys, nil
 }
 
-func (f *fakeBackend) FieldKeys(ctx context.Context, table, measurement string) ([]model.FieldKey, error) {
+func (f *Backend) FieldKeys(ctx context.Context, table, measurement string) ([]model.FieldKey, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("FieldKeys")
@@ -270,7 +287,7 @@ func (f *fakeBackend) FieldKeys(ctx context.Context, table, measurement string) 
 	return out, nil
 }
 
-func (f *fakeBackend) Delete(ctx context.Context, table string, q model.Query) error {
+func (f *Backend) Delete(ctx context.Context, table string, q model.Query) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Delete")
@@ -293,8 +310,8 @@ func (f *fakeBackend) Delete(ctx context.Context, table string, q model.Query) e
 	return nil
 }
 
-// row builds a row of float fields given as name, value pairs.
-func row(series string, t int64, kv ...any) model.Row {
+// Row builds a row from name, value pairs (float64, int, bool or string).
+func Row(series string, t int64, kv ...any) model.Row {
 	r := model.Row{Series: series, Time: t}
 	for i := 0; i < len(kv); i += 2 {
 		var v model.Value
