@@ -2,6 +2,7 @@ package influx
 
 import (
 	"bytes"
+	"math"
 	"context"
 	"encoding/json"
 	"strings"
@@ -33,6 +34,9 @@ func testData() *influxtest.Backend {
 		influxtest.Row("cpu,host=c", sec(5), "value", 100.0),
 		influxtest.Row("mem,host=a", sec(0), "used", 50, "active", "yes", "ok", true),
 	)
+	f.Add("other",
+		influxtest.Row("nan,host=a", sec(0), "v", math.NaN()),
+		influxtest.Row("nan,host=a", sec(1), "v", math.Inf(1)))
 	return f
 }
 
@@ -83,6 +87,18 @@ func TestStatements(t *testing.T) {
 			want: `[{"statement_id":0,"series":[{"name":"measurements","columns":["name"],"values":[["cpu"],["mem"]]}]}]`},
 		{name: "grafana template SHOW TAG VALUES FROM WHERE", q: `SHOW TAG VALUES FROM "cpu" WITH KEY = "host" WHERE "region" =~ /^eu/`,
 			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["key","value"],"values":[["host","a"]]}]}]`},
+		{name: "grafana query editor: policy, ::tag, $__interval", q: `SELECT mean("value") FROM "autogen"."cpu" WHERE ("host"::tag = 'b') AND time >= 1700000000000ms and time <= 1700000019999ms GROUP BY time(10s) fill(null)`,
+			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["time","mean"],"values":[[1700000000,10],[1700000010,20]]}]}]`},
+		{name: "grafana raw table", q: `SELECT "value"::field, "host"::tag FROM "cpu" WHERE time >= 1700000000000ms and time <= 1700000009999ms`,
+			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["time","value","host"],"values":[[1700000000,1,"a"],[1700000000,10,"b"],[1700000005,100,"c"]]}]}]`},
+		{name: "grafana editor: measurements", q: `SHOW MEASUREMENTS WITH MEASUREMENT =~ /(?i)CP/ LIMIT 100`,
+			want: `[{"statement_id":0,"series":[{"name":"measurements","columns":["name"],"values":[["cpu"]]}]}]`},
+		{name: "grafana editor: field keys", q: `SHOW FIELD KEYS FROM "cpu"`,
+			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["fieldKey","fieldType"],"values":[["value","float"]]}]}]`},
+		{name: "grafana editor: tag keys", q: `SHOW TAG KEYS FROM "cpu"`,
+			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["tagKey"],"values":[["host"],["region"]]}]}]`},
+		{name: "grafana editor: policies", q: `SHOW RETENTION POLICIES on "telegraf"`, db: "-",
+			want: `[{"statement_id":0,"series":[{"columns":["name","duration","shardGroupDuration","replicaN","default"],"values":[["autogen","0s","168h0m0s",3,true]]}]}]`},
 		{name: "fill none", q: `SELECT mean(value) FROM cpu WHERE host = 'a' AND ` + grafanaFilter + ` GROUP BY time(10s) fill(none)`,
 			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["time","mean"],"values":[[1700000000,1],[1700000010,2],[1700000020,3],[1700000040,5]]}]}]`},
 		{name: "fill previous", q: `SELECT mean(value) FROM cpu WHERE host = 'a' AND ` + grafanaFilter + ` GROUP BY time(10s) fill(previous)`,
@@ -153,7 +169,7 @@ func TestStatements(t *testing.T) {
 				`{"statement_id":4,"series":[{"name":"measurements","columns":["name"],"values":[["cpu"]]}]}]`},
 		{name: "database required", q: `SELECT value FROM cpu; SHOW MEASUREMENTS; SHOW DATABASES`, db: "-",
 			want: `[{"statement_id":0,"error":"database name required"},{"statement_id":1,"error":"database name required"},` +
-				`{"statement_id":2,"series":[{"name":"databases","columns":["name"],"values":[["telegraf"]]}]}]`},
+				`{"statement_id":2,"series":[{"name":"databases","columns":["name"],"values":[["other"],["telegraf"]]}]}]`},
 		{name: "database in the statement", q: `SELECT count(value) FROM telegraf.autogen.cpu WHERE` + rng, db: "-",
 			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["time","count"],"values":[[1700000000,9]]}]}]`},
 		{name: "database not found", q: `SELECT value FROM cpu; SHOW TAG KEYS`, db: "nope",
@@ -181,6 +197,9 @@ func TestStatements(t *testing.T) {
 			want: `[{"statement_id":0,"series":[{"columns":["key"],"values":[["cpu,host=a,region=eu"],["cpu,host=c"]]}]}]`},
 		{name: "show retention policies", q: `SHOW RETENTION POLICIES ON telegraf`, db: "-",
 			want: `[{"statement_id":0,"series":[{"columns":["name","duration","shardGroupDuration","replicaN","default"],"values":[["autogen","0s","168h0m0s",3,true]]}]}]`},
+		{name: "NaN and Inf are null", q: `SELECT v FROM nan; SELECT mean(v) FROM nan`, db: "other",
+			want: `[{"statement_id":0,"series":[{"name":"nan","columns":["time","v"],"values":[[1700000000,null],[1700000001,null]]}]},` +
+				`{"statement_id":1,"series":[{"name":"nan","columns":["time","mean"],"values":[[0,null]]}]}]`},
 		{name: "unsupported statement", q: `SHOW USERS`,
 			want: `[{"statement_id":0,"error":"statement not supported: ShowUsers"}]`},
 	}
@@ -267,7 +286,7 @@ func TestDatabaseAndDeleteStatements(t *testing.T) {
 	steps := []struct{ q, want string }{
 		{`CREATE DATABASE metrics WITH DURATION 7d`, `[{"statement_id":0}]`},
 		{`CREATE DATABASE metrics`, `[{"statement_id":0}]`},
-		{`SHOW DATABASES`, `[{"statement_id":0,"series":[{"name":"databases","columns":["name"],"values":[["metrics"],["telegraf"]]}]}]`},
+		{`SHOW DATABASES`, `[{"statement_id":0,"series":[{"name":"databases","columns":["name"],"values":[["metrics"],["other"],["telegraf"]]}]}]`},
 		{`SHOW RETENTION POLICIES ON metrics`, `[{"statement_id":0,"series":[{"columns":["name","duration","shardGroupDuration","replicaN","default"],"values":[["autogen","168h0m0s","24h0m0s",3,true]]}]}]`},
 		{`DROP DATABASE metrics; DROP DATABASE metrics`, `[{"statement_id":0},{"statement_id":1}]`},
 		{`DROP SERIES FROM cpu WHERE host = 'a'`, `[{"statement_id":0}]`},

@@ -2,6 +2,7 @@ package influx
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -51,11 +52,20 @@ func epochDivisor(epoch string) (int64, error) {
 }
 
 // formatTime renders a time in ns as the answer's time column: an RFC 3339
-// string with divisor 0, else an integer in the epoch's unit (truncated
-// toward minus infinity as InfluxDB does for positive times).
+// string with divisor 0, else an integer in the epoch's unit (Go's integer
+// division, as InfluxDB's).
 func formatTime(t, divisor int64) any {
 	if divisor == 0 {
 		return time.Unix(0, t).UTC().Format(time.RFC3339Nano)
 	}
 	return t / divisor
+}
+
+// finite turns a NaN or infinite float into null (JSON has neither;
+// InfluxDB answers null).
+func finite(v any) any {
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		return nil
+	}
+	return v
 }

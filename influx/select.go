@@ -555,8 +555,11 @@ func (p *selectPlan) answer(groups []*group, div int64) []*Series {
 		if len(rows) == 0 {
 			continue
 		}
-		for i := range rows {
-			rows[i][0] = formatTime(times[i], div)
+		for i, r := range rows {
+			r[0] = formatTime(times[i], div)
+			for j := 1; j < len(r); j++ {
+				r[j] = finite(r[j])
+			}
 		}
 		s := &Series{Name: p.meas, Columns: p.columns, Values: rows}
 		if len(gr.tags) > 0 {
