@@ -2,9 +2,9 @@ package influx
 
 import (
 	"bytes"
-	"math"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
