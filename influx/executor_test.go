@@ -270,14 +270,19 @@ func TestPushDown(t *testing.T) {
 
 func TestLimitsRefuse(t *testing.T) {
 	e := NewExecutor(testData(), Config{MaxRawRows: 3, MaxSeries: 2, MaxBuckets: 10})
-	resp, err := e.Execute(context.Background(), `SELECT value FROM cpu; SHOW SERIES; SELECT mean(value) FROM cpu WHERE time >= 1700000000s AND time < 1700000200s GROUP BY time(10s), host`, Options{DB: "telegraf"})
+	resp, err := e.Execute(context.Background(), `SELECT value FROM cpu; SHOW SERIES; SELECT mean(value) FROM cpu WHERE time >= 1700000000s AND time < 1700000200s GROUP BY time(10s), host; SELECT value FROM cpu LIMIT 2 OFFSET 1`, Options{DB: "telegraf", Epoch: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"more than 3 rows", "more than 2 series", "more than 10 buckets"} {
+	for i, want := range []string{"reads 3 rows or more", "more than 2 series", "more than 10 buckets"} {
 		if !strings.Contains(resp.Results[i].Err, want) {
 			t.Errorf("statement %d: error %q, want it to name %q", i, resp.Results[i].Err, want)
 		}
+	}
+	// LIMIT of one series in time order is pushed down: no refusal.
+	got, _ := json.Marshal(resp.Results[3])
+	if want := `{"statement_id":3,"series":[{"name":"cpu","columns":["time","value"],"values":[[1700000000,10],[1700000005,100]]}]}`; string(got) != want {
+		t.Errorf("pushed-down LIMIT: got %s, want %s", got, want)
 	}
 }
 

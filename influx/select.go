@@ -423,7 +423,7 @@ func (e *Executor) readRaw(ctx context.Context, db string, q model.Query) ([]mod
 		return nil, err
 	}
 	if truncated || len(rows) > e.cfg.MaxRawRows {
-		return nil, fmt.Errorf("the statement reads more than %d rows (the limit of rows read per statement); narrow its time range or tags", e.cfg.MaxRawRows)
+		return nil, fmt.Errorf("the statement reads %d rows or more (the limit of rows read per statement); narrow its time range or tags, or give a LIMIT", e.cfg.MaxRawRows)
 	}
 	return rows, nil
 }
@@ -448,7 +448,17 @@ func (e *Executor) raw(ctx context.Context, p *selectPlan) ([]*group, error) {
 		}
 		q.Fields = uniq(q.Fields)
 	}
-	rows, err := e.readRaw(ctx, p.db, q)
+	var rows []model.Row
+	var err error
+	if n := p.offsetN + p.limit; p.limit > 0 && !p.desc && !p.groupAll && len(p.groupTags) == 0 && n <= e.cfg.MaxRawRows {
+		// One series in time order: the backend's answer is sorted by
+		// (time, series) and truncated after the first q.Limit rows, so
+		// OFFSET+LIMIT is all the statement needs.
+		q.Limit = n
+		rows, _, err = e.be.Query(ctx, p.db, q)
+	} else {
+		rows, err = e.readRaw(ctx, p.db, q)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -155,13 +155,15 @@ func (f *Backend) Query(ctx context.Context, table string, q model.Query) ([]mod
 	if err != nil {
 		return nil, false, err
 	}
+	// As the router: sorted by (time, series), the first q.Limit rows,
+	// truncated as soon as the limit is reached.
 	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].Series != rows[j].Series {
-			return rows[i].Series < rows[j].Series
+		if rows[i].Time != rows[j].Time {
+			return rows[i].Time < rows[j].Time
 		}
-		return rows[i].Time < rows[j].Time
+		return rows[i].Series < rows[j].Series
 	})
-	if q.Limit > 0 && len(rows) > q.Limit {
+	if q.Limit > 0 && len(rows) >= q.Limit {
 		return rows[:q.Limit], true, nil
 	}
 	return rows, false, nil
