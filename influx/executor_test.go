@@ -193,6 +193,9 @@ func TestStatements(t *testing.T) {
 				`{"name":"mem","columns":["fieldKey","fieldType"],"values":[["active","string"],["ok","boolean"],["used","integer"]]}]}]`},
 		{name: "show field keys from", q: `SHOW FIELD KEYS FROM cpu`,
 			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["fieldKey","fieldType"],"values":[["value","float"]]}]}]`},
+		{name: "show with a time range (ignored) and the database in FROM", q: `SHOW TAG VALUES FROM telegraf.autogen.cpu WITH KEY = "region" WHERE time > now() - 1h; SHOW FIELD KEYS FROM telegraf..mem`, db: "-",
+			want: `[{"statement_id":0,"series":[{"name":"cpu","columns":["key","value"],"values":[["region","eu"],["region","us"]]}]},` +
+				`{"statement_id":1,"series":[{"name":"mem","columns":["fieldKey","fieldType"],"values":[["active","string"],["ok","boolean"],["used","integer"]]}]}]`},
 		{name: "show series", q: `SHOW SERIES FROM cpu WHERE host != 'b'`,
 			want: `[{"statement_id":0,"series":[{"columns":["key"],"values":[["cpu,host=a,region=eu"],["cpu,host=c"]]}]}]`},
 		{name: "show retention policies", q: `SHOW RETENTION POLICIES ON telegraf`, db: "-",

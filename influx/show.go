@@ -19,6 +19,8 @@ import (
 type sources struct {
 	names []string
 	re    *regexp.Regexp
+	// db is the database a source names (FROM db.rp.m), "" for none.
+	db string
 }
 
 func parseSources(ss influxql.Sources) (sources, error) {
@@ -30,6 +32,12 @@ func parseSources(ss influxql.Sources) (sources, error) {
 		}
 		if err := checkRP(m.RetentionPolicy); err != nil {
 			return out, err
+		}
+		if m.Database != "" {
+			if out.db != "" && out.db != m.Database {
+				return out, fmt.Errorf("sources name two databases, %s and %s", out.db, m.Database)
+			}
+			out.db = m.Database
 		}
 		if m.Regex != nil {
 			if len(ss) > 1 {
@@ -60,17 +68,17 @@ func (s sources) pushed() string {
 }
 
 // seriesKeys reads the keys of the series of the sources that satisfy a
-// tag condition (a time range in it is refused: the tag index has none).
+// tag condition. A time range in it is ignored: the tag index has none, so
+// the answer holds the series of every time (Grafana adds $timeFilter to
+// some SHOW statements; a superset of InfluxDB's answer serves it).
 func (e *Executor) seriesKeys(ctx context.Context, db string, src sources, cond influxql.Expr) ([]string, error) {
+	db = pick(src.db, db)
 	if db == "" {
 		return nil, errDBRequired
 	}
-	w, err := splitWhere(cond, time.Time{})
+	w, err := splitWhere(cond, e.cfg.Now())
 	if err != nil {
 		return nil, err
-	}
-	if w.hasFrom || w.hasTo {
-		return nil, fmt.Errorf("a time range is not supported in the WHERE of SHOW statements")
 	}
 	q := model.Query{From: math.MinInt64, To: math.MaxInt64, Measurement: src.pushed(), Tags: w.tags}
 	keys, err := e.be.SeriesKeys(ctx, db, q, e.cfg.MaxSeries+1)
@@ -344,12 +352,12 @@ func fieldType(k model.Kind) string {
 }
 
 func (e *Executor) showFieldKeys(ctx context.Context, s *influxql.ShowFieldKeysStatement, db string) ([]*Series, error) {
-	if db == "" {
-		return nil, errDBRequired
-	}
 	src, err := parseSources(s.Sources)
 	if err != nil {
 		return nil, err
+	}
+	if db = pick(src.db, db); db == "" {
+		return nil, errDBRequired
 	}
 	fks, err := e.be.FieldKeys(ctx, db, src.pushed())
 	if err != nil {
@@ -402,6 +410,7 @@ func (e *Executor) showSeries(ctx context.Context, s *influxql.ShowSeriesStateme
 // deleteSeries deletes the rows of the sources in w (one Backend.Delete
 // per named measurement).
 func (e *Executor) deleteSeries(ctx context.Context, db string, src sources, w where) error {
+	db = pick(src.db, db)
 	if db == "" {
 		return errDBRequired
 	}
@@ -429,7 +438,7 @@ func (e *Executor) dropSeries(ctx context.Context, s *influxql.DropSeriesStateme
 	if err != nil {
 		return err
 	}
-	w, err := splitWhere(s.Condition, time.Time{})
+	w, err := splitWhere(s.Condition, e.cfg.Now())
 	if err != nil {
 		return err
 	}
