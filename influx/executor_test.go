@@ -203,6 +203,8 @@ func TestStatements(t *testing.T) {
 		{name: "NaN and Inf are null", q: `SELECT v FROM nan; SELECT mean(v) FROM nan`, db: "other",
 			want: `[{"statement_id":0,"series":[{"name":"nan","columns":["time","v"],"values":[[1700000000,null],[1700000001,null]]}]},` +
 				`{"statement_id":1,"series":[{"name":"nan","columns":["time","mean"],"values":[[0,null]]}]}]`},
+		{name: "zero interval", q: `SELECT mean(value) FROM cpu GROUP BY time(0s)`,
+			want: `[{"statement_id":0,"error":"GROUP BY time(0s): the interval must be positive"}]`},
 		{name: "unsupported statement", q: `SHOW USERS`,
 			want: `[{"statement_id":0,"error":"statement not supported: ShowUsers"}]`},
 	}

@@ -53,8 +53,10 @@ func (c call) pushedDown() bool {
 	case "count", "sum", "mean", "min", "max", "first", "last", "spread":
 		return true
 	}
-	// TODO(index): stddev from model.AggState's mergeable variance (the
-	// M2 field, Welford/Chan) once it lands; until then it reads values.
+	// TODO(issue 18, helper "index"): once model.AggState carries its
+	// mergeable variance (the M2 field, Welford's algorithm merged with
+	// Chan's formula, read by AggState.Stddev), answer "stddev" here and
+	// in call.value from the partial states; until then it reads values.
 	return false
 }
 
@@ -159,12 +161,12 @@ func (p *selectPlan) dimensions(s *influxql.SelectStatement) error {
 	if err != nil {
 		return err
 	}
+	if iv <= 0 && hasTimeDimension(s) {
+		return fmt.Errorf("GROUP BY time(%s): the interval must be positive", iv)
+	}
 	off, err := s.GroupByOffset()
 	if err != nil {
 		return err
-	}
-	if iv < 0 {
-		return fmt.Errorf("GROUP BY time(%s): the interval must be positive", iv)
 	}
 	p.step, p.offset = int64(iv), int64(off)
 	if p.groupAll {
@@ -173,6 +175,15 @@ func (p *selectPlan) dimensions(s *influxql.SelectStatement) error {
 	slices.Sort(p.groupTags)
 	p.groupTags = slices.Compact(p.groupTags)
 	return nil
+}
+
+func hasTimeDimension(s *influxql.SelectStatement) bool {
+	for _, d := range s.Dimensions {
+		if c, ok := d.Expr.(*influxql.Call); ok && c.Name == "time" {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *selectPlan) fields(s *influxql.SelectStatement) error {

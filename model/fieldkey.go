@@ -1,7 +1,8 @@
 package model
 
-// FieldKey is one field of a measurement with its kind, as the tag index
-// reports it (partition.Replica.FieldKeys; InfluxQL's SHOW FIELD KEYS).
+// FieldKey is a field name of a measurement and a kind it was written
+// with (InfluxQL's SHOW FIELD KEYS). A name written with several kinds has
+// one FieldKey per kind.
 type FieldKey struct {
 	Measurement, Name string
 	Kind              Kind
