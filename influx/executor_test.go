@@ -275,7 +275,7 @@ func TestPushDown(t *testing.T) {
 
 func TestLimitsRefuse(t *testing.T) {
 	e := NewExecutor(testData(), Config{MaxRawRows: 3, MaxSeries: 2, MaxBuckets: 10})
-	resp, err := e.Execute(context.Background(), `SELECT value FROM cpu; SHOW SERIES; SELECT mean(value) FROM cpu WHERE time >= 1700000000s AND time < 1700000200s GROUP BY time(10s), host; SELECT value FROM cpu LIMIT 2 OFFSET 1`, Options{DB: "telegraf", Epoch: "s"})
+	resp, err := e.Execute(context.Background(), `SELECT value FROM cpu; SHOW SERIES; SELECT mean(value) FROM cpu WHERE time >= 1700000000s AND time < 1700000050s GROUP BY time(10s), host; SELECT value FROM cpu LIMIT 2 OFFSET 1`, Options{DB: "telegraf", Epoch: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +283,13 @@ func TestLimitsRefuse(t *testing.T) {
 		if !strings.Contains(resp.Results[i].Err, want) {
 			t.Errorf("statement %d: error %q, want it to name %q", i, resp.Results[i].Err, want)
 		}
+	}
+	// A range of more buckets than the limit is refused before any read.
+	f := testData()
+	resp2, _ := NewExecutor(f, Config{MaxBuckets: 10}).Execute(context.Background(),
+		`SELECT mean(value) FROM cpu WHERE time >= 1700000000s AND time < 1700000200s GROUP BY time(10s)`, Options{DB: "telegraf"})
+	if !strings.Contains(resp2.Results[0].Err, "more than 10 buckets") || len(f.Calls()) != 0 {
+		t.Errorf("error %q after calls %v, want a refusal before any", resp2.Results[0].Err, f.Calls())
 	}
 	// LIMIT of one series in time order is pushed down: no refusal.
 	got, _ := json.Marshal(resp.Results[3])

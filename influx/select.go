@@ -71,6 +71,11 @@ func (e *Executor) selectStmt(ctx context.Context, s *influxql.SelectStatement, 
 	if p.w.hasFrom && p.w.hasTo && p.w.from >= p.w.to {
 		return nil, nil
 	}
+	if p.w.hasFrom {
+		if err := p.checkBuckets(nil, 1, e.cfg.MaxBuckets); err != nil {
+			return nil, err
+		}
+	}
 	var groups []*group
 	if p.calls != nil {
 		groups, err = e.aggregate(ctx, p)
@@ -80,7 +85,7 @@ func (e *Executor) selectStmt(ctx context.Context, s *influxql.SelectStatement, 
 	if err != nil {
 		return nil, backendErr(p.db, err)
 	}
-	if err := p.checkBuckets(groups, e.cfg.MaxBuckets); err != nil {
+	if err := p.checkBuckets(groups, len(groups), e.cfg.MaxBuckets); err != nil {
 		return nil, err
 	}
 	return p.answer(groups, div), nil
@@ -689,9 +694,10 @@ func (p *selectPlan) fillRange(all []*group) (first, last int64) {
 }
 
 // checkBuckets refuses a filled answer of more than max buckets summed
-// over its series.
-func (p *selectPlan) checkBuckets(groups []*group, max int) error {
-	if p.calls == nil || p.step == 0 || p.fill == influxql.NoFill || len(groups) == 0 {
+// over its groups (before any read, with nGroups 1, when the time range
+// has a lower bound).
+func (p *selectPlan) checkBuckets(groups []*group, nGroups, max int) error {
+	if p.calls == nil || p.step == 0 || p.fill == influxql.NoFill || nGroups == 0 {
 		return nil
 	}
 	first, last := p.fillRange(groups)
@@ -699,9 +705,9 @@ func (p *selectPlan) checkBuckets(groups []*group, max int) error {
 		return nil
 	}
 	n := uint64(last-first)/uint64(p.step) + 1
-	if n > uint64(max) || n*uint64(len(groups)) > uint64(max) {
+	if n > uint64(max) || n*uint64(nGroups) > uint64(max) {
 		return fmt.Errorf("the answer would hold more than %d buckets (GROUP BY time(%s) over %d series); use a wider interval, a narrower time range or fill(none)",
-			max, time.Duration(p.step), len(groups))
+			max, time.Duration(p.step), nGroups)
 	}
 	return nil
 }

@@ -16,8 +16,9 @@ func testHTTP(h Handlers) (HTTPServer, error) {
 		Logger:                h.Logger,
 		MaxConcurrentRequests: h.MaxConcurrentRequests,
 		MaxQueryBuckets:       h.MaxQueryBuckets,
-		// TODO(issue 18): Influx is the front end's influx.Backend adapter
-		// (helper "meta" writes it); until then /query answers 501.
+		// TODO(issue 18): Influx: h.Backend.Influx(), the front end's
+		// influx.Backend (frontend.InfluxBackend, branch i18-meta), once
+		// merged; until then /query answers 501.
 		Influx: nil,
 	}, h.Backend), nil
 }

@@ -19,8 +19,9 @@ func newHTTPServer(h node.Handlers) (node.HTTPServer, error) {
 		Logger:                h.Logger,
 		MaxConcurrentRequests: h.MaxConcurrentRequests,
 		MaxQueryBuckets:       h.MaxQueryBuckets,
-		// TODO(issue 18): Influx is the front end's influx.Backend adapter
-		// (helper "meta" writes it); until then /query answers 501.
+		// TODO(issue 18): Influx: h.Backend.Influx(), the front end's
+		// influx.Backend (frontend.InfluxBackend, branch i18-meta), once
+		// merged; until then /query answers 501.
 		Influx: nil,
 	}, h.Backend), nil
 }
