@@ -13,6 +13,18 @@
 // aggregates go to the router; its routing failures become the public
 // API's 503 (publicError).
 //
+// InfluxBackend (influx.go, from Frontend.Influx) is the front end as the
+// InfluxQL executor's backend (influx.Backend, declared in package
+// influx): a database is a table; CreateTable is idempotent with the
+// public API's defaults; SeriesKeys and FieldKeys are the router's
+// fan-outs to every partition; DropTable and Delete call the drop of a
+// table and the deletion of rows.
+//
+// A delete (DeleteRows; InfluxQL's DELETE and DROP SERIES) reads the rows
+// it selects page by page at quorum and writes a tombstone for each of
+// their fields, stamped here past every version read, at quorum and never
+// smeared (delete.go; docs/influx.md, "Deletes").
+//
 // The table and operator calls: CreateTable picks the first partition's
 // servers (least loaded live servers) and metadata servers and installs
 // the created METADATA; Metadata reads a named transaction from this server

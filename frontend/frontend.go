@@ -22,6 +22,8 @@ type Router interface {
 	Insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error
 	Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error)
 	Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error)
+	SeriesKeys(ctx context.Context, table string, q model.Query, limit int) ([]string, error)
+	FieldKeys(ctx context.Context, table, measurement, consistency string) ([]model.FieldKey, error)
 }
 
 // Committer creates tables and reads METADATA (metadata.Committer).

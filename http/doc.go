@@ -2,10 +2,12 @@
 // table creation and inspection (with each partition's replica states on
 // ?replicas=1), inserts as a JSON array, NDJSON or InfluxDB line protocol
 // (gzip or zstd bodies accepted; X-TSDB-Consistency picks how many replicas
-// must hold the rows), raw and aggregate queries, a partition's join and
+// must hold the rows), raw and aggregate queries, deletes (POST
+// /api/v1/tables/{t}/delete, a JSON body of bounds), a partition's join and
 // leave, the decoded METADATA file of a table, InfluxDB 1.x's /query
 // (InfluxQL, executed by package influx on Config.Influx; answers and
-// errors in InfluxDB's JSON shape), /healthz and Prometheus /metrics. The same server answers the internal API (/internal/…) that
+// errors in InfluxDB's JSON shape), /healthz and Prometheus /metrics. The
+// same server answers the internal API (/internal/…) that
 // servers call on each other, behind the Internal interface: METADATA
 // storage and changes, discovery, replication pushes, forwarded inserts,
 // sub-queries and replica states; authenticated by the cluster secret only,

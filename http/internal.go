@@ -40,6 +40,9 @@ type Internal interface {
 	ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error)
 	// SubQuery answers one partition replica's part of a query.
 	SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error)
+	// MetaQuery answers one partition replica's part of a metadata query
+	// (its series keys or field keys).
+	MetaQuery(ctx context.Context, req wire.MetaQueryRequest) (wire.MetaQueryResponse, error)
 	// Replicas lists this server's local replicas and their replication state.
 	Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error)
 	// CatchUp pushes a peer replica everything the local one holds now and
@@ -67,6 +70,7 @@ var internalRoutes = map[string]internalRoute{
 	wire.PathReplicate:      {"internal_replicate", (*Server).handleInternalReplicate},
 	wire.PathInsert:         {"internal_insert", (*Server).handleInternalInsert},
 	wire.PathQuery:          {"internal_query", (*Server).handleInternalQuery},
+	wire.PathMeta:           {"internal_meta", (*Server).handleInternalMeta},
 	wire.PathReplicas:       {"internal_replicas", (*Server).handleInternalReplicas},
 	wire.PathCatchUp:        {"internal_catchup", (*Server).handleInternalCatchUp},
 	wire.PathSplitPoint:     {"internal_splitpoint", (*Server).handleInternalSplitPoint},

@@ -10,6 +10,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/model"
 )
 
 // The internal endpoints of replication and forwarding (DESIGN.md sections 5
@@ -30,6 +31,10 @@ func (s *Server) handleInternalInsert(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleInternalQuery(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkSubQuery, s.cfg.Internal.SubQuery)
+}
+
+func (s *Server) handleInternalMeta(ctx *fasthttp.RequestCtx) {
+	serveInternal(s, ctx, http.StatusOK, checkMetaQuery, s.cfg.Internal.MetaQuery)
 }
 
 func (s *Server) handleInternalReplicas(ctx *fasthttp.RequestCtx) {
@@ -98,11 +103,41 @@ func checkSubQuery(r *wire.SubQueryRequest) error {
 	case r.Step > 0 && !r.Agg:
 		p = append(p, badRequest("step: set without agg"))
 	}
-	switch r.Consistency {
+	if r.GroupAll && len(r.GroupBy) > 0 {
+		p = append(p, badRequest("group_all and group_by: both set"))
+	}
+	p = append(p, checkSelection(&r.Query), checkReadConsistency(r.Consistency))
+	return joinProblems(p...)
+}
+
+// checkSelection checks a sub-query's tag predicate.
+func checkSelection(q *model.Query) error {
+	if _, err := q.Matcher(); err != nil {
+		return badRequest("tags: %v", err)
+	}
+	return nil
+}
+
+// checkReadConsistency checks a sub-query's read consistency.
+func checkReadConsistency(c string) error {
+	switch c {
 	case "", api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll:
+		return nil
+	}
+	return badRequest("consistency: %q (want %s, %s or %s)", c,
+		api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll)
+}
+
+func checkMetaQuery(r *wire.MetaQueryRequest) error {
+	p := []error{checkTable(r.Table), checkReplicaRef(r.PartitionID, r.ToPlacement, r.TxnSeq),
+		checkSelection(&r.Query), checkReadConsistency(r.Query.Consistency)}
+	switch r.Kind {
+	case wire.MetaSeriesKeys, wire.MetaFieldKeys:
 	default:
-		p = append(p, badRequest("consistency: %q (want %s, %s or %s)", r.Consistency,
-			api.ConsistencyOne, api.ConsistencyQuorum, api.ConsistencyAll))
+		p = append(p, badRequest("kind: %q (want %s or %s)", r.Kind, wire.MetaSeriesKeys, wire.MetaFieldKeys))
+	}
+	if r.Limit < 0 {
+		p = append(p, badRequest("limit: %d is negative (0 means none)", r.Limit))
 	}
 	return joinProblems(p...)
 }

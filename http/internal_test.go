@@ -115,6 +115,13 @@ func (f *fakeInternal) SubQuery(_ context.Context, req wire.SubQueryRequest) (wi
 	return wire.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}, nil
 }
 
+func (f *fakeInternal) MetaQuery(_ context.Context, req wire.MetaQueryRequest) (wire.MetaQueryResponse, error) {
+	if err := f.record(req); err != nil {
+		return wire.MetaQueryResponse{}, err
+	}
+	return wire.MetaQueryResponse{SeriesKeys: []string{"cpu,host=a"}}, nil
+}
+
 func (f *fakeInternal) Replicas(_ context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
 	if err := f.record(req); err != nil {
 		return wire.ReplicasResponse{}, err
@@ -186,6 +193,8 @@ var (
 		TxnSeq: 7, InsertOptions: model.InsertOptions{Consistency: api.ConsistencyAll}, Rows: encA, Count: 2}
 	validSubQuery = wire.SubQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
 		Query: model.Query{From: 10, To: 20, Series: "cpu", Prefix: true, Fields: []string{"usage"}, Step: 5, GroupAll: true}, Agg: true}
+	validMeta = wire.MetaQueryRequest{Table: "metrics", PartitionID: uuid.New(), ToPlacement: uuid.New(), TxnSeq: 7,
+		Kind: wire.MetaSeriesKeys, Query: model.Query{Measurement: "cpu", Tags: &model.TagExpr{Op: model.TagEq, Key: "host", Value: "a"}}, Limit: 3}
 )
 
 // mustJSON encodes v.
@@ -237,6 +246,8 @@ func TestInternalRoutes(t *testing.T) {
 			&wire.ForwardInsertResponse{}, &wire.ForwardInsertResponse{Rows: 2}},
 		{wire.PathQuery, validSubQuery,
 			&wire.SubQueryResponse{}, &wire.SubQueryResponse{Rows: encA, Count: 2, Truncated: true}},
+		{wire.PathMeta, validMeta,
+			&wire.MetaQueryResponse{}, &wire.MetaQueryResponse{SeriesKeys: []string{"cpu,host=a"}}},
 		{wire.PathReplicas, wire.ReplicasRequest{},
 			&wire.ReplicasResponse{}, &wire.ReplicasResponse{Server: "s1", Replicas: []wire.ReplicaStatus{cannedReplica}}},
 		{wire.PathReplicas, wire.ReplicasRequest{Table: "metrics"},
@@ -275,7 +286,7 @@ func TestInternalRoutes(t *testing.T) {
 	metrics := scrape(t, addr)
 	for _, route := range []string{"internal_metadata_fetch", "internal_metadata_store", "internal_metadata_change",
 		"internal_metadata_join", "internal_discovery", "internal_replicate", "internal_insert", "internal_query",
-		"internal_replicas"} {
+		"internal_meta", "internal_replicas"} {
 		if !strings.Contains(metrics, `route="`+route+`"`) {
 			t.Errorf("/metrics lacks route %q", route)
 		}
@@ -434,6 +445,15 @@ func TestInternalBadRequests(t *testing.T) {
 		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Step = -1 }), api.CodeBadRequest, "step: -1"},
 		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Agg = false }), api.CodeBadRequest, "step: set without agg"},
 		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.ToPlacement = uuid.Nil }), api.CodeBadRequest, "to_placement: required"},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.Tags = &model.TagExpr{Op: "~"} }), api.CodeBadRequest, `tags: model: invalid tag predicate: unknown operator "~"`},
+		{wire.PathQuery, with(validSubQuery, func(r *wire.SubQueryRequest) { r.GroupBy = []string{"host"} }), api.CodeBadRequest, "group_all and group_by: both set"},
+		{wire.PathMeta, with(validMeta, func(r *wire.MetaQueryRequest) { r.Kind = "tag_keys" }), api.CodeBadRequest, `kind: "tag_keys"`},
+		{wire.PathMeta, with(validMeta, func(r *wire.MetaQueryRequest) { r.Limit = -1 }), api.CodeBadRequest, "limit: -1"},
+		{wire.PathMeta, with(validMeta, func(r *wire.MetaQueryRequest) { r.Query.Consistency = "most" }), api.CodeBadRequest, `consistency: "most"`},
+		{wire.PathMeta, with(validMeta, func(r *wire.MetaQueryRequest) {
+			r.Query.Tags = &model.TagExpr{Op: model.TagMatch, Key: "h", Value: "("}
+		}), api.CodeBadRequest, "tags: "},
+		{wire.PathMeta, with(validMeta, func(r *wire.MetaQueryRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},
 		{wire.PathReplicas, wire.ReplicasRequest{Table: "no-such"}, api.CodeInvalidTableName, "table: "},
 		{wire.PathReplicas, map[string]any{"tables": "metrics"}, api.CodeBadRequest, "unknown field"},
 		// Several problems are reported together, on one line.

@@ -32,6 +32,7 @@ func (panicky) Query(context.Context, string, model.Query) ([]model.Row, bool, e
 func (panicky) Aggregate(context.Context, string, model.Query) ([]model.SeriesAgg, error) {
 	panic("bug")
 }
+func (panicky) DeleteRows(context.Context, string, model.Query) error              { panic("bug") }
 func (panicky) Cluster(context.Context) (api.ClusterResponse, error)               { panic("bug") }
 func (panicky) Replicas(context.Context, string) ([]wire.PartitionReplicas, error) { panic("bug") }
 func (panicky) JoinServer(context.Context, string, uuid.UUID, api.ServerChangeRequest) (*metadata.File, error) {

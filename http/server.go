@@ -55,6 +55,10 @@ type Backend interface {
 	// Aggregate answers an aggregate query with merged partial states
 	// (q.MaxBuckets is Config.MaxQueryBuckets, Consistency as for Query).
 	Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error)
+	// DeleteRows deletes the rows q selects (From/To, Series/Prefix,
+	// Measurement, Tags) and returns once every tombstone is acknowledged
+	// by a quorum of its partition's replicas.
+	DeleteRows(ctx context.Context, table string, q model.Query) error
 	// Cluster describes the servers of the cluster.
 	Cluster(ctx context.Context) (api.ClusterResponse, error)
 	// Replicas returns every partition of a table with its replicas' states.
@@ -377,6 +381,11 @@ func (s *Server) routeTable(ctx *fasthttp.RequestCtx, rest string) (name string,
 			s.handleTableMetadata(ctx, table)
 		}
 		return "table_metadata", true
+	case "delete":
+		if s.method(ctx, "POST") {
+			s.handleDelete(ctx, table)
+		}
+		return "delete", true
 	}
 	if p, ok := strings.CutPrefix(action, "partitions/"); ok {
 		return s.routePartition(ctx, table, p), true

@@ -28,6 +28,12 @@ const (
 	KindInt     Kind = 2
 	KindBool    Kind = 3
 	KindString  Kind = 4
+	// KindDeleted is a tombstone: a field value with no payload that a
+	// delete writes (DELETE FROM, DROP SERIES, POST .../delete). It merges
+	// like any value, by version, and readers skip it: a field whose
+	// newest version is a tombstone is absent. Clients can never send one
+	// (Validate refuses it); the internal paths carry it (ValidateInternal).
+	KindDeleted Kind = 5
 )
 
 // String returns the kind's name as used in error messages.
@@ -41,6 +47,8 @@ func (k Kind) String() string {
 		return "bool"
 	case KindString:
 		return "string"
+	case KindDeleted:
+		return "deleted"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -70,6 +78,12 @@ func Bool(b bool) Value {
 
 // String returns a string value.
 func String(s string) Value { return Value{Kind: KindString, S: s} }
+
+// Deleted returns a tombstone (KindDeleted).
+func Deleted() Value { return Value{Kind: KindDeleted} }
+
+// IsDeleted reports whether v is a tombstone.
+func (v Value) IsDeleted() bool { return v.Kind == KindDeleted }
 
 // Numeric reports the value as a float64 for aggregation. Strings are not
 // numeric; bools count as 0 and 1.
@@ -146,8 +160,16 @@ func (r *Row) SetVersion(v Version) {
 }
 
 // Validate checks the row against the data model's limits. It does not
-// canonicalize the series; parsers do that.
-func (r *Row) Validate() error {
+// canonicalize the series; parsers do that. A tombstone (KindDeleted) is
+// refused: clients cannot send one.
+func (r *Row) Validate() error { return r.validate(false) }
+
+// ValidateInternal is Validate for rows on the internal paths (forwarded
+// inserts, pushes), which may carry tombstones (KindDeleted) written by a
+// delete.
+func (r *Row) ValidateInternal() error { return r.validate(true) }
+
+func (r *Row) validate(tombstones bool) error {
 	if r.Series == "" {
 		return ErrEmptySeries
 	}
@@ -175,6 +197,10 @@ func (r *Row) Validate() error {
 		}
 		switch f.Value.Kind {
 		case KindFloat, KindInt, KindBool:
+		case KindDeleted:
+			if !tombstones {
+				return fmt.Errorf("%w: field %q has %s", ErrUnsupportedType, f.Name, f.Value.Kind)
+			}
 		case KindString:
 			if len(f.Value.S) > MaxStringLen {
 				return fmt.Errorf("%w: field %q holds a string of %d bytes, the limit is %d",

@@ -15,7 +15,7 @@ type TagOp string
 
 // The operators of a TagExpr: two connectives and four comparisons of one
 // tag's value (InfluxQL's WHERE on tags). A series without the tag compares
-// as if its value were "" (InfluxDB's rule: host = '' matches series
+// as if its value were "" (InfluxDB's rule: host = "" matches series
 // without a host).
 const (
 	TagAnd      TagOp = "and"

@@ -111,8 +111,8 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	if err := decodeRaw(value, &a.raw); err != nil {
 		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
 	}
-	if a.keep != nil && !hasAnyField(&a.raw, a.keep) {
-		return true, nil // no bucket for a row without a selected field
+	if !hasLiveField(&a.raw, a.keep) {
+		return true, nil // no bucket for a row without a selected live field
 	}
 	if a.cur == nil || a.curName != string(series) {
 		a.curName = a.seriesNames.get(series)
@@ -138,7 +138,7 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	hint := 0
 	for i := range a.raw.fields {
 		f := &a.raw.fields[i]
-		if a.keep != nil && !a.keep(f.name) {
+		if (a.keep != nil && !a.keep(f.name)) || f.kind == model.KindDeleted {
 			continue
 		}
 		b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())

@@ -196,7 +196,7 @@ func validateRows(rows []model.Row) error {
 				return fmt.Errorf("%w: row %d (%s): empty field name", ErrInvalidRow, i, row.Series)
 			case f.Version.IsZero():
 				return fmt.Errorf("%w: row %d (%s): field %q has a zero version", ErrInvalidRow, i, row.Series, f.Name)
-			case f.Value.Kind < model.KindFloat || f.Value.Kind > model.KindString:
+			case f.Value.Kind < model.KindFloat || f.Value.Kind > model.KindDeleted:
 				return fmt.Errorf("%w: row %d (%s): field %q has %s", ErrInvalidRow, i, row.Series, f.Name, f.Value.Kind)
 			}
 		}

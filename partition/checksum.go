@@ -13,7 +13,8 @@ import (
 // ReplicaChecksum summarizes the live rows of a replica for convergence
 // checks and inspection.
 type ReplicaChecksum struct {
-	// Rows is the number of live rows hashed.
+	// Rows is the number of live rows hashed: stored rows, a row whose
+	// fields are all tombstones (model.KindDeleted) included.
 	Rows int64
 	// Sum is the lowercase hex SHA-256 of the canonical encoding of those
 	// rows in key order (docs/storage-format.md, "Checksum").
@@ -83,7 +84,7 @@ func (h *rowHasher) visit(series []byte, t int64, value []byte) (bool, error) {
 //
 //	row   := len(series):uvarint series time:8 BE nfields:uvarint field*
 //	field := len(name):uvarint name kind:1 payload wall:8 BE node:8 BE
-//	payload := float bits:8 BE | int:8 BE | bool:1 | len:uvarint bytes
+//	payload := float bits:8 BE | int:8 BE | bool:1 | len:uvarint bytes | (none: deleted)
 //
 // Stored fields are already sorted by name without duplicates.
 func appendCanonicalRow(dst, series []byte, t int64, r *rawRow) []byte {
@@ -102,6 +103,7 @@ func appendCanonicalRow(dst, series []byte, t int64, r *rawRow) []byte {
 		case model.KindString:
 			dst = binary.AppendUvarint(dst, uint64(len(f.str)))
 			dst = append(dst, f.str...)
+		case model.KindDeleted: // a tombstone has no payload
 		default: // float bits, int64 bits
 			dst = binary.BigEndian.AppendUint64(dst, f.num)
 		}

@@ -14,7 +14,10 @@
 // A row is identified by (series, time). Apply merges a write into the
 // stored row field by field: a field is replaced only by a strictly greater
 // model.Version; ties and older versions change nothing (so replays and
-// retries are idempotent).
+// retries are idempotent). A tombstone (model.KindDeleted, written by a
+// delete) merges the same way; Scan and Aggregate skip tombstoned fields and
+// rows whose fields are all tombstones, while ReadLog (what pushes send) and
+// Checksum keep them.
 //
 // # Invariants
 //

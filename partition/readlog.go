@@ -198,7 +198,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if raw.seq != seq {
 			return nil, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
-		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, &slab), Origin: origin})
+		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, false, &slab), Origin: origin})
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)

@@ -86,8 +86,8 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 	if err := decodeRaw(value, &s.raw); err != nil {
 		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
 	}
-	if s.keep != nil && !hasAnyField(&s.raw, s.keep) {
-		return true, nil
+	if !hasLiveField(&s.raw, s.keep) {
+		return true, nil // no selected field, or only tombstones
 	}
 	if s.full {
 		s.truncated = true
@@ -98,7 +98,7 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 		s.rank++
 	}
 	s.order = append(s.order, scanOrder{t: t, rank: s.rank, idx: int32(len(s.bucket))})
-	s.bucket = append(s.bucket, toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, &s.slab))
+	s.bucket = append(s.bucket, toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, true, &s.slab))
 	return true, nil
 }
 
@@ -142,15 +142,6 @@ func (s *scanner) endBucket() bool {
 		return false
 	}
 	return !s.truncated
-}
-
-func hasAnyField(r *rawRow, keep func([]byte) bool) bool {
-	for i := range r.fields {
-		if keep(r.fields[i].name) {
-			return true
-		}
-	}
-	return false
 }
 
 // fieldFilter returns a projection predicate, or nil for all fields.

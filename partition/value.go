@@ -44,6 +44,8 @@ func (f *rawField) value() model.Value {
 		return model.Value{Kind: model.KindFloat, F: math.Float64frombits(f.num)}
 	case model.KindInt, model.KindBool:
 		return model.Value{Kind: f.kind, I: int64(f.num)}
+	case model.KindDeleted:
+		return model.Deleted()
 	}
 	return model.Value{Kind: model.KindString, S: string(f.str)}
 }
@@ -95,6 +97,7 @@ func decodeRaw(v []byte, r *rawRow) error {
 			f.num = uint64(b)
 		case model.KindString:
 			f.str = d.bytes()
+		case model.KindDeleted: // a tombstone has no payload
 		default:
 			if d.err == nil {
 				return corrupt(fmt.Sprintf("unknown kind %d", f.kind))
@@ -345,11 +348,13 @@ func (s *fieldSlab) take(n int) []model.Field {
 }
 
 // toModelRow converts a decoded value into a model.Row. With a non-nil
-// keep, only the fields it accepts are returned.
-func toModelRow(series string, t int64, r *rawRow, names interner, keep func([]byte) bool, slab *fieldSlab) model.Row {
+// keep, only the fields it accepts are returned; with live, tombstones
+// (model.KindDeleted) are left out (readers), without it they are kept
+// (the log, which pushes them).
+func toModelRow(series string, t int64, r *rawRow, names interner, keep func([]byte) bool, live bool, slab *fieldSlab) model.Row {
 	n := 0
 	for i := range r.fields {
-		if keep == nil || keep(r.fields[i].name) {
+		if (keep == nil || keep(r.fields[i].name)) && !(live && r.fields[i].kind == model.KindDeleted) {
 			n++
 		}
 	}
@@ -360,10 +365,23 @@ func toModelRow(series string, t int64, r *rawRow, names interner, keep func([]b
 	row.Fields = slab.take(n)
 	for i := range r.fields {
 		f := &r.fields[i]
-		if keep != nil && !keep(f.name) {
+		if (keep != nil && !keep(f.name)) || (live && f.kind == model.KindDeleted) {
 			continue
 		}
 		row.Fields = append(row.Fields, model.Field{Name: names.get(f.name), Value: f.value(), Version: r.versions[f.ver]})
 	}
 	return row
+}
+
+// hasLiveField reports whether r holds a field that keep accepts (nil:
+// every field) and that is not a tombstone: a row without one is absent
+// to readers (Scan, Aggregate).
+func hasLiveField(r *rawRow, keep func([]byte) bool) bool {
+	for i := range r.fields {
+		f := &r.fields[i]
+		if f.kind != model.KindDeleted && (keep == nil || keep(f.name)) {
+			return true
+		}
+	}
+	return false
 }

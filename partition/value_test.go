@@ -26,7 +26,7 @@ func decodeRow(t *testing.T, v []byte) (uint64, []model.Field) {
 	if err := decodeRaw(v, &raw); err != nil {
 		t.Fatalf("decodeRaw: %v", err)
 	}
-	r := toModelRow("s", 0, &raw, interner{}, nil, &fieldSlab{})
+	r := toModelRow("s", 0, &raw, interner{}, nil, false, &fieldSlab{})
 	return raw.seq, r.Fields
 }
 

@@ -18,6 +18,7 @@
 //     quorum read see every quorum-acknowledged row (catchup.go);
 //   - the internal API's handlers (replication_endpoints.go for pushes,
 //     forwarded inserts, sub-queries, replica listings and catch-ups;
+//     meta.go for the metadata sub-queries, series keys and field keys;
 //     metadata_endpoints.go for the METADATA exchange). Server has the
 //     methods of the http server's Internal interface, and of
 //     router.Replicas: the router it builds (Router) reaches replicas,

@@ -165,7 +165,7 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 		return wire.ForwardInsertResponse{}, fmt.Errorf("%w: rows: %w", wire.ErrBadRequest, err)
 	}
 	for j := range rows {
-		if err := rows[j].Validate(); err != nil {
+		if err := rows[j].ValidateInternal(); err != nil {
 			return wire.ForwardInsertResponse{}, fmt.Errorf("%w: row %d: %w", wire.ErrBadRequest, j, err)
 		}
 	}

@@ -31,7 +31,7 @@ const (
 // Smallest encodings, used to bound counts by the bytes that remain.
 const (
 	minRowSize       = 3  // time, series, field count
-	minFieldSize     = 2  // tag, payload
+	minFieldSize     = 1  // tag (a tombstone has no payload)
 	minSeriesAggSize = 2  // series length, bucket count
 	minBucketSize    = 2  // start, field count
 	minFieldAggSize  = 47 // name length and the fixed part of a state
@@ -118,7 +118,7 @@ func appendValue(dst []byte, v model.Value) []byte {
 		dst = binary.AppendUvarint(dst, uint64(len(v.S)))
 		return append(dst, v.S...)
 	}
-	return dst
+	return dst // model.KindDeleted: no payload
 }
 
 // DecodeRows decodes an AppendRows encoding. It is strict: truncated or
@@ -482,6 +482,8 @@ func (d *decoder) value(k model.Kind) model.Value {
 		d.fail("bool is neither 0 nor 1")
 	case model.KindString:
 		return model.String(d.str(d.uvarint()))
+	case model.KindDeleted:
+		return model.Deleted() // a tombstone has no payload
 	default:
 		d.fail(fmt.Sprintf("unknown value kind %d", k))
 	}

@@ -42,6 +42,16 @@ func codecRows() []model.Row {
 		}},
 		{Time: -1, Series: "", Fields: nil}, // empty series and no fields: the codec does not validate
 		{Time: -1, Series: "disk", Fields: []model.Field{{Name: "", Value: model.Int(0), Version: v(0, 0)}}},
+		{Time: 7, Series: "del", Fields: []model.Field{ // tombstones: no payload
+			{Name: "a", Value: model.Deleted(), Version: v(12, 4)},
+			{Name: "b", Value: model.Float(2), Version: v(12, 4)},
+			{Name: "c", Value: model.Deleted(), Version: v(13, 4)},
+		}},
+		{Time: 8, Series: "del", Fields: []model.Field{ // one byte per field: same name, same version
+			{Name: "a", Value: model.Deleted(), Version: v(13, 4)},
+			{Name: "b", Value: model.Deleted(), Version: v(13, 4)},
+			{Name: "c", Value: model.Deleted(), Version: v(13, 4)},
+		}},
 	}
 }
 

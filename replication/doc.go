@@ -93,7 +93,7 @@
 //	series  := 0 (the previous row's series; "" before the first row)
 //	         | len+1:uvarint bytes
 //	field   := tag:byte [name] [version] payload
-//	tag     := kind (bits 0-3: 1 float, 2 int, 3 bool, 4 string)
+//	tag     := kind (bits 0-3: 1 float, 2 int, 3 bool, 4 string, 5 deleted)
 //	         | 0x40 (name omitted: the previous row's field at this index)
 //	         | 0x80 (version omitted: the previous field's in the stream,
 //	                 the zero version before the first)
@@ -101,6 +101,11 @@
 //	version := wall:varint node:8 bytes little-endian
 //	payload := float: 8 bytes little-endian IEEE 754 bits
 //	         | int: varint | bool: 1 byte, 0 or 1 | string: len:uvarint bytes
+//	         | deleted: nothing (a tombstone, model.KindDeleted)
+//
+// Tombstones travel on every internal path that carries rows (pushes,
+// forwarded inserts, the smear queue's entries); a server built before
+// kind 5 existed refuses them as an unknown kind (ErrCorrupt).
 //
 // varint is zigzag (encoding/binary's AppendVarint); dtime is the row's
 // time minus the previous row's (0 before the first), in wrapping int64

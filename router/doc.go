@@ -34,4 +34,11 @@
 //     placement.
 //   - An aggregate answer holds at most Query.MaxBuckets buckets summed
 //     over its series, per partition and merged (partition.ErrTooManyBuckets).
+//   - The metadata queries (meta.go: SeriesKeys, FieldKeys) ask one replica
+//     of every partition of the table, whatever the query's time range,
+//     chosen, failed over and re-routed after "moved" as for a query; the
+//     answers are merged sorted without duplicates (series keys cut at the
+//     limit after each merge). With Query.GroupBy, each partition answers a
+//     group under its group key, so MergeSeriesAggs merges the partitions'
+//     states of one group like those of one series.
 package router

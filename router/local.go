@@ -52,3 +52,19 @@ func (l localReplicas) Aggregate(_ context.Context, t Target, q model.Query) ([]
 	}
 	return rep.Aggregate(q)
 }
+
+func (l localReplicas) SeriesKeys(_ context.Context, t Target, q model.Query, limit int) ([]string, error) {
+	rep, err := l.replica(t)
+	if err != nil {
+		return nil, err
+	}
+	return rep.SeriesKeys(q, limit)
+}
+
+func (l localReplicas) FieldKeys(_ context.Context, t Target, q model.Query) ([]model.FieldKey, error) {
+	rep, err := l.replica(t)
+	if err != nil {
+		return nil, err
+	}
+	return rep.FieldKeys(q.Measurement)
+}

@@ -64,6 +64,14 @@ type Replicas interface {
 	Scan(ctx context.Context, t Target, q model.Query) ([]model.Row, bool, error)
 	// Aggregate computes partial aggregates on the replica (q as for Scan).
 	Aggregate(ctx context.Context, t Target, q model.Query) ([]model.SeriesAgg, error)
+	// SeriesKeys lists the keys of the replica's series matching q
+	// (partition.Replica.SeriesKeys: its time range is ignored), sorted,
+	// at most limit (<= 0: all); q.Consistency as for Scan.
+	SeriesKeys(ctx context.Context, t Target, q model.Query, limit int) ([]string, error)
+	// FieldKeys lists the field keys of the replica's rows of
+	// q.Measurement ("" = all) (partition.Replica.FieldKeys);
+	// q.Consistency as for Scan, its other fields are not read.
+	FieldKeys(ctx context.Context, t Target, q model.Query) ([]model.FieldKey, error)
 }
 
 // Router routes inserts and queries of one server's front end.

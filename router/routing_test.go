@@ -64,6 +64,24 @@ func (s *scriptedReplicas) Aggregate(context.Context, Target, model.Query) ([]mo
 	return nil, nil
 }
 
+func (s *scriptedReplicas) SeriesKeys(_ context.Context, t Target, _ model.Query, _ int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.errs[t.Server]; err != nil {
+		return nil, err
+	}
+	return []string{"from-" + t.Server}, nil
+}
+
+func (s *scriptedReplicas) FieldKeys(_ context.Context, t Target, _ model.Query) ([]model.FieldKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.errs[t.Server]; err != nil {
+		return nil, err
+	}
+	return []model.FieldKey{{Measurement: "from-" + t.Server, Name: "v", Kind: model.KindFloat}}, nil
+}
+
 func onePartition(servers ...string) *metadata.File {
 	p := metadata.Partition{ID: uuid.New()}
 	for _, s := range servers {

@@ -2,8 +2,9 @@
 // (DESIGN.md section 10): the POSTs under /internal/... that servers send
 // each other through package cluster/rpc. They are METADATA fetch, store,
 // change and join and partition discovery (metadata.go), and replication's
-// pushes, forwarded inserts, sub-queries, catch-ups, replica surveys and
-// split points (replication.go).
+// pushes, forwarded inserts, sub-queries, metadata sub-queries (series
+// keys, field keys), catch-ups, replica surveys and split points
+// (replication.go).
 //
 // Invariants:
 //   - The JSON field names are a contract between servers of one cluster

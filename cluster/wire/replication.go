@@ -20,6 +20,9 @@ const (
 	// PathQuery takes a SubQueryRequest for one partition replica; answers
 	// SubQueryResponse.
 	PathQuery = "/internal/query"
+	// PathMeta takes a MetaQueryRequest for one partition replica (the
+	// series keys or field keys it holds); answers MetaQueryResponse.
+	PathMeta = "/internal/meta"
 	// PathCatchUp takes a CatchUpRequest: the receiving replica pushes the
 	// asking replica everything it holds now, and answers 204 once that is
 	// confirmed (a quorum read's catch-up, DESIGN.md section 5).
@@ -108,6 +111,42 @@ type SubQueryRequest struct {
 	// with the code answer_too_large rather than send more. It shadows
 	// Query.MaxBytes in the JSON form.
 	MaxBytes int `json:"max_bytes,omitempty"`
+}
+
+// The kinds of a MetaQueryRequest.
+const (
+	// MetaSeriesKeys asks for the keys of the series matching the query
+	// (partition.Replica.SeriesKeys).
+	MetaSeriesKeys = "series_keys"
+	// MetaFieldKeys asks for the field names and kinds of the query's
+	// Measurement ("" = all) (partition.Replica.FieldKeys).
+	MetaFieldKeys = "field_keys"
+)
+
+// MetaQueryRequest asks one replica of a partition for its part of a
+// metadata query: the series keys (Kind MetaSeriesKeys) or field keys
+// (MetaFieldKeys) it holds. The replica is chosen, brought up to date
+// (Query.Consistency) and refused as moved exactly as for a SubQueryRequest.
+type MetaQueryRequest struct {
+	Table       string    `json:"table"`
+	PartitionID uuid.UUID `json:"partition_id"`
+	ToPlacement uuid.UUID `json:"to_placement"`
+	TxnSeq      uint64    `json:"txnseq"`
+	// Kind is MetaSeriesKeys or MetaFieldKeys.
+	Kind string `json:"kind"`
+	// Query selects the series (Series, Prefix, Measurement, Tags; its
+	// time range is ignored) and carries the read's Consistency. For
+	// field keys only its Measurement and Consistency are read.
+	Query model.Query `json:"query"`
+	// Limit is the most series keys answered (the smallest ones); 0: all.
+	Limit int `json:"limit,omitempty"`
+}
+
+// MetaQueryResponse is a replica's answer to a MetaQueryRequest, sorted:
+// series keys by key, field keys by measurement, then name.
+type MetaQueryResponse struct {
+	SeriesKeys []string         `json:"series_keys,omitempty"`
+	FieldKeys  []model.FieldKey `json:"field_keys,omitempty"`
 }
 
 // CatchUpRequest asks the replica FromPlacement of a partition to push the

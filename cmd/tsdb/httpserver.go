@@ -19,9 +19,7 @@ func newHTTPServer(h node.Handlers) (node.HTTPServer, error) {
 		Logger:                h.Logger,
 		MaxConcurrentRequests: h.MaxConcurrentRequests,
 		MaxQueryBuckets:       h.MaxQueryBuckets,
-		// TODO(issue 18): Influx: h.Backend.Influx(), the front end's
-		// influx.Backend (frontend.InfluxBackend, branch i18-meta), once
-		// merged; until then /query answers 501.
-		Influx: nil,
+		// /query's InfluxQL runs on the front end (frontend.InfluxBackend).
+		Influx: h.Backend.Influx(),
 	}, h.Backend), nil
 }

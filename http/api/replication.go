@@ -80,7 +80,8 @@ type ReplicaStatus struct {
 	// Status is the last discovery answer: LOAD, SERVE or UNLOAD.
 	Status string `json:"status"`
 	TxnSeq uint64 `json:"txnseq"`
-	// Rows is the number of live rows (-1 if not counted).
+	// Rows is the number of live rows (-1 if not counted): stored rows,
+	// rows whose fields a delete tombstoned included.
 	Rows int64 `json:"rows"`
 	// Checksum is a hash of the replica's rows and versions: replicas
 	// holding the same data have the same one.
