@@ -21,7 +21,7 @@ func TestInfluxQLOverHTTP(t *testing.T) {
 	q := url.Values{"db": {"telegraf"}, "epoch": {"ns"}, "q": {
 		`SELECT mean(v), count(v) FROM cpu WHERE time >= 0 AND time < 100 GROUP BY time(50ns), host fill(none); ` +
 			`SHOW DATABASES; SHOW MEASUREMENTS; SHOW TAG VALUES WITH KEY = "host"; SHOW FIELD KEYS; SHOW RETENTION POLICIES; ` +
-			`SELECT nope(v) FROM cpu`}}
+			`SELECT nope(v) FROM cpu; SELECT v FROM nope..cpu; SHOW TAG KEYS ON nope`}}
 	r = cl.do("GET", "/query?"+q.Encode(), nil)
 	want := `{"results":[{"statement_id":0,"series":[` +
 		`{"name":"cpu","tags":{"host":"a"},"columns":["time","mean","count"],"values":[[0,2,2]]},` +
@@ -31,7 +31,8 @@ func TestInfluxQLOverHTTP(t *testing.T) {
 		`{"statement_id":3,"series":[{"name":"cpu","columns":["key","value"],"values":[["host","a"],["host","b"]]},{"name":"mem","columns":["key","value"],"values":[["host","a"]]}]},` +
 		`{"statement_id":4,"series":[{"name":"cpu","columns":["fieldKey","fieldType"],"values":[["v","float"]]},{"name":"mem","columns":["fieldKey","fieldType"],"values":[["free","integer"]]}]},` +
 		`{"statement_id":5,"series":[{"columns":["name","duration","shardGroupDuration","replicaN","default"],"values":[["autogen","0s","168h0m0s",1,true]]}]},` +
-		`{"statement_id":6,"error":"function nope() is not supported (supported: count, sum, mean, median, min, max, first, last, spread, stddev, percentile)"}]}`
+		`{"statement_id":6,"error":"function nope() is not supported (supported: count, sum, mean, median, min, max, first, last, spread, stddev, percentile)"},` +
+		`{"statement_id":7,"error":"database not found: nope"},{"statement_id":8,"error":"database not found: nope"}]}`
 	if r.status != 200 || string(r.body) != want {
 		t.Errorf("got %d %s\nwant %s", r.status, r.body, want)
 	}
