@@ -5,11 +5,13 @@
 // must hold the rows), raw and aggregate queries, deletes (POST
 // /api/v1/tables/{t}/delete, a JSON body of bounds), a partition's join and
 // leave, the decoded METADATA file of a table, /healthz and Prometheus
-// /metrics. The InfluxDB routes (/write, /api/v2/write, /ping, /health;
-// docs/influx.md) answer as InfluxDB 1.8.10: its version headers, its
-// authentication schemes (auth.go: Token, Bearer, basic, u/p, all against
-// the one token) and its error shapes (influxerr.go: writeAPIError picks
-// the shape by the request's path). The same server answers the internal API (/internal/…) that
+// /metrics. The InfluxDB routes (/write, /api/v2/write, /query, /ping,
+// /health; docs/influx.md) answer as InfluxDB 1.8.10: its version headers,
+// its authentication schemes (auth.go: Token, Bearer, basic, u/p, all
+// against the one token) and its error shapes (influxerr.go:
+// writeAPIError picks the shape by the request's path); /query runs
+// InfluxQL through package influx on Config.Influx. The same server
+// answers the internal API (/internal/…) that
 // servers call on each other, behind the Internal interface: METADATA
 // storage and changes, discovery, replication pushes, forwarded inserts,
 // sub-queries and replica states; authenticated by the cluster secret only,

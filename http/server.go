@@ -23,6 +23,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/influx"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 )
@@ -122,12 +123,17 @@ type Config struct {
 	// all its series (422 api.CodeTooManyBuckets above); 0 means
 	// DefaultMaxQueryBuckets.
 	MaxQueryBuckets int
+	// Influx is the backend of InfluxQL's /query (package influx); nil
+	// answers 501 there.
+	Influx influx.Backend
 }
 
 // Server is the public HTTP API of one tsdb server.
 type Server struct {
 	cfg     Config
 	backend Backend
+	// influx executes /query's InfluxQL; nil without Config.Influx.
+	influx  *influx.Executor
 	log     *slog.Logger
 	metrics *metrics
 	srv     *fasthttp.Server
@@ -178,6 +184,9 @@ func NewServer(cfg Config, backend Backend) *Server {
 	s := &Server{cfg: cfg, backend: backend, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.MaxConcurrentRequests), tokenSum: tokenSum([]byte(cfg.AuthToken))}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
+	if cfg.Influx != nil {
+		s.influx = influx.NewExecutor(cfg.Influx, influx.Config{MaxBuckets: cfg.MaxQueryBuckets})
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -331,6 +340,9 @@ func (s *Server) routePublic(ctx *fasthttp.RequestCtx, path string) (name string
 		}
 		s.handleWrite(ctx, path == "/api/v2/write")
 		return "write", true
+	case path == "/query":
+		s.handleInfluxQuery(ctx)
+		return "influx_query", true
 	case path == "/api/v1/tables":
 		switch string(ctx.Method()) {
 		case "POST":

@@ -16,5 +16,7 @@ func testHTTP(h Handlers) (HTTPServer, error) {
 		Logger:                h.Logger,
 		MaxConcurrentRequests: h.MaxConcurrentRequests,
 		MaxQueryBuckets:       h.MaxQueryBuckets,
+		// /query's InfluxQL runs on the front end (frontend.InfluxBackend).
+		Influx: h.Backend.Influx(),
 	}, h.Backend), nil
 }

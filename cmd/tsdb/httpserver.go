@@ -23,6 +23,8 @@ func newHTTPServer(h node.Handlers) (node.HTTPServer, error) {
 		MaxQueryBuckets:       h.MaxQueryBuckets,
 		Version:               version,
 		Commit:                vcsRevision(),
+		// /query's InfluxQL runs on the front end (frontend.InfluxBackend).
+		Influx: h.Backend.Influx(),
 	}, h.Backend), nil
 }
 

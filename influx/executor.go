@@ -1,0 +1,195 @@
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/influxdata/influxql"
+
+	"github.com/tsdb/tsdb/errcode"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxRawRows = 1_000_000
+	DefaultMaxSeries  = 100_000
+	DefaultMaxBuckets = 1_000_000
+)
+
+// Config bounds what one statement may read and answer.
+type Config struct {
+	// MaxRawRows bounds the rows one statement reads with Backend.Query (a
+	// raw SELECT, median, percentile, stddev); a statement matching more
+	// fails naming the limit. 0: DefaultMaxRawRows.
+	MaxRawRows int
+	// MaxSeries bounds the series keys a SHOW statement reads. 0:
+	// DefaultMaxSeries.
+	MaxSeries int
+	// MaxBuckets bounds an aggregate answer's buckets summed over its
+	// series, filled ones included (Query.MaxBuckets of the pushed-down
+	// part). 0: DefaultMaxBuckets.
+	MaxBuckets int
+	// Now returns the current time (now() of InfluxQL); nil: time.Now.
+	Now func() time.Time
+}
+
+// Options are one request's settings.
+type Options struct {
+	// DB is the default database (/query's db parameter).
+	DB string
+	// Epoch is the unit of the time column: ns, u, µ, ms, s, m or h; ""
+	// answers RFC 3339 strings.
+	Epoch string
+	// Params are bound parameters ($name in the query), as decoded from
+	// /query's params JSON object.
+	Params map[string]any
+}
+
+// Executor runs InfluxQL statements on a Backend. It is safe for
+// concurrent use.
+type Executor struct {
+	be  Backend
+	cfg Config
+}
+
+// NewExecutor returns an executor over be.
+func NewExecutor(be Backend, cfg Config) *Executor {
+	if cfg.MaxRawRows <= 0 {
+		cfg.MaxRawRows = DefaultMaxRawRows
+	}
+	if cfg.MaxSeries <= 0 {
+		cfg.MaxSeries = DefaultMaxSeries
+	}
+	if cfg.MaxBuckets <= 0 {
+		cfg.MaxBuckets = DefaultMaxBuckets
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Executor{be: be, cfg: cfg}
+}
+
+// requestError fails a whole request ({"error":"..."}, 400 on /query): a
+// query that does not parse or an invalid option. It is a member of
+// errcode.ErrInvalidQuery; its text is InfluxDB's.
+func requestError(format string, args ...any) error {
+	return errcode.Mark(fmt.Errorf(format, args...), errcode.ErrInvalidQuery)
+}
+
+// errDBRequired is InfluxDB's answer to a statement that needs a database
+// when none is given.
+var errDBRequired = errors.New("database name required")
+
+// Execute parses query and runs its statements in order. A parse error or
+// an invalid option fails the whole request (an error matching
+// errcode.ErrInvalidQuery);
+// otherwise every statement has its Result, failed statements included.
+func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Response, error) {
+	div, err := epochDivisor(opts.Epoch)
+	if err != nil {
+		return nil, requestError("%v", err)
+	}
+	p := influxql.NewParser(strings.NewReader(query))
+	if opts.Params != nil {
+		p.SetParams(opts.Params)
+	}
+	q, err := p.ParseQuery()
+	if err != nil {
+		return nil, requestError("error parsing query: %v", err)
+	}
+	resp := &Response{Results: make([]Result, 0, len(q.Statements))}
+	now := e.cfg.Now()
+	for i, stmt := range q.Statements {
+		series, err := e.statement(ctx, stmt, opts.DB, now, div)
+		r := Result{StatementID: i, Series: series}
+		if err != nil {
+			r = Result{StatementID: i, Err: errorText(err)}
+		}
+		resp.Results = append(resp.Results, r)
+	}
+	return resp, nil
+}
+
+// errorText is a statement's error as InfluxDB words the common ones.
+func errorText(err error) string {
+	var nf *dbNotFound
+	if errors.As(err, &nf) {
+		return "database not found: " + nf.db
+	}
+	return err.Error()
+}
+
+// dbNotFound marks a backend's table-not-found for a database.
+type dbNotFound struct {
+	db  string
+	err error
+}
+
+func (e *dbNotFound) Error() string { return "database not found: " + e.db }
+func (e *dbNotFound) Unwrap() error { return e.err }
+
+// backendErr names a missing table as InfluxDB names a missing database.
+func backendErr(db string, err error) error {
+	if err != nil && errors.Is(err, errcode.ErrTableNotFound) {
+		return &dbNotFound{db: db, err: err}
+	}
+	return err
+}
+
+// statement runs one statement.
+func (e *Executor) statement(ctx context.Context, stmt influxql.Statement, db string, now time.Time, div int64) ([]*Series, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch s := stmt.(type) {
+	case *influxql.SelectStatement:
+		return e.selectStmt(ctx, s, db, now, div)
+	case *influxql.ShowDatabasesStatement:
+		return e.showDatabases(ctx)
+	case *influxql.CreateDatabaseStatement:
+		return nil, e.createDatabase(ctx, s)
+	case *influxql.DropDatabaseStatement:
+		err := e.be.DropTable(ctx, s.Name)
+		if errors.Is(err, errcode.ErrTableNotFound) {
+			err = nil // InfluxDB: dropping a missing database is no error
+		}
+		return nil, err
+	case *influxql.ShowRetentionPoliciesStatement:
+		return e.showRetentionPolicies(ctx, pick(s.Database, db))
+	case *influxql.ShowMeasurementsStatement:
+		return e.showMeasurements(ctx, s, pick(s.Database, db))
+	case *influxql.ShowTagKeysStatement:
+		return e.showTagKeys(ctx, s, pick(s.Database, db))
+	case *influxql.ShowTagValuesStatement:
+		return e.showTagValues(ctx, s, pick(s.Database, db))
+	case *influxql.ShowFieldKeysStatement:
+		return e.showFieldKeys(ctx, s, pick(s.Database, db))
+	case *influxql.ShowSeriesStatement:
+		return e.showSeries(ctx, s, pick(s.Database, db))
+	case *influxql.DropSeriesStatement:
+		return nil, e.dropSeries(ctx, s, db)
+	case *influxql.DeleteSeriesStatement:
+		return nil, e.deleteStmt(ctx, s, db, now)
+	case *influxql.DropMeasurementStatement:
+		return nil, e.dropMeasurement(ctx, s, db)
+	}
+	return nil, fmt.Errorf("statement not supported: %s", stmtKind(stmt))
+}
+
+// stmtKind names a statement by its first words (its String without
+// arguments could be long).
+func stmtKind(stmt influxql.Statement) string {
+	t := fmt.Sprintf("%T", stmt)
+	t = strings.TrimPrefix(t, "*influxql.")
+	return strings.TrimSuffix(t, "Statement")
+}
+
+func pick(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
