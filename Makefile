@@ -43,6 +43,7 @@ fmt:
 test: vet bin/etcdctl
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	@command -v influx >/dev/null || echo "note: the influx CLI is not installed: TestInfluxCLI skips (Debian: apt-get install influxdb-client)"
 	TSDB_ETCDCTL=$(CURDIR)/bin/etcdctl $(GO) test $(TESTFLAGS) ./...
 
 # The ingest benchmark runs a fixed 2000 requests (2 M rows) per case so that
