@@ -131,6 +131,9 @@ type Config struct {
 	// stores, smear queue included (tsdb server --write-limit); 0 is no
 	// limit.
 	WriteLimit int64
+	// CheckIndex compares every local replica's tag index with its rows
+	// at start-up and repairs it (tsdb server --check-index).
+	CheckIndex bool
 	// NoPresplit and NoRebalance turn those duties of the master off
 	// (tsdb server --presplit=false, --rebalance=false; tests of other
 	// features, whose partition maps they would change).
@@ -402,7 +405,7 @@ func (n *Node) openStorage(u *undo) error {
 	n.limiter = writelimit.New(cfg.WriteLimit)
 	var err error
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
-		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }})
+		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }, CheckIndex: cfg.CheckIndex})
 	if err != nil {
 		return fmt.Errorf("node: open partition store: %w", err)
 	}

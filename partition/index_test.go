@@ -307,3 +307,45 @@ func TestAggregateRefusesGroupAllWithGroupBy(t *testing.T) {
 		t.Fatalf("bad regexp: %v", err)
 	}
 }
+
+// TestIndexCheckAtOpen: with the marker present, Open leaves a damaged
+// index alone unless Options.CheckIndex asks it to compare and repair.
+func TestIndexCheckAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := createTestReplica(t, s)
+	p := r.info.Placement
+	mustApply(t, r, row("cpu,host=a", 1, fl("v", 1, 1)), row("cpu,host=b", 2, fl("v", 1, 1)))
+	lo, hi := r.ks.kindRange(kindSeriesIx, nil)
+	if err := s.DB().DeleteRange(lo, hi, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seriesAfterOpen := func(check bool) []string {
+		s, err := Open(Options{Dir: dir, CheckIndex: check})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s.Close() }()
+		r, ok := s.Replica(p)
+		if !ok {
+			t.Fatal("replica gone")
+		}
+		got, err := r.SeriesKeys(model.Query{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := seriesAfterOpen(false); len(got) != 0 {
+		t.Fatalf("without CheckIndex the damaged index was rebuilt: %q", got)
+	}
+	if got := seriesAfterOpen(true); !slices.Equal(got, []string{"cpu,host=a", "cpu,host=b"}) {
+		t.Fatalf("SeriesKeys after Open with CheckIndex: %q", got)
+	}
+}

@@ -197,7 +197,9 @@ func (r *Replica) wantedIndex(db reader, rep *IndexReport) (map[string]struct{},
 }
 
 // upgradeIndex builds the tag index of every replica of a store written
-// before it existed (no marker), then writes the marker.
+// before it existed (no marker), then writes the marker; with
+// Options.CheckIndex it checks and repairs every replica's index whatever
+// the marker says.
 func (s *Store) upgradeIndex() error {
 	v, closer, err := s.db.Get(indexedKey)
 	switch {
@@ -207,7 +209,9 @@ func (s *Store) upgradeIndex() error {
 		if have != indexVersion {
 			return fmt.Errorf("%w: tag index version %q, this build knows %q", ErrCorrupt, have, indexVersion)
 		}
-		return nil
+		if !s.checkIndex {
+			return nil
+		}
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("partition: read index marker: %w", err)
 	}
@@ -218,7 +222,13 @@ func (s *Store) upgradeIndex() error {
 		if err != nil {
 			return err
 		}
-		if !rep.OK() {
+		switch {
+		case !rep.OK() && s.checkIndex:
+			s.log.Warn("tag index repaired", "placement", r.info.Placement, "series", rep.Series,
+				"field_keys", rep.FieldKeys, "added", rep.Missing, "removed", rep.Extra)
+		case s.checkIndex:
+			s.log.Info("tag index checked", "placement", r.info.Placement, "series", rep.Series, "field_keys", rep.FieldKeys)
+		case !rep.OK():
 			s.log.Info("tag index built", "placement", r.info.Placement, "series", rep.Series,
 				"field_keys", rep.FieldKeys, "added", rep.Missing, "removed", rep.Extra)
 		}

@@ -39,6 +39,11 @@ type Options struct {
 	// --write-limit: the Apply returns once the bytes are paid for) and
 	// count them.
 	Throttle func(bytes int)
+	// CheckIndex makes Open compare every replica's tag index with its
+	// rows and repair what differs (CheckIndex(true)), logging what it
+	// found; without it Open builds the index only for a store written
+	// before the index existed (tsdb server --check-index).
+	CheckIndex bool
 }
 
 const (
@@ -52,6 +57,8 @@ type Store struct {
 	log      *slog.Logger
 	gate     gate.Gate
 	throttle func(bytes int)
+	// checkIndex is Options.CheckIndex.
+	checkIndex bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -157,7 +164,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, log: log, throttle: opts.Throttle}
+	s := &Store{db: db, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
 	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {

@@ -22,7 +22,7 @@ type serverFlags struct {
 	maxBody, minServers, rebalanceMoves                              int
 	deadAfter, presplitEvery                                         time.Duration
 	ps                                                               presplit.Config
-	presplitOn, rebalanceOn, smearOn                                 bool
+	presplitOn, rebalanceOn, smearOn, checkIndex                     bool
 	writeLimit, smearMaxBytes                                        int64
 	logs                                                             logFlags
 	limits                                                           limitFlags
@@ -73,6 +73,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.Var(bytesize.Var(&s.maxBody), "max-body-bytes", "largest request body accepted, as sent and decompressed (413 above)")
 	f.BoolVar(&s.smearOn, "smear", true, "smear inserts aimed at a narrow partition over the table's max delay (tables and the X-TSDB-Smear: off header can opt out)")
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
+	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -171,7 +172,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		AuthToken: token, ClusterSecret: secret, MaxBodyBytes: s.maxBody, Logger: log,
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
-		NoSmear: !s.smearOn, WriteLimit: s.writeLimit, SmearMaxBytes: s.smearMaxBytes,
+		NoSmear: !s.smearOn, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
