@@ -149,6 +149,8 @@ Try it (in another terminal):
        -d '[{"time":"2026-01-01T00:00:00Z","series":"cpu,host=b","fields":{"usage":3.5}}]'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?series=cpu*'
   curl -s%[2]s '%[1]s/api/v1/tables/metrics/query?agg=avg&fields=usage&group=none'
+  curl -s%[2]s -G '%[1]s/query' --data-urlencode db=metrics \
+       --data-urlencode 'q=SELECT mean(usage) FROM cpu WHERE time > now() - 1h GROUP BY time(1m), host'
   ./bin/tsdb admin metadata metrics --server %[1]s%[4]s
   ./bin/etcdctl --endpoints=%[3]s get --prefix /tsdb/tables/   # after 'make etcdctl'
 Press Ctrl-C to stop.
