@@ -118,6 +118,7 @@ const (
 	StatusLoad   = "LOAD"
 	StatusServe  = "SERVE"
 	StatusUnload = "UNLOAD"
+	StatusDrop   = "DROP"
 
 	TargetReplica = "replica"
 	TargetJoining = "joining"
