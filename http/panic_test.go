@@ -26,7 +26,7 @@ func (panicky) PatchTable(context.Context, string, api.PatchTableRequest) (metad
 	panic("bug")
 }
 
-func (panicky) DropTable(context.Context, string, bool) error { panic("bug") }
+func (panicky) DropTable(context.Context, string, bool) error              { panic("bug") }
 func (panicky) ListTables(context.Context) ([]metadata.TableConfig, error) { panic("bug") }
 func (panicky) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")
