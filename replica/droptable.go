@@ -54,9 +54,12 @@ func (s *Server) forgetDroppedTable(ctx context.Context, table string) error {
 // generationMargin is how much older than its table's CreatedAt a replica
 // must be to belong to a dropped table of the same name: a replica of a
 // table is created after the table, give or take the servers' clock
-// offset.
+// offset. A minute at least: dropping a live table's replica by mistake
+// (a server whose clock is far behind) would lose rows, while missing an
+// old one needs a server that was away while the name was dropped and
+// created again within that minute.
 func (s *Server) generationMargin() time.Duration {
-	return max(s.cfg.MaxClockOffset, time.Second)
+	return max(s.cfg.MaxClockOffset, time.Minute)
 }
 
 // dropOldGeneration drops the local replicas of cfg's table that file
