@@ -59,6 +59,9 @@ func (s *Server) forgetDroppedTable(ctx context.Context, table string) error {
 // old one needs a server that was away while the name was dropped and
 // created again within that minute.
 func (s *Server) generationMargin() time.Duration {
+	if s.cfg.Knobs.GenerationMargin > 0 {
+		return s.cfg.Knobs.GenerationMargin
+	}
 	return max(s.cfg.MaxClockOffset, time.Minute)
 }
 
