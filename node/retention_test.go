@@ -150,6 +150,13 @@ func TestTablePatchRetentionAndDrop(t *testing.T) {
 	for _, id := range []string{"s2", "s3"} {
 		waitFor(t, id+" clipping to the new retention", func() bool { return rawRows(t, c.client(id), "cpu") == 30 })
 	}
+	// Aggregates are clipped too; an unstepped bucket keeps the query's start.
+	var agg api.AggQueryResponse
+	cl.must(200, cl.do("GET", "/api/v1/tables/cpu/query?agg=count&group=none&from=1000", nil), &agg)
+	if len(agg.Series) != 1 || len(agg.Series[0].Buckets) != 1 || agg.Series[0].Buckets[0].Time != 1000 ||
+		agg.Series[0].Buckets[0].Values["v"] != 30 {
+		t.Fatalf("count since 1000 with retention 1h: %+v, want one bucket at 1000 counting 30", agg)
+	}
 	for body, want := range map[string]string{
 		`{"retention":"1h","replication_factor":2}`: "replication_factor",
 		`{}`:                  "retention",
