@@ -37,15 +37,35 @@ func publicError(err error) error {
 	return err
 }
 
-// Query answers a raw query through the router.
+// Query answers a raw query through the router, its range clipped to the
+// table's retention (clipRetention).
 func (fe *Frontend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
+	q, empty, err := fe.clipRetention(ctx, table, q)
+	if err != nil || empty {
+		return []model.Row{}, false, publicError(err)
+	}
 	rows, truncated, err := fe.router.Query(ctx, table, q)
 	return rows, truncated, publicError(err)
 }
 
-// Aggregate answers an aggregate query through the router.
+// Aggregate answers an aggregate query through the router, its range
+// clipped to the table's retention (clipRetention).
 func (fe *Frontend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
+	from := q.From
+	q, empty, err := fe.clipRetention(ctx, table, q)
+	if err != nil || empty {
+		return []model.SeriesAgg{}, publicError(err)
+	}
 	aggs, err := fe.router.Aggregate(ctx, table, q)
+	if q.Step == 0 && q.From != from {
+		// The single bucket starts where the query does, as asked, not
+		// where the retention clipped it.
+		for i := range aggs {
+			for j := range aggs[i].Buckets {
+				aggs[i].Buckets[j].Start = from
+			}
+		}
+	}
 	return aggs, publicError(err)
 }
 

@@ -10,8 +10,10 @@
 // the others to the router, which routes them to the partitions' replicas.
 // The smear forwarder (owned by node) sends the queued rows when due
 // through SmearSender, routed by the METADATA current then. Queries and
-// aggregates go to the router; its routing failures become the public
-// API's 503 (publicError).
+// aggregates go to the router, their range clipped to the table's
+// retention (clipRetention: rows older than now - retention, or than the
+// METADATA's retention horizon, are never answered, even while still on
+// disk); its routing failures become the public API's 503 (publicError).
 //
 // InfluxBackend (influx.go, from Frontend.Influx) is the front end as the
 // InfluxQL executor's backend (influx.Backend, declared in package
@@ -29,7 +31,10 @@
 // servers (least loaded live servers) and metadata servers and installs
 // the created METADATA; Metadata reads a named transaction from this server
 // or another metadata server; SetOffline, JoinServer, RemoveServer and
-// SplitPartition commit METADATA changes; Drain and Rebalance record an
+// SplitPartition commit METADATA changes; PatchTable changes a table's
+// retention (a compare-and-swap of its TableConfig); DropTable (dropTable)
+// deletes a table's TableConfig, after which every server drops its
+// replicas (droptable.go gives the crash-safe order); Drain and Rebalance record an
 // operator's marks in etcd for the master; Health and Cluster report the
 // cluster.
 //

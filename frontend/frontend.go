@@ -33,9 +33,14 @@ type Committer interface {
 	LocalFile(table, txnID string) ([]byte, error)
 }
 
-// Tables lists the tables' configs as etcd holds them (metadata.Store).
+// Tables reads and changes the tables' configs as etcd holds them
+// (metadata.Store): listing, and the compare-and-swaps of PATCH and
+// DELETE of a table.
 type Tables interface {
 	ListTables(ctx context.Context) ([]metadata.TableConfig, error)
+	GetTable(ctx context.Context, name string) (metadata.TableConfig, int64, error)
+	UpdateTable(ctx context.Context, cfg metadata.TableConfig, modRevision int64) error
+	DeleteTable(ctx context.Context, name string, modRevision int64) error
 }
 
 // Servers is the live-server directory.

@@ -21,6 +21,12 @@ type panicky struct{}
 func (panicky) CreateTable(context.Context, api.CreateTableRequest) (metadata.TableConfig, error) {
 	panic("bug")
 }
+
+func (panicky) PatchTable(context.Context, string, api.PatchTableRequest) (metadata.TableConfig, error) {
+	panic("bug")
+}
+
+func (panicky) DropTable(context.Context, string, bool) error              { panic("bug") }
 func (panicky) ListTables(context.Context) ([]metadata.TableConfig, error) { panic("bug") }
 func (panicky) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
 	panic("bug")

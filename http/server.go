@@ -40,6 +40,11 @@ const (
 type Backend interface {
 	// CreateTable creates a table and returns its TableConfig.
 	CreateTable(ctx context.Context, req api.CreateTableRequest) (metadata.TableConfig, error)
+	// PatchTable changes a table's retention and returns its TableConfig.
+	PatchTable(ctx context.Context, name string, req api.PatchTableRequest) (metadata.TableConfig, error)
+	// DropTable drops a table (refused while a partition splits unless
+	// force).
+	DropTable(ctx context.Context, name string, force bool) error
 	// ListTables returns every table's config, sorted by name.
 	ListTables(ctx context.Context) ([]metadata.TableConfig, error)
 	// Table returns a table's config and current METADATA.
@@ -389,8 +394,15 @@ func (s *Server) routeTable(ctx *fasthttp.RequestCtx, rest string) (name string,
 	table, action, _ := strings.Cut(rest, "/")
 	switch action {
 	case "":
-		if s.method(ctx, "GET") {
+		switch string(ctx.Method()) {
+		case "GET":
 			s.handleGetTable(ctx, table)
+		case "PATCH":
+			s.handlePatchTable(ctx, table)
+		case "DELETE":
+			s.handleDropTable(ctx, table)
+		default:
+			s.methodNotAllowed(ctx, "GET, PATCH, DELETE")
 		}
 		return "table", true
 	case "insert":

@@ -123,3 +123,63 @@ func (s *Server) handleTableMetadata(ctx *fasthttp.RequestCtx, table string) {
 	}
 	s.writeJSON(ctx, http.StatusOK, api.MetadataResponse{Config: cfg, Metadata: file})
 }
+
+// handlePatchTable changes a table's retention (PATCH /api/v1/tables/{t}).
+// A field other than retention is refused, named in the 400.
+func (s *Server) handlePatchTable(ctx *fasthttp.RequestCtx, table string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	body, release, err := requestBody(ctx, s.cfg.MaxBodyBytes, s.zstd)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	defer release()
+	var req api.PatchTableRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.writeError(ctx, fmt.Errorf("%w: table patch (only \"retention\" may change): %v", ErrBadRequest, err))
+		return
+	}
+	if req.Retention == nil {
+		s.writeError(ctx, fmt.Errorf("%w: table patch: \"retention\" is required (the only field that may change)", ErrBadRequest))
+		return
+	}
+	rctx, cancel := s.requestContext()
+	defer cancel()
+	cfg, err := s.backend.PatchTable(rctx, table, req)
+	if err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	s.writeJSON(ctx, 200, cfg)
+}
+
+// handleDropTable drops a table (DELETE /api/v1/tables/{t}[?force=true]).
+func (s *Server) handleDropTable(ctx *fasthttp.RequestCtx, table string) {
+	if err := model.ValidateTableName(table); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	force := false
+	if v := ctx.QueryArgs().Peek("force"); v != nil {
+		switch string(v) {
+		case "true", "1":
+			force = true
+		case "false", "0", "":
+		default:
+			s.writeError(ctx, fmt.Errorf("%w: force=%q: want true or false", ErrBadRequest, v))
+			return
+		}
+	}
+	rctx, cancel := s.requestContext()
+	defer cancel()
+	if err := s.backend.DropTable(rctx, table, force); err != nil {
+		s.writeError(ctx, err)
+		return
+	}
+	ctx.SetStatusCode(204)
+}

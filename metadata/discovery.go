@@ -38,6 +38,11 @@ const (
 	// StatusUnload: the replica refuses writes and pushes, pushes what its
 	// targets lack, and is dropped once every target confirmed (rule 3).
 	StatusUnload DiscoveryStatus = "UNLOAD"
+	// StatusDrop: retention deleted the replica's whole range (it ends at
+	// or before the file's DroppedBefore): the replica refuses writes and
+	// pushes, pushes nothing, and is dropped at once (rule 3, retention
+	// form). Its rows are expired; moving them would keep them.
+	StatusDrop DiscoveryStatus = "DROP"
 )
 
 // TargetKind says why a replica is a target.
@@ -104,6 +109,11 @@ type Discovery struct {
 //     except r's own placement. The range is r's, widened to the id's
 //     current range when the id is still in the file (ranges only grow).
 //
+// Retention (File.DroppedBefore, the horizon h): a replica that would be
+// UNLOAD and whose range ends at or before h is DROP, with no target; and
+// every target's begin is raised to h, so no push of any status carries a
+// row older than the horizon (the pusher filters rows to a target's range).
+//
 // With a valid file, which covers the axis, an UNLOAD replica with a
 // non-empty range always has targets. If none overlap (an empty range in
 // r, or overlapping partitions that lost every replica), Targets is empty,
@@ -120,7 +130,7 @@ func Discover(f *File, self string, r ReplicaRef) Discovery {
 }
 
 func discoverPartition(f *File, self string, r ReplicaRef, p *Partition) Discovery {
-	var ts targets
+	ts := targets{horizon: f.DroppedBefore}
 	switch {
 	case listsPlacement(p.Servers, self, r.PlacementID):
 		ts.add(p.ID, p.Begin, p.End, p.Servers, TargetReplica, r.PlacementID)
@@ -152,7 +162,7 @@ func discoverChild(f *File, self string, r ReplicaRef, parent *Partition) Discov
 		begin, end := hull(r.Begin, r.End, child.Begin, child.End)
 		return unload(f, r, begin, end)
 	}
-	var ts targets
+	ts := targets{horizon: f.DroppedBefore}
 	for i := range parent.Split.Children {
 		c := &parent.Split.Children[i]
 		kind := TargetSplit
@@ -168,9 +178,13 @@ func discoverChild(f *File, self string, r ReplicaRef, parent *Partition) Discov
 
 // unload answers UNLOAD for r over [begin, end): the servers and joining of
 // every current partition, and the servers of every split child, that
-// overlap it, except r's own placement.
+// overlap it, except r's own placement. A range that ends at or before the
+// retention horizon answers DROP, with no target.
 func unload(f *File, r ReplicaRef, begin, end *int64) Discovery {
-	var ts targets
+	ts := targets{horizon: f.DroppedBefore}
+	if expired(f.DroppedBefore, end) {
+		return ts.answer(StatusDrop, begin, end)
+	}
 	for i := range f.Partitions {
 		p := &f.Partitions[i]
 		if !boundsOverlap(p.Begin, p.End, begin, end) {
@@ -191,17 +205,31 @@ func unload(f *File, r ReplicaRef, begin, end *int64) Discovery {
 	return ts.answer(StatusUnload, begin, end)
 }
 
+// expired reports whether a range ending at end lies wholly before the
+// retention horizon (nil: nothing dropped yet).
+func expired(horizon, end *int64) bool {
+	return horizon != nil && end != nil && *end <= *horizon
+}
+
 // targets collects the targets of one answer.
-type targets []Target
+type targets struct {
+	// horizon is the file's DroppedBefore: no target's begin is below it.
+	horizon *int64
+	list    []Target
+}
 
 // add appends a target for every placement of ps except skip. Bounds are
-// copied so the answer shares no memory with the file.
+// copied so the answer shares no memory with the file; a begin below the
+// retention horizon is raised to it, so no push carries an expired row.
 func (ts *targets) add(id uuid.UUID, begin, end *int64, ps []Placement, kind TargetKind, skip uuid.UUID) {
+	if ts.horizon != nil && compareBegin(begin, ts.horizon) < 0 {
+		begin = ts.horizon
+	}
 	for _, pl := range ps {
 		if pl.PlacementID == skip {
 			continue
 		}
-		*ts = append(*ts, Target{
+		ts.list = append(ts.list, Target{
 			ServerID: pl.ServerID, PlacementID: pl.PlacementID, PartitionID: id,
 			Begin: model.CloneBound(begin), End: model.CloneBound(end), Kind: kind,
 		})
@@ -210,7 +238,7 @@ func (ts *targets) add(id uuid.UUID, begin, end *int64, ps []Placement, kind Tar
 
 // answer sorts the targets and builds the Discovery.
 func (ts targets) answer(status DiscoveryStatus, begin, end *int64) Discovery {
-	out := append(make([]Target, 0, len(ts)), ts...)
+	out := append(make([]Target, 0, len(ts.list)), ts.list...)
 	slices.SortFunc(out, compareTargets)
 	return Discovery{Status: status, Begin: model.CloneBound(begin), End: model.CloneBound(end), Targets: out}
 }

@@ -46,6 +46,8 @@ func TestDiscover(t *testing.T) {
 	aborted := mustApply(t, base, splitAbort("p1"))
 	removed := mustApply(t, base, removeServer("p2", "s1", false, 2))
 	dropped := mustApply(t, fourPartitions(), dropPartitions(0, "p0"))
+	dropped2 := mustApply(t, fourPartitions(), dropPartitions(100, "p0", "p1"))
+	droppedMoved := mustApply(t, mustApply(t, mustApply(t, dropped, joinServer("p1", pl("s3", "p1s3"))), joinFinalize("p1", "s3")), removeServer("p1", "s1", false, 2))
 	lostP2 := mustApply(t, mustApply(t, fourPartitions(), removeServer("p2", "s1", true, 2)), removeServer("p2", "s2", true, 2))
 	rejoined := mustApply(t, removed, joinServer("p2", pl("s1", "p2s1new")))
 	for _, tc := range []struct {
@@ -60,9 +62,9 @@ func TestDiscover(t *testing.T) {
 				tgt("s2", "p2s2", "p2", i64(100), i64(200), TargetReplica),
 				tgt("s3", "p2s3", "p2", i64(100), i64(200), TargetJoining),
 			}}},
-		{"SERVE: the range comes from the file, not the ref", dropped, "s2", ref("p1", "p1s2", i64(0), i64(100)), Discovery{
+		{"SERVE: the range comes from the file, not the ref; no target below the retention horizon", dropped, "s2", ref("p1", "p1s2", i64(0), i64(100)), Discovery{
 			Status: StatusServe, Begin: nil, End: i64(100), Targets: []Target{
-				tgt("s1", "p1s1", "p1", nil, i64(100), TargetReplica),
+				tgt("s1", "p1s1", "p1", i64(0), i64(100), TargetReplica),
 			}}},
 		{"SERVE: a splitting parent targets every child server, its own server's child too", base, "s1", ref("p1", "p1s1", i64(0), i64(100)), Discovery{
 			Status: StatusServe, Begin: i64(0), End: i64(100), Targets: []Target{
@@ -135,10 +137,22 @@ func TestDiscover(t *testing.T) {
 				tgt("s1", "p1s1", "p1", i64(0), i64(100), TargetReplica),
 				tgt("s2", "p1s2", "p1", i64(0), i64(100), TargetReplica),
 			}}},
-		{"UNLOAD: a partition dropped by retention targets the widened first partition", dropped, "s1", ref("p0", "p0s1", nil, i64(0)), Discovery{
-			Status: StatusUnload, Begin: nil, End: i64(0), Targets: []Target{
-				tgt("s1", "p1s1", "p1", nil, i64(100), TargetReplica),
-				tgt("s2", "p1s2", "p1", nil, i64(100), TargetReplica),
+		// Before issue 18 this answered UNLOAD with the widened first
+		// partition's servers as targets (begin open): the expired rows were
+		// pushed into p1 instead of deleted.
+		{"DROP: a partition dropped by retention, no target", dropped, "s1", ref("p0", "p0s1", nil, i64(0)), Discovery{
+			Status: StatusDrop, Begin: nil, End: i64(0), Targets: []Target{}}},
+		{"DROP: a gone id ending at the horizon", dropped2, "s9", ref("gone", "gones9", i64(20), i64(100)), Discovery{
+			Status: StatusDrop, Begin: i64(20), End: i64(100), Targets: []Target{}}},
+		{"UNLOAD: a gone id across the horizon pushes only from the horizon on", dropped2, "s9", ref("gone", "gones9", i64(50), i64(150)), Discovery{
+			Status: StatusUnload, Begin: i64(50), End: i64(150), Targets: []Target{
+				tgt("s1", "p2s1", "p2", i64(100), i64(200), TargetReplica),
+				tgt("s2", "p2s2", "p2", i64(100), i64(200), TargetReplica),
+			}}},
+		{"UNLOAD: a placement moved off the widened first partition pushes only from the horizon on", droppedMoved, "s1", ref("p1", "p1s1", i64(0), i64(100)), Discovery{
+			Status: StatusUnload, Begin: nil, End: i64(100), Targets: []Target{
+				tgt("s2", "p1s2", "p1", i64(0), i64(100), TargetReplica),
+				tgt("s3", "p1s3", "p1", i64(0), i64(100), TargetReplica),
 			}}},
 		{"UNLOAD: a gone id spanning two partitions", fourPartitions(), "s9", ref("gone", "gones9", i64(50), i64(150)), Discovery{
 			Status: StatusUnload, Begin: i64(50), End: i64(150), Targets: []Target{

@@ -78,8 +78,12 @@
 //
 // Discover is the pure function of DESIGN.md section 4 that tells a server
 // what to do with one of its local replicas under a given file: SERVE,
-// LOAD (joining, or a split child not yet finalized) or UNLOAD (the id or
-// the placement left the map), with the servers it must push to. Servers
+// LOAD (joining, or a split child not yet finalized), UNLOAD (the id or
+// the placement left the map) or DROP (retention deleted its whole range:
+// it ends at or before the file's DroppedBefore), with the servers it must
+// push to; no target starts below DroppedBefore, so expired rows are never
+// pushed. PlanRetention is retention's pure decider (the master commits
+// its DROP_PARTITIONS). Servers
 // evaluate it locally on every new file; metadata servers answer it for a
 // server that has no copy of the file.
 //

@@ -137,3 +137,27 @@ func (s *EtcdStore) UpdateTable(ctx context.Context, cfg TableConfig, modRevisio
 	}
 	return nil
 }
+
+// DeleteTable implements Store.
+func (s *EtcdStore) DeleteTable(ctx context.Context, name string, modRevision int64) error {
+	if err := checkLookupName(name); err != nil {
+		return err
+	}
+	if modRevision <= 0 {
+		return fmt.Errorf("%w: table %q: no revision to compare with", ErrConflict, name)
+	}
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	key := s.key(name)
+	resp, err := s.kv.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRevision)).
+		Then(clientv3.OpDelete(key)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("metadata: etcd delete %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: table %q changed since revision %d", ErrConflict, name, modRevision)
+	}
+	return nil
+}

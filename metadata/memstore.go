@@ -116,3 +116,19 @@ func checkedValue(ctx context.Context, cfg TableConfig) ([]byte, error) {
 	}
 	return encodeConfig(cfg)
 }
+
+// DeleteTable implements Store.
+func (s *MemStore) DeleteTable(ctx context.Context, name string, modRevision int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.mu.tables[name]
+	if !ok || e.modRev != modRevision {
+		return fmt.Errorf("%w: table %q changed since revision %d", ErrConflict, name, modRevision)
+	}
+	s.mu.rev++
+	delete(s.mu.tables, name)
+	return nil
+}

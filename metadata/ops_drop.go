@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
 )
 
 // DropPartitionsOp drops whole partitions that retention has expired
@@ -12,7 +14,11 @@ import (
 // the map (in any order), each ending at or before Before, none splitting,
 // and at least one partition must remain. The first remaining partition's
 // begin becomes open, so the map still covers the whole axis; its range
-// grows, and no range ever shrinks.
+// grows, and no range ever shrinks. Its former begin becomes the file's
+// retention horizon (File.DroppedBefore, never lowered): partition
+// discovery answers DROP, not UNLOAD, for the dropped replicas, and no push
+// carries a row below the horizon, so expired rows are deleted, never
+// pushed into the first remaining partition (docs/master.md, Retention).
 type DropPartitionsOp struct {
 	// PartitionIDs are the partitions to drop.
 	PartitionIDs []uuid.UUID `json:"partition_ids"`
@@ -46,6 +52,9 @@ func applyDropPartitions(next *File, op *DropPartitionsOp) (*File, error) {
 	}
 	next.Partitions = next.Partitions[n:]
 	first := &next.Partitions[0]
+	if next.DroppedBefore == nil || *first.Begin > *next.DroppedBefore {
+		next.DroppedBefore = model.CloneBound(first.Begin)
+	}
 	first.Begin = nil
 	if first.Split != nil {
 		// The first child tiles from the parent's begin, so it grows too.

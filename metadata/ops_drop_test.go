@@ -19,18 +19,22 @@ func dropValidCases() []opCase {
 	return []opCase{
 		{name: "DROP_PARTITIONS the oldest, end equal to the cutoff", base: four, op: dropPartitions(0, "p0"), want: wantNext(four, func(f *File) {
 			f.Partitions = f.Partitions[1:]
+			f.DroppedBefore = f.Partitions[0].Begin
 			f.Partitions[0].Begin = nil
 		})},
 		{name: "DROP_PARTITIONS a prefix of two, listed in any order", base: four, op: dropPartitions(150, "p1", "p0"), want: wantNext(four, func(f *File) {
 			f.Partitions = f.Partitions[2:]
+			f.DroppedBefore = f.Partitions[0].Begin
 			f.Partitions[0].Begin = nil
 		})},
 		{name: "DROP_PARTITIONS all but the last", base: four, op: dropPartitions(1000, "p0", "p1", "p2"), want: wantNext(four, func(f *File) {
 			f.Partitions = f.Partitions[3:]
+			f.DroppedBefore = f.Partitions[0].Begin
 			f.Partitions[0].Begin = nil
 		})},
 		{name: "DROP_PARTITIONS before a splitting partition grows it and its first child", base: sp, op: dropPartitions(0, "p0"), want: wantNext(sp, func(f *File) {
 			f.Partitions = f.Partitions[1:]
+			f.DroppedBefore = f.Partitions[0].Begin
 			f.Partitions[0].Begin = nil
 			f.Partitions[0].Split.Children[0].Begin = nil
 		})},

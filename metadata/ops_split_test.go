@@ -674,6 +674,8 @@ func checkDiscoveryStep(t *testing.T, where string, base, next *File) {
 		want := StatusUnload
 		if n, ok := now[placement]; ok && n.id == r.id && n.server == r.server {
 			want = n.status
+		} else if expired(next.DroppedBefore, rg[1]) {
+			want = StatusDrop // retention deleted its whole range
 		}
 		if d.Status != want {
 			t.Fatalf("%s: %s/%s: got %s, want %s", where, r.id, r.server, d.Status, want)
@@ -685,6 +687,13 @@ func checkDiscoveryStep(t *testing.T, where string, base, next *File) {
 			if tg.PlacementID == placement {
 				t.Fatalf("%s: %s/%s targets itself", where, r.id, r.server)
 			}
+			// No push ever carries a row older than the retention horizon.
+			if next.DroppedBefore != nil && compareBegin(tg.Begin, next.DroppedBefore) < 0 {
+				t.Fatalf("%s: %s/%s targets %s from %v, below the retention horizon %d", where, r.id, r.server, tg.PlacementID, tg.Begin, *next.DroppedBefore)
+			}
+		}
+		if d.Status == StatusDrop && len(d.Targets) != 0 {
+			t.Fatalf("%s: %s/%s is DROP with targets", where, r.id, r.server)
 		}
 		if d.Status == StatusUnload && len(d.Targets) == 0 && holdsReplicaIn(next, placement, d.Begin, d.End) {
 			t.Fatalf("%s: %s/%s is UNLOAD without targets although the range has replicas", where, r.id, r.server)

@@ -26,6 +26,9 @@ type Store interface {
 	// UpdateTable replaces the config if its ModRevision is still
 	// modRevision; otherwise (including if it was deleted) ErrConflict.
 	UpdateTable(ctx context.Context, cfg TableConfig, modRevision int64) error
+	// DeleteTable removes the config if its ModRevision is still
+	// modRevision (DELETE /api/v1/tables/{t}); otherwise ErrConflict.
+	DeleteTable(ctx context.Context, name string, modRevision int64) error
 }
 
 // NormalizePrefix returns prefix with a trailing "/", or DefaultPrefix when

@@ -158,6 +158,32 @@ func runStoreConformance(t *testing.T, newStore newStoreFunc) {
 			t.Fatalf("revision did not move: %d → %d", rev2, rev3)
 		}
 	})
+	t.Run("delete is a CAS", func(t *testing.T) {
+		ctx, s := testCtx(t), newStore(t, "")
+		cfg := tableConfig("gone")
+		if err := s.CreateTable(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		_, rev, err := s.GetTable(ctx, "gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteTable(ctx, "gone", rev+1000); !errors.Is(err, metadata.ErrConflict) {
+			t.Fatalf("delete at a wrong revision: %v", err)
+		}
+		if err := s.DeleteTable(ctx, "gone", rev); err != nil {
+			t.Fatalf("delete at the current revision: %v", err)
+		}
+		if _, _, err := s.GetTable(ctx, "gone"); !errors.Is(err, metadata.ErrTableNotFound) {
+			t.Fatalf("after delete: %v", err)
+		}
+		if err := s.DeleteTable(ctx, "gone", rev); !errors.Is(err, metadata.ErrConflict) {
+			t.Fatalf("delete of a deleted table: %v", err)
+		}
+		if err := s.CreateTable(ctx, cfg); err != nil {
+			t.Fatalf("re-create after delete: %v", err)
+		}
+	})
 	t.Run("CAS on a missing table", func(t *testing.T) {
 		ctx, s := testCtx(t), newStore(t, "")
 		for _, rev := range []int64{0, 1, 1000} {

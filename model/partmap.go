@@ -23,6 +23,13 @@ type File struct {
 	// Partitions are sorted by Begin, contiguous, and cover the whole time
 	// axis: the first Begin and the last End are open (nil).
 	Partitions []Partition `json:"partitions"`
+	// DroppedBefore is the retention horizon: retention (DROP_PARTITIONS)
+	// deleted the partitions that ended at or before it, so no row before
+	// it is kept. Partition discovery answers DROP for a replica whose whole
+	// range ends at or before it and never targets a push below it
+	// (metadata.Discover). Nil until the first DROP_PARTITIONS; it only
+	// grows.
+	DroppedBefore *int64 `json:"dropped_before,omitempty"`
 }
 
 // Partition is one entry of the partition map: the range [Begin, End) of the
@@ -193,6 +200,7 @@ func FindServer(ps []Placement, serverID string) (uuid.UUID, bool) {
 // clone always writes [] rather than null.
 func (f *File) Clone() *File {
 	c := *f
+	c.DroppedBefore = CloneBound(f.DroppedBefore)
 	c.Partitions = make([]Partition, len(f.Partitions))
 	for i := range f.Partitions {
 		c.Partitions[i] = f.Partitions[i].clone()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -206,9 +207,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("invalid duration %s: %w", b, err)
 		}
-		v, err := time.ParseDuration(s)
+		v, err := ParseDuration(s)
 		if err != nil {
-			return fmt.Errorf("invalid duration %q: %w", s, err)
+			return err
 		}
 		*d = Duration(v)
 		return nil
@@ -219,6 +220,42 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration parses a duration as time.ParseDuration does, also with a
+// leading count of weeks or days ("30d", "2w", "1d12h"), as retentions
+// are usually written.
+func ParseDuration(s string) (time.Duration, error) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i > 0 && i < len(s) && (s[i] == 'd' || s[i] == 'w') {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		unit := 24 * time.Hour
+		if s[i] == 'w' {
+			unit *= 7
+		}
+		if err != nil || n > int64(math.MaxInt64/unit) {
+			return 0, fmt.Errorf("invalid duration %q: out of range", s)
+		}
+		var rest time.Duration
+		if s[i+1:] != "" {
+			if rest, err = time.ParseDuration(s[i+1:]); err != nil || rest < 0 {
+				return 0, fmt.Errorf("invalid duration %q", s)
+			}
+		}
+		v := time.Duration(n) * unit
+		if v > math.MaxInt64-rest {
+			return 0, fmt.Errorf("invalid duration %q: out of range", s)
+		}
+		return v + rest, nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: %w", s, err)
+	}
+	return v, nil
 }
 
 // String formats the duration like time.Duration.

@@ -146,3 +146,18 @@ func TestTableConfigValidate(t *testing.T) {
 		t.Errorf("64 KiB target: %v", err)
 	}
 }
+
+func TestParseDurationDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"30d": 30 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90s": 90 * time.Second, "0d": 0,
+	} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"d", "30x", "1d-1h", "99999999999999999d", ""} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}

@@ -29,8 +29,12 @@
 //     a METADATA file current here, creates the replicas it assigns and
 //     runs discovery for the local ones;
 //   - the replica lifecycle (lifecycle.go): one pusher per local replica,
-//     its view set from discovery (SERVE, LOAD, UNLOAD), the drop of an
-//     UNLOAD replica, JOIN_FINALIZE of a joined one;
+//     its view set from discovery (SERVE, LOAD, UNLOAD, DROP), the drop of
+//     an UNLOAD replica and of a DROP one (retention), JOIN_FINALIZE of a
+//     joined one;
+//   - dropped tables (droptable.go): the local replicas of a table whose
+//     TableConfig is gone, or of a dropped table of a re-created name, are
+//     dropped with tombstones;
 //   - METADATA change requests (change.go, RequestChange), split start
 //     (split_start.go: the size trigger, SplitPartition, the split point,
 //     SPLIT_BEGIN with PickChildServers) and SPLIT_FINALIZE (split.go);
@@ -60,7 +64,9 @@
 // the pusher's DropReady inside partition.Store.DropReplicaIf, under the
 // replica's apply lock, so the check and the DeleteRange are atomic with
 // respect to incoming writes; an UNLOAD replica refuses writes (it answers
-// "moved" to inserts and "stale placement" to pushes).
+// "moved" to inserts and "stale placement" to pushes). Its retention form
+// (issue 18): a DROP replica, whose whole range retention deleted, is
+// dropped without a target (dropExpired); its rows expired.
 //
 // Rule 4: local data is keyed by placement id. Replicas are created only by
 // Install, for the placements the METADATA assigns to this server (as LOAD

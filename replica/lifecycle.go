@@ -30,10 +30,15 @@ func (s *Server) runtime(placement uuid.UUID) *replicaRuntime {
 // applyDiscovery acts on a replica's discovery answer (DESIGN.md section 5):
 // SERVE pushes to its targets; LOAD receives and pushes nothing; UNLOAD
 // refuses writes and pushes from now on, pushes what its targets lack, and
-// is dropped by the lifecycle tick once they all confirmed (rule 3).
+// is dropped by the lifecycle tick once they all confirmed (rule 3); DROP
+// (retention deleted the replica's whole range) refuses writes and pushes
+// nothing, and the lifecycle tick drops it without pushing.
 func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 	rt := s.ensureRuntime(rep)
 	switch st.Discovery.Status {
+	case metadata.StatusDrop:
+		rep.Unload()
+		rt.pusher.SetView(st.TxnSeq, metadata.Discovery{Status: st.Discovery.Status, Begin: st.Discovery.Begin, End: st.Discovery.End, Targets: []metadata.Target{}})
 	case metadata.StatusUnload:
 		rep.Unload()
 		rt.pusher.SetView(st.TxnSeq, st.Discovery)
@@ -116,6 +121,10 @@ func (s *Server) LifecycleTick(ctx context.Context) error {
 			if err := s.tryDrop(st); err != nil {
 				errs = append(errs, err)
 			}
+		case metadata.StatusDrop:
+			if err := s.dropExpired(st); err != nil {
+				errs = append(errs, err)
+			}
 		case metadata.StatusLoad:
 			if err := s.tryFinalizeJoin(ctx, st); err != nil {
 				errs = append(errs, err)
@@ -145,6 +154,32 @@ func (s *Server) tryDrop(st Status) error {
 	if err != nil || !dropped {
 		return err
 	}
+	s.forgetDropped(rt, st)
+	s.log.Info("replica dropped: every target confirmed everything", "table", st.Table, "partition", st.PartitionID, "placement", st.Placement)
+	return nil
+}
+
+// dropExpired drops a DROP replica: retention deleted its whole range
+// (it ends at or before the METADATA's DroppedBefore), so its rows are
+// expired and go nowhere (rule 3, retention form). The replica is dropped
+// with a tombstone like any other (rule 4), and an Apply in flight fails
+// with partition.ErrDropped.
+func (s *Server) dropExpired(st Status) error {
+	rt := s.runtime(st.Placement)
+	if rt == nil {
+		return nil
+	}
+	dropped, err := s.store.DropReplicaIf(st.Placement, func(r *partition.Replica) bool { return r.Unloading() })
+	if err != nil || !dropped {
+		return err
+	}
+	s.forgetDropped(rt, st)
+	s.log.Info("replica dropped: retention expired its whole range", "table", st.Table, "partition", st.PartitionID, "placement", st.Placement)
+	return nil
+}
+
+// forgetDropped stops a dropped replica's pusher and forgets its state.
+func (s *Server) forgetDropped(rt *replicaRuntime, st Status) {
 	rt.cancel()
 	<-rt.done
 	s.mu.Lock()
@@ -153,8 +188,6 @@ func (s *Server) tryDrop(st Status) error {
 	delete(s.mu.unsplittable, st.Placement)
 	s.mu.Unlock()
 	s.joins.Forget(st.Placement)
-	s.log.Info("replica dropped: every target confirmed everything", "table", st.Table, "partition", st.PartitionID, "placement", st.Placement)
-	return nil
 }
 
 // tryFinalizeJoin commits JOIN_FINALIZE for a joining replica once a

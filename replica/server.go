@@ -93,6 +93,10 @@ type TestingKnobs struct {
 	// estimate is wrong would), so the front end's own read limit is what
 	// stops them.
 	IgnoreSubQueryLimit *atomic.Bool
+	// GenerationMargin, when set, replaces the minute by which a replica
+	// must predate its table to belong to a dropped table of the same
+	// name (droptable.go).
+	GenerationMargin time.Duration
 }
 
 // Server is the local replicas of one tsdb server and everything they do

@@ -38,11 +38,10 @@ func (s *Server) OnTableEvent(ctx context.Context, ev metadata.TableEvent) {
 		return
 	}
 	if ev.Deleted {
-		s.router.Forget(ev.Name)
-		s.mu.Lock()
-		delete(s.mu.synced, ev.Name)
-		s.mu.Unlock()
 		s.log.Info("table deleted from etcd", "table", ev.Name)
+		if err := s.forgetDroppedTable(ctx, ev.Name); err != nil && ctx.Err() == nil {
+			s.log.Warn("dropped table not cleaned up; retried by reconciliation", "table", ev.Name, "err", err)
+		}
 		return
 	}
 	if err := s.syncTableAt(ctx, ev.Config); err != nil && ctx.Err() == nil {
@@ -92,12 +91,19 @@ func (s *Server) Install(cfg metadata.TableConfig, file *metadata.File) error {
 	table := cfg.Name
 	s.installMu.Lock()
 	defer s.installMu.Unlock()
+	if s.newerGeneration(cfg) {
+		s.log.Debug("skipping a METADATA of a dropped table of the same name", "table", table, "txnseq", file.TxnSeq)
+		return nil
+	}
 	s.mu.Lock()
 	newest := s.mu.synced[table]
 	s.mu.Unlock()
 	if file.TxnSeq < newest {
 		s.log.Debug("skipping an older METADATA", "table", table, "txnseq", file.TxnSeq, "installed", newest)
 		return nil
+	}
+	if err := s.dropOldGeneration(cfg, file); err != nil {
+		return err
 	}
 	s.router.Update(cfg, file)
 	if err := s.settleLost(file); err != nil {
@@ -170,6 +176,9 @@ func (s *Server) Statuses() []Status {
 // has not processed is synced; for the others discovery runs again on the
 // cached file, so local replicas created or re-opened since are covered.
 func (s *Server) Reconcile(ctx context.Context) error {
+	// The local tables are read before etcd's list: a table created after
+	// the list was read has no local replica yet in this snapshot.
+	local := s.localTables()
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
 	tables, err := s.meta.ListTables(lctx)
 	cancel()
@@ -178,11 +187,17 @@ func (s *Server) Reconcile(ctx context.Context) error {
 	}
 	var errs []error
 	for _, t := range tables {
+		delete(local, t.Name)
+	}
+	for name := range local { // dropped while this server missed the event
+		errs = append(errs, s.forgetDroppedTable(ctx, name))
+	}
+	for _, t := range tables {
 		s.mu.Lock()
 		done := s.mu.synced[t.Name] >= t.MetadataTxnSeq
 		s.mu.Unlock()
 		if done {
-			if _, file, err := s.router.Table(ctx, t.Name); err == nil && file.TxnSeq >= t.MetadataTxnSeq {
+			if cfg, file, err := s.router.Table(ctx, t.Name); err == nil && file.TxnSeq >= t.MetadataTxnSeq && cfg.CreatedAt.Equal(t.CreatedAt) {
 				s.discoverLocal(file)
 				continue
 			}

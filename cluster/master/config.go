@@ -87,6 +87,9 @@ type Metrics struct {
 	SplitsAborted prometheus.Counter
 	// Presplits counts the pre-split SPLIT_BEGINs.
 	Presplits prometheus.Counter
+	// RetentionDrops counts the partitions dropped by retention; nil
+	// counts nothing.
+	RetentionDrops prometheus.Counter
 }
 
 // Config configures the master duties of one server. Every field is

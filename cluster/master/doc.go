@@ -13,7 +13,9 @@
 //     DeadAfter (meta.go);
 //   - rebalancing at the term's start, when a server joins and on an
 //     operator's request (balance.go);
-//   - pre-split of every table's open tail (presplit.go).
+//   - pre-split of every table's open tail (presplit.go);
+//   - retention: DROP_PARTITIONS of the partitions that end before now -
+//     retention, planned by metadata.PlanRetention (retention.go).
 //
 // Master.Health reports the servers and the problems of the cluster (tsdb
 // admin stale) from the same view of the cluster (view.go, health.go).

@@ -133,6 +133,7 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 			}
 		}
 	}
+	errs = append(errs, m.retentionPass(ctx, v, now))
 	if st.balancing && !m.cfg.NoRebalance {
 		done, err := m.rebalanceStep(ctx, v)
 		errs = append(errs, err)

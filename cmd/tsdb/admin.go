@@ -78,7 +78,8 @@ A refused request prints the server's error message and exits with status 1.`,
 	cmd.AddCommand(newAdminServersCmd(&f), newAdminTablesCmd(&f), newAdminPartitionsCmd(&f), newAdminMetadataCmd(&f),
 		newAdminJoinCmd(&f), newAdminLeaveCmd(&f), newAdminSplitCmd(&f),
 		newAdminStaleCmd(&f), newAdminDrainCmd(&f), newAdminUndrainCmd(&f), newAdminMoveCmd(&f),
-		newAdminOfflineCmd(&f, true), newAdminOfflineCmd(&f, false), newAdminRebalanceCmd(&f))
+		newAdminOfflineCmd(&f, true), newAdminOfflineCmd(&f, false), newAdminRebalanceCmd(&f),
+		newAdminRetentionCmd(&f), newAdminDropTableCmd(&f))
 	return cmd
 }
 

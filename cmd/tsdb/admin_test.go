@@ -172,6 +172,26 @@ func TestAdminAgainstServer(t *testing.T) {
 		out, err := admin(tc.args...)
 		assertRequestError(t, tc.args, out, err, tc.want...)
 	}
+	// retention and drop-table (issue 18).
+	if out, err := admin("retention", "metrics", "30d"); err != nil || !strings.Contains(out, "retention 720h0m0s") {
+		t.Fatalf("retention: %v\n%s", err, out)
+	}
+	if out, err := admin("retention", "metrics", "soon"); err == nil || !strings.Contains(out+err.Error(), "soon") {
+		t.Fatalf("retention soon: %v\n%s", err, out)
+	}
+	if out, err := admin("drop-table", "metrics"); err != nil || !strings.Contains(out, "table metrics dropped") {
+		t.Fatalf("drop-table: %v\n%s", err, out)
+	}
+	out, err = admin("drop-table", "metrics")
+	assertRequestError(t, []string{"drop-table", "metrics", "again"}, out, err, "404", "table_not_found")
+	req, _ = http.NewRequest("POST", base+"/api/v1/tables", strings.NewReader(`{"name":"metrics","replication_factor":1}`))
+	req.Header.Set("Authorization", "Bearer s3cret")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 {
+		t.Fatalf("re-create after drop-table: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+
 	// Without the token.
 	out, err = run("admin", "tables", "--server", base)
 	assertRequestError(t, []string{"tables", "no token"}, out, err, "401", "unauthorized")

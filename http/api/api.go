@@ -85,6 +85,15 @@ type CreateTableRequest struct {
 	Smear               *SmearRequest `json:"smear,omitempty"`
 }
 
+// PatchTableRequest is the body of PATCH /api/v1/tables/{t}: the fields of
+// a table that may change after its creation. Only retention may; any
+// other field is refused (400 naming it).
+type PatchTableRequest struct {
+	// Retention replaces the table's retention ("30d", "720h", integer
+	// ns; 0 keeps data forever). Required.
+	Retention *Duration `json:"retention"`
+}
+
 // InsertResponse answers a JSON or NDJSON insert.
 type InsertResponse struct {
 	Rows int `json:"rows"`

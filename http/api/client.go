@@ -344,6 +344,23 @@ func (c *Client) CreateTable(ctx context.Context, req CreateTableRequest) (Table
 	return out, c.Post(ctx, TablesPath, req, &out)
 }
 
+// PatchTable changes a table's retention (PATCH /api/v1/tables/{t}) and
+// returns its config.
+func (c *Client) PatchTable(ctx context.Context, table string, req PatchTableRequest) (TableConfig, error) {
+	var out TableConfig
+	return out, c.send(ctx, http.MethodPatch, TablePath(table), req, &out)
+}
+
+// DropTable drops a table (DELETE /api/v1/tables/{t}); force drops it even
+// while a partition splits.
+func (c *Client) DropTable(ctx context.Context, table string, force bool) error {
+	var q url.Values
+	if force {
+		q = url.Values{"force": {"true"}}
+	}
+	return c.Do(ctx, Request{Method: http.MethodDelete, Path: TablePath(table), Query: q}, nil)
+}
+
 // ListTables returns every table's config (GET /api/v1/tables).
 func (c *Client) ListTables(ctx context.Context) ([]TableConfig, error) {
 	var out TablesResponse

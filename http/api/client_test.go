@@ -217,6 +217,10 @@ func TestClientRequests(t *testing.T) {
 	c.JoinServer(ctx, "cpu", pid, ServerChangeRequest{Server: "s3", Force: true})
 	c.SetOffline(ctx, "cpu", pid, true)
 	c.CreateTable(ctx, CreateTableRequest{Name: "cpu"})
+	day := Duration(24 * time.Hour)
+	c.PatchTable(ctx, "cpu", PatchTableRequest{Retention: &day})
+	c.DropTable(ctx, "cpu", false)
+	c.DropTable(ctx, "cpu", true)
 	want := []recorded{
 		{"POST", "/write?db=cpu&precision=ns", "Bearer tok", "text/plain; charset=utf-8", "all", "off", "a v=1 1\n"},
 		{"GET", "/api/v1/tables/cpu/query?fields=v%2Cw&from=10&limit=5&series=a%2A&to=20", "Bearer tok", "", "one", "", ""},
@@ -227,6 +231,9 @@ func TestClientRequests(t *testing.T) {
 		{"POST", "/api/v1/tables/cpu/partitions/" + pid.String() + "/join", "Bearer tok", "application/json", "", "", `{"server":"s3","force":true}`},
 		{"POST", "/api/v1/tables/cpu/partitions/" + pid.String() + "/offline", "Bearer tok", "application/json", "", "", `{}`},
 		{"POST", "/api/v1/tables", "Bearer tok", "application/json", "", "", `{"name":"cpu"}`},
+		{"PATCH", "/api/v1/tables/cpu", "Bearer tok", "application/json", "", "", `{"retention":"24h0m0s"}`},
+		{"DELETE", "/api/v1/tables/cpu", "Bearer tok", "", "", "", ""},
+		{"DELETE", "/api/v1/tables/cpu?force=true", "Bearer tok", "", "", "", ""},
 	}
 	got := f.requests()
 	if len(got) != len(want) {

@@ -119,6 +119,7 @@ const (
 	StatusLoad   = "LOAD"
 	StatusServe  = "SERVE"
 	StatusUnload = "UNLOAD"
+	StatusDrop   = "DROP"
 
 	TargetReplica = "replica"
 	TargetJoining = "joining"
