@@ -62,6 +62,14 @@ func (b *InfluxBackend) DropTable(ctx context.Context, name string) error {
 	return publicError(b.fe.dropTable(ctx, name, false))
 }
 
+// SetRetention changes a table's retention, as PATCH /api/v1/tables/{t}
+// (influx.Backend: ALTER RETENTION POLICY autogen ON db DURATION d).
+func (b *InfluxBackend) SetRetention(ctx context.Context, name string, retention time.Duration) error {
+	d := api.Duration(retention)
+	_, err := b.fe.PatchTable(ctx, name, api.PatchTableRequest{Retention: &d})
+	return publicError(err)
+}
+
 // Query answers a raw query, as Frontend.Query (influx.Backend).
 func (b *InfluxBackend) Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) {
 	if err := checkSelection(&q); err != nil {

@@ -14,6 +14,8 @@ type Backend interface {
 	ListTables(ctx context.Context) ([]model.TableConfig, error)
 	CreateTable(ctx context.Context, name string, retention time.Duration) error // exists: no error
 	DropTable(ctx context.Context, name string) error
+	// SetRetention changes a table's retention (0 keeps data forever).
+	SetRetention(ctx context.Context, name string, retention time.Duration) error
 	Query(ctx context.Context, table string, q model.Query) ([]model.Row, bool, error) // raw, as frontend.Query
 	Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error)
 	SeriesKeys(ctx context.Context, table string, q model.Query, limit int) ([]string, error)

@@ -157,6 +157,8 @@ func (e *Executor) statement(ctx context.Context, stmt influxql.Statement, db st
 			err = nil // InfluxDB: dropping a missing database is no error
 		}
 		return nil, err
+	case *influxql.AlterRetentionPolicyStatement:
+		return nil, e.alterRetentionPolicy(ctx, s)
 	case *influxql.ShowRetentionPoliciesStatement:
 		return e.showRetentionPolicies(ctx, pick(s.Database, db))
 	case *influxql.ShowMeasurementsStatement:

@@ -2,6 +2,7 @@ package influx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -118,6 +119,22 @@ func (e *Executor) createDatabase(ctx context.Context, s *influxql.CreateDatabas
 		retention = *s.RetentionPolicyDuration
 	}
 	return e.be.CreateTable(ctx, s.Name, retention)
+}
+
+// alterRetentionPolicy changes the retention of a database's one policy,
+// autogen: its DURATION is the table's retention (INF: forever). The
+// other options (replication, shard duration, default) cannot change.
+func (e *Executor) alterRetentionPolicy(ctx context.Context, s *influxql.AlterRetentionPolicyStatement) error {
+	if s.Name != "autogen" {
+		return fmt.Errorf("retention policy %q is not supported: a tsdb database has one policy, autogen", s.Name)
+	}
+	if s.Replication != nil || s.ShardGroupDuration != nil {
+		return errors.New("ALTER RETENTION POLICY can change only the DURATION of autogen (replication and shard duration are the table's own)")
+	}
+	if s.Duration == nil {
+		return errors.New("ALTER RETENTION POLICY needs a DURATION")
+	}
+	return e.be.SetRetention(ctx, s.Database, *s.Duration)
 }
 
 // showRetentionPolicies answers the one policy of a database, autogen,

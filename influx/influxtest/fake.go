@@ -98,6 +98,18 @@ func (f *Backend) CreateTable(ctx context.Context, name string, retention time.D
 	return nil
 }
 
+func (f *Backend) SetRetention(ctx context.Context, name string, retention time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("SetRetention")
+	t, err := f.table(name)
+	if err != nil {
+		return err
+	}
+	t.cfg.Retention = model.Duration(retention)
+	return nil
+}
+
 func (f *Backend) DropTable(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
