@@ -21,6 +21,7 @@ func newDevCmd() *cobra.Command {
 	var (
 		servers, port, etcdPort     int
 		data, tokenFile, secretFile string
+		pprofAddr                   string
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -65,6 +66,11 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 					return err
 				}
 			}
+			stopPprof, err := startPprof(cmd.Context(), pprofAddr, log)
+			if err != nil {
+				return err
+			}
+			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
 			})
@@ -77,6 +83,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&data, "data", "./tsdb-data", "directory for all data (etcd and each server)")
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
+	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
 	logs.register(f)
 	return cmd
 }

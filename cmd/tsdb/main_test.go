@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -396,4 +397,35 @@ func checkAdminOnDev(t *testing.T, base string) {
 		t.Fatalf("tsdb admin online: %v\n%s", err, out)
 	}
 	waitClean("after online")
+}
+
+// TestPprofAddrLoopbackOnly: the profiler serves on a loopback address and
+// refuses any other (it takes no credentials).
+func TestPprofAddrLoopbackOnly(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for _, addr := range []string{"0.0.0.0:0", ":0", "10.1.2.3:6060", "example.com:6060", "nonsense"} {
+		if stop, err := startPprof(t.Context(), addr, log); err == nil {
+			stop()
+			t.Errorf("--pprof-addr %q accepted", addr)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	stop, err := startPprof(t.Context(), addr, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/debug/pprof/cmdline: %s", resp.Status)
+	}
 }

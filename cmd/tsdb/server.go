@@ -19,6 +19,7 @@ import (
 // serverFlags are the flags of tsdb server.
 type serverFlags struct {
 	id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
+	pprofAddr                                                        string
 	maxBody, minServers, rebalanceMoves                              int
 	deadAfter, presplitEvery                                         time.Duration
 	ps                                                               presplit.Config
@@ -73,6 +74,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.Var(bytesize.Var(&s.maxBody), "max-body-bytes", "largest request body accepted, as sent and decompressed (413 above)")
 	f.BoolVar(&s.smearOn, "smear", true, "smear inserts aimed at a narrow partition over the table's max delay (tables and the X-TSDB-Smear: off header can opt out)")
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
+	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
@@ -188,6 +190,11 @@ func (s *serverFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	stopPprof, err := startPprof(cmd.Context(), s.pprofAddr, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	n, err := node.Start(cmd.Context(), cfg)
 	if err != nil {
 		return err
