@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -69,6 +70,33 @@ func (fe *Frontend) Aggregate(ctx context.Context, table string, q model.Query) 
 	return aggs, publicError(err)
 }
 
+// checkRetention refuses the whole insert when a row is older than the
+// table's retention floor (retentionFloor: now - retention, and the
+// METADATA's retention horizon), naming how many and the floor: nothing
+// of it is written. InfluxDB writes the other points of such a batch
+// ("partial write: points beyond retention policy dropped"); tsdb never
+// half-applies a write. Only a front end's first acceptance checks:
+// forwarded and smeared rows passed it when they were accepted.
+func checkRetention(cfg metadata.TableConfig, file *metadata.File, rows []model.Row, now time.Time) error {
+	floor := retentionFloor(cfg, file, now)
+	if floor == math.MinInt64 {
+		return nil
+	}
+	n, oldest := 0, int64(math.MaxInt64)
+	for i := range rows {
+		if t := rows[i].Time; t < floor {
+			n++
+			oldest = min(oldest, t)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of %d rows are older than table %q keeps (the oldest at %s; rows from %s on are kept, retention %s); nothing was written",
+		ErrBeyondRetention, n, len(rows), cfg.Name, time.Unix(0, oldest).UTC().Format(time.RFC3339Nano),
+		time.Unix(0, floor).UTC().Format(time.RFC3339Nano), time.Duration(cfg.Retention))
+}
+
 // SmearSender forwards the smear queue's due rows (smear.Sender): routed
 // by the METADATA current now, with the versions stamped when they were
 // first accepted, at quorum.
@@ -96,14 +124,14 @@ func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row
 // with nothing written.
 func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, opts model.InsertOptions) error {
 	wopts := model.InsertOptions{Consistency: opts.Consistency}
-	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear {
-		return fe.router.Insert(ctx, table, rows, wopts)
-	}
 	cfg, file, err := fe.router.Table(ctx, table)
 	if err != nil {
 		return err
 	}
-	if !cfg.Smear.Enabled {
+	if err := checkRetention(cfg, file, rows, time.Now()); err != nil {
+		return err
+	}
+	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear || !cfg.Smear.Enabled {
 		return fe.router.Insert(ctx, table, rows, wopts)
 	}
 	smeared, direct := splitSmeared(cfg.Smear, file, rows)

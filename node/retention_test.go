@@ -41,9 +41,10 @@ func rawRows(t *testing.T, cl *client, table string) int {
 }
 
 // TestRetentionDropKill9: three real `tsdb server` processes, RF 3, a
-// table with a retention of 1 h holding 40 rows of 3 h ago and 40 of 10
-// minutes ago. The expired rows disappear from queries at once (the front
-// end clips). The table is split at 2 h ago; the master then drops the
+// table holding 40 rows of 3 h ago and 40 of 10 minutes ago, whose
+// retention is then set to 1 h (an insert of rows older than the retention
+// is refused, so they are written first). The expired rows disappear from
+// queries at once (the front end clips). The table is split at 2 h ago; the master then drops the
 // expired partition, and one server is killed with SIGKILL as soon as
 // the drop is committed, then restarted. Afterwards every server holds
 // only the remaining partition, with exactly the 40 rows inside the
@@ -57,11 +58,17 @@ func TestRetentionDropKill9(t *testing.T) {
 		procs[id] = startProc(t, id, t.TempDir(), e.Endpoint())
 	}
 	c := procs["s1"].client()
-	c.must(201, c.do("POST", "/api/v1/tables", []byte(`{"name":"ret","replication_factor":3,"retention":"1h"}`)), nil)
+	c.must(201, c.do("POST", "/api/v1/tables", []byte(`{"name":"ret","replication_factor":3}`)), nil)
 	now := time.Now()
 	r := c.do("POST", "/write?db=ret&precision=ns", append(retentionRows("old", now.Add(-3*time.Hour), 40), retentionRows("new", now.Add(-10*time.Minute), 40)...))
 	if r.status != 204 {
 		t.Fatalf("insert: %d %s", r.status, r.body)
+	}
+	c.must(200, c.do("PATCH", "/api/v1/tables/ret", []byte(`{"retention":"1h"}`)), nil)
+	// From now on an insert of an expired row is refused whole.
+	r = c.do("POST", "/write?db=ret&precision=ns", append(retentionRows("late", now.Add(-3*time.Hour), 1), retentionRows("late", now, 1)...))
+	if r.status != 400 || !strings.Contains(string(r.body), "older than table") {
+		t.Fatalf("insert of an expired row: %d %s, want 400 naming the retention", r.status, r.body)
 	}
 	for id, p := range procs {
 		if got := rawRows(t, p.client(), "ret"); got != 40 {
