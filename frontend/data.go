@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 
