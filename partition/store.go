@@ -102,6 +102,11 @@ type ReplicaInfo struct {
 	End *int64 `json:"end"`
 	// CreatedAt is when the replica was created on this server.
 	CreatedAt time.Time `json:"created_at"`
+	// TableCreatedAt is the CreatedAt of the table's TableConfig when the
+	// replica was created: which table of that name it belongs to, should
+	// the name be dropped and created again. Zero for replicas created
+	// before it was recorded (issue 18).
+	TableCreatedAt time.Time `json:"table_created_at,omitzero"`
 }
 
 // clone returns a deep copy (Begin and End are not shared).

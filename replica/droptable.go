@@ -66,9 +66,11 @@ func (s *Server) generationMargin() time.Duration {
 }
 
 // dropOldGeneration drops the local replicas of cfg's table that file
-// does not list (no placement, no partition or child id) and that were
-// created before the table was: they belong to a dropped table of the
-// same name. It runs under installMu.
+// does not list (no placement, no partition or child id) and that belong
+// to an older table of the same name: their recorded table generation
+// (ReplicaInfo.TableCreatedAt) is older than cfg's, or, for a replica
+// created before the generation was recorded, it was created more than
+// generationMargin before the table. It runs under installMu.
 func (s *Server) dropOldGeneration(cfg metadata.TableConfig, file *metadata.File) error {
 	if cfg.CreatedAt.IsZero() {
 		return nil
@@ -91,7 +93,13 @@ func (s *Server) dropOldGeneration(cfg metadata.TableConfig, file *metadata.File
 	}
 	before := cfg.CreatedAt.Add(-s.generationMargin())
 	return s.dropReplicasOf(cfg.Name, func(info partition.ReplicaInfo) bool {
-		return !ids[info.Placement] && !ids[info.PartitionID] && info.CreatedAt.Before(before)
+		if ids[info.Placement] || ids[info.PartitionID] {
+			return false
+		}
+		if !info.TableCreatedAt.IsZero() {
+			return info.TableCreatedAt.Before(cfg.CreatedAt)
+		}
+		return info.CreatedAt.Before(before)
 	}, "replica of a dropped table of the same name")
 }
 

@@ -168,12 +168,19 @@ func (r *Router) Forget(table string) {
 // returns the number created.
 func (r *Router) EnsureLocalReplicas(file *metadata.File) (int, error) {
 	created := 0
+	var generation time.Time // the table's CreatedAt, from the cached config
+	r.mu.Lock()
+	if e := r.mu.tables[file.Table]; e != nil {
+		generation = e.cfg.CreatedAt.UTC()
+	}
+	r.mu.Unlock()
 	ensure := func(pl uuid.UUID, id uuid.UUID, begin, end *int64) error {
 		if _, ok := r.cfg.Store.Replica(pl); ok {
 			return nil
 		}
 		_, err := r.cfg.Store.CreateReplica(partition.ReplicaInfo{
 			Placement: pl, Table: file.Table, PartitionID: id, Begin: begin, End: end, CreatedAt: time.Now().UTC(),
+			TableCreatedAt: generation,
 		})
 		if errors.Is(err, partition.ErrLost) {
 			return nil // its data is gone: never created here (DESIGN.md section 5)
