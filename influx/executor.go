@@ -17,6 +17,15 @@ const (
 	DefaultMaxRawRows = 1_000_000
 	DefaultMaxSeries  = 100_000
 	DefaultMaxBuckets = 1_000_000
+	// DefaultMaxQueryBytes bounds the text of one request's query.
+	DefaultMaxQueryBytes = 1 << 20
+	// DefaultMaxQueryDepth bounds the nesting of parentheses in a query.
+	DefaultMaxQueryDepth = 100
+	// DefaultMaxBoolOps bounds the AND and OR operators of a query.
+	// influxql.ConditionExpr is quadratic in them (it reduces the whole
+	// subtree at every level of a chain): 1,000 cost about 70 ms, 10,000
+	// about 7 s.
+	DefaultMaxBoolOps = 1_000
 )
 
 // Config bounds what one statement may read and answer.
@@ -32,6 +41,16 @@ type Config struct {
 	// series, filled ones included (Query.MaxBuckets of the pushed-down
 	// part). 0: DefaultMaxBuckets.
 	MaxBuckets int
+	// MaxQueryBytes bounds the length of a request's query text, checked
+	// before parsing. 0: DefaultMaxQueryBytes.
+	MaxQueryBytes int
+	// MaxQueryDepth bounds the nesting of parentheses in a query, and
+	// MaxBoolOps its AND and OR operators (the influxql parser and
+	// influxql.ConditionExpr recurse on both and would overflow the stack
+	// on a deep enough query). Both are checked before parsing. 0:
+	// DefaultMaxQueryDepth, DefaultMaxBoolOps.
+	MaxQueryDepth int
+	MaxBoolOps    int
 	// Now returns the current time (now() of InfluxQL); nil: time.Now.
 	Now func() time.Time
 }
@@ -66,6 +85,15 @@ func NewExecutor(be Backend, cfg Config) *Executor {
 	if cfg.MaxBuckets <= 0 {
 		cfg.MaxBuckets = DefaultMaxBuckets
 	}
+	if cfg.MaxQueryBytes <= 0 {
+		cfg.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	if cfg.MaxQueryDepth <= 0 {
+		cfg.MaxQueryDepth = DefaultMaxQueryDepth
+	}
+	if cfg.MaxBoolOps <= 0 {
+		cfg.MaxBoolOps = DefaultMaxBoolOps
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -92,6 +120,9 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 	if err != nil {
 		return nil, requestError("%v", err)
 	}
+	if err := e.checkQueryShape(query); err != nil {
+		return nil, err
+	}
 	p := influxql.NewParser(strings.NewReader(query))
 	if opts.Params != nil {
 		p.SetParams(opts.Params)
@@ -111,6 +142,63 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 		resp.Results = append(resp.Results, r)
 	}
 	return resp, nil
+}
+
+// checkQueryShape refuses, before parsing, a query longer than
+// MaxQueryBytes, nesting parentheses deeper than MaxQueryDepth or joining
+// more than MaxBoolOps conditions with AND or OR: the influxql parser and
+// influxql.ConditionExpr recurse on each, and a deep enough query would
+// overflow the goroutine's stack, which kills the process. Parentheses and
+// words in quoted strings and identifiers are skipped; those in regular
+// expressions are counted (a conservative count: telling a regex from a
+// division needs the parser).
+func (e *Executor) checkQueryShape(query string) error {
+	if len(query) > e.cfg.MaxQueryBytes {
+		return requestError("query too long: %d bytes (the limit is %d bytes)", len(query), e.cfg.MaxQueryBytes)
+	}
+	depth, ops := 0, 0
+	for i := 0; i < len(query); {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			// A quoted string or identifier; a backslash escapes.
+			i++
+			for i < len(query) && query[i] != c {
+				if query[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+			continue
+		case c == '(':
+			if depth++; depth > e.cfg.MaxQueryDepth {
+				return requestError("query nests parentheses deeper than %d (the limit of nesting per query)", e.cfg.MaxQueryDepth)
+			}
+		case c == ')':
+			if depth > 0 {
+				depth--
+			}
+		case isWordByte(c):
+			j := i
+			for j < len(query) && isWordByte(query[j]) {
+				j++
+			}
+			if w := query[i:j]; strings.EqualFold(w, "and") || strings.EqualFold(w, "or") {
+				if ops++; ops > e.cfg.MaxBoolOps {
+					return requestError("query has more than %d AND/OR operators (the limit per query)", e.cfg.MaxBoolOps)
+				}
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+	return nil
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // errorText is a statement's error as InfluxDB words the common ones.
