@@ -35,9 +35,14 @@ func splitWhere(cond influxql.Expr, now time.Time) (where, error) {
 		w.from, w.hasFrom = tr.Min.UnixNano(), true
 	}
 	if !tr.Max.IsZero() {
-		// TimeRange.Max is inclusive, To exclusive; Max is at most
-		// influxql.MaxTime = MaxInt64-1.
-		w.to, w.hasTo = tr.Max.UnixNano()+1, true
+		// TimeRange.Max is inclusive, To exclusive. Max can be MaxInt64
+		// (time <= 9223372036854775807), where +1 would overflow to
+		// MinInt64 and select nothing: To stays MaxInt64, the open end
+		// that includes a row at MaxInt64 (model.Query).
+		w.to, w.hasTo = math.MaxInt64, true
+		if m := tr.Max.UnixNano(); m < math.MaxInt64 {
+			w.to = m + 1
+		}
 	}
 	if rest != nil {
 		w.tags, err = tagExpr(rest)
