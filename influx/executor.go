@@ -26,6 +26,8 @@ const (
 	// subtree at every level of a chain): 1,000 cost about 70 ms, 10,000
 	// about 7 s.
 	DefaultMaxBoolOps = 1_000
+	// DefaultMaxStatements bounds the statements of one request.
+	DefaultMaxStatements = 100
 )
 
 // Config bounds what one statement may read and answer.
@@ -51,6 +53,14 @@ type Config struct {
 	// DefaultMaxQueryDepth, DefaultMaxBoolOps.
 	MaxQueryDepth int
 	MaxBoolOps    int
+	// MaxRequestRows bounds one request's answer: the rows (values of
+	// raw series, buckets of aggregates, lines of SHOW answers) summed over
+	// its statements. The statement that passes it, and every later one,
+	// answers an error instead of series. 0: 2 × MaxRawRows.
+	MaxRequestRows int
+	// MaxStatements bounds the statements of one request; a query with
+	// more fails as a whole. 0: DefaultMaxStatements.
+	MaxStatements int
 	// Now returns the current time (now() of InfluxQL); nil: time.Now.
 	Now func() time.Time
 }
@@ -94,6 +104,12 @@ func NewExecutor(be Backend, cfg Config) *Executor {
 	if cfg.MaxBoolOps <= 0 {
 		cfg.MaxBoolOps = DefaultMaxBoolOps
 	}
+	if cfg.MaxRequestRows <= 0 {
+		cfg.MaxRequestRows = 2 * cfg.MaxRawRows
+	}
+	if cfg.MaxStatements <= 0 {
+		cfg.MaxStatements = DefaultMaxStatements
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -131,17 +147,37 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 	if err != nil {
 		return nil, requestError("error parsing query: %v", err)
 	}
+	if n := len(q.Statements); n > e.cfg.MaxStatements {
+		return nil, requestError("too many statements: %d (the limit is %d per request)", n, e.cfg.MaxStatements)
+	}
 	resp := &Response{Results: make([]Result, 0, len(q.Statements))}
 	now := e.cfg.Now()
+	total := 0 // rows answered so far
 	for i, stmt := range q.Statements {
+		if total > e.cfg.MaxRequestRows {
+			resp.Results = append(resp.Results, Result{StatementID: i, Err: e.tooLarge()})
+			continue
+		}
 		series, err := e.statement(ctx, stmt, opts.DB, now, div)
 		r := Result{StatementID: i, Series: series}
 		if err != nil {
 			r = Result{StatementID: i, Err: errorText(err)}
 		}
+		for _, s := range series {
+			total += len(s.Values)
+		}
+		if total > e.cfg.MaxRequestRows {
+			r = Result{StatementID: i, Err: e.tooLarge()}
+		}
 		resp.Results = append(resp.Results, r)
 	}
 	return resp, nil
+}
+
+// tooLarge is the error of the statements of a request past
+// MaxRequestRows.
+func (e *Executor) tooLarge() string {
+	return fmt.Sprintf("request answer too large: the statements of the request answer more than %d rows (the limit per request); split the request", e.cfg.MaxRequestRows)
 }
 
 // checkQueryShape refuses, before parsing, a query longer than
