@@ -69,8 +69,8 @@ type Config struct {
 type Options struct {
 	// DB is the default database (/query's db parameter).
 	DB string
-	// Epoch is the unit of the time column: ns, u, µ, ms, s, m or h; ""
-	// answers RFC 3339 strings.
+	// Epoch is the unit of the time column: ns, u, µ, ms, s, m or h (any
+	// other value is ns, as in InfluxDB); "" answers RFC 3339 strings.
 	Epoch string
 	// Params are bound parameters ($name in the query), as decoded from
 	// /query's params JSON object.
@@ -132,10 +132,7 @@ var errDBRequired = errors.New("database name required")
 // errcode.ErrInvalidQuery);
 // otherwise every statement has its Result, failed statements included.
 func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Response, error) {
-	div, err := epochDivisor(opts.Epoch)
-	if err != nil {
-		return nil, requestError("%v", err)
-	}
+	div := epochDivisor(opts.Epoch)
 	if err := e.checkQueryShape(query); err != nil {
 		return nil, err
 	}
