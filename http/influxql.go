@@ -31,6 +31,23 @@ func (s *Server) handleInfluxQuery(ctx *fasthttp.RequestCtx) {
 		writeInfluxV1Error(ctx, fasthttp.StatusNotImplemented, "influxql not configured")
 		return
 	}
+	// A multipart form is read here with the body limit: FormValue would
+	// read it with none, gunzipping a compressed body without bound.
+	if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		if _, err := ctx.Request.MultipartFormWithLimit(s.cfg.MaxBodyBytes); err != nil && !errors.Is(err, fasthttp.ErrNoMultipartForm) {
+			switch {
+			case errors.Is(err, fasthttp.ErrBodyTooLarge):
+				err = fmt.Errorf("%w: the limit is %d bytes, decompressed", ErrBodyTooLarge, s.cfg.MaxBodyBytes)
+			case strings.Contains(err.Error(), "unsupported content-encoding"):
+				err = fmt.Errorf("%w: %v", ErrUnsupportedEncoding, err)
+			default:
+				err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+			}
+			s.writeError(ctx, err)
+			return
+		}
+		defer ctx.Request.RemoveMultipartFormFiles()
+	}
 	// Trimmed as InfluxDB does: a q of blanks is a missing q.
 	q := strings.TrimSpace(string(ctx.FormValue("q")))
 	if q == "" && bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/vnd.influxql")) {
