@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -23,19 +24,37 @@ import (
 func (s *Server) handleInfluxQuery(ctx *fasthttp.RequestCtx) {
 	if m := string(ctx.Method()); m != "GET" && m != "POST" {
 		ctx.Response.Header.Set("Allow", "GET, POST")
-		writeInfluxError(ctx, fasthttp.StatusMethodNotAllowed, "method "+m+" not allowed on /query (allowed: GET, POST)")
+		writeInfluxV1Error(ctx, fasthttp.StatusMethodNotAllowed, "method "+m+" not allowed on /query (allowed: GET, POST)")
 		return
 	}
 	if s.influx == nil {
-		writeInfluxError(ctx, fasthttp.StatusNotImplemented, "influxql not configured")
+		writeInfluxV1Error(ctx, fasthttp.StatusNotImplemented, "influxql not configured")
 		return
 	}
-	q := string(ctx.FormValue("q"))
+	// A multipart form is read here with the body limit: FormValue would
+	// read it with none, gunzipping a compressed body without bound.
+	if bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("multipart/form-data")) {
+		if _, err := ctx.Request.MultipartFormWithLimit(s.cfg.MaxBodyBytes); err != nil && !errors.Is(err, fasthttp.ErrNoMultipartForm) {
+			switch {
+			case errors.Is(err, fasthttp.ErrBodyTooLarge):
+				err = fmt.Errorf("%w: the limit is %d bytes, decompressed", ErrBodyTooLarge, s.cfg.MaxBodyBytes)
+			case strings.Contains(err.Error(), "unsupported content-encoding"):
+				err = fmt.Errorf("%w: %v", ErrUnsupportedEncoding, err)
+			default:
+				err = fmt.Errorf("%w: %v", ErrBadRequest, err)
+			}
+			s.writeError(ctx, err)
+			return
+		}
+		defer ctx.Request.RemoveMultipartFormFiles()
+	}
+	// Trimmed as InfluxDB does: a q of blanks is a missing q.
+	q := strings.TrimSpace(string(ctx.FormValue("q")))
 	if q == "" && bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/vnd.influxql")) {
-		q = string(ctx.Request.Body())
+		q = strings.TrimSpace(string(ctx.Request.Body()))
 	}
 	if q == "" {
-		writeInfluxError(ctx, fasthttp.StatusBadRequest, `missing required parameter "q"`)
+		writeInfluxV1Error(ctx, fasthttp.StatusBadRequest, `missing required parameter "q"`)
 		return
 	}
 	opts := influx.Options{DB: string(ctx.FormValue("db")), Epoch: string(ctx.FormValue("epoch"))}
@@ -43,7 +62,7 @@ func (s *Server) handleInfluxQuery(ctx *fasthttp.RequestCtx) {
 		d := json.NewDecoder(bytes.NewReader(p))
 		d.UseNumber()
 		if err := d.Decode(&opts.Params); err != nil {
-			writeInfluxError(ctx, fasthttp.StatusBadRequest, "error parsing query parameters: "+err.Error())
+			writeInfluxV1Error(ctx, fasthttp.StatusBadRequest, "error parsing query parameters: "+err.Error())
 			return
 		}
 	}
@@ -57,7 +76,7 @@ func (s *Server) handleInfluxQuery(ctx *fasthttp.RequestCtx) {
 			status = fasthttp.StatusInternalServerError
 			s.log.Error("influxql request failed", "err", err)
 		}
-		writeInfluxError(ctx, status, err.Error())
+		writeInfluxV1Error(ctx, status, err.Error())
 		return
 	}
 	var body []byte
@@ -67,21 +86,10 @@ func (s *Server) handleInfluxQuery(ctx *fasthttp.RequestCtx) {
 		body, err = json.Marshal(resp)
 	}
 	if err != nil {
-		writeInfluxError(ctx, fasthttp.StatusInternalServerError, fmt.Sprintf("encode answer: %v", err))
+		writeInfluxV1Error(ctx, fasthttp.StatusInternalServerError, fmt.Sprintf("encode answer: %v", err))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
-}
-
-// writeInfluxError answers an error in InfluxDB 1.x's shape {"error":"..."}.
-func writeInfluxError(ctx *fasthttp.RequestCtx, status int, msg string) {
-	body, _ := json.Marshal(struct {
-		Error string `json:"error"`
-	}{msg})
-	ctx.ResetBody()
-	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
 	ctx.SetBody(body)
 }

@@ -36,6 +36,12 @@ const (
 	DefaultMaxQueryBuckets       = api.DefaultMaxQueryBuckets
 )
 
+// ReadBufferSize is fasthttp's per-connection read buffer, which bounds a
+// request's line and headers: a GET /query carries its query in the URL
+// (Grafana sends GET), so the 4 KiB default refused a query of a few KB.
+// A request line and headers over it answer 431; longer queries go by POST.
+const ReadBufferSize = 64 << 10
+
 // Backend is what the API needs from the rest of the server.
 type Backend interface {
 	// CreateTable creates a table and returns its TableConfig.
@@ -202,6 +208,7 @@ func NewServer(cfg Config, backend Backend) *Server {
 		Handler:            s.Handle,
 		Name:               "tsdb",
 		MaxRequestBodySize: cfg.MaxBodyBytes,
+		ReadBufferSize:     ReadBufferSize,
 		ReadTimeout:        60 * time.Second,
 		WriteTimeout:       60 * time.Second,
 		IdleTimeout:        120 * time.Second,
@@ -256,6 +263,20 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	if errors.Is(err, fasthttp.ErrBodyTooLarge) {
 		s.writeError(ctx, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, s.cfg.MaxBodyBytes))
+		return
+	}
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		// The request line and headers overflow the read buffer; the path
+		// is unknown then (fasthttp's Path is "/"). Nearly always a long GET /query (Grafana): the
+		// answer is in InfluxDB 1.x's shape, which its clients show.
+		msg := fmt.Sprintf("request line and headers too large: the limit is %d bytes (send a long query to /query with POST)", ReadBufferSize)
+		if p := string(ctx.Path()); p != "" && p != "/" {
+			s.writeAPIError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, api.CodeBadRequest, msg)
+			return
+		}
+		writeInfluxV1Error(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, msg)
+		ctx.Response.Header.Set(headerTSDBErrorCode, api.CodeBadRequest)
 		return
 	}
 	s.writeError(ctx, fmt.Errorf("%w: %v", ErrBadRequest, err))

@@ -35,9 +35,14 @@ func splitWhere(cond influxql.Expr, now time.Time) (where, error) {
 		w.from, w.hasFrom = tr.Min.UnixNano(), true
 	}
 	if !tr.Max.IsZero() {
-		// TimeRange.Max is inclusive, To exclusive; Max is at most
-		// influxql.MaxTime = MaxInt64-1.
-		w.to, w.hasTo = tr.Max.UnixNano()+1, true
+		// TimeRange.Max is inclusive, To exclusive. Max can be MaxInt64
+		// (time <= 9223372036854775807), where +1 would overflow to
+		// MinInt64 and select nothing: To stays MaxInt64, the open end
+		// that includes a row at MaxInt64 (model.Query).
+		w.to, w.hasTo = math.MaxInt64, true
+		if m := tr.Max.UnixNano(); m < math.MaxInt64 {
+			w.to = m + 1
+		}
 	}
 	if rest != nil {
 		w.tags, err = tagExpr(rest)
@@ -64,35 +69,7 @@ func tagExpr(e influxql.Expr) (*model.TagExpr, error) {
 	case *influxql.BinaryExpr:
 		switch e.Op {
 		case influxql.AND, influxql.OR:
-			op := model.TagAnd
-			if e.Op == influxql.OR {
-				op = model.TagOr
-			}
-			l, err := tagExpr(e.LHS)
-			if err != nil {
-				return nil, err
-			}
-			r, err := tagExpr(e.RHS)
-			if err != nil {
-				return nil, err
-			}
-			switch {
-			case l == nil && op == model.TagAnd:
-				return r, nil
-			case r == nil && op == model.TagAnd:
-				return l, nil
-			case l == nil || r == nil: // true OR x
-				return nil, nil
-			}
-			out := &model.TagExpr{Op: op}
-			for _, x := range []*model.TagExpr{l, r} {
-				if x.Op == op {
-					out.Args = append(out.Args, x.Args...)
-				} else {
-					out.Args = append(out.Args, *x)
-				}
-			}
-			return out, nil
+			return boolExpr(e)
 		case influxql.EQ, influxql.NEQ, influxql.EQREGEX, influxql.NEQREGEX:
 			return tagCompare(e)
 		case influxql.LT, influxql.LTE, influxql.GT, influxql.GTE:
@@ -100,6 +77,59 @@ func tagExpr(e influxql.Expr) (*model.TagExpr, error) {
 		}
 	}
 	return nil, fmt.Errorf("unsupported condition: %s (tsdb filters on time and tags only)", e)
+}
+
+// boolExpr translates a chain of one boolean operator (a AND b AND c, as
+// the parser nests it, parentheses included) into one TagExpr with an
+// argument per operand. Collecting the operands first keeps it linear:
+// merging the arguments at every level of the chain was quadratic.
+func boolExpr(e *influxql.BinaryExpr) (*model.TagExpr, error) {
+	op := model.TagAnd
+	if e.Op == influxql.OR {
+		op = model.TagOr
+	}
+	var operands []influxql.Expr
+	stack := []influxql.Expr{e}
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for {
+			p, ok := x.(*influxql.ParenExpr)
+			if !ok {
+				break
+			}
+			x = p.Expr
+		}
+		if b, ok := x.(*influxql.BinaryExpr); ok && b.Op == e.Op {
+			stack = append(stack, b.RHS, b.LHS) // LHS first out: operands in order
+			continue
+		}
+		operands = append(operands, x)
+	}
+	out := &model.TagExpr{Op: op}
+	for _, x := range operands {
+		t, err := tagExpr(x)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case t == nil && op == model.TagAnd: // x AND true
+			continue
+		case t == nil: // x OR true
+			return nil, nil
+		case t.Op == op:
+			out.Args = append(out.Args, t.Args...)
+		default:
+			out.Args = append(out.Args, *t)
+		}
+	}
+	switch len(out.Args) {
+	case 0: // every operand true
+		return nil, nil
+	case 1:
+		return &out.Args[0], nil
+	}
+	return out, nil
 }
 
 // tagCompare translates one comparison of a tag with a string or a

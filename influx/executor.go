@@ -17,6 +17,17 @@ const (
 	DefaultMaxRawRows = 1_000_000
 	DefaultMaxSeries  = 100_000
 	DefaultMaxBuckets = 1_000_000
+	// DefaultMaxQueryBytes bounds the text of one request's query.
+	DefaultMaxQueryBytes = 1 << 20
+	// DefaultMaxQueryDepth bounds the nesting of parentheses in a query.
+	DefaultMaxQueryDepth = 100
+	// DefaultMaxBoolOps bounds the AND and OR operators of a query.
+	// influxql.ConditionExpr is quadratic in them (it reduces the whole
+	// subtree at every level of a chain): 1,000 cost about 70 ms, 10,000
+	// about 7 s.
+	DefaultMaxBoolOps = 1_000
+	// DefaultMaxStatements bounds the statements of one request.
+	DefaultMaxStatements = 100
 )
 
 // Config bounds what one statement may read and answer.
@@ -32,6 +43,24 @@ type Config struct {
 	// series, filled ones included (Query.MaxBuckets of the pushed-down
 	// part). 0: DefaultMaxBuckets.
 	MaxBuckets int
+	// MaxQueryBytes bounds the length of a request's query text, checked
+	// before parsing. 0: DefaultMaxQueryBytes.
+	MaxQueryBytes int
+	// MaxQueryDepth bounds the nesting of parentheses in a query, and
+	// MaxBoolOps its AND and OR operators (the influxql parser and
+	// influxql.ConditionExpr recurse on both and would overflow the stack
+	// on a deep enough query). Both are checked before parsing. 0:
+	// DefaultMaxQueryDepth, DefaultMaxBoolOps.
+	MaxQueryDepth int
+	MaxBoolOps    int
+	// MaxRequestRows bounds one request's answer: the rows (values of
+	// raw series, buckets of aggregates, lines of SHOW answers) summed over
+	// its statements. The statement that passes it, and every later one,
+	// answers an error instead of series. 0: 2 × MaxRawRows.
+	MaxRequestRows int
+	// MaxStatements bounds the statements of one request; a query with
+	// more fails as a whole. 0: DefaultMaxStatements.
+	MaxStatements int
 	// Now returns the current time (now() of InfluxQL); nil: time.Now.
 	Now func() time.Time
 }
@@ -40,8 +69,8 @@ type Config struct {
 type Options struct {
 	// DB is the default database (/query's db parameter).
 	DB string
-	// Epoch is the unit of the time column: ns, u, µ, ms, s, m or h; ""
-	// answers RFC 3339 strings.
+	// Epoch is the unit of the time column: ns, u, µ, ms, s, m or h (any
+	// other value is ns, as in InfluxDB); "" answers RFC 3339 strings.
 	Epoch string
 	// Params are bound parameters ($name in the query), as decoded from
 	// /query's params JSON object.
@@ -66,6 +95,21 @@ func NewExecutor(be Backend, cfg Config) *Executor {
 	if cfg.MaxBuckets <= 0 {
 		cfg.MaxBuckets = DefaultMaxBuckets
 	}
+	if cfg.MaxQueryBytes <= 0 {
+		cfg.MaxQueryBytes = DefaultMaxQueryBytes
+	}
+	if cfg.MaxQueryDepth <= 0 {
+		cfg.MaxQueryDepth = DefaultMaxQueryDepth
+	}
+	if cfg.MaxBoolOps <= 0 {
+		cfg.MaxBoolOps = DefaultMaxBoolOps
+	}
+	if cfg.MaxRequestRows <= 0 {
+		cfg.MaxRequestRows = 2 * cfg.MaxRawRows
+	}
+	if cfg.MaxStatements <= 0 {
+		cfg.MaxStatements = DefaultMaxStatements
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -88,9 +132,9 @@ var errDBRequired = errors.New("database name required")
 // errcode.ErrInvalidQuery);
 // otherwise every statement has its Result, failed statements included.
 func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Response, error) {
-	div, err := epochDivisor(opts.Epoch)
-	if err != nil {
-		return nil, requestError("%v", err)
+	div := epochDivisor(opts.Epoch)
+	if err := e.checkQueryShape(query); err != nil {
+		return nil, err
 	}
 	p := influxql.NewParser(strings.NewReader(query))
 	if opts.Params != nil {
@@ -100,17 +144,94 @@ func (e *Executor) Execute(ctx context.Context, query string, opts Options) (*Re
 	if err != nil {
 		return nil, requestError("error parsing query: %v", err)
 	}
+	if n := len(q.Statements); n > e.cfg.MaxStatements {
+		return nil, requestError("too many statements: %d (the limit is %d per request)", n, e.cfg.MaxStatements)
+	}
 	resp := &Response{Results: make([]Result, 0, len(q.Statements))}
 	now := e.cfg.Now()
+	total := 0 // rows answered so far
 	for i, stmt := range q.Statements {
+		if total > e.cfg.MaxRequestRows {
+			resp.Results = append(resp.Results, Result{StatementID: i, Err: e.tooLarge()})
+			continue
+		}
 		series, err := e.statement(ctx, stmt, opts.DB, now, div)
 		r := Result{StatementID: i, Series: series}
 		if err != nil {
 			r = Result{StatementID: i, Err: errorText(err)}
 		}
+		for _, s := range series {
+			total += len(s.Values)
+		}
+		if total > e.cfg.MaxRequestRows {
+			r = Result{StatementID: i, Err: e.tooLarge()}
+		}
 		resp.Results = append(resp.Results, r)
 	}
 	return resp, nil
+}
+
+// tooLarge is the error of the statements of a request past
+// MaxRequestRows.
+func (e *Executor) tooLarge() string {
+	return fmt.Sprintf("request answer too large: the statements of the request answer more than %d rows (the limit per request); split the request", e.cfg.MaxRequestRows)
+}
+
+// checkQueryShape refuses, before parsing, a query longer than
+// MaxQueryBytes, nesting parentheses deeper than MaxQueryDepth or joining
+// more than MaxBoolOps conditions with AND or OR: the influxql parser and
+// influxql.ConditionExpr recurse on each, and a deep enough query would
+// overflow the goroutine's stack, which kills the process. Parentheses and
+// words in quoted strings and identifiers are skipped; those in regular
+// expressions are counted (a conservative count: telling a regex from a
+// division needs the parser).
+func (e *Executor) checkQueryShape(query string) error {
+	if len(query) > e.cfg.MaxQueryBytes {
+		return requestError("query too long: %d bytes (the limit is %d bytes)", len(query), e.cfg.MaxQueryBytes)
+	}
+	depth, ops := 0, 0
+	for i := 0; i < len(query); {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			// A quoted string or identifier; a backslash escapes.
+			i++
+			for i < len(query) && query[i] != c {
+				if query[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+			continue
+		case c == '(':
+			if depth++; depth > e.cfg.MaxQueryDepth {
+				return requestError("query nests parentheses deeper than %d (the limit of nesting per query)", e.cfg.MaxQueryDepth)
+			}
+		case c == ')':
+			if depth > 0 {
+				depth--
+			}
+		case isWordByte(c):
+			j := i
+			for j < len(query) && isWordByte(query[j]) {
+				j++
+			}
+			if w := query[i:j]; strings.EqualFold(w, "and") || strings.EqualFold(w, "or") {
+				if ops++; ops > e.cfg.MaxBoolOps {
+					return requestError("query has more than %d AND/OR operators (the limit per query)", e.cfg.MaxBoolOps)
+				}
+			}
+			i = j
+			continue
+		}
+		i++
+	}
+	return nil
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // errorText is a statement's error as InfluxDB words the common ones.

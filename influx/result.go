@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -30,25 +29,24 @@ type Series struct {
 }
 
 // epochDivisor returns the divisor of a time in ns for the epoch parameter
-// of /query ("" keeps RFC 3339 strings: 0).
-func epochDivisor(epoch string) (int64, error) {
+// of /query ("" keeps RFC 3339 strings: 0). An unknown epoch is ns, as
+// InfluxDB 1.x reads it (its convertToEpoch falls back silently).
+func epochDivisor(epoch string) int64 {
 	switch epoch {
 	case "":
-		return 0, nil
-	case "ns", "n":
-		return 1, nil
+		return 0
 	case "u", "µ", "us":
-		return int64(time.Microsecond), nil
+		return int64(time.Microsecond)
 	case "ms":
-		return int64(time.Millisecond), nil
+		return int64(time.Millisecond)
 	case "s":
-		return int64(time.Second), nil
+		return int64(time.Second)
 	case "m":
-		return int64(time.Minute), nil
+		return int64(time.Minute)
 	case "h":
-		return int64(time.Hour), nil
+		return int64(time.Hour)
 	}
-	return 0, fmt.Errorf("invalid epoch %q (want one of ns, u, µ, ms, s, m, h)", epoch)
+	return 1 // ns, n and any other value
 }
 
 // formatTime renders a time in ns as the answer's time column: an RFC 3339

@@ -464,11 +464,15 @@ func (e *Executor) raw(ctx context.Context, p *selectPlan) ([]*group, error) {
 	}
 	var rows []model.Row
 	var err error
-	if n := p.offsetN + p.limit; p.limit > 0 && !p.desc && !p.groupAll && len(p.groupTags) == 0 && n <= e.cfg.MaxRawRows {
+	// OFFSET+LIMIT compared with MaxRawRows without the addition, which
+	// could overflow (LIMIT 9223372036854775807 OFFSET 1 made a negative
+	// q.Limit: no limit at all).
+	fits := p.limit > 0 && p.offsetN >= 0 && p.offsetN <= e.cfg.MaxRawRows && p.limit <= e.cfg.MaxRawRows-p.offsetN
+	if fits && !p.desc && !p.groupAll && len(p.groupTags) == 0 {
 		// One series in time order: the backend's answer is sorted by
 		// (time, series) and truncated after the first q.Limit rows, so
 		// OFFSET+LIMIT is all the statement needs.
-		q.Limit = n
+		q.Limit = p.offsetN + p.limit
 		rows, _, err = e.be.Query(ctx, p.db, q)
 	} else {
 		rows, err = e.readRaw(ctx, p.db, q)

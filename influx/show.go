@@ -19,7 +19,9 @@ import (
 // measurement) or a regular expression.
 type sources struct {
 	names []string
-	re    *regexp.Regexp
+	// set holds names, for match (a FROM list can be long).
+	set map[string]struct{}
+	re  *regexp.Regexp
 	// db is the database a source names (FROM db.rp.m), "" for none.
 	db string
 }
@@ -48,6 +50,10 @@ func parseSources(ss influxql.Sources) (sources, error) {
 			continue
 		}
 		out.names = append(out.names, m.Name)
+		if out.set == nil {
+			out.set = map[string]struct{}{}
+		}
+		out.set[m.Name] = struct{}{}
 	}
 	return out, nil
 }
@@ -57,7 +63,27 @@ func (s sources) match(meas string) bool {
 	if s.re != nil {
 		return s.re.MatchString(meas)
 	}
-	return len(s.names) == 0 || slices.Contains(s.names, meas)
+	if len(s.names) == 0 {
+		return true
+	}
+	if s.set == nil { // sources built without parseSources
+		return slices.Contains(s.names, meas)
+	}
+	_, ok := s.set[meas]
+	return ok
+}
+
+// ctxEvery is how many iterations of a per-series or per-measurement loop
+// run between checks of the request's context.
+const ctxEvery = 1024
+
+// checkCtx returns ctx's error every ctxEvery-th iteration i.
+
+func checkCtx(ctx context.Context, i int) error {
+	if i%ctxEvery == 0 {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // pushed is the measurement a backend query can filter on: the one name.
@@ -90,7 +116,10 @@ func (e *Executor) seriesKeys(ctx context.Context, db string, src sources, cond 
 		return nil, fmt.Errorf("the statement matches more than %d series (the limit of series per statement); narrow it with FROM or WHERE", e.cfg.MaxSeries)
 	}
 	out := keys[:0:0]
-	for _, k := range keys {
+	for i, k := range keys {
+		if err := checkCtx(ctx, i); err != nil {
+			return nil, err
+		}
 		if m, err := model.Measurement(k); err == nil && src.match(m) {
 			out = append(out, k)
 		}
@@ -196,7 +225,10 @@ func (e *Executor) showMeasurements(ctx context.Context, s *influxql.ShowMeasure
 		if err != nil {
 			return nil, backendErr(db, err)
 		}
-		for _, fk := range fks {
+		for i, fk := range fks {
+			if err := checkCtx(ctx, i); err != nil {
+				return nil, err
+			}
 			if src.match(fk.Measurement) {
 				set[fk.Measurement] = true
 			}
@@ -261,6 +293,9 @@ func (e *Executor) showTagKeys(ctx context.Context, s *influxql.ShowTagKeysState
 	m, names := byMeasurement(keys)
 	var out []*Series
 	for _, meas := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		set := map[string]bool{}
 		for _, tags := range m[meas] {
 			for _, t := range tags {
@@ -292,7 +327,11 @@ func tagKeyFilter(op influxql.Token, lit influxql.Literal) (func(string) bool, e
 		}
 	case *influxql.ListLiteral:
 		if op == influxql.IN {
-			return func(k string) bool { return slices.Contains(l.Vals, k) }, nil
+			set := make(map[string]struct{}, len(l.Vals))
+			for _, v := range l.Vals {
+				set[v] = struct{}{}
+			}
+			return func(k string) bool { _, ok := set[k]; return ok }, nil
 		}
 	case *influxql.RegexLiteral:
 		switch op {
@@ -321,6 +360,9 @@ func (e *Executor) showTagValues(ctx context.Context, s *influxql.ShowTagValuesS
 	m, names := byMeasurement(keys)
 	var out []*Series
 	for _, meas := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		type kv struct{ k, v string }
 		set := map[kv]bool{}
 		for _, tags := range m[meas] {
@@ -390,7 +432,10 @@ func (e *Executor) showFieldKeys(ctx context.Context, s *influxql.ShowFieldKeysS
 			}
 		}
 	}
-	for _, fk := range fks {
+	for i, fk := range fks {
+		if err := checkCtx(ctx, i); err != nil {
+			return nil, err
+		}
 		if !src.match(fk.Measurement) {
 			continue
 		}
@@ -439,6 +484,9 @@ func (e *Executor) deleteSeries(ctx context.Context, db string, src sources, w w
 		meas = []string{""}
 	}
 	for _, m := range meas {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		q := model.Query{From: w.from, To: w.to, Measurement: m, Tags: w.tags}
 		if err := e.be.Delete(ctx, db, q); err != nil {
 			return backendErr(db, err)

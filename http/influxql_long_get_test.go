@@ -1,0 +1,31 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestInfluxQueryLongGET checks that a GET /query with a query of tens of
+// KB works (fasthttp's default 4 KiB read buffer refused a query over about
+// 4 KB: Grafana sends GET), and that one over ReadBufferSize is answered
+// 431 in InfluxDB's shape.
+func TestInfluxQueryLongGET(t *testing.T) {
+	base, _ := influxServer(t)
+	query := func(n int) string {
+		return "SELECT value FROM cpu WHERE host =~ /^(" + strings.Repeat("x|", n/2) + "a)$/ AND time < 1700000001s"
+	}
+	for _, n := range []int{5000, 25000} {
+		got := do(t, mustRequest(t, "GET", base+"/query?db=telegraf&epoch=s&q="+url.QueryEscape(query(n)), ""))
+		if want := `{"results":[{"statement_id":0,"series":[{"name":"cpu","columns":["time","value"],"values":[[1700000000,1]]}]}]}`; got.status != 200 || got.body != want {
+			t.Errorf("query of %d bytes: %d %.300s", n, got.status, got.body)
+		}
+	}
+	got := do(t, mustRequest(t, "GET", base+"/query?db=telegraf&q="+url.QueryEscape(query(ReadBufferSize)), ""))
+	var e struct{ Error string }
+	if got.status != http.StatusRequestHeaderFieldsTooLarge || json.Unmarshal([]byte(got.body), &e) != nil || !strings.Contains(e.Error, "send a long query to /query with POST") {
+		t.Errorf("query over ReadBufferSize: %d %.300s, want 431 in InfluxDB's shape", got.status, got.body)
+	}
+}
