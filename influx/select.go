@@ -281,26 +281,56 @@ type bucket struct {
 	values map[string][]float64
 }
 
-// grouper assigns series keys to groups.
+// grouper assigns series keys to groups. Raw rows repeat their series
+// key, so each key is parsed once: bySeries remembers its group and tags.
 type grouper struct {
-	p      *selectPlan
-	groups map[string]*group
+	p        *selectPlan
+	groups   map[string]*group
+	bySeries map[string]seriesGroup
 }
 
-func newGrouper(p *selectPlan) *grouper { return &grouper{p: p, groups: map[string]*group{}} }
+// seriesGroup is what a grouper knows of one series key.
+type seriesGroup struct {
+	group *group
+	tags  []model.Tag // as model.SplitSeries gives them; nil for "*"
+}
+
+func newGrouper(p *selectPlan) *grouper {
+	return &grouper{p: p, groups: map[string]*group{}, bySeries: map[string]seriesGroup{}}
+}
 
 // of returns the group of a series key (as a partition names it, or "*"
 // for every series together).
 func (g *grouper) of(series string) (*group, error) {
+	sg, err := g.lookup(series)
+	return sg.group, err
+}
+
+// lookup returns the group and tags of a series key, parsing it the first
+// time only.
+func (g *grouper) lookup(series string) (seriesGroup, error) {
+	if sg, ok := g.bySeries[series]; ok {
+		return sg, nil
+	}
+	var st []model.Tag
+	if series != "*" {
+		var err error
+		if _, st, err = model.SplitSeries(series); err != nil {
+			return seriesGroup{}, err
+		}
+	}
+	sg := seriesGroup{group: g.groupOf(series, st), tags: st}
+	g.bySeries[series] = sg
+	return sg, nil
+}
+
+// groupOf returns the group of a series key whose tags are st.
+func (g *grouper) groupOf(series string, st []model.Tag) *group {
 	var tags map[string]string
 	key := ""
 	switch {
 	case series == "*" || (!g.p.groupAll && len(g.p.groupTags) == 0):
 	default:
-		_, st, err := model.SplitSeries(series)
-		if err != nil {
-			return nil, err
-		}
 		tags = map[string]string{}
 		if g.p.groupAll {
 			for _, t := range st {
@@ -327,7 +357,7 @@ func (g *grouper) of(series string) (*group, error) {
 		gr = &group{key: key, tags: tags, buckets: map[int64]*bucket{}}
 		g.groups[key] = gr
 	}
-	return gr, nil
+	return gr
 }
 
 func (g *grouper) sorted() []*group {
@@ -490,17 +520,14 @@ func (e *Executor) raw(ctx context.Context, p *selectPlan) ([]*group, error) {
 	}
 	g := newGrouper(p)
 	for _, r := range rows {
-		gr, err := g.of(r.Series)
+		sg, err := g.lookup(r.Series)
 		if err != nil {
 			return nil, err
 		}
-		_, tags, err := model.SplitSeries(r.Series)
-		if err != nil {
-			return nil, err
-		}
+		gr := sg.group
 		vals := make([]any, len(p.columns))
 		for i, c := range p.columns[1:] {
-			vals[i+1] = rowValue(r, tags, c, p.wildcard, p.refType(i))
+			vals[i+1] = rowValue(r, sg.tags, c, p.wildcard, p.refType(i))
 		}
 		gr.rows = append(gr.rows, vals)
 		gr.times = append(gr.times, r.Time)
@@ -542,11 +569,13 @@ func rowValue(r model.Row, tags []model.Tag, c string, wildcard bool, typ influx
 // tags of the rows read, sorted, the GROUP BY tags left out.
 func wildcardColumns(p *selectPlan, rows []model.Row) []string {
 	set := map[string]bool{}
+	seen := map[string]bool{} // series whose tags are in set already
 	for _, r := range rows {
 		for _, f := range r.Fields {
 			set[f.Name] = true
 		}
-		if !p.groupAll {
+		if !p.groupAll && !seen[r.Series] {
+			seen[r.Series] = true
 			if _, tags, err := model.SplitSeries(r.Series); err == nil {
 				for _, t := range tags {
 					if !slices.Contains(p.groupTags, t.Key) {
