@@ -121,6 +121,7 @@ func TestSplitUnderLoad(t *testing.T) {
 		stop    atomic.Bool
 		wg      sync.WaitGroup
 		failure atomic.Value // first error of a goroutine
+		retries atomic.Int64 // batches sent again after a 503
 	)
 	fail := func(err error) { failure.CompareAndSwap(nil, err); stop.Store(true) }
 	ids := []string{"s1", "s2", "s3"}
@@ -138,7 +139,12 @@ func TestSplitUnderLoad(t *testing.T) {
 					fmt.Fprintf(&body, "m,s=w%d-%d v=%d,text=%q %d\n", w, s, i, pad, ts)
 					sent[w*series+s].Add(1)
 				}
-				r := c.client(ids[(w+b)%len(ids)]).do("POST", "/write?db=load&precision=ns", []byte(body.String()))
+				// A 503 is an answer a client retries (the split may hold
+				// an insert past its deadline on a loaded machine); the
+				// retry writes the same rows at the same times, so it
+				// cannot add rows. What is checked is that no
+				// acknowledged row goes missing or is answered twice.
+				r := c.writeRetrying(t, ids[(w+b)%len(ids)], "/write?db=load&precision=ns", []byte(body.String()), &retries)
 				if r.status != 204 {
 					fail(fmt.Errorf("writer %d batch %d: %d %s", w, b, r.status, r.body))
 					return
@@ -185,7 +191,7 @@ func TestSplitUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := acked.Load()
-	t.Logf("%d rows acknowledged, %d checker queries during the inserts", want, checks.Load())
+	t.Logf("%d rows acknowledged, %d checker queries during the inserts, %d batches retried after a 503", want, checks.Load(), retries.Load())
 
 	waitLong(t, 3*time.Minute, "the splits to settle", func() bool { return c.splitsSettled("load", splitTarget) })
 	_, f, err := c.nodes["s1"].router.Table(context.Background(), "load")
@@ -243,6 +249,24 @@ func TestSplitUnderLoad(t *testing.T) {
 		if int64(len(raw.Rows)) != want || raw.Truncated {
 			t.Fatalf("via %s: %d raw rows (truncated %v), want %d", id, len(raw.Rows), raw.Truncated, want)
 		}
+	}
+}
+
+// writeRetrying posts body to server id and sends it again after a 503
+// (an unavailable partition or an outcome unknown), with a pause, until a
+// deadline of two minutes; it returns the last answer and counts the
+// retries. Only idempotent bodies (rows with explicit times) may be
+// retried this way.
+func (c *testCluster) writeRetrying(t *testing.T, id, path string, body []byte, retries *atomic.Int64) response {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r := c.client(id).do("POST", path, body)
+		if r.status != 503 || time.Now().After(deadline) {
+			return r
+		}
+		retries.Add(1)
+		t.Logf("retrying a batch after %d %s", r.status, r.body)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
