@@ -13,6 +13,7 @@ import (
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/presplit"
 )
 
 // Router routes inserts and queries to the partitions' replicas and caches
@@ -112,6 +113,12 @@ type Config struct {
 	SmearDelay func(max time.Duration) time.Duration
 	// Logger receives the front end's logs; nil discards.
 	Logger *slog.Logger
+	// Presplit, when set, makes a new table born pre-split: its first
+	// METADATA already holds the partitions the master's first pre-split
+	// would make (presplit.PlanTable at the creation time, rate unknown),
+	// so no row is ever copied to pre-split a new table. Nil: one
+	// partition, as with pre-split off.
+	Presplit *presplit.Config
 
 	Router     Router
 	Committer  Committer

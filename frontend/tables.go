@@ -14,6 +14,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/membership"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/presplit"
 )
 
 // CreateTable creates a table on the cluster (DESIGN.md section 4): the
@@ -45,6 +46,9 @@ func (fe *Frontend) CreateTable(ctx context.Context, req api.CreateTableRequest)
 			cfg.MetadataServers = append(cfg.MetadataServers, s.ID)
 		}
 	}
+	if fe.cfg.Presplit != nil {
+		fe.planBornSplit(&op, cfg, live, chosen, time.Now().UnixNano())
+	}
 	cfg, file, err := fe.committer.Create(ctx, cfg, op)
 	if err != nil {
 		return metadata.TableConfig{}, err
@@ -53,8 +57,45 @@ func (fe *Frontend) CreateTable(ctx context.Context, req api.CreateTableRequest)
 		return metadata.TableConfig{}, err
 	}
 	fe.log.Info("table created", "table", cfg.Name, "txnid", cfg.MetadataTxnID,
-		"servers", op.Servers, "metadata_servers", cfg.MetadataServers)
+		"servers", op.Servers, "metadata_servers", cfg.MetadataServers, "partitions", len(file.Partitions))
 	return cfg, nil
+}
+
+// planBornSplit adds to op the partitions the master's first pre-split of
+// the new table would make (docs/master.md, "A new table is born
+// pre-split"): presplit.PlanTable on the one-partition file at now, with
+// no rate known yet. Each partition after the first gets
+// ReplicationFactor servers, the least loaded counting those already
+// given, so the future partitions spread over the cluster. A plan that
+// fails leaves op with one partition: the master pre-splits it later.
+func (fe *Frontend) planBornSplit(op *metadata.CreateOp, cfg metadata.TableConfig, live, first []membership.Info, now int64) {
+	one := &metadata.File{Table: cfg.Name, Partitions: []metadata.Partition{{ID: op.PartitionID, Servers: op.Servers}}}
+	d, ok, err := presplit.PlanTable(one, nil, uint64(cfg.PartitionSizeTarget), now, *fe.cfg.Presplit)
+	if err != nil || !ok {
+		fe.log.Warn("new table not born pre-split; the master pre-splits it", "table", cfg.Name, "skip", d.Skip, "err", err)
+		return
+	}
+	load := make(map[string]int, len(live))
+	for _, s := range live {
+		load[s.ID] = s.Summary.Partitions
+	}
+	for _, s := range first {
+		load[s.ID]++
+	}
+	counted := slices.Clone(live)
+	op.Points = d.Points
+	op.Rest = make([]metadata.SplitChild, 0, len(d.Points))
+	for range d.Points {
+		for i := range counted {
+			counted[i].Summary.Partitions = load[counted[i].ID]
+		}
+		child := metadata.SplitChild{ID: uuid.New()}
+		for _, s := range pickServers(counted, cfg.ReplicationFactor, rand.IntN) {
+			child.Servers = append(child.Servers, metadata.Placement{ServerID: s.ID, PlacementID: uuid.New()})
+			load[s.ID]++
+		}
+		op.Rest = append(op.Rest, child)
+	}
 }
 
 // tableConfigFromRequest builds and validates a new table's config for a

@@ -173,6 +173,11 @@ func (c *Committer) checkCreate(cfg TableConfig, op CreateOp) error {
 	if len(op.Servers) != cfg.ReplicationFactor {
 		return fmt.Errorf("%w: CREATE lists %d servers for replication factor %d", ErrInvalidOp, len(op.Servers), cfg.ReplicationFactor)
 	}
+	for i, c := range op.Rest {
+		if len(c.Servers) != cfg.ReplicationFactor {
+			return fmt.Errorf("%w: CREATE lists %d servers for partition %d, replication factor %d", ErrInvalidOp, len(c.Servers), i+1, cfg.ReplicationFactor)
+		}
+	}
 	return nil
 }
 

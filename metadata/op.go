@@ -54,7 +54,10 @@ type Op struct {
 }
 
 // CreateOp creates a table's first file: one partition covering the whole
-// time axis, held by Servers.
+// time axis, held by Servers, or, with Points, a table born pre-split
+// (docs/master.md, "A new table is born pre-split"): the first partition
+// ends at Points[0] and Rest[i] covers [Points[i], Points[i+1]), the last
+// one open. No data exists yet, so nothing is split or copied.
 type CreateOp struct {
 	// Table is the new table's name.
 	Table string `json:"table"`
@@ -63,6 +66,12 @@ type CreateOp struct {
 	// Servers are the first partition's servers with fresh placement ids, in
 	// the order they will be listed.
 	Servers []Placement `json:"servers"`
+	// Points are the boundaries of a table born pre-split, strictly
+	// increasing; empty for one partition.
+	Points []int64 `json:"points,omitempty"`
+	// Rest are the partitions after the first, one per point, with fresh
+	// partition ids and placements.
+	Rest []SplitChild `json:"rest,omitempty"`
 }
 
 // SetOfflineOp marks a current partition offline, or back online.
@@ -207,17 +216,57 @@ func applyCreate(base *File, newTxnID string, op *CreateOp) (*File, error) {
 	if err := checkNewPlacements(op.Servers); err != nil {
 		return nil, err
 	}
+	parts, err := createdPartitions(op)
+	if err != nil {
+		return nil, err
+	}
 	return &File{
 		Table:       op.Table,
 		TxnID:       newTxnID,
 		TxnSeq:      1,
 		ParentTxnID: "",
-		Partitions: []Partition{{
-			ID:      op.PartitionID,
-			Servers: model.ClonePlacements(op.Servers),
-			Joining: []Placement{},
-		}},
+		Partitions:  parts,
 	}, nil
+}
+
+// createdPartitions returns the partitions a CREATE makes, in range order,
+// after checking its points and the partitions after the first: as many
+// as points, points strictly increasing, partition and placement ids
+// fresh and distinct across the file.
+func createdPartitions(op *CreateOp) ([]Partition, error) {
+	if len(op.Rest) != len(op.Points) {
+		return nil, fmt.Errorf("%d points need as many partitions after the first, got %d", len(op.Points), len(op.Rest))
+	}
+	parts := []Partition{{ID: op.PartitionID, Servers: model.ClonePlacements(op.Servers), Joining: []Placement{}}}
+	ids := map[uuid.UUID]bool{op.PartitionID: true}
+	placements := map[uuid.UUID]bool{}
+	for _, p := range op.Servers {
+		placements[p.PlacementID] = true
+	}
+	for i, c := range op.Rest {
+		switch {
+		case i > 0 && op.Points[i] <= op.Points[i-1]:
+			return nil, fmt.Errorf("points[%d] = %d is not above points[%d] = %d", i, op.Points[i], i-1, op.Points[i-1])
+		case c.ID == uuid.Nil:
+			return nil, fmt.Errorf("rest[%d]: nil id", i)
+		case ids[c.ID]:
+			return nil, fmt.Errorf("rest[%d]: partition id %s used twice", i, c.ID)
+		}
+		if err := checkNewPlacements(c.Servers); err != nil {
+			return nil, fmt.Errorf("rest[%d]: %w", i, err)
+		}
+		for _, p := range c.Servers {
+			if placements[p.PlacementID] {
+				return nil, fmt.Errorf("rest[%d]: placement_id %s used twice", i, p.PlacementID)
+			}
+			placements[p.PlacementID] = true
+		}
+		ids[c.ID] = true
+		end, begin := op.Points[i], op.Points[i]
+		parts[i].End = &end
+		parts = append(parts, Partition{ID: c.ID, Begin: &begin, Servers: model.ClonePlacements(c.Servers), Joining: []Placement{}})
+	}
+	return parts, nil
 }
 
 // checkNewPlacements checks a non-empty list of servers an op assigns: ids

@@ -36,6 +36,45 @@ func TestApplyCreate(t *testing.T) {
 	}
 }
 
+// TestApplyCreatePresplit: a CREATE with points makes a table born
+// pre-split, its partitions adjacent in range order, each with its own
+// servers.
+func TestApplyCreatePresplit(t *testing.T) {
+	op := createPresplitOp()
+	f, err := Apply(nil, testTxn('1'), Op{Type: OpCreate, Create: &op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Partition{
+		{ID: testID("first"), End: i64(100), Servers: []Placement{pl("s2", "a"), pl("s1", "b"), pl("s3", "c")}, Joining: []Placement{}},
+		{ID: testID("second"), Begin: i64(100), End: i64(200), Servers: []Placement{pl("s1", "d"), pl("s3", "e"), pl("s2", "f")}, Joining: []Placement{}},
+		{ID: testID("third"), Begin: i64(200), Servers: []Placement{pl("s3", "g"), pl("s2", "h"), pl("s1", "i")}, Joining: []Placement{}},
+	}
+	if !reflect.DeepEqual(f.Partitions, want) {
+		t.Fatalf("got %+v\nwant %+v", f.Partitions, want)
+	}
+	for _, ts := range []int64{-1 << 62, 99, 100, 199, 200, 1 << 62} {
+		p, ok := f.Find(ts)
+		if !ok || !p.Contains(ts) {
+			t.Fatalf("time %d: no partition covers it", ts)
+		}
+	}
+	*f.Partitions[0].End = 5
+	if *f.Partitions[1].Begin != 100 {
+		t.Fatal("a partition's end and the next one's begin share memory")
+	}
+}
+
+func createPresplitOp() CreateOp {
+	op := createOp()
+	op.Points = []int64{100, 200}
+	op.Rest = []SplitChild{
+		{ID: testID("second"), Servers: []Placement{pl("s1", "d"), pl("s3", "e"), pl("s2", "f")}},
+		{ID: testID("third"), Servers: []Placement{pl("s3", "g"), pl("s2", "h"), pl("s1", "i")}},
+	}
+	return op
+}
+
 func TestApplyCreateInvalid(t *testing.T) {
 	runInvalid(t, createInvalidCases())
 }
@@ -46,6 +85,11 @@ func createInvalidCases() []opCase {
 	base := fourPartitions()
 	create := func(edit func(o *CreateOp)) Op { o := createOp(); edit(&o); return Op{Type: OpCreate, Create: &o} }
 	nop := func(*CreateOp) {}
+	presplit := func(edit func(o *CreateOp)) Op {
+		o := createPresplitOp()
+		edit(&o)
+		return Op{Type: OpCreate, Create: &o}
+	}
 	return []opCase{
 		{name: "non-nil base", base: base, op: create(nop), err: `table "cpu" already has a metadata file (txnid ` + base.TxnID + ")"},
 		{name: "no body", op: Op{Type: OpCreate}, err: "want exactly one op body, got 0"},
@@ -60,6 +104,13 @@ func createInvalidCases() []opCase {
 		{name: "empty server id", op: create(func(o *CreateOp) { o.Servers[0].ServerID = "" }), err: "servers[0]: empty server_id"},
 		{name: "nil partition id", op: create(func(o *CreateOp) { o.PartitionID = uuid.Nil }), err: "CREATE: nil partition_id"},
 		{name: "bad table name", op: create(func(o *CreateOp) { o.Table = "Bad-Name" }), err: "invalid table name"},
+		{name: "points without partitions", op: presplit(func(o *CreateOp) { o.Rest = o.Rest[:1] }), err: "CREATE: 2 points need as many partitions after the first, got 1"},
+		{name: "points not increasing", op: presplit(func(o *CreateOp) { o.Points[1] = 100 }), err: "CREATE: points[1] = 100 is not above points[0] = 100"},
+		{name: "partition id twice", op: presplit(func(o *CreateOp) { o.Rest[1].ID = testID("first") }), err: "CREATE: rest[1]: partition id " + testID("first").String() + " used twice"},
+		{name: "nil partition id after the first", op: presplit(func(o *CreateOp) { o.Rest[0].ID = uuid.Nil }), err: "CREATE: rest[0]: nil id"},
+		{name: "placement twice across partitions", op: presplit(func(o *CreateOp) { o.Rest[1].Servers[0].PlacementID = testID("a") }),
+			err: "CREATE: rest[1]: placement_id " + testID("a").String() + " used twice"},
+		{name: "no servers after the first", op: presplit(func(o *CreateOp) { o.Rest[0].Servers = nil }), err: "CREATE: rest[0]: no servers"},
 		{name: "empty table name", op: create(func(o *CreateOp) { o.Table = "" }), err: "invalid table name"},
 		{name: "short txnid", txn: "abc", op: create(nop), err: `new txnid "abc" is not 40 lowercase hex characters`},
 		{name: "uppercase txnid", txn: testTxn('A'), op: create(nop), err: "new txnid"},

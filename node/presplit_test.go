@@ -140,3 +140,61 @@ func checkEmptyAhead(t *testing.T, c *testCluster, table string) {
 		}
 	}
 }
+
+// TestNewTableBornPresplit: with pre-split on, a new table's first
+// METADATA already holds the partitions of the master's first pre-split,
+// so rows written at once (at now and in the hours ahead) are never
+// copied by a split: the file stays at its first transaction, each
+// partition on its own replication-factor servers, and every row is
+// answered once.
+func TestNewTableBornPresplit(t *testing.T) {
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.NoPresplit = false
+		cfg.MasterTick = 100 * time.Millisecond
+		cfg.PresplitInterval = 100 * time.Millisecond
+		cfg.Presplit = presplit.Config{UnknownWidth: time.Hour}
+	})
+	cl := c.client("s1")
+	cl.must(201, cl.do("POST", "/api/v1/tables", []byte(`{"name":"born","replication_factor":2}`)), nil)
+	f := c.currentFile("s1", "born")
+	if len(f.Partitions) < 4 || f.TxnSeq != 1 {
+		t.Fatalf("new table: %d partitions at txnseq %d, want at least 4 at txnseq 1", len(f.Partitions), f.TxnSeq)
+	}
+	now := time.Now().UnixNano()
+	if p, ok := f.Find(now); !ok || p.End == nil || p.Begin != nil {
+		t.Fatalf("now is not in the first partition [-inf, end): %+v", p)
+	}
+	for _, p := range f.Partitions {
+		if len(p.Servers) != 2 {
+			t.Fatalf("partition %s has %d servers, want the replication factor 2", p.ID, len(p.Servers))
+		}
+	}
+
+	// Rows at now and up to three hours ahead, through every server.
+	var body strings.Builder
+	const rows = 600
+	for i := range rows {
+		fmt.Fprintf(&body, "m,s=s%d v=%d %d\n", i%6, i, now+int64(i)*int64(18*time.Second))
+	}
+	for i, id := range []string{"s1", "s2", "s3"} {
+		lines := strings.SplitAfter(body.String(), "\n")
+		part := strings.Join(lines[i*rows/3:(i+1)*rows/3], "")
+		c.insertLP(id, "born", []byte(part))
+	}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		counts, err := c.seriesCounts(id, "born")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for _, n := range counts {
+			total += n
+		}
+		if total != rows {
+			t.Fatalf("via %s: %d rows counted, want %d", id, total, rows)
+		}
+	}
+	if f := c.currentFile("s2", "born"); f.TxnSeq != 1 {
+		t.Fatalf("the table's METADATA moved to txnseq %d: a split or another change ran on a table born pre-split", f.TxnSeq)
+	}
+}

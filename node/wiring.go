@@ -4,6 +4,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/master"
 	"github.com/tsdb/tsdb/cluster/operator"
 	"github.com/tsdb/tsdb/frontend"
+	"github.com/tsdb/tsdb/presplit"
 	"github.com/tsdb/tsdb/replica"
 )
 
@@ -50,6 +51,7 @@ func (n *Node) newFrontend() (*frontend.Frontend, error) {
 		NoSmear:    n.cfg.NoSmear,
 		SmearDelay: n.cfg.knobs.smearDelay,
 		Logger:     n.log,
+		Presplit:   n.bornSplit(),
 		Router:     n.router,
 		Committer:  n.committer,
 		Tables:     n.meta,
@@ -64,4 +66,14 @@ func (n *Node) newFrontend() (*frontend.Frontend, error) {
 		Health:     n.master,
 		Queue:      queue,
 	})
+}
+
+// bornSplit is the pre-split a new table is born with (frontend.Config's
+// Presplit): the master's pre-split settings, nil when pre-split is off.
+func (n *Node) bornSplit() *presplit.Config {
+	if n.cfg.NoPresplit {
+		return nil
+	}
+	c := n.cfg.Presplit
+	return &c
 }
