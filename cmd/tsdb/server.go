@@ -92,7 +92,7 @@ func (s *serverFlags) registerCluster(f *pflag.FlagSet) {
 
 // registerPresplit registers the flags of the master's pre-split.
 func (s *serverFlags) registerPresplit(f *pflag.FlagSet) {
-	f.BoolVar(&s.presplitOn, "presplit", true, "let the master pre-split every table's future (false: only size splits)")
+	f.BoolVar(&s.presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
 	s.ps = presplit.DefaultConfig()
 	f.DurationVar(&s.ps.Horizon, "presplit-horizon", s.ps.Horizon, "how far past now the master keeps every table pre-split (at least 3 partitions ahead)")
 	f.DurationVar(&s.ps.MinWidth, "presplit-min-width", s.ps.MinWidth, "narrowest partition a pre-split makes")
