@@ -22,6 +22,7 @@ func newDevCmd() *cobra.Command {
 		servers, port, etcdPort     int
 		data, tokenFile, secretFile string
 		pprofAddr                   string
+		presplitOn                  bool
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -73,6 +74,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
+				noPresplit: !presplitOn,
 			})
 		},
 	}
@@ -84,6 +86,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
+	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
 	logs.register(f)
 	return cmd
 }
@@ -92,6 +95,9 @@ type devConfig struct {
 	servers, port, etcdPort int
 	data, token, secret     string
 	log                     *slog.Logger
+	// noPresplit turns the master's pre-split off (and new tables are
+	// born with one partition).
+	noPresplit bool
 }
 
 func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
@@ -125,6 +131,7 @@ func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
 			MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
 			Logger:        c.log,
 			HTTP:          newHTTPServer,
+			NoPresplit:    c.noPresplit,
 		})
 		if err != nil {
 			return fmt.Errorf("start server %s: %w", id, err)
