@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsdb/tsdb/internal/backoff"
@@ -30,6 +32,19 @@ type Sender interface {
 	Forward(ctx context.Context, table string, rows []model.Row) (rowErrs []error, err error)
 }
 
+// Partitioner is implemented by a Sender that can tell where rows go: the
+// forwarder then routes the due rows of a pass once, groups them by
+// destination partition and sends each group as its own calls, several
+// in flight, so that a call is one partition's insert.
+type Partitioner interface {
+	// Route returns the destination partition of each row of table under
+	// the routing current now, as an ordinal: rows with equal ordinals go
+	// to the same partition. A negative ordinal marks a row it cannot
+	// route: such rows travel together, and Forward reports their
+	// failure. An error sends the rows by table instead.
+	Route(ctx context.Context, table string, rows []model.Row) ([]int, error)
+}
+
 // ForwarderOptions configure a Forwarder.
 type ForwarderOptions struct {
 	// PollInterval is how often Run looks for due entries when nothing
@@ -51,6 +66,8 @@ type ForwarderOptions struct {
 	Rand func(n int64) int64
 	// Logger receives the forwarder's lines; nil uses the queue's.
 	Logger *slog.Logger
+	// MaxInFlight bounds the Sender calls in flight at once; 0 means 4.
+	MaxInFlight int
 	// WarnInterval is the least time between two warnings about failed
 	// forwards (the lines in between are counted, not printed); 0 means
 	// 10 s.
@@ -69,6 +86,8 @@ const (
 	DefaultInitialBackoff = 100 * time.Millisecond
 	// DefaultMaxBackoff caps the retry delay.
 	DefaultMaxBackoff = 10 * time.Second
+	// DefaultMaxInFlight bounds the Sender calls in flight at once.
+	DefaultMaxInFlight = 4
 	// DefaultWarnInterval is the least time between two failure warnings.
 	DefaultWarnInterval = 10 * time.Second
 )
@@ -88,6 +107,7 @@ func (o *ForwarderOptions) EnsureDefaults() {
 	o.InitialBackoff = orDefault(o.InitialBackoff, DefaultInitialBackoff)
 	o.MaxBackoff = orDefault(o.MaxBackoff, DefaultMaxBackoff)
 	o.WarnInterval = orDefault(o.WarnInterval, DefaultWarnInterval)
+	o.MaxInFlight = orDefault(o.MaxInFlight, DefaultMaxInFlight)
 	if o.MaxBackoff < o.InitialBackoff {
 		o.MaxBackoff = o.InitialBackoff
 	}
@@ -122,6 +142,13 @@ type Forwarder struct {
 	// warn throttles the warnings about rows requeued after a failed
 	// forward; passErr the errors of whole passes (pebble, the limiter).
 	warn, passErr throttle
+	// window is how many calls a pass may have in flight (1 to
+	// MaxInFlight); only sendAll reads and writes it, and passes are
+	// serialized.
+	window int
+	// outcomeMu guards the outcome fields of a pass's entries (pending,
+	// failed, firstErr, interrupted), written by concurrent calls.
+	outcomeMu sync.Mutex
 }
 
 // NewForwarder returns a forwarder of q's entries through sender. Use one
@@ -133,7 +160,7 @@ func NewForwarder(q *Queue, sender Sender, opts ForwarderOptions) *Forwarder {
 	if log == nil {
 		log = q.log
 	}
-	return &Forwarder{q: q, sender: sender, opts: opts, log: log,
+	return &Forwarder{q: q, sender: sender, opts: opts, log: log, window: opts.MaxInFlight,
 		warn: throttle{interval: opts.WarnInterval}, passErr: throttle{interval: opts.WarnInterval}}
 }
 
@@ -154,6 +181,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			f.q.resetHint()
 			lastFull = time.Now()
 		}
+		f.q.tick()
 		st, err := f.pass(ctx, f.q.now().UnixNano())
 		switch {
 		case errors.Is(err, ErrClosed):
@@ -247,6 +275,10 @@ type passStats struct {
 	truncated bool // the pass stopped at its row or byte limit
 }
 
+// passCalls is how many calls' worth of rows a pass loads: enough to keep
+// MaxInFlight calls busy twice over, and at least passFactor.
+func (f *Forwarder) passCalls() int64 { return int64(max(passFactor, 2*f.opts.MaxInFlight)) }
+
 // pass forwards the entries due at or before upTo once.
 func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
 	var st passStats
@@ -257,19 +289,18 @@ func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
 	f.q.passMu.Lock()
 	defer f.q.passMu.Unlock()
 
-	maxRows := int64(f.opts.MaxRowsPerCall) * passFactor
-	maxBytes := f.opts.MaxBytesPerCall * passFactor
+	maxRows := int64(f.opts.MaxRowsPerCall) * f.passCalls()
+	maxBytes := f.opts.MaxBytesPerCall * f.passCalls()
 	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes)
 	if err != nil {
 		return st, err
 	}
 	st.loaded, st.truncated = len(entries), truncated
+	var calls []*call
 	for _, g := range groupByTable(entries) {
-		if ctx.Err() != nil {
-			break
-		}
-		st.accepted += f.forwardTable(ctx, g)
+		calls = append(calls, f.plan(ctx, g)...)
 	}
+	st.accepted = f.sendAll(ctx, calls)
 	done := make([]*entry, 0, len(entries))
 	for _, e := range entries {
 		if e.settleable() {
@@ -313,96 +344,189 @@ func groupByTable(entries []*entry) []tableGroup {
 	return groups
 }
 
-// span is a run of one entry's rows inside a call.
-type span struct {
-	e        *entry
-	from, to int
+// rowRef names one row of a loaded entry.
+type rowRef struct {
+	e *entry
+	i int
 }
 
-// call is one Sender call being assembled.
+// call is one Sender call: rows of one table (and, with a Partitioner,
+// of one partition), and the entry row each comes from.
 type call struct {
+	table string
 	rows  []model.Row
+	refs  []rowRef
 	bytes int64
-	spans []span
 }
 
-// forwardTable sends the rows of g's entries in calls within the limits,
-// splitting an entry across calls when it does not fit, and returns the
-// rows accepted. It stops early when ctx ends.
-func (f *Forwarder) forwardTable(ctx context.Context, g tableGroup) int {
-	accepted := 0
-	var c call
-	flush := func() {
-		if len(c.rows) > 0 {
-			accepted += f.send(ctx, g.table, &c)
-		}
-		c = call{rows: c.rows[:0], spans: c.spans[:0]}
-	}
+// plan cuts the rows of g's entries into calls: grouped by destination
+// partition when the Sender is a Partitioner (routed once for the whole
+// group), each group in due order cut into calls within MaxRowsPerCall
+// and MaxBytesPerCall. A Sender that is no Partitioner, or whose Route
+// fails, gets calls of the table's rows in due order.
+func (f *Forwarder) plan(ctx context.Context, g tableGroup) []*call {
+	var n int
 	for _, e := range g.entries {
-		perRow := max(e.size/int64(len(e.rows)), 1)
-		for off := 0; off < len(e.rows); {
-			if ctx.Err() != nil {
-				return accepted
-			}
-			room := min(f.opts.MaxRowsPerCall-len(c.rows), int((f.opts.MaxBytesPerCall-c.bytes)/perRow))
-			if room <= 0 && len(c.rows) > 0 {
-				flush()
-				continue
-			}
-			n := min(max(room, 1), len(e.rows)-off)
-			c.rows = append(c.rows, e.rows[off:off+n]...)
-			c.bytes += int64(n) * perRow
-			c.spans = append(c.spans, span{e: e, from: off, to: off + n})
-			off += n
+		n += len(e.rows)
+	}
+	rows := make([]model.Row, 0, n)
+	refs := make([]rowRef, 0, n)
+	for _, e := range g.entries {
+		for i := range e.rows {
+			rows = append(rows, e.rows[i])
+			refs = append(refs, rowRef{e: e, i: i})
 		}
 	}
-	flush()
-	return accepted
+	parts := f.route(ctx, g.table, rows)
+	// Bucket the rows by partition, keeping due order within each.
+	var groups [][]int // row indexes, per partition in order of first appearance
+	idx := make(map[int]int)
+	for i, p := range parts {
+		gi, ok := idx[p]
+		if !ok {
+			gi = len(groups)
+			idx[p] = gi
+			groups = append(groups, nil)
+		}
+		groups[gi] = append(groups[gi], i)
+	}
+	var calls []*call
+	for _, members := range groups {
+		c := &call{table: g.table}
+		for _, i := range members {
+			ref := refs[i]
+			perRow := max(ref.e.size/int64(len(ref.e.rows)), 1)
+			if len(c.rows) > 0 && (len(c.rows) >= f.opts.MaxRowsPerCall || c.bytes+perRow > f.opts.MaxBytesPerCall) {
+				calls = append(calls, c)
+				c = &call{table: g.table}
+			}
+			c.rows = append(c.rows, rows[i])
+			c.refs = append(c.refs, ref)
+			c.bytes += perRow
+		}
+		if len(c.rows) > 0 {
+			calls = append(calls, c)
+		}
+	}
+	return calls
 }
 
-// send makes one Sender call and records each row's outcome in its entry.
-// The call's rows slice is reused afterwards, so it is copied for the
-// Sender (which may keep it).
-func (f *Forwarder) send(ctx context.Context, table string, c *call) int {
-	rows := append([]model.Row(nil), c.rows...)
-	rowErrs, err := f.sender.Forward(ctx, table, rows)
-	if err == nil && rowErrs != nil && len(rowErrs) != len(rows) {
-		err = fmt.Errorf("smear: sender returned %d row errors for %d rows", len(rowErrs), len(rows))
+// route returns the partition ordinal of every row (all 0 without a
+// Partitioner or when routing fails: the calls then go by table, and the
+// Sender routes them).
+func (f *Forwarder) route(ctx context.Context, table string, rows []model.Row) []int {
+	p, ok := f.sender.(Partitioner)
+	if ok {
+		parts, err := p.Route(ctx, table, rows)
+		if err == nil && len(parts) == len(rows) {
+			return parts
+		}
+		if err == nil {
+			err = fmt.Errorf("smear: Route returned %d partitions for %d rows", len(parts), len(rows))
+		}
+		f.logThrottled(&f.passErr, slog.LevelWarn, "smear: routing due rows failed; forwarding them by table", "table", table, "err", err)
+	}
+	return make([]int, len(rows))
+}
+
+// sendAll makes the calls, at most the current window (1 to
+// MaxInFlight) at a time, and returns the rows accepted. It stops starting
+// calls when ctx ends; the rows of calls never made stay pending, so their
+// entries are left as they are. The goroutines it starts are its own: it
+// returns after every one ended.
+//
+// The window grows by one after every call that succeeded and halves
+// after one that failed as a whole: a replica set that cannot confirm
+// the rows in flight within its ack timeout (a write-limited one) gets
+// fewer of them at once rather than the same calls again.
+func (f *Forwarder) sendAll(ctx context.Context, calls []*call) int {
+	var (
+		wg       sync.WaitGroup
+		accepted atomic.Int64
+		mu       sync.Mutex // guards running and f.window
+		cond     = sync.NewCond(&mu)
+		running  int
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		cond.Broadcast()
+	})
+	defer stop()
+	for _, c := range calls {
+		mu.Lock()
+		for running >= f.window && ctx.Err() == nil {
+			cond.Wait()
+		}
+		if ctx.Err() != nil {
+			mu.Unlock()
+			break
+		}
+		running++
+		mu.Unlock()
+		wg.Go(func() {
+			n, ok := f.send(ctx, c)
+			accepted.Add(int64(n))
+			mu.Lock()
+			defer mu.Unlock()
+			running--
+			switch {
+			case ok:
+				f.window = min(f.window+1, f.opts.MaxInFlight)
+			case ctx.Err() == nil:
+				f.window = max(f.window/2, 1)
+			}
+			cond.Broadcast()
+		})
+	}
+	wg.Wait()
+	return int(accepted.Load())
+}
+
+// send makes one Sender call and records each row's outcome in its entry
+// (under f.outcomeMu: calls run concurrently and may share entries). It
+// returns the rows accepted and whether the call succeeded as a whole.
+func (f *Forwarder) send(ctx context.Context, c *call) (int, bool) {
+	f.q.metrics.inFlight.Inc()
+	rowErrs, err := f.sender.Forward(ctx, c.table, c.rows)
+	f.q.metrics.inFlight.Dec()
+	if err == nil && rowErrs != nil && len(rowErrs) != len(c.rows) {
+		err = fmt.Errorf("smear: sender returned %d row errors for %d rows", len(rowErrs), len(c.rows))
 	}
 	if err != nil {
 		f.q.metrics.callFailures.Inc()
 	}
+	f.outcomeMu.Lock()
+	defer f.outcomeMu.Unlock()
 	if ctx.Err() != nil && (err != nil || anyError(rowErrs)) {
 		// Cut short by shutdown: leave the entries for the next run
 		// rather than count a failure against them.
-		for _, s := range c.spans {
-			s.e.interrupted = true
+		for _, r := range c.refs {
+			r.e.interrupted = true
 		}
-		return 0
+		return 0, false
 	}
 	now := f.q.now().UnixNano()
-	accepted, i := 0, 0
-	for _, s := range c.spans {
-		e := s.e
-		for j := s.from; j < s.to; j, i = j+1, i+1 {
-			rerr := err
-			if rerr == nil && rowErrs != nil {
-				rerr = rowErrs[i]
-			}
-			if rerr != nil {
-				e.failed = append(e.failed, e.rows[j])
-				if e.firstErr == nil {
-					e.firstErr = rerr
-				}
-				continue
-			}
-			accepted++
-			f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
+	accepted := 0
+	for k, r := range c.refs {
+		e := r.e
+		e.pending--
+		rerr := err
+		if rerr == nil && rowErrs != nil {
+			rerr = rowErrs[k]
 		}
-		e.pending -= s.to - s.from
+		if rerr != nil {
+			e.failed = append(e.failed, e.rows[r.i])
+			if e.firstErr == nil {
+				e.firstErr = rerr
+			}
+			continue
+		}
+		accepted++
+		f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
 	}
 	f.q.metrics.forwarded.Add(float64(accepted))
-	return accepted
+	return accepted, err == nil
 }
 
 func anyError(errs []error) bool {

@@ -124,12 +124,17 @@ func (q *Queue) quarantineLoaded(bad []kv) error {
 	if err := q.quarantine(bad); err != nil {
 		return err
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for _, e := range bad {
 		var rows int64
 		if h, _, err := parseHeader(e.value); err == nil {
 			rows = int64(h.rows)
 		}
-		q.adjust(-rows, -int64(len(e.key)+len(e.value)))
+		if due, _, err := parseKey(e.key); err == nil {
+			q.mu.adm.remove(due, rows)
+		}
+		q.adjustLocked(-rows, -int64(len(e.key)+len(e.value)))
 	}
 	return nil
 }
@@ -165,6 +170,8 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 	var scratch []byte
 	var rows, bytes int64 // depth change
 	var written int
+	type dueRows struct{ due, rows int64 }
+	var gone, back []dueRows // admission counts: rows settled, rows requeued
 	lowest := int64(math.MaxInt64)
 	for _, e := range done {
 		if err := b.Delete(e.key, nil); err != nil {
@@ -173,6 +180,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 		written += len(e.key)
 		rows -= int64(len(e.rows))
 		bytes -= e.size
+		gone = append(gone, dueRows{e.due, int64(len(e.rows))})
 		if len(e.failed) == 0 {
 			continue
 		}
@@ -188,6 +196,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 			return 0, fmt.Errorf("smear: settle: %w", err)
 		}
 		written += len(scratch)
+		back = append(back, dueRows{due, int64(len(e.failed))})
 		rows += int64(len(e.failed))
 		bytes += int64(len(scratch))
 		requeued += len(e.failed)
@@ -198,7 +207,17 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 	if err := b.Commit(pebble.Sync); err != nil {
 		return 0, fmt.Errorf("smear: settle: %w", err)
 	}
-	q.adjust(rows, bytes)
+	q.mu.Lock()
+	for _, g := range gone {
+		q.mu.adm.remove(g.due, g.rows)
+	}
+	for _, g := range back {
+		q.mu.adm.add(g.due, g.rows)
+	}
+	q.mu.adm.forwarded -= rows // rows that left the queue: loaded minus requeued
+	q.adjustLocked(rows, bytes)
+	q.tickLocked()
+	q.mu.Unlock()
 	if lowest < math.MaxInt64 {
 		q.notePut(lowest)
 	}

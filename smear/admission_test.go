@@ -1,0 +1,234 @@
+package smear
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/model"
+)
+
+// TestAdmissionStateMachine drives the admission state with synthetic
+// counts on a synthetic clock: rows overdue while the queue accepts
+// faster than it forwards close it only after BehindFor; a forwarder that
+// drains (forwarding faster than accepting) keeps it open; it opens again
+// once nothing is overdue.
+func TestAdmissionStateMachine(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	sec := int64(time.Second)
+	now := 1000 * sec
+	a.update(now) // first tick: starts the clock
+	// 1000 rows due at now, accepted; nothing forwarded.
+	a.add(now, 1000)
+	a.accepted += 1000
+	steps := 0
+	for !a.closed {
+		now += sec
+		steps++
+		a.accepted += 1000
+		a.add(now+60*sec, 1000) // future rows: accepted, not yet due
+		a.update(now)
+		if steps > 10 {
+			t.Fatalf("admission still open after %d s with %d rows overdue and nothing forwarded", steps, a.overdue)
+		}
+	}
+	// Overdue from OverdueAfter (2 s) on, closed BehindFor (3 s) later.
+	if steps != 5 {
+		t.Fatalf("closed after %d s, want 5 (overdue after 2 s, behind for 3 s)", steps)
+	}
+	if d := a.retryAfter(time.Second); d != maxBehindRetryAfter {
+		t.Fatalf("Retry-After %s with nothing forwarded, want the cap %s", d, maxBehindRetryAfter)
+	}
+	// The forwarder settles the overdue rows: open at the next tick.
+	a.remove(1000*sec, 1000)
+	a.forwarded += 1000
+	now += sec
+	if tr := a.update(now); tr != nowOpen || a.closed {
+		t.Fatalf("transition %v, closed %v after the overdue rows went, want open", tr, a.closed)
+	}
+
+	// Draining: rows overdue, but forwarded faster than accepted: stays
+	// open however long it lasts.
+	b := newAdmission(&o)
+	now = 5000 * sec
+	b.update(now)
+	b.add(now, 100_000)
+	for range 30 {
+		now += sec
+		b.accepted += 1000
+		b.forwarded += 2000
+		b.add(now, 1000)
+		b.remove(5000*sec, 2000)
+		b.update(now)
+		if b.closed {
+			t.Fatalf("closed while forwarding faster than accepting (overdue %d, rates %.0f/%.0f)", b.overdue, b.acceptRate, b.forwardRate)
+		}
+	}
+	if b.overdue == 0 {
+		t.Fatal("the draining case never had overdue rows: the test checks nothing")
+	}
+}
+
+// slowSender holds every call until released: a forwarder far slower than
+// the rate of inserts.
+type slowSender struct {
+	*recorder
+	release chan struct{}
+}
+
+func (s *slowSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.recorder.Forward(ctx, table, rows)
+}
+
+// TestAdmissionRefusesWhenBehind: a queue whose forwarder is stuck in a
+// slow call, on a synthetic clock, while inserts keep coming: once rows
+// are overdue and the queue has accepted faster than it forwards for
+// BehindFor, Enqueue fails with ErrBehind (a queue_full refusal, with a
+// Retry-After of at least Options.RetryAfter) and writes nothing; once
+// the sender is released and the overdue rows are forwarded, Enqueue
+// admits again. Every acknowledged row is delivered exactly once, and the
+// refused ones never.
+func TestAdmissionRefusesWhenBehind(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	sender := &slowSender{recorder: newRecorder(), release: make(chan struct{})}
+	f := NewForwarder(q, sender, fastForwarder())
+	stop := runForwarder(t, f)
+	ctx := context.Background()
+
+	want := map[string][]model.Row{}
+	batch := 0
+	enqueue := func() error {
+		rows := makeRows(batch, 10)
+		batch++
+		err := q.Enqueue(ctx, "cpu", rows, clk.Now())
+		if err == nil {
+			want["cpu"] = append(want["cpu"], rows...)
+		}
+		return err
+	}
+	var refusal error
+	for step := 0; refusal == nil; step++ {
+		if step > 20 {
+			t.Fatalf("no refusal after %d s with the forwarder stuck (%+v)", step, q.Admission())
+		}
+		for range 5 {
+			if err := enqueue(); err != nil {
+				refusal = err
+				break
+			}
+		}
+		clk.ns.Add(int64(time.Second))
+	}
+	if !errors.Is(refusal, ErrBehind) || !errors.Is(refusal, errcode.ErrQueueFull) {
+		t.Fatalf("refusal %v, want ErrBehind (a queue_full)", refusal)
+	}
+	st := q.Admission()
+	if !st.Closed || st.OverdueRows == 0 || metricValue(q.metrics.admissionClosed) != 1 {
+		t.Fatalf("admission %+v, gauge %v: want closed with overdue rows", st, metricValue(q.metrics.admissionClosed))
+	}
+	if d := q.RetryAfter(); d < q.opts.RetryAfter {
+		t.Fatalf("Retry-After %s, want at least %s", d, q.opts.RetryAfter)
+	}
+	rowsBefore, _ := q.Depth()
+	if err := enqueue(); !errors.Is(err, ErrBehind) {
+		t.Fatalf("enqueue while closed: %v, want ErrBehind", err)
+	}
+	if rows, _ := q.Depth(); rows != rowsBefore {
+		t.Fatalf("a refused enqueue changed the depth from %d to %d", rowsBefore, rows)
+	}
+
+	// Release the forwarder: it forwards everything due; the next tick
+	// sees nothing overdue and opens.
+	close(sender.release)
+	eventually(t, "the queue to drain", func() bool { rows, _ := q.Depth(); return rows == 0 })
+	clk.ns.Add(int64(time.Second))
+	if st := q.Admission(); st.Closed || st.OverdueRows != 0 {
+		t.Fatalf("admission %+v after the backlog drained, want open", st)
+	}
+	if err := enqueue(); err != nil {
+		t.Fatalf("enqueue after the backlog drained: %v", err)
+	}
+	eventually(t, "the queue to drain", func() bool { rows, _ := q.Depth(); return rows == 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	sender.checkDelivered(t, want)
+	sender.recorder.mu.Lock()
+	defer sender.recorder.mu.Unlock()
+	n := 0
+	for _, rows := range want {
+		n += len(rows)
+	}
+	if len(sender.recorder.mu.rows) != n {
+		t.Fatalf("%d distinct rows delivered, want the %d acknowledged", len(sender.recorder.mu.rows), n)
+	}
+	for k, got := range sender.recorder.mu.rows {
+		if len(got) != 1 {
+			t.Fatalf("row %s delivered %d times", k, len(got))
+		}
+	}
+	if metricValue(q.metrics.behindRejects) < 2 || metricValue(q.metrics.admissionClosings) != 1 {
+		t.Fatalf("rejections %v, closings %v", metricValue(q.metrics.behindRejects), metricValue(q.metrics.admissionClosings))
+	}
+}
+
+// TestAdmissionOpenWhileFilling: a queue that accepts far more than it
+// forwards because its rows are not due yet (the first max_delay of a
+// load) is not behind: nothing is overdue, so admission stays open.
+func TestAdmissionOpenWhileFilling(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	for b := range 30 {
+		if err := q.Enqueue(ctx, "cpu", makeRows(b, 100), clk.Now().Add(time.Hour)); err != nil {
+			t.Fatalf("second %d: %v", b, err)
+		}
+		clk.ns.Add(int64(time.Second))
+	}
+	st := q.Admission()
+	if st.Closed || st.OverdueRows != 0 || st.AcceptRate <= st.ForwardRate {
+		t.Fatalf("admission %+v: want open, nothing overdue, accepting faster than forwarding", st)
+	}
+}
+
+// TestAdmissionCountsSurviveRestart: the overdue rows are counted from
+// the queue's entries at Open, so a restarted server that is behind
+// knows it.
+func TestAdmissionCountsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(context.Background(), "cpu", makeRows(0, 7), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.ns.Add(int64(10 * time.Second))
+	opts.Metrics = NewMetrics(nil)
+	q = openQueue(t, dir, opts)
+	q.Admission() // first tick
+	clk.ns.Add(int64(time.Second))
+	if st := q.Admission(); st.OverdueRows != 7 {
+		t.Fatalf("overdue rows %d after a restart, want 7", st.OverdueRows)
+	}
+}
