@@ -30,13 +30,17 @@ const (
 	maxBehindRetryAfter = 10 * time.Second
 	// DefaultInitialForwardRate is the forward rate admission assumes
 	// before it has measured one, rows/s.
-	DefaultInitialForwardRate = 10_000
+	DefaultInitialForwardRate = 5_000
 	// slowStartProbe and probe are how far the rows due in one second
-	// may exceed the estimated forward capacity: twice until the
-	// forwarder was first seen saturated (the estimate then grows as
-	// fast as the forwarder proves it), a quarter afterwards.
+	// of the next probeTicks ticks may exceed the estimated forward
+	// capacity: twice until the forwarder was first seen saturated (the
+	// estimate then grows as fast as the forwarder proves it), a quarter
+	// afterwards. Later seconds get the estimate itself: rows due then
+	// are admitted at a rate the forwarder has shown it keeps, and only
+	// a probe's worth (probeTicks seconds of the excess) can be late.
 	slowStartProbe = 2.0
 	probe          = 1.25
+	probeTicks     = 2
 	// minSlotRows is the least budget of one second of due times.
 	minSlotRows = 1000
 )
@@ -82,26 +86,30 @@ func newAdmission(o *Options) admission {
 }
 
 // slotBudget is how many rows may be due in one bucket: the estimated
-// capacity over a tick, with the probe's headroom.
-func (a *admission) slotBudget() int64 {
-	f := slowStartProbe
-	if a.saturated {
+// capacity over a tick, with the probe's headroom for the buckets due
+// within probeTicks of now (near).
+func (a *admission) slotBudget(near bool) int64 {
+	f := 1.0
+	switch {
+	case near && a.saturated:
 		f = probe
+	case near:
+		f = slowStartProbe
 	}
 	return max(int64(a.capacity*f*float64(a.tick)/float64(time.Second)), minSlotRows)
 }
 
 // slotFull reports whether n more rows due at due would take their
-// bucket over its budget. A bucket always takes one entry, however large,
-// and rows already overdue are never refused here (the closing rule
-// covers them).
-func (a *admission) slotFull(due, n int64) bool {
+// bucket over its budget at now. A bucket always takes one entry, however
+// large, and rows already overdue are never refused here (the closing
+// rule covers them).
+func (a *admission) slotFull(now, due, n int64) bool {
 	b := a.bucket(due)
 	if a.isOverdue(b) {
 		return false
 	}
 	have := a.future[b]
-	return have > 0 && have+n > a.slotBudget()
+	return have > 0 && have+n > a.slotBudget(due-now <= probeTicks*a.tick)
 }
 
 // bucket returns the bucket of a due time: ceil(due / tick).
@@ -249,7 +257,8 @@ type AdmissionState struct {
 	// forwarded per second.
 	AcceptRate, ForwardRate float64
 	// Capacity is the estimated forward capacity, rows/s, and SlotRows
-	// the rows admission lets fall due within one tick (AdmitTick).
+	// the rows admission lets fall due within one tick (AdmitTick) more
+	// than two ticks ahead.
 	Capacity float64
 	SlotRows int64
 }
@@ -262,7 +271,7 @@ func (q *Queue) Admission() AdmissionState {
 	q.tickLocked()
 	a := &q.mu.adm
 	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, AcceptRate: a.acceptRate, ForwardRate: a.forwardRate,
-		Capacity: a.capacity, SlotRows: a.slotBudget()}
+		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
 }
 
 // tick advances the admission state if a tick is due.

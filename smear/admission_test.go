@@ -232,3 +232,54 @@ func TestAdmissionCountsSurviveRestart(t *testing.T) {
 		t.Fatalf("overdue rows %d after a restart, want 7", st.OverdueRows)
 	}
 }
+
+// TestAdmissionDueBudget: the rows due in one second may not exceed the
+// estimated forward capacity (twice it, before the forwarder was seen
+// saturated, in the next two seconds): an entry that would take its second over fails with
+// ErrDueFull (a queue_full) and writes nothing, one that fits or falls in
+// another second is admitted, and a second's first entry always is.
+func TestAdmissionDueBudget(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	opts.InitialForwardRate = 2000 // 2000 rows per second of due times, 4000 in the next two
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	due := clk.Now().Add(10 * time.Second)
+	if st := q.Admission(); st.SlotRows != 2000 {
+		t.Fatalf("budget %d rows per second, want 2000", st.SlotRows)
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 2500), due); err != nil {
+		t.Fatalf("a second's first entry, larger than the budget: %v", err)
+	}
+	soon := clk.Now().Add(time.Second)
+	if err := q.Enqueue(ctx, "cpu", makeRows(10, 2500), soon); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(11, 1500), soon); err != nil {
+		t.Fatalf("up to twice the capacity in the next two seconds: %v", err)
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(12, 1), soon); !errors.Is(err, ErrDueFull) {
+		t.Fatalf("over twice the capacity in the next two seconds: %v, want ErrDueFull", err)
+	}
+	err := q.Enqueue(ctx, "cpu", makeRows(1, 1), due)
+	if !errors.Is(err, ErrDueFull) || !errors.Is(err, errcode.ErrQueueFull) {
+		t.Fatalf("an entry over the budget: %v, want ErrDueFull (a queue_full)", err)
+	}
+	if rows, _ := q.Depth(); rows != 6500 {
+		t.Fatalf("depth %d after the refusals, want 6500", rows)
+	}
+	later := due.Add(time.Second)
+	if err := q.Enqueue(ctx, "cpu", makeRows(2, 1500), later); err != nil {
+		t.Fatalf("another second: %v", err)
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(3, 500), later); err != nil {
+		t.Fatalf("up to exactly the budget: %v", err)
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(4, 1), later); !errors.Is(err, ErrDueFull) {
+		t.Fatalf("one row over the budget: %v, want ErrDueFull", err)
+	}
+	if got := metricValue(q.metrics.behindRejects); got != 3 {
+		t.Fatalf("rejections %v, want 3", got)
+	}
+}

@@ -453,10 +453,10 @@ func (q *Queue) reserve(n, size, due int64) error {
 		return fmt.Errorf("%w: %d rows overdue by more than %s; accepting %.0f rows/s, forwarding %.0f rows/s",
 			ErrBehind, a.overdue, time.Duration(a.overdueAfter), a.acceptRate, a.forwardRate)
 	}
-	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(due, n) {
+	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
 		q.metrics.behindRejects.Inc()
-		return fmt.Errorf("%w: %d rows already due in the second of %s (at most %d; forwarding %.0f rows/s)",
-			ErrDueFull, a.future[a.bucket(due)], time.Unix(0, due).UTC().Format(time.RFC3339), a.slotBudget(), a.capacity)
+		return fmt.Errorf("%w: %d rows already due in the second of %s (forward capacity %.0f rows/s)",
+			ErrDueFull, a.future[a.bucket(due)], time.Unix(0, due).UTC().Format(time.RFC3339), a.capacity)
 	}
 	if q.mu.rows+n > q.opts.MaxRows || q.mu.bytes+size > q.opts.MaxBytes {
 		q.metrics.fullRejects.Inc()
