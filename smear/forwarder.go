@@ -92,9 +92,6 @@ const (
 	DefaultWarnInterval = 10 * time.Second
 )
 
-// passFactor: a pass loads at most this many calls' worth of rows.
-const passFactor = 8
-
 // fullScanInterval is how often Run scans the whole queue instead of
 // starting at the scan hint (see Queue.resetHint).
 const fullScanInterval = time.Minute
@@ -142,13 +139,28 @@ type Forwarder struct {
 	// warn throttles the warnings about rows requeued after a failed
 	// forward; passErr the errors of whole passes (pebble, the limiter).
 	warn, passErr throttle
-	// window is how many calls a pass may have in flight (1 to
-	// MaxInFlight); only sendAll reads and writes it, and passes are
-	// serialized.
-	window int
-	// outcomeMu guards the outcome fields of a pass's entries (pending,
+	// outcomeMu guards the outcome fields of loaded entries (pending,
 	// failed, firstErr, interrupted), written by concurrent calls.
 	outcomeMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// changed is signalled (under mu) when a call ends or a
+		// launching context ends.
+		changed *sync.Cond
+		// inflight holds the entries loaded and not yet settled or
+		// given up, by key: a load skips them, so no entry is in two
+		// calls' hands at once.
+		inflight map[string]*entry
+		// running counts the calls in flight; window is how many may be
+		// (1 to MaxInFlight).
+		running, window int
+	}
+	// ended has room for one signal: a call ended (Run may load more).
+	ended chan struct{}
+	// accepted and requeued count rows over the forwarder's life (Drain
+	// reads their progress).
+	accepted, requeued atomic.Int64
 }
 
 // NewForwarder returns a forwarder of q's entries through sender. Use one
@@ -160,19 +172,29 @@ func NewForwarder(q *Queue, sender Sender, opts ForwarderOptions) *Forwarder {
 	if log == nil {
 		log = q.log
 	}
-	return &Forwarder{q: q, sender: sender, opts: opts, log: log, window: opts.MaxInFlight,
+	f := &Forwarder{q: q, sender: sender, opts: opts, log: log, ended: make(chan struct{}, 1),
 		warn: throttle{interval: opts.WarnInterval}, passErr: throttle{interval: opts.WarnInterval}}
+	f.mu.changed = sync.NewCond(&f.mu)
+	f.mu.inflight = make(map[string]*entry)
+	f.mu.window = opts.MaxInFlight
+	return f
 }
 
 // Kick wakes Run to look for due entries now instead of at its next poll.
 func (f *Forwarder) Kick() { f.q.signal() }
 
-// Run forwards entries as they fall due until ctx is done, then returns
-// nil; a call in flight is given ctx, and rows it could not deliver stay
-// queued. It returns an error wrapping ErrClosed if the queue is closed
-// under it. Errors of a pass (pebble, the write limiter) are logged and
-// the pass is retried at the next poll.
+// Run forwards entries as they fall due until ctx is done, then waits for
+// the calls in flight (they are given ctx; rows they could not deliver
+// stay queued) and returns nil. It returns an error wrapping ErrClosed if
+// the queue is closed under it. Errors of a pass (pebble, the write
+// limiter) are logged and the pass is retried at the next poll.
+//
+// Run keeps up to the window of calls in flight: whenever one ends it
+// loads more due entries (those not in flight), so that a slow call (a
+// partition splitting, a replica set catching up) holds one slot, not
+// the forwarder.
 func (f *Forwarder) Run(ctx context.Context) error {
+	defer f.waitIdle()
 	timer := time.NewTimer(f.opts.PollInterval)
 	defer timer.Stop()
 	lastFull := time.Now()
@@ -182,7 +204,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			lastFull = time.Now()
 		}
 		f.q.tick()
-		st, err := f.pass(ctx, f.q.now().UnixNano())
+		st, err := f.launch(ctx, f.q.now().UnixNano())
 		switch {
 		case errors.Is(err, ErrClosed):
 			return fmt.Errorf("smear: forwarder: %w", err)
@@ -190,14 +212,15 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			f.logThrottled(&f.passErr, slog.LevelError, "smear: forwarding pass failed; retrying", "err", err)
-		case st.truncated:
-			continue // more entries are due
+		case st.truncated && !st.full:
+			continue // more entries are due, and room for their calls
 		}
 		timer.Reset(f.opts.PollInterval)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-f.q.wake:
+		case <-f.ended:
 		case <-timer.C:
 		}
 	}
@@ -219,6 +242,10 @@ func (f *Forwarder) Drain(ctx context.Context) error {
 		switch {
 		case errors.Is(err, ErrClosed):
 			return fmt.Errorf("smear: drain: %w", err)
+		case err == nil && st.loaded == 0 && st.busy:
+			// Every due entry is in another pass's calls: wait for
+			// them rather than scan again.
+			pause = 0
 		case ctx.Err() != nil:
 			return fmt.Errorf("smear: drain: %w", ctx.Err())
 		case err != nil:
@@ -270,57 +297,218 @@ func (f *Forwarder) backoff(attempts uint64) time.Duration {
 // passStats summarise one pass.
 type passStats struct {
 	loaded    int  // entries loaded
-	accepted  int  // rows accepted
-	requeued  int  // rows written back for a retry
-	truncated bool // the pass stopped at its row or byte limit
+	accepted  int  // rows accepted (pass only)
+	requeued  int  // rows written back for a retry (pass only)
+	truncated bool // the load stopped at its row or byte limit
+	full      bool // the window was full: nothing was loaded
+	busy      bool // calls of other passes were in flight (pass only)
 }
 
-// passCalls is how many calls' worth of rows a pass loads: enough to keep
-// MaxInFlight calls busy twice over, and at least passFactor.
-func (f *Forwarder) passCalls() int64 { return int64(max(passFactor, 2*f.opts.MaxInFlight)) }
-
-// pass forwards the entries due at or before upTo once.
+// pass forwards the entries due at or before upTo (not in flight) once:
+// it launches their calls and waits until every call in flight, its own
+// and any other's, has ended.
 func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
+	f.mu.Lock()
+	busy := f.mu.running > 0
+	f.mu.Unlock()
+	a0, r0 := f.accepted.Load(), f.requeued.Load()
+	st, err := f.launch(ctx, upTo)
+	f.waitIdle()
+	st.accepted, st.requeued = int(f.accepted.Load()-a0), int(f.requeued.Load()-r0)
+	st.busy = busy
+	return st, err
+}
+
+// waitIdle waits until no call is in flight.
+func (f *Forwarder) waitIdle() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.mu.running > 0 {
+		f.mu.changed.Wait()
+	}
+}
+
+// launch loads the entries due at or before upTo that are not in flight,
+// as many rows as twice the free window's calls hold, plans their calls
+// and starts them, each as soon as the window has room. It returns once
+// every call started (or ctx ended: the calls not started are given up,
+// their entries left as they are); the calls settle their entries
+// themselves when they end.
+func (f *Forwarder) launch(ctx context.Context, upTo int64) (passStats, error) {
 	var st passStats
 	if err := f.q.gate.Enter(ErrClosed); err != nil {
 		return st, err
 	}
 	defer f.q.gate.Exit()
-	f.q.passMu.Lock()
-	defer f.q.passMu.Unlock()
-
-	maxRows := int64(f.opts.MaxRowsPerCall) * f.passCalls()
-	maxBytes := f.opts.MaxBytesPerCall * f.passCalls()
-	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes)
-	if err != nil {
+	calls, st, err := f.load(ctx, upTo)
+	if err != nil || len(calls) == 0 {
 		return st, err
 	}
-	st.loaded, st.truncated = len(entries), truncated
-	var calls []*call
-	for _, g := range groupByTable(entries) {
-		calls = append(calls, f.plan(ctx, g)...)
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.mu.changed.Broadcast()
+	})
+	defer stop()
+	for i, c := range calls {
+		if !f.acquire(ctx) {
+			f.giveUp(calls[i:])
+			break
+		}
+		if err := f.q.gate.Enter(ErrClosed); err != nil {
+			f.release(false, false)
+			f.giveUp(calls[i:])
+			return st, err
+		}
+		go func() {
+			defer f.q.gate.Exit()
+			f.call(ctx, c)
+		}()
 	}
-	st.accepted = f.sendAll(ctx, calls)
-	done := make([]*entry, 0, len(entries))
+	return st, nil
+}
+
+// load loads due entries not in flight under the queue's pass lock,
+// registers them as in flight and plans their calls.
+func (f *Forwarder) load(ctx context.Context, upTo int64) ([]*call, passStats, error) {
+	var st passStats
+	f.q.passMu.Lock()
+	defer f.q.passMu.Unlock()
+	f.mu.Lock()
+	room := f.mu.window - f.mu.running
+	f.mu.Unlock()
+	if room <= 0 {
+		st.full = true
+		return nil, st, nil
+	}
+	calls := int64(2 * room)
+	maxRows := int64(f.opts.MaxRowsPerCall) * calls
+	maxBytes := f.opts.MaxBytesPerCall * calls
+	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes, f.inFlight)
+	if err != nil {
+		return nil, st, err
+	}
+	st.loaded, st.truncated = len(entries), truncated
+	f.mu.Lock()
 	for _, e := range entries {
-		if e.settleable() {
+		f.mu.inflight[string(e.key)] = e
+	}
+	// The scan hint must not pass an entry still in flight: it may be
+	// requeued, or left as it is.
+	for _, e := range f.mu.inflight {
+		next = min(next, e.due)
+	}
+	f.mu.Unlock()
+	f.q.endPass(next)
+	var planned []*call
+	for _, g := range groupByTable(entries) {
+		planned = append(planned, f.plan(ctx, g)...)
+	}
+	return planned, st, nil
+}
+
+// inFlight reports whether the entry of key is in a call's hands.
+func (f *Forwarder) inFlight(key []byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.mu.inflight[string(key)]
+	return ok
+}
+
+// acquire takes a slot of the window, waiting for one; false when ctx
+// ended first.
+func (f *Forwarder) acquire(ctx context.Context) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.mu.running >= f.mu.window && ctx.Err() == nil {
+		f.mu.changed.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	f.mu.running++
+	return true
+}
+
+// release gives a slot back. The window grows by one after a call that
+// succeeded and halves after one that failed as a whole (failed), so that
+// a replica set that cannot confirm the rows in flight within its ack
+// timeout (a write-limited one) gets fewer of them at once rather than
+// the same calls again.
+func (f *Forwarder) release(ok, failed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.running--
+	switch {
+	case ok:
+		f.mu.window = min(f.mu.window+1, f.opts.MaxInFlight)
+	case failed:
+		f.mu.window = max(f.mu.window/2, 1)
+	}
+	f.mu.changed.Broadcast()
+	select {
+	case f.ended <- struct{}{}:
+	default:
+	}
+}
+
+// giveUp leaves the entries of calls never made as they are: their rows
+// count as answered, the entries as interrupted, and those with nothing
+// else pending leave the in-flight set unsettled.
+func (f *Forwarder) giveUp(calls []*call) {
+	var resolved []*entry
+	f.outcomeMu.Lock()
+	for _, c := range calls {
+		for _, r := range c.refs {
+			r.e.interrupted = true
+			if r.e.pending--; r.e.pending == 0 {
+				resolved = append(resolved, r.e)
+			}
+		}
+	}
+	f.outcomeMu.Unlock()
+	f.forget(resolved)
+}
+
+// forget removes entries from the in-flight set.
+func (f *Forwarder) forget(entries []*entry) {
+	if len(entries) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range entries {
+		delete(f.mu.inflight, string(e.key))
+	}
+}
+
+// call makes one call and settles, in one synced batch, the entries whose
+// rows all have an outcome once it ended: deleted, their failed rows
+// requeued. An entry cut short (interrupted) leaves the in-flight set as
+// it is. A settle that fails leaves its entries queued: they are loaded
+// and sent again (a repeat is harmless).
+func (f *Forwarder) call(ctx context.Context, c *call) {
+	resolved, ok := f.send(ctx, c)
+	var done []*entry
+	for _, e := range resolved {
+		if !e.interrupted {
 			done = append(done, e)
-		} else {
-			next = min(next, e.due)
 		}
 	}
 	now := f.q.now().UnixNano()
 	retryDue := func(attempts uint64) int64 { return now + int64(f.backoff(attempts)) }
-	// Settling is a local write that records what the Sender already
-	// accepted; it is done even when ctx ended during the calls.
-	st.requeued, err = f.q.settle(context.WithoutCancel(ctx), done, retryDue)
+	// Settling records what the Sender already accepted: done even when
+	// ctx ended during the call.
+	requeued, err := f.q.settle(context.WithoutCancel(ctx), done, retryDue)
 	if err != nil {
-		return st, err
+		f.logThrottled(&f.passErr, slog.LevelError, "smear: settling forwarded entries failed; they are sent again", "err", err)
+	} else {
+		f.requeued.Add(int64(requeued))
+		f.q.metrics.retried.Add(float64(requeued))
+		f.reportFailures(done)
 	}
-	f.q.endPass(next)
-	f.q.metrics.retried.Add(float64(st.requeued))
-	f.reportFailures(done)
-	return st, nil
+	f.forget(resolved)
+	f.release(ok, !ok && ctx.Err() == nil)
 }
 
 // tableGroup is the loaded entries of one table, in due order.
@@ -429,64 +617,11 @@ func (f *Forwarder) route(ctx context.Context, table string, rows []model.Row) [
 	return make([]int, len(rows))
 }
 
-// sendAll makes the calls, at most the current window (1 to
-// MaxInFlight) at a time, and returns the rows accepted. It stops starting
-// calls when ctx ends; the rows of calls never made stay pending, so their
-// entries are left as they are. The goroutines it starts are its own: it
-// returns after every one ended.
-//
-// The window grows by one after every call that succeeded and halves
-// after one that failed as a whole: a replica set that cannot confirm
-// the rows in flight within its ack timeout (a write-limited one) gets
-// fewer of them at once rather than the same calls again.
-func (f *Forwarder) sendAll(ctx context.Context, calls []*call) int {
-	var (
-		wg       sync.WaitGroup
-		accepted atomic.Int64
-		mu       sync.Mutex // guards running and f.window
-		cond     = sync.NewCond(&mu)
-		running  int
-	)
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		cond.Broadcast()
-	})
-	defer stop()
-	for _, c := range calls {
-		mu.Lock()
-		for running >= f.window && ctx.Err() == nil {
-			cond.Wait()
-		}
-		if ctx.Err() != nil {
-			mu.Unlock()
-			break
-		}
-		running++
-		mu.Unlock()
-		wg.Go(func() {
-			n, ok := f.send(ctx, c)
-			accepted.Add(int64(n))
-			mu.Lock()
-			defer mu.Unlock()
-			running--
-			switch {
-			case ok:
-				f.window = min(f.window+1, f.opts.MaxInFlight)
-			case ctx.Err() == nil:
-				f.window = max(f.window/2, 1)
-			}
-			cond.Broadcast()
-		})
-	}
-	wg.Wait()
-	return int(accepted.Load())
-}
-
 // send makes one Sender call and records each row's outcome in its entry
 // (under f.outcomeMu: calls run concurrently and may share entries). It
-// returns the rows accepted and whether the call succeeded as a whole.
-func (f *Forwarder) send(ctx context.Context, c *call) (int, bool) {
+// returns the entries that have no row pending any more and whether the
+// call succeeded as a whole.
+func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
 	f.q.metrics.inFlight.Inc()
 	rowErrs, err := f.sender.Forward(ctx, c.table, c.rows)
 	f.q.metrics.inFlight.Dec()
@@ -498,19 +633,25 @@ func (f *Forwarder) send(ctx context.Context, c *call) (int, bool) {
 	}
 	f.outcomeMu.Lock()
 	defer f.outcomeMu.Unlock()
+	var resolved []*entry
 	if ctx.Err() != nil && (err != nil || anyError(rowErrs)) {
 		// Cut short by shutdown: leave the entries for the next run
 		// rather than count a failure against them.
 		for _, r := range c.refs {
 			r.e.interrupted = true
+			if r.e.pending--; r.e.pending == 0 {
+				resolved = append(resolved, r.e)
+			}
 		}
-		return 0, false
+		return resolved, false
 	}
 	now := f.q.now().UnixNano()
 	accepted := 0
 	for k, r := range c.refs {
 		e := r.e
-		e.pending--
+		if e.pending--; e.pending == 0 {
+			resolved = append(resolved, e)
+		}
 		rerr := err
 		if rerr == nil && rowErrs != nil {
 			rerr = rowErrs[k]
@@ -526,7 +667,8 @@ func (f *Forwarder) send(ctx context.Context, c *call) (int, bool) {
 		f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
 	}
 	f.q.metrics.forwarded.Add(float64(accepted))
-	return accepted, err == nil
+	f.accepted.Add(int64(accepted))
+	return resolved, err == nil
 }
 
 func anyError(errs []error) bool {

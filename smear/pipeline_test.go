@@ -246,14 +246,14 @@ func TestForwarderWindowShrinksAfterFailure(t *testing.T) {
 	if _, err := f.pass(context.Background(), time.Now().UnixNano()); err != nil {
 		t.Fatal(err)
 	}
-	if f.window != 1 {
-		t.Fatalf("window %d after every call failed, want 1", f.window)
+	if f.mu.window != 1 {
+		t.Fatalf("window %d after every call failed, want 1", f.mu.window)
 	}
 	sender.fail = nil
 	if err := f.Drain(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if f.window != 4 {
-		t.Fatalf("window %d after calls succeeded, want 4", f.window)
+	if f.mu.window != 4 {
+		t.Fatalf("window %d after calls succeeded, want 4", f.mu.window)
 	}
 }
