@@ -30,7 +30,7 @@ const (
 	maxBehindRetryAfter = 10 * time.Second
 	// DefaultInitialForwardRate is the forward rate admission assumes
 	// before it has measured one, rows/s.
-	DefaultInitialForwardRate = 5_000
+	DefaultInitialForwardRate = 1_000
 	// slowStartProbe and probe are how far the rows due in one second
 	// of the next probeTicks ticks may exceed the estimated forward
 	// capacity: twice until the forwarder was first seen saturated (the
