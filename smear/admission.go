@@ -33,14 +33,22 @@ const (
 	DefaultInitialForwardRate = 1_000
 	// slowStartProbe and probe are how far the rows due in one second
 	// of the next probeTicks ticks may exceed the estimated forward
-	// capacity: twice until the forwarder was first seen saturated (the
-	// estimate then grows as fast as the forwarder proves it), a quarter
-	// afterwards. Later seconds get the estimate itself: rows due then
-	// are admitted at a rate the forwarder has shown it keeps, and only
-	// a probe's worth (probeTicks seconds of the excess) can be late.
+	// capacity while nothing is overdue: twice until the forwarder was
+	// first seen saturated (the estimate then grows as fast as the
+	// forwarder proves it), a quarter afterwards. Later seconds, and
+	// every second while rows are overdue, get headroom of the estimate:
+	// rows due then come at a rate the forwarder has shown it keeps, with
+	// room to work off a backlog, and only a probe's worth (probeTicks
+	// seconds of the excess) can be late.
 	slowStartProbe = 2.0
 	probe          = 1.25
+	headroom       = 0.8
 	probeTicks     = 2
+	// maxLag is the backlog, in seconds of forwarding at the current
+	// rate, past which rows overdue close admission even when the queue
+	// does not accept faster than it forwards (a backlog that holds
+	// steady is a lag that does not go away).
+	maxLag = 2.0
 	// minSlotRows is the least budget of one second of due times.
 	minSlotRows = 1000
 )
@@ -89,11 +97,12 @@ func newAdmission(o *Options) admission {
 // capacity over a tick, with the probe's headroom for the buckets due
 // within probeTicks of now (near).
 func (a *admission) slotBudget(near bool) int64 {
-	f := 1.0
+	f := headroom
 	switch {
-	case near && a.saturated:
+	case !near || a.overdue > 0:
+	case a.saturated:
 		f = probe
-	case near:
+	default:
 		f = slowStartProbe
 	}
 	return max(int64(a.capacity*f*float64(a.tick)/float64(time.Second)), minSlotRows)
@@ -217,8 +226,10 @@ func (a *admission) update(now int64) transition {
 		return unchanged
 	}
 	// Behind: rows are overdue, and the queue takes rows in faster than
-	// it forwards them, so the backlog is bound to grow.
-	if a.overdue == 0 || a.acceptRate <= a.forwardRate {
+	// it forwards them, so the backlog is bound to grow, or the backlog
+	// is more than maxLag seconds of forwarding.
+	lagging := float64(a.overdue) > maxLag*a.forwardRate
+	if a.overdue == 0 || (a.acceptRate <= a.forwardRate && !lagging) {
 		a.behindSince = 0
 		return unchanged
 	}

@@ -51,25 +51,37 @@ func TestAdmissionStateMachine(t *testing.T) {
 		t.Fatalf("transition %v, closed %v after the overdue rows went, want open", tr, a.closed)
 	}
 
-	// Draining: rows overdue, but forwarded faster than accepted: stays
-	// open however long it lasts.
-	b := newAdmission(&o)
-	now = 5000 * sec
-	b.update(now)
-	b.add(now, 100_000)
-	for range 30 {
-		now += sec
-		b.accepted += 1000
-		b.forwarded += 2000
-		b.add(now, 1000)
-		b.remove(5000*sec, 2000)
+	// A small backlog (less than two seconds of forwarding) that holds
+	// steady, the queue accepting as fast as it forwards: stays open
+	// however long it lasts. A larger one closes it, even so.
+	for _, tc := range []struct {
+		backlog int64
+		closes  bool
+	}{{1500, false}, {5000, true}} {
+		b := newAdmission(&o)
+		now = 5000 * sec
 		b.update(now)
-		if b.closed {
-			t.Fatalf("closed while forwarding faster than accepting (overdue %d, rates %.0f/%.0f)", b.overdue, b.acceptRate, b.forwardRate)
+		b.add(now, tc.backlog)
+		b.acceptRate, b.forwardRate = 1000, 1000
+		closedAt := 0
+		for step := 1; step <= 30 && !b.closed; step++ {
+			now += sec
+			b.accepted += 1000
+			b.forwarded += 1000
+			b.update(now)
+			if b.closed {
+				closedAt = step
+			}
 		}
-	}
-	if b.overdue == 0 {
-		t.Fatal("the draining case never had overdue rows: the test checks nothing")
+		if b.overdue != tc.backlog {
+			t.Fatalf("backlog %d: %d overdue, want all of it", tc.backlog, b.overdue)
+		}
+		if b.closed != tc.closes {
+			t.Fatalf("backlog %d of rows overdue, forwarding 1000 rows/s: closed %v (at %d s), want %v", tc.backlog, b.closed, closedAt, tc.closes)
+		}
+		if tc.closes && closedAt != 5 {
+			t.Fatalf("closed after %d s, want 5 (overdue after 2 s, behind for 3 s)", closedAt)
+		}
 	}
 }
 
@@ -233,8 +245,8 @@ func TestAdmissionCountsSurviveRestart(t *testing.T) {
 	}
 }
 
-// TestAdmissionDueBudget: the rows due in one second may not exceed the
-// estimated forward capacity (twice it, before the forwarder was seen
+// TestAdmissionDueBudget: the rows due in one second may not exceed 80% of
+// the estimated forward capacity (twice it, before the forwarder was seen
 // saturated, in the next two seconds): an entry that would take its second over fails with
 // ErrDueFull (a queue_full) and writes nothing, one that fits or falls in
 // another second is admitted, and a second's first entry always is.
@@ -242,12 +254,12 @@ func TestAdmissionDueBudget(t *testing.T) {
 	clk := newClock(time.Unix(1_700_000_000, 0))
 	opts := testOptions(t)
 	opts.Now = clk.Now
-	opts.InitialForwardRate = 2000 // 2000 rows per second of due times, 4000 in the next two
+	opts.InitialForwardRate = 2000 // 1600 rows per second of due times, 4000 in the next two
 	q := openQueue(t, t.TempDir(), opts)
 	ctx := context.Background()
 	due := clk.Now().Add(10 * time.Second)
-	if st := q.Admission(); st.SlotRows != 2000 {
-		t.Fatalf("budget %d rows per second, want 2000", st.SlotRows)
+	if st := q.Admission(); st.SlotRows != 1600 {
+		t.Fatalf("budget %d rows per second, want 1600", st.SlotRows)
 	}
 	if err := q.Enqueue(ctx, "cpu", makeRows(0, 2500), due); err != nil {
 		t.Fatalf("a second's first entry, larger than the budget: %v", err)
@@ -273,7 +285,7 @@ func TestAdmissionDueBudget(t *testing.T) {
 	if err := q.Enqueue(ctx, "cpu", makeRows(2, 1500), later); err != nil {
 		t.Fatalf("another second: %v", err)
 	}
-	if err := q.Enqueue(ctx, "cpu", makeRows(3, 500), later); err != nil {
+	if err := q.Enqueue(ctx, "cpu", makeRows(3, 100), later); err != nil {
 		t.Fatalf("up to exactly the budget: %v", err)
 	}
 	if err := q.Enqueue(ctx, "cpu", makeRows(4, 1), later); !errors.Is(err, ErrDueFull) {

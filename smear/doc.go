@@ -163,13 +163,15 @@
 // Options.Now drives it in tests. Enqueue fails, writing nothing:
 //
 //   - with ErrDueFull when the bucket of its due time already holds
-//     rows and would exceed the capacity over a tick (twice that in the
-//     next two ticks until the forwarder was first seen saturated, 1.25
-//     times afterwards: the estimate grows as the forwarder proves it,
-//     and only the near buckets can overshoot);
+//     rows and would exceed 80% of the capacity over a tick (headroom to
+//     work off a backlog; while nothing is overdue, the next two ticks'
+//     buckets may take twice the capacity until the forwarder was first
+//     seen saturated, 1.25 times afterwards: the estimate grows as the
+//     forwarder proves it, and only the near buckets can overshoot);
 //   - with ErrBehind while admission is closed: it closes when rows are
-//     overdue and the accept rate has exceeded the forward rate for
-//     BehindFor (3 s), and opens at the first tick with nothing overdue.
+//     overdue and, for BehindFor (3 s), the accept rate exceeded the
+//     forward rate or the overdue rows were more than 2 s of forwarding;
+//     it opens at the first tick with nothing overdue.
 //
 // Rows requeued after a failed forward are due after their backoff and
 // so not overdue: an unavailable partition does not close admission.
