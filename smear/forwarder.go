@@ -204,7 +204,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			lastFull = time.Now()
 		}
 		f.q.tick()
-		st, err := f.launch(ctx, f.q.now().UnixNano())
+		st, err := f.launch(ctx, f.q.now().UnixNano(), nil)
 		switch {
 		case errors.Is(err, ErrClosed):
 			return fmt.Errorf("smear: forwarder: %w", err)
@@ -305,15 +305,16 @@ type passStats struct {
 }
 
 // pass forwards the entries due at or before upTo (not in flight) once:
-// it launches their calls and waits until every call in flight, its own
-// and any other's, has ended.
+// it launches their calls and waits until they have ended (not for the
+// calls of another pass, which Run may keep starting).
 func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
 	f.mu.Lock()
 	busy := f.mu.running > 0
 	f.mu.Unlock()
 	a0, r0 := f.accepted.Load(), f.requeued.Load()
-	st, err := f.launch(ctx, upTo)
-	f.waitIdle()
+	var own sync.WaitGroup
+	st, err := f.launch(ctx, upTo, &own)
+	own.Wait()
 	st.accepted, st.requeued = int(f.accepted.Load()-a0), int(f.requeued.Load()-r0)
 	st.busy = busy
 	return st, err
@@ -333,8 +334,8 @@ func (f *Forwarder) waitIdle() {
 // and starts them, each as soon as the window has room. It returns once
 // every call started (or ctx ended: the calls not started are given up,
 // their entries left as they are); the calls settle their entries
-// themselves when they end.
-func (f *Forwarder) launch(ctx context.Context, upTo int64) (passStats, error) {
+// themselves when they end. own, if not nil, counts the calls started.
+func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup) (passStats, error) {
 	var st passStats
 	if err := f.q.gate.Enter(ErrClosed); err != nil {
 		return st, err
@@ -360,8 +361,14 @@ func (f *Forwarder) launch(ctx context.Context, upTo int64) (passStats, error) {
 			f.giveUp(calls[i:])
 			return st, err
 		}
+		if own != nil {
+			own.Add(1)
+		}
 		go func() {
 			defer f.q.gate.Exit()
+			if own != nil {
+				defer own.Done()
+			}
 			f.call(ctx, c)
 		}()
 	}
