@@ -3,6 +3,7 @@ package smear
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -294,4 +295,113 @@ func TestAdmissionDueBudget(t *testing.T) {
 	if got := metricValue(q.metrics.behindRejects); got != 3 {
 		t.Fatalf("rejections %v, want 3", got)
 	}
+}
+
+// clockedSender accepts every row and records when (on the test's clock).
+type clockedSender struct {
+	clk *clock
+	at  map[string]int64 // rowKey → acceptance time, ns
+	dup int
+}
+
+func (s *clockedSender) Forward(_ context.Context, _ string, rows []model.Row) ([]error, error) {
+	for _, r := range rows {
+		k := rowKey(r)
+		if _, ok := s.at[k]; ok {
+			s.dup++
+			continue
+		}
+		s.at[k] = s.clk.ns.Load()
+	}
+	return nil, nil
+}
+
+// TestVisibilityBoundUnderOverload simulates, on a synthetic clock, a
+// server offered three times what its forwarder can deliver: every
+// simulated second, 60 inserts of 100 rows each draw a due time uniformly
+// from [now, now+20 s] (up to four draws, as the front end does), and one
+// forwarding pass delivers at most 2,000 rows. Admission starts from its
+// default estimate (1,000 rows/s), below the truth, and must find the
+// capacity. Every acknowledged row must be forwarded within max_delay +
+// 5 s of its acknowledgement (the guarantee of docs/smearing.md), exactly
+// once, and admission must not buy that by refusing everything: the rows
+// acknowledged must come to most of the capacity.
+func TestVisibilityBoundUnderOverload(t *testing.T) {
+	const (
+		maxDelay = 20 * time.Second
+		capacity = 2000 // rows per simulated second
+		perSec   = 60   // inserts offered per second, of 100 rows
+		loadSecs = 240
+	)
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	sender := &clockedSender{clk: clk, at: map[string]int64{}}
+	fopts := fastForwarder()
+	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
+	f := NewForwarder(q, sender, fopts)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	ctx := context.Background()
+	acked := map[string]int64{} // rowKey → acknowledgement time
+	batch := 0
+	step := func(offer bool) {
+		clk.ns.Add(int64(time.Second))
+		for range perSec {
+			if !offer {
+				break
+			}
+			rows := makeRows(batch, 100)
+			batch++
+			var err error
+			for range 4 {
+				due := DueTime(clk.Now(), maxDelay, rnd.Int64N)
+				if err = q.Enqueue(ctx, "cpu", rows, due); !errors.Is(err, ErrDueFull) {
+					break
+				}
+			}
+			switch {
+			case err == nil:
+				for _, r := range rows {
+					acked[rowKey(r)] = clk.ns.Load()
+				}
+			case !errors.Is(err, ErrDueFull) && !errors.Is(err, ErrBehind):
+				t.Fatalf("enqueue: %v", err)
+			}
+		}
+		if _, err := f.pass(ctx, clk.Now().UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range loadSecs {
+		step(true)
+	}
+	for i := 0; ; i++ {
+		if rows, _ := q.Depth(); rows == 0 {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the queue does not drain")
+		}
+		step(false)
+	}
+	var worst time.Duration
+	for k, at := range acked {
+		got, ok := sender.at[k]
+		if !ok {
+			t.Fatalf("acknowledged row %s never forwarded", k)
+		}
+		worst = max(worst, time.Duration(got-at))
+	}
+	if len(sender.at) != len(acked) || sender.dup != 0 {
+		t.Fatalf("%d rows forwarded (%d twice), %d acknowledged", len(sender.at), sender.dup, len(acked))
+	}
+	if worst > maxDelay+5*time.Second {
+		t.Fatalf("a row became visible %s after its acknowledgement, beyond max_delay + 5 s", worst)
+	}
+	if min := loadSecs * capacity / 2; len(acked) < min {
+		t.Fatalf("%d rows acknowledged in %d s, want at least half the capacity (%d): admission refuses too much", len(acked), loadSecs, min)
+	}
+	t.Logf("acknowledged %d rows in %d s (capacity %d rows/s, offered %d); worst visibility %s; %+v",
+		len(acked), loadSecs, capacity, perSec*100, worst, q.Admission())
 }
