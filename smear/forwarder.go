@@ -477,11 +477,18 @@ func (f *Forwarder) giveUp(calls []*call) {
 	f.forget(resolved)
 }
 
-// forget removes entries from the in-flight set.
+// forget removes entries from the in-flight set. It holds the queue's pass
+// lock, so that no load is scanning meanwhile: a load's iterator is a
+// snapshot taken when it began, which may still hold an entry settled
+// since; the entry is skipped while in flight, and must stay so until
+// that load is over (else it would be loaded, sent and settled again, and
+// the depth counted down twice).
 func (f *Forwarder) forget(entries []*entry) {
 	if len(entries) == 0 {
 		return
 	}
+	f.q.passMu.Lock()
+	defer f.q.passMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range entries {
