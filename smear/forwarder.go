@@ -122,15 +122,19 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // Forwarder sends due rows of a Queue through a Sender. Run forwards
 // entries as they fall due; Drain forwards everything regardless of due
-// time. Neither starts goroutines: they run in the caller's.
+// time. Both run in the caller's goroutine; the calls they make run in
+// goroutines of the forwarder (at most MaxInFlight), which they wait for
+// before they return.
 //
-// Each pass loads the due entries in due order, groups the rows of one
-// table from several entries into calls bounded by MaxRowsPerCall and
-// MaxBytesPerCall, and then, in one synced batch, deletes every entry
-// whose rows all have an outcome and writes the rows that failed back as
-// one new entry per old entry, due after an exponential backoff with
-// jitter that grows with the entry's attempt count. No row is ever dropped
-// and there is no attempt limit.
+// Whenever its window of calls has room, the forwarder loads due entries
+// in due order (skipping those in flight), routes the rows of each table
+// once (Partitioner), groups them by partition into calls bounded by
+// MaxRowsPerCall and MaxBytesPerCall, and starts each call as a slot
+// frees. When a call ends, it settles in one synced batch the entries
+// none of whose rows is pending any more: deletes them, and writes the
+// rows that failed back as one new entry per old entry, due after an
+// exponential backoff with jitter that grows with the entry's attempt
+// count. No row is ever dropped and there is no attempt limit.
 type Forwarder struct {
 	q      *Queue
 	sender Sender
