@@ -117,6 +117,41 @@ func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row
 	return nil, err
 }
 
+// Route names the destination partition of each row under the METADATA
+// this server holds now (smear.Partitioner): the forwarder routes a
+// pass's due rows once and sends each partition's rows as their own
+// calls, so that Forward's router.Insert finds one partition (its fast
+// path) and a call is one partition's pipelined insert. A row no
+// partition covers gets -1 (Forward then fails it, and it is retried).
+func (s SmearSender) Route(ctx context.Context, table string, rows []model.Row) ([]int, error) {
+	_, file, err := s.Router.Table(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(rows))
+	ord := make(map[*metadata.Partition]int)
+	var last *metadata.Partition
+	lastOrd := -1
+	for i := range rows {
+		if last != nil && last.Contains(rows[i].Time) {
+			out[i] = lastOrd
+			continue
+		}
+		p, ok := file.Find(rows[i].Time)
+		if !ok {
+			out[i] = -1
+			continue
+		}
+		o, seen := ord[p]
+		if !seen {
+			o = len(ord)
+			ord[p] = o
+		}
+		out[i], last, lastOrd = o, p, o
+	}
+	return out, nil
+}
+
 // insert writes an insert's rows: those aimed at a partition the table's
 // smear settings call narrow into the smear queue (unless the request or
 // the server opts out), the others straight to their partitions. The
@@ -145,13 +180,9 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 		for i := range smeared {
 			smeared[i].SetVersion(v)
 		}
-		due := smear.DueTime(time.Now(), time.Duration(cfg.Smear.MaxDelay), rand.Int64N)
-		if fe.cfg.SmearDelay != nil {
-			due = time.Now().Add(fe.cfg.SmearDelay(time.Duration(cfg.Smear.MaxDelay)))
-		}
-		err := fe.queue.Enqueue(ctx, table, smeared, due)
+		err := fe.enqueue(ctx, table, cfg.Smear, smeared)
 		switch {
-		case errors.Is(err, smear.ErrFull):
+		case errors.Is(err, smear.ErrFull), errors.Is(err, smear.ErrBehind), errors.Is(err, smear.ErrDueFull):
 			return &retryError{Err: fmt.Errorf("%w: %w", errQueueFull, err), After: fe.queue.RetryAfter()}
 		case errors.Is(err, smear.ErrTooLarge):
 			direct = append(direct, smeared...) // never fits: written now instead
@@ -163,6 +194,29 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 		return nil
 	}
 	return fe.router.Insert(ctx, table, direct, wopts)
+}
+
+// dueDraws is how many due times a smeared insert tries before it is
+// refused because the rows already due then use up what the forwarder
+// can forward (smear.ErrDueFull).
+const dueDraws = 4
+
+// enqueue writes smeared rows to the queue, due at a time drawn from
+// [now, now+max delay]; when the queue refuses that time as full
+// (smear.ErrDueFull) it draws again, up to dueDraws times in all.
+func (fe *Frontend) enqueue(ctx context.Context, table string, sc metadata.SmearConfig, rows []model.Row) error {
+	var err error
+	for range dueDraws {
+		due := smear.DueTime(time.Now(), time.Duration(sc.MaxDelay), rand.Int64N)
+		if fe.cfg.SmearDelay != nil {
+			due = time.Now().Add(fe.cfg.SmearDelay(time.Duration(sc.MaxDelay)))
+		}
+		err = fe.queue.Enqueue(ctx, table, rows, due)
+		if !errors.Is(err, smear.ErrDueFull) {
+			return err
+		}
+	}
+	return err
 }
 
 // splitSmeared splits rows into those a partition of file narrower than

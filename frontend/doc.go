@@ -9,7 +9,9 @@
 // queue, stamped with their versions here (DESIGN.md section 7), and hands
 // the others to the router, which routes them to the partitions' replicas.
 // The smear forwarder (owned by node) sends the queued rows when due
-// through SmearSender, routed by the METADATA current then. Queries and
+// through SmearSender, routed by the METADATA current then (it routes a
+// pass's rows once through SmearSender.Route and sends each partition's
+// rows as their own calls). Queries and
 // aggregates go to the router, their range clipped to the table's
 // retention (clipRetention: rows older than now - retention, or than the
 // METADATA's retention horizon, are never answered, even while still on
@@ -41,9 +43,11 @@
 // # Invariants
 //
 //   - A smeared insert is written to the queue before anything else of it,
-//     so a full queue refuses the whole insert with nothing written; the
-//     smeared rows are stamped only when this server's clock passes its
-//     check (rule 2).
+//     so a full queue, or one whose forwarder is behind (smear admission
+//     control: ErrBehind, or ErrDueFull after four draws of the due
+//     time), refuses the whole insert (503 queue_full with Retry-After)
+//     with nothing written; the smeared rows are stamped only when this
+//     server's clock passes its check (rule 2).
 //   - No table is created while fewer than MinServers servers are live or
 //     while this server's own registration is not live.
 //   - Errors keep their sentinels (errors.go: cluster/wire's and http/api's

@@ -120,6 +120,11 @@ type Config struct {
 	// NoSmear turns insert smearing off on this server (tsdb server
 	// --smear=false); tables and requests can also opt out.
 	NoSmear bool
+	// NoSmearAdmission turns the smear queue's admission control off
+	// (tsdb server --smear-admission=false): a forwarder that falls
+	// behind then lets rows age past the tables' max delay instead of
+	// refusing new smeared inserts with 503 queue_full.
+	NoSmearAdmission bool
 	// SmearMaxRows and SmearMaxBytes bound the smear queue (0: the smear
 	// package's defaults, 10 M rows and 1 GiB); a full queue answers 503
 	// with Retry-After.
@@ -184,6 +189,10 @@ type testingKnobs struct {
 	// smearDelay picks a smeared insert's delay instead of a uniform draw
 	// from [0, max].
 	smearDelay func(max time.Duration) time.Duration
+	// smearQueue adjusts the smear queue's options (admission control's
+	// periods); smearSender wraps the forwarder's sender.
+	smearQueue  func(*smear.Options)
+	smearSender func(smear.Sender) smear.Sender
 	// beforeCAS is the committer's fault-injection hook.
 	beforeCAS func(table, txnID string) error
 }

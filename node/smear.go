@@ -21,31 +21,45 @@ import (
 // and the forwarder, opens them before the HTTP server starts, and drains
 // the queue in Stop after the HTTP server shut down.
 
-// Bounds of one forward call of the smear forwarder.
+// Bounds of one forward call of the smear forwarder, and the calls in
+// flight: a call is one partition's rows (frontend.SmearSender routes a
+// pass's rows once), an insert at quorum; several go at once, up to
+// smearInFlight, fewer after a call failed (smear.ForwarderOptions).
 const (
-	smearCallRows  = 2000
-	smearCallBytes = 1 << 20
+	smearCallRows  = 5000
+	smearCallBytes = 2 << 20
+	smearInFlight  = 4
 )
 
 // openSmear opens this server's smear queue and its forwarder.
 func (n *Node) openSmear() error {
-	q, err := smear.Open(filepath.Join(n.cfg.DataDir, "smear"), smear.Options{
+	opts := smear.Options{
 		Codec:       smear.CodecFuncs{Append: replication.AppendRows, Decode: replication.DecodeRows},
 		MaxRows:     n.cfg.SmearMaxRows,
 		MaxBytes:    n.cfg.SmearMaxBytes,
+		NoAdmission: n.cfg.NoSmearAdmission,
 		BeforeWrite: n.limiter.Wait,
 		Logger:      n.log,
 		Metrics:     smear.NewMetrics(n.registry),
-	})
+	}
+	if n.cfg.knobs.smearQueue != nil {
+		n.cfg.knobs.smearQueue(&opts)
+	}
+	q, err := smear.Open(filepath.Join(n.cfg.DataDir, "smear"), opts)
 	if err != nil {
 		return fmt.Errorf("node: open smear queue: %w", err)
 	}
 	n.smearQ = q
-	// Calls of at most 2,000 rows: a forward is an insert at quorum, and
+	// Calls of at most 5,000 rows: a forward is an insert at quorum, and
 	// one that a write-limited replica set cannot confirm within the ack
-	// timeout is sent again whole.
-	n.smearFwd = smear.NewForwarder(q, frontend.SmearSender{Router: n.router, Logger: n.log}, smear.ForwarderOptions{Logger: n.log,
-		MaxRowsPerCall: smearCallRows, MaxBytesPerCall: smearCallBytes})
+	// timeout is sent again whole; the forwarder halves the calls in
+	// flight after such a failure.
+	var sender smear.Sender = frontend.SmearSender{Router: n.router, Logger: n.log}
+	if n.cfg.knobs.smearSender != nil {
+		sender = n.cfg.knobs.smearSender(sender)
+	}
+	n.smearFwd = smear.NewForwarder(q, sender, smear.ForwarderOptions{Logger: n.log,
+		MaxRowsPerCall: smearCallRows, MaxBytesPerCall: smearCallBytes, MaxInFlight: smearInFlight})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/smear"
 )
 
 // Insert smearing on real servers (DESIGN.md section 7, issue 7). The
@@ -310,5 +311,81 @@ func TestKill9WithQueuedRows(t *testing.T) {
 	var rows api.RawQueryResponse
 	if r.status != 200 || json.Unmarshal(r.body, &rows) != nil || len(rows.Rows) != batches*per {
 		t.Fatalf("raw rows: %d, %d of %d", r.status, len(rows.Rows), batches*per)
+	}
+}
+
+// gatedSender holds every forward until open is closed: a forwarder far
+// slower than the inserts.
+type gatedSender struct {
+	smear.Sender
+	open chan struct{}
+}
+
+func (g gatedSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Sender.Forward(ctx, table, rows)
+}
+
+func (g gatedSender) Route(ctx context.Context, table string, rows []model.Row) ([]int, error) {
+	return g.Sender.(smear.Partitioner).Route(ctx, table, rows)
+}
+
+// TestSmearAdmission: three servers whose forwarders are held (admission
+// on short periods, rows due at once). Inserts through s2 are acknowledged
+// until its rows are overdue while it accepts faster than it forwards;
+// then it answers 503 queue_full with Retry-After and writes nothing of
+// the refused inserts. Released, the forwarder delivers the backlog and
+// s2 admits smeared inserts again. Every acknowledged row is stored, and
+// no refused one.
+func TestSmearAdmission(t *testing.T) {
+	open := make(chan struct{})
+	c := startCluster(t, 3, func(cfg *Config) {
+		cfg.NoSmear = false
+		cfg.knobs.smearDelay = func(time.Duration) time.Duration { return 0 }
+		cfg.knobs.smearQueue = func(o *smear.Options) {
+			o.AdmitTick, o.RateWindow = 20*time.Millisecond, 40*time.Millisecond
+			o.OverdueAfter, o.BehindFor = 20*time.Millisecond, 60*time.Millisecond
+		}
+		cfg.knobs.smearSender = func(s smear.Sender) smear.Sender { return gatedSender{Sender: s, open: open} }
+	})
+	c.createSmearTable("s1", "adm", 2, time.Minute)
+	acked := int64(0)
+	attempt := 0
+	insert := func() response {
+		attempt++
+		r := c.client("s2").do("POST", "/write?db=adm&precision=ns", smearRows(fmt.Sprintf("a%d-", attempt), 5, 10e9, 1e8))
+		switch r.status {
+		case 204:
+			acked += 5
+		case 503:
+		default:
+			t.Fatalf("insert: %d %s", r.status, r.body)
+		}
+		return r
+	}
+	var refused response
+	waitFor(t, "a refusal while the forwarder is held", func() bool {
+		refused = insert()
+		return refused.status == 503
+	})
+	if code, _ := errorOf(t, refused); code != api.CodeQueueFull || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("refusal %d %s (Retry-After %q), want 503 %s with Retry-After", refused.status, refused.body, refused.header.Get("Retry-After"), api.CodeQueueFull)
+	}
+	if st := c.nodes["s2"].smearQ.Admission(); !st.Closed {
+		t.Fatalf("admission %+v after a refusal, want closed", st)
+	}
+	close(open)
+	waitFor(t, "smeared inserts admitted again", func() bool { return insert().status == 204 })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.nodes["s2"].smearFwd.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.countIn("s1", "adm", smearBase+10e9, smearBase+20e9); got != acked {
+		t.Fatalf("%d rows stored, want the %d acknowledged (and none of the refused)", got, acked)
 	}
 }

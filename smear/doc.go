@@ -13,13 +13,18 @@
 //   - The Queue (queue.go, pass.go), one pebble DB per server.
 //   - The Forwarder (forwarder.go), which sends due rows through a Sender
 //     that the node implements.
+//   - Admission control (admission.go), which refuses new rows the
+//     forwarder could not deliver on time.
 //
 // The node wires them into the insert path: it assigns versions, asks
 // Decide, draws one DueTime per insert batch, calls Queue.Enqueue and
-// acknowledges the client once Enqueue returned nil; it maps ErrFull to 503
-// with Retry-After (Queue.RetryAfter) and ErrTooLarge to "insert without
-// smearing". Its Sender routes each row by the METADATA current at the
-// moment of the forward and inserts it with its original version.
+// acknowledges the client once Enqueue returned nil; it maps ErrFull,
+// ErrBehind and ErrDueFull (after drawing other due times) to 503
+// queue_full with Retry-After (Queue.RetryAfter) and ErrTooLarge to
+// "insert without smearing". Its Sender routes each row by the METADATA
+// current at the moment of the forward (it is a Partitioner: the
+// forwarder routes a pass's rows once through it) and inserts it with its
+// original version.
 //
 // # Policy
 //
@@ -81,9 +86,10 @@
 //     code of ours.
 //   - Open replays the DB: it rebuilds the depth (rows, bytes) and the
 //     sequence, and the forwarder picks up every entry, due or overdue.
-//   - A row leaves the queue only when the Sender accepted it: the forwarder
-//     deletes an entry in the same synced batch that writes its failed rows
-//     back as a new entry (attempts+1, due after an exponential backoff with
+//   - A row leaves the queue only when the Sender accepted it (for the
+//     node: an insert acknowledged at quorum): the forwarder deletes an
+//     entry, once every call with rows of it has answered, in the same
+//     synced batch that writes its failed rows back as a new entry (attempts+1, due after an exponential backoff with
 //     jitter, initial 100 ms doubling to 10 s). There is no attempt limit;
 //     failures are logged at warn level, rate-limited, and counted.
 //   - A row may be forwarded more than once (a crash between the Sender's
@@ -108,26 +114,67 @@
 //
 // # Forwarding
 //
-// A pass loads due entries in due order (at most 8 calls' worth of rows),
-// groups the rows of each table, across entries, into Sender calls of at
-// most ForwarderOptions.MaxRowsPerCall rows and MaxBytesPerCall bytes
-// (splitting an entry across calls if needed; the node's Sender then groups
-// each call's rows by partition), and settles the entries whose rows all
-// have an outcome. Run does this whenever an already-due entry is enqueued,
-// on Kick, and every PollInterval; Drain does it for every entry, due or
-// not, until the queue is empty (a drained or leaving server empties its
-// queue before it stops; DrainForStop bounds that by a time limit and
-// leaves the rest queued for after a restart). Passes are serialized by a
-// mutex, so Run and Drain may overlap.
+// The forwarder keeps a window of Sender calls in flight (1 to
+// ForwarderOptions.MaxInFlight). When the window has room it loads due
+// entries in due order, skipping those already in a call's hands (an
+// in-memory set), as many rows as twice the free calls hold; routes the
+// rows of each table once (Partitioner.Route, when the Sender is one);
+// groups them by destination partition; and cuts each group, in due
+// order, into calls of at most MaxRowsPerCall rows and MaxBytesPerCall
+// bytes (an entry's rows may so be spread over several calls). Each call
+// runs in its own goroutine, owned by the forwarder: when it ends, it
+// records each row's outcome and settles, in one synced batch, the
+// entries none of whose rows is pending any more, then leaves the
+// window, which wakes Run to load more. A slow call (a partition
+// splitting) so holds one slot, not the forwarder. The window halves
+// after a call that failed as a whole and grows by one after each call
+// that succeeded.
+//
+// Run does this whenever an already-due entry is enqueued, a call ends,
+// on Kick, and every PollInterval, and waits for its calls before it
+// returns; Drain does it for every entry, due or not, until the queue is
+// empty (a drained or leaving server empties its queue before it stops;
+// DrainForStop bounds that by a time limit and leaves the rest queued for
+// after a restart). Loads are serialized by a mutex, so Run and Drain may
+// overlap.
 //
 // To keep passes from iterating over the tombstones of forwarded entries,
 // the queue keeps in memory a lower bound of the due times it holds
 // (scanFrom) and starts each scan there. Every write lowers it after its
-// commit; a pass that has settled everything due before some time raises
-// it to that time, lowered again to the earliest due time written while
-// the pass ran. As a safety net against a wrong hint stranding rows, Run
+// commit; a load raises it to the due time of the first entry it left
+// (or past upTo), but never past an entry still in flight, lowered again
+// to the earliest due time written while it ran. As a safety net against a wrong hint stranding rows, Run
 // scans the whole queue once a minute, and Drain does whenever it finds
 // nothing while the depth says rows remain.
+//
+// # Admission
+//
+// Smearing acknowledges rows before they reach their partition, so a
+// queue could take rows far faster than its forwarder delivers them.
+// Admission control (admission.go, off with Options.NoAdmission) keeps,
+// under the queue's mutex and rebuilt by Open: the queued rows by due
+// bucket (AdmitTick, 1 s), the overdue rows (due more than OverdueAfter,
+// 2 s, ago), the EWMAs (time constant RateWindow, 2 s) of rows enqueued
+// and rows forwarded per second, and an estimate of the forwarder's
+// capacity (its forward rate while saturated, i.e. with rows overdue,
+// falling by at most half per tick; else the highest forward rate seen;
+// InitialForwardRate before any measure). It is advanced on ticks taken
+// lazily by Enqueue, settles and Run: no goroutine of its own, and
+// Options.Now drives it in tests. Enqueue fails, writing nothing:
+//
+//   - with ErrDueFull when the bucket of its due time already holds
+//     rows and would exceed 80% of the capacity over a tick (headroom to
+//     work off a backlog; while nothing is overdue, the next two ticks'
+//     buckets may take twice the capacity until the forwarder was first
+//     seen saturated, 1.25 times afterwards: the estimate grows as the
+//     forwarder proves it, and only the near buckets can overshoot);
+//   - with ErrBehind while admission is closed: it closes when rows are
+//     overdue and, for BehindFor (3 s), the accept rate exceeded the
+//     forward rate or the overdue rows were more than 2 s of forwarding;
+//     it opens at the first tick with nothing overdue.
+//
+// Rows requeued after a failed forward are due after their backoff and
+// so not overdue: an unavailable partition does not close admission.
 //
 // # Metrics
 //
@@ -136,12 +183,18 @@
 // enqueue to its accepted forward), and the counters
 // tsdb_smear_enqueued_rows_total, _forwarded_rows_total,
 // _retried_rows_total, _full_rejections_total, _forward_failures_total and
-// _quarantined_entries_total.
+// _quarantined_entries_total; for forwarding and admission,
+// tsdb_smear_forward_calls_in_flight, _accept_rows_per_second,
+// _forward_rows_per_second, _forward_capacity_rows_per_second,
+// _overdue_rows, _admission_closed (gauges), _admission_closings_total and
+// _behind_rejections_total.
 //
 // # Concurrency
 //
 // Queue and Forwarder methods are safe for concurrent use. Forwarder.Run
-// and Drain run in their caller's goroutine and start none. The owner stops
+// and Drain run in their caller's goroutine; the goroutines of their calls
+// (at most MaxInFlight) are the forwarder's, and Run and Drain return only
+// once none is left. The owner stops
 // Run (cancels its context and waits for it to return) before Queue.Close;
 // operations after Close fail with ErrClosed, and Close waits for
 // operations in flight.

@@ -14,6 +14,21 @@ var (
 	// written. The HTTP layer answers 503 with a Retry-After of
 	// Queue.RetryAfter(). A member of errcode.ErrQueueFull.
 	ErrFull = errcode.New(errcode.ErrQueueFull, "smear: queue full")
+	// ErrBehind is returned by Queue.Enqueue while admission control
+	// refuses smeared inserts: the forwarder has fallen behind (rows are
+	// overdue and the queue takes rows faster than it forwards them; see
+	// doc.go, "Admission"). Nothing was written. The HTTP layer answers
+	// it as ErrFull: 503 queue_full with a Retry-After of
+	// Queue.RetryAfter(). A member of errcode.ErrQueueFull.
+	ErrBehind = errcode.New(errcode.ErrQueueFull, "smear: forwarding behind")
+	// ErrDueFull is returned by Queue.Enqueue when the rows already due
+	// in the same second (AdmitTick) as the new ones reach what the
+	// forwarder can forward in that time (its estimated capacity, with
+	// some headroom): admitting them would make rows late. Nothing was
+	// written. Another due time may have room: the front end draws again
+	// a few times before it answers 503 queue_full. A member of
+	// errcode.ErrQueueFull.
+	ErrDueFull = errcode.New(errcode.ErrQueueFull, "smear: forward budget of that due time used up")
 	// ErrTooLarge is returned by Queue.Enqueue for one batch that alone
 	// exceeds Options.MaxRows or Options.MaxBytes: it could never be
 	// admitted, so retrying is pointless. The caller should insert those

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tsdb/tsdb/internal/backoff"
@@ -30,6 +32,19 @@ type Sender interface {
 	Forward(ctx context.Context, table string, rows []model.Row) (rowErrs []error, err error)
 }
 
+// Partitioner is implemented by a Sender that can tell where rows go: the
+// forwarder then routes the due rows of a pass once, groups them by
+// destination partition and sends each group as its own calls, several
+// in flight, so that a call is one partition's insert.
+type Partitioner interface {
+	// Route returns the destination partition of each row of table under
+	// the routing current now, as an ordinal: rows with equal ordinals go
+	// to the same partition. A negative ordinal marks a row it cannot
+	// route: such rows travel together, and Forward reports their
+	// failure. An error sends the rows by table instead.
+	Route(ctx context.Context, table string, rows []model.Row) ([]int, error)
+}
+
 // ForwarderOptions configure a Forwarder.
 type ForwarderOptions struct {
 	// PollInterval is how often Run looks for due entries when nothing
@@ -51,6 +66,8 @@ type ForwarderOptions struct {
 	Rand func(n int64) int64
 	// Logger receives the forwarder's lines; nil uses the queue's.
 	Logger *slog.Logger
+	// MaxInFlight bounds the Sender calls in flight at once; 0 means 4.
+	MaxInFlight int
 	// WarnInterval is the least time between two warnings about failed
 	// forwards (the lines in between are counted, not printed); 0 means
 	// 10 s.
@@ -69,12 +86,11 @@ const (
 	DefaultInitialBackoff = 100 * time.Millisecond
 	// DefaultMaxBackoff caps the retry delay.
 	DefaultMaxBackoff = 10 * time.Second
+	// DefaultMaxInFlight bounds the Sender calls in flight at once.
+	DefaultMaxInFlight = 4
 	// DefaultWarnInterval is the least time between two failure warnings.
 	DefaultWarnInterval = 10 * time.Second
 )
-
-// passFactor: a pass loads at most this many calls' worth of rows.
-const passFactor = 8
 
 // fullScanInterval is how often Run scans the whole queue instead of
 // starting at the scan hint (see Queue.resetHint).
@@ -88,6 +104,7 @@ func (o *ForwarderOptions) EnsureDefaults() {
 	o.InitialBackoff = orDefault(o.InitialBackoff, DefaultInitialBackoff)
 	o.MaxBackoff = orDefault(o.MaxBackoff, DefaultMaxBackoff)
 	o.WarnInterval = orDefault(o.WarnInterval, DefaultWarnInterval)
+	o.MaxInFlight = orDefault(o.MaxInFlight, DefaultMaxInFlight)
 	if o.MaxBackoff < o.InitialBackoff {
 		o.MaxBackoff = o.InitialBackoff
 	}
@@ -105,15 +122,19 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // Forwarder sends due rows of a Queue through a Sender. Run forwards
 // entries as they fall due; Drain forwards everything regardless of due
-// time. Neither starts goroutines: they run in the caller's.
+// time. Both run in the caller's goroutine; the calls they make run in
+// goroutines of the forwarder (at most MaxInFlight), which they wait for
+// before they return.
 //
-// Each pass loads the due entries in due order, groups the rows of one
-// table from several entries into calls bounded by MaxRowsPerCall and
-// MaxBytesPerCall, and then, in one synced batch, deletes every entry
-// whose rows all have an outcome and writes the rows that failed back as
-// one new entry per old entry, due after an exponential backoff with
-// jitter that grows with the entry's attempt count. No row is ever dropped
-// and there is no attempt limit.
+// Whenever its window of calls has room, the forwarder loads due entries
+// in due order (skipping those in flight), routes the rows of each table
+// once (Partitioner), groups them by partition into calls bounded by
+// MaxRowsPerCall and MaxBytesPerCall, and starts each call as a slot
+// frees. When a call ends, it settles in one synced batch the entries
+// none of whose rows is pending any more: deletes them, and writes the
+// rows that failed back as one new entry per old entry, due after an
+// exponential backoff with jitter that grows with the entry's attempt
+// count. No row is ever dropped and there is no attempt limit.
 type Forwarder struct {
 	q      *Queue
 	sender Sender
@@ -122,6 +143,28 @@ type Forwarder struct {
 	// warn throttles the warnings about rows requeued after a failed
 	// forward; passErr the errors of whole passes (pebble, the limiter).
 	warn, passErr throttle
+	// outcomeMu guards the outcome fields of loaded entries (pending,
+	// failed, firstErr, interrupted), written by concurrent calls.
+	outcomeMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// changed is signalled (under mu) when a call ends or a
+		// launching context ends.
+		changed *sync.Cond
+		// inflight holds the entries loaded and not yet settled or
+		// given up, by key: a load skips them, so no entry is in two
+		// calls' hands at once.
+		inflight map[string]*entry
+		// running counts the calls in flight; window is how many may be
+		// (1 to MaxInFlight).
+		running, window int
+	}
+	// ended has room for one signal: a call ended (Run may load more).
+	ended chan struct{}
+	// accepted and requeued count rows over the forwarder's life (Drain
+	// reads their progress).
+	accepted, requeued atomic.Int64
 }
 
 // NewForwarder returns a forwarder of q's entries through sender. Use one
@@ -133,19 +176,29 @@ func NewForwarder(q *Queue, sender Sender, opts ForwarderOptions) *Forwarder {
 	if log == nil {
 		log = q.log
 	}
-	return &Forwarder{q: q, sender: sender, opts: opts, log: log,
+	f := &Forwarder{q: q, sender: sender, opts: opts, log: log, ended: make(chan struct{}, 1),
 		warn: throttle{interval: opts.WarnInterval}, passErr: throttle{interval: opts.WarnInterval}}
+	f.mu.changed = sync.NewCond(&f.mu)
+	f.mu.inflight = make(map[string]*entry)
+	f.mu.window = opts.MaxInFlight
+	return f
 }
 
 // Kick wakes Run to look for due entries now instead of at its next poll.
 func (f *Forwarder) Kick() { f.q.signal() }
 
-// Run forwards entries as they fall due until ctx is done, then returns
-// nil; a call in flight is given ctx, and rows it could not deliver stay
-// queued. It returns an error wrapping ErrClosed if the queue is closed
-// under it. Errors of a pass (pebble, the write limiter) are logged and
-// the pass is retried at the next poll.
+// Run forwards entries as they fall due until ctx is done, then waits for
+// the calls in flight (they are given ctx; rows they could not deliver
+// stay queued) and returns nil. It returns an error wrapping ErrClosed if
+// the queue is closed under it. Errors of a pass (pebble, the write
+// limiter) are logged and the pass is retried at the next poll.
+//
+// Run keeps up to the window of calls in flight: whenever one ends it
+// loads more due entries (those not in flight), so that a slow call (a
+// partition splitting, a replica set catching up) holds one slot, not
+// the forwarder.
 func (f *Forwarder) Run(ctx context.Context) error {
+	defer f.waitIdle()
 	timer := time.NewTimer(f.opts.PollInterval)
 	defer timer.Stop()
 	lastFull := time.Now()
@@ -154,7 +207,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			f.q.resetHint()
 			lastFull = time.Now()
 		}
-		st, err := f.pass(ctx, f.q.now().UnixNano())
+		f.q.tick()
+		st, err := f.launch(ctx, f.q.now().UnixNano(), nil)
 		switch {
 		case errors.Is(err, ErrClosed):
 			return fmt.Errorf("smear: forwarder: %w", err)
@@ -162,14 +216,15 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			f.logThrottled(&f.passErr, slog.LevelError, "smear: forwarding pass failed; retrying", "err", err)
-		case st.truncated:
-			continue // more entries are due
+		case st.truncated && !st.full:
+			continue // more entries are due, and room for their calls
 		}
 		timer.Reset(f.opts.PollInterval)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-f.q.wake:
+		case <-f.ended:
 		case <-timer.C:
 		}
 	}
@@ -191,6 +246,10 @@ func (f *Forwarder) Drain(ctx context.Context) error {
 		switch {
 		case errors.Is(err, ErrClosed):
 			return fmt.Errorf("smear: drain: %w", err)
+		case err == nil && st.loaded == 0 && st.busy:
+			// Every due entry is in another pass's calls: wait for
+			// them rather than scan again.
+			pause = 0
 		case ctx.Err() != nil:
 			return fmt.Errorf("smear: drain: %w", ctx.Err())
 		case err != nil:
@@ -242,54 +301,232 @@ func (f *Forwarder) backoff(attempts uint64) time.Duration {
 // passStats summarise one pass.
 type passStats struct {
 	loaded    int  // entries loaded
-	accepted  int  // rows accepted
-	requeued  int  // rows written back for a retry
-	truncated bool // the pass stopped at its row or byte limit
+	accepted  int  // rows accepted (pass only)
+	requeued  int  // rows written back for a retry (pass only)
+	truncated bool // the load stopped at its row or byte limit
+	full      bool // the window was full: nothing was loaded
+	busy      bool // calls of other passes were in flight (pass only)
 }
 
-// pass forwards the entries due at or before upTo once.
+// pass forwards the entries due at or before upTo (not in flight) once:
+// it launches their calls and waits until they have ended (not for the
+// calls of another pass, which Run may keep starting).
 func (f *Forwarder) pass(ctx context.Context, upTo int64) (passStats, error) {
+	f.mu.Lock()
+	busy := f.mu.running > 0
+	f.mu.Unlock()
+	a0, r0 := f.accepted.Load(), f.requeued.Load()
+	var own sync.WaitGroup
+	st, err := f.launch(ctx, upTo, &own)
+	own.Wait()
+	st.accepted, st.requeued = int(f.accepted.Load()-a0), int(f.requeued.Load()-r0)
+	st.busy = busy
+	return st, err
+}
+
+// waitIdle waits until no call is in flight.
+func (f *Forwarder) waitIdle() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.mu.running > 0 {
+		f.mu.changed.Wait()
+	}
+}
+
+// launch loads the entries due at or before upTo that are not in flight,
+// as many rows as twice the free window's calls hold, plans their calls
+// and starts them, each as soon as the window has room. It returns once
+// every call started (or ctx ended: the calls not started are given up,
+// their entries left as they are); the calls settle their entries
+// themselves when they end. own, if not nil, counts the calls started.
+func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup) (passStats, error) {
 	var st passStats
 	if err := f.q.gate.Enter(ErrClosed); err != nil {
 		return st, err
 	}
 	defer f.q.gate.Exit()
-	f.q.passMu.Lock()
-	defer f.q.passMu.Unlock()
-
-	maxRows := int64(f.opts.MaxRowsPerCall) * passFactor
-	maxBytes := f.opts.MaxBytesPerCall * passFactor
-	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes)
-	if err != nil {
+	calls, st, err := f.load(ctx, upTo)
+	if err != nil || len(calls) == 0 {
 		return st, err
 	}
-	st.loaded, st.truncated = len(entries), truncated
-	for _, g := range groupByTable(entries) {
-		if ctx.Err() != nil {
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.mu.changed.Broadcast()
+	})
+	defer stop()
+	for i, c := range calls {
+		if !f.acquire(ctx) {
+			f.giveUp(calls[i:])
 			break
 		}
-		st.accepted += f.forwardTable(ctx, g)
+		if err := f.q.gate.Enter(ErrClosed); err != nil {
+			f.release(false, false)
+			f.giveUp(calls[i:])
+			return st, err
+		}
+		if own != nil {
+			own.Add(1)
+		}
+		go func() {
+			defer f.q.gate.Exit()
+			if own != nil {
+				defer own.Done()
+			}
+			f.call(ctx, c)
+		}()
 	}
-	done := make([]*entry, 0, len(entries))
+	return st, nil
+}
+
+// load loads due entries not in flight under the queue's pass lock,
+// registers them as in flight and plans their calls.
+func (f *Forwarder) load(ctx context.Context, upTo int64) ([]*call, passStats, error) {
+	var st passStats
+	f.q.passMu.Lock()
+	defer f.q.passMu.Unlock()
+	f.mu.Lock()
+	room := f.mu.window - f.mu.running
+	f.mu.Unlock()
+	if room <= 0 {
+		st.full = true
+		return nil, st, nil
+	}
+	calls := int64(2 * room)
+	maxRows := int64(f.opts.MaxRowsPerCall) * calls
+	maxBytes := f.opts.MaxBytesPerCall * calls
+	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes, f.inFlight)
+	if err != nil {
+		return nil, st, err
+	}
+	st.loaded, st.truncated = len(entries), truncated
+	f.mu.Lock()
 	for _, e := range entries {
-		if e.settleable() {
+		f.mu.inflight[string(e.key)] = e
+	}
+	// The scan hint must not pass an entry still in flight: it may be
+	// requeued, or left as it is.
+	for _, e := range f.mu.inflight {
+		next = min(next, e.due)
+	}
+	f.mu.Unlock()
+	f.q.endPass(next)
+	var planned []*call
+	for _, g := range groupByTable(entries) {
+		planned = append(planned, f.plan(ctx, g)...)
+	}
+	return planned, st, nil
+}
+
+// inFlight reports whether the entry of key is in a call's hands.
+func (f *Forwarder) inFlight(key []byte) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.mu.inflight[string(key)]
+	return ok
+}
+
+// acquire takes a slot of the window, waiting for one; false when ctx
+// ended first.
+func (f *Forwarder) acquire(ctx context.Context) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.mu.running >= f.mu.window && ctx.Err() == nil {
+		f.mu.changed.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	f.mu.running++
+	return true
+}
+
+// release gives a slot back. The window grows by one after a call that
+// succeeded and halves after one that failed as a whole (failed), so that
+// a replica set that cannot confirm the rows in flight within its ack
+// timeout (a write-limited one) gets fewer of them at once rather than
+// the same calls again.
+func (f *Forwarder) release(ok, failed bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.running--
+	switch {
+	case ok:
+		f.mu.window = min(f.mu.window+1, f.opts.MaxInFlight)
+	case failed:
+		f.mu.window = max(f.mu.window/2, 1)
+	}
+	f.mu.changed.Broadcast()
+	select {
+	case f.ended <- struct{}{}:
+	default:
+	}
+}
+
+// giveUp leaves the entries of calls never made as they are: their rows
+// count as answered, the entries as interrupted, and those with nothing
+// else pending leave the in-flight set unsettled.
+func (f *Forwarder) giveUp(calls []*call) {
+	var resolved []*entry
+	f.outcomeMu.Lock()
+	for _, c := range calls {
+		for _, r := range c.refs {
+			r.e.interrupted = true
+			if r.e.pending--; r.e.pending == 0 {
+				resolved = append(resolved, r.e)
+			}
+		}
+	}
+	f.outcomeMu.Unlock()
+	f.forget(resolved)
+}
+
+// forget removes entries from the in-flight set. It holds the queue's pass
+// lock, so that no load is scanning meanwhile: a load's iterator is a
+// snapshot taken when it began, which may still hold an entry settled
+// since; the entry is skipped while in flight, and must stay so until
+// that load is over (else it would be loaded, sent and settled again, and
+// the depth counted down twice).
+func (f *Forwarder) forget(entries []*entry) {
+	if len(entries) == 0 {
+		return
+	}
+	f.q.passMu.Lock()
+	defer f.q.passMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range entries {
+		delete(f.mu.inflight, string(e.key))
+	}
+}
+
+// call makes one call and settles, in one synced batch, the entries whose
+// rows all have an outcome once it ended: deleted, their failed rows
+// requeued. An entry cut short (interrupted) leaves the in-flight set as
+// it is. A settle that fails leaves its entries queued: they are loaded
+// and sent again (a repeat is harmless).
+func (f *Forwarder) call(ctx context.Context, c *call) {
+	resolved, ok := f.send(ctx, c)
+	var done []*entry
+	for _, e := range resolved {
+		if !e.interrupted {
 			done = append(done, e)
-		} else {
-			next = min(next, e.due)
 		}
 	}
 	now := f.q.now().UnixNano()
 	retryDue := func(attempts uint64) int64 { return now + int64(f.backoff(attempts)) }
-	// Settling is a local write that records what the Sender already
-	// accepted; it is done even when ctx ended during the calls.
-	st.requeued, err = f.q.settle(context.WithoutCancel(ctx), done, retryDue)
+	// Settling records what the Sender already accepted: done even when
+	// ctx ended during the call.
+	requeued, err := f.q.settle(context.WithoutCancel(ctx), done, retryDue)
 	if err != nil {
-		return st, err
+		f.logThrottled(&f.passErr, slog.LevelError, "smear: settling forwarded entries failed; they are sent again", "err", err)
+	} else {
+		f.requeued.Add(int64(requeued))
+		f.q.metrics.retried.Add(float64(requeued))
+		f.reportFailures(done)
 	}
-	f.q.endPass(next)
-	f.q.metrics.retried.Add(float64(st.requeued))
-	f.reportFailures(done)
-	return st, nil
+	f.forget(resolved)
+	f.release(ok, !ok && ctx.Err() == nil)
 }
 
 // tableGroup is the loaded entries of one table, in due order.
@@ -313,96 +550,143 @@ func groupByTable(entries []*entry) []tableGroup {
 	return groups
 }
 
-// span is a run of one entry's rows inside a call.
-type span struct {
-	e        *entry
-	from, to int
+// rowRef names one row of a loaded entry.
+type rowRef struct {
+	e *entry
+	i int
 }
 
-// call is one Sender call being assembled.
+// call is one Sender call: rows of one table (and, with a Partitioner,
+// of one partition), and the entry row each comes from.
 type call struct {
+	table string
 	rows  []model.Row
+	refs  []rowRef
 	bytes int64
-	spans []span
 }
 
-// forwardTable sends the rows of g's entries in calls within the limits,
-// splitting an entry across calls when it does not fit, and returns the
-// rows accepted. It stops early when ctx ends.
-func (f *Forwarder) forwardTable(ctx context.Context, g tableGroup) int {
-	accepted := 0
-	var c call
-	flush := func() {
-		if len(c.rows) > 0 {
-			accepted += f.send(ctx, g.table, &c)
-		}
-		c = call{rows: c.rows[:0], spans: c.spans[:0]}
-	}
+// plan cuts the rows of g's entries into calls: grouped by destination
+// partition when the Sender is a Partitioner (routed once for the whole
+// group), each group in due order cut into calls within MaxRowsPerCall
+// and MaxBytesPerCall. A Sender that is no Partitioner, or whose Route
+// fails, gets calls of the table's rows in due order.
+func (f *Forwarder) plan(ctx context.Context, g tableGroup) []*call {
+	var n int
 	for _, e := range g.entries {
-		perRow := max(e.size/int64(len(e.rows)), 1)
-		for off := 0; off < len(e.rows); {
-			if ctx.Err() != nil {
-				return accepted
-			}
-			room := min(f.opts.MaxRowsPerCall-len(c.rows), int((f.opts.MaxBytesPerCall-c.bytes)/perRow))
-			if room <= 0 && len(c.rows) > 0 {
-				flush()
-				continue
-			}
-			n := min(max(room, 1), len(e.rows)-off)
-			c.rows = append(c.rows, e.rows[off:off+n]...)
-			c.bytes += int64(n) * perRow
-			c.spans = append(c.spans, span{e: e, from: off, to: off + n})
-			off += n
+		n += len(e.rows)
+	}
+	rows := make([]model.Row, 0, n)
+	refs := make([]rowRef, 0, n)
+	for _, e := range g.entries {
+		for i := range e.rows {
+			rows = append(rows, e.rows[i])
+			refs = append(refs, rowRef{e: e, i: i})
 		}
 	}
-	flush()
-	return accepted
+	parts := f.route(ctx, g.table, rows)
+	// Bucket the rows by partition, keeping due order within each.
+	var groups [][]int // row indexes, per partition in order of first appearance
+	idx := make(map[int]int)
+	for i, p := range parts {
+		gi, ok := idx[p]
+		if !ok {
+			gi = len(groups)
+			idx[p] = gi
+			groups = append(groups, nil)
+		}
+		groups[gi] = append(groups[gi], i)
+	}
+	var calls []*call
+	for _, members := range groups {
+		c := &call{table: g.table}
+		for _, i := range members {
+			ref := refs[i]
+			perRow := max(ref.e.size/int64(len(ref.e.rows)), 1)
+			if len(c.rows) > 0 && (len(c.rows) >= f.opts.MaxRowsPerCall || c.bytes+perRow > f.opts.MaxBytesPerCall) {
+				calls = append(calls, c)
+				c = &call{table: g.table}
+			}
+			c.rows = append(c.rows, rows[i])
+			c.refs = append(c.refs, ref)
+			c.bytes += perRow
+		}
+		if len(c.rows) > 0 {
+			calls = append(calls, c)
+		}
+	}
+	return calls
 }
 
-// send makes one Sender call and records each row's outcome in its entry.
-// The call's rows slice is reused afterwards, so it is copied for the
-// Sender (which may keep it).
-func (f *Forwarder) send(ctx context.Context, table string, c *call) int {
-	rows := append([]model.Row(nil), c.rows...)
-	rowErrs, err := f.sender.Forward(ctx, table, rows)
-	if err == nil && rowErrs != nil && len(rowErrs) != len(rows) {
-		err = fmt.Errorf("smear: sender returned %d row errors for %d rows", len(rowErrs), len(rows))
+// route returns the partition ordinal of every row (all 0 without a
+// Partitioner or when routing fails: the calls then go by table, and the
+// Sender routes them).
+func (f *Forwarder) route(ctx context.Context, table string, rows []model.Row) []int {
+	p, ok := f.sender.(Partitioner)
+	if ok {
+		parts, err := p.Route(ctx, table, rows)
+		if err == nil && len(parts) == len(rows) {
+			return parts
+		}
+		if err == nil {
+			err = fmt.Errorf("smear: Route returned %d partitions for %d rows", len(parts), len(rows))
+		}
+		f.logThrottled(&f.passErr, slog.LevelWarn, "smear: routing due rows failed; forwarding them by table", "table", table, "err", err)
+	}
+	return make([]int, len(rows))
+}
+
+// send makes one Sender call and records each row's outcome in its entry
+// (under f.outcomeMu: calls run concurrently and may share entries). It
+// returns the entries that have no row pending any more and whether the
+// call succeeded as a whole.
+func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
+	f.q.metrics.inFlight.Inc()
+	rowErrs, err := f.sender.Forward(ctx, c.table, c.rows)
+	f.q.metrics.inFlight.Dec()
+	if err == nil && rowErrs != nil && len(rowErrs) != len(c.rows) {
+		err = fmt.Errorf("smear: sender returned %d row errors for %d rows", len(rowErrs), len(c.rows))
 	}
 	if err != nil {
 		f.q.metrics.callFailures.Inc()
 	}
+	f.outcomeMu.Lock()
+	defer f.outcomeMu.Unlock()
+	var resolved []*entry
 	if ctx.Err() != nil && (err != nil || anyError(rowErrs)) {
 		// Cut short by shutdown: leave the entries for the next run
 		// rather than count a failure against them.
-		for _, s := range c.spans {
-			s.e.interrupted = true
+		for _, r := range c.refs {
+			r.e.interrupted = true
+			if r.e.pending--; r.e.pending == 0 {
+				resolved = append(resolved, r.e)
+			}
 		}
-		return 0
+		return resolved, false
 	}
 	now := f.q.now().UnixNano()
-	accepted, i := 0, 0
-	for _, s := range c.spans {
-		e := s.e
-		for j := s.from; j < s.to; j, i = j+1, i+1 {
-			rerr := err
-			if rerr == nil && rowErrs != nil {
-				rerr = rowErrs[i]
-			}
-			if rerr != nil {
-				e.failed = append(e.failed, e.rows[j])
-				if e.firstErr == nil {
-					e.firstErr = rerr
-				}
-				continue
-			}
-			accepted++
-			f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
+	accepted := 0
+	for k, r := range c.refs {
+		e := r.e
+		if e.pending--; e.pending == 0 {
+			resolved = append(resolved, e)
 		}
-		e.pending -= s.to - s.from
+		rerr := err
+		if rerr == nil && rowErrs != nil {
+			rerr = rowErrs[k]
+		}
+		if rerr != nil {
+			e.failed = append(e.failed, e.rows[r.i])
+			if e.firstErr == nil {
+				e.firstErr = rerr
+			}
+			continue
+		}
+		accepted++
+		f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
 	}
 	f.q.metrics.forwarded.Add(float64(accepted))
-	return accepted
+	f.accepted.Add(int64(accepted))
+	return resolved, err == nil
 }
 
 func anyError(errs []error) bool {

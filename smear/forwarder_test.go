@@ -390,7 +390,8 @@ func TestEnqueueWhileForwarding(t *testing.T) {
 		}
 		return nil
 	}
-	stop := runForwarder(t, NewForwarder(q, sender, fastForwarder()))
+	f := NewForwarder(q, sender, fastForwarder())
+	stop := runForwarder(t, f)
 	const goroutines, perG = 8, 25
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -412,7 +413,27 @@ func TestEnqueueWhileForwarding(t *testing.T) {
 	}
 	wg.Wait()
 	eventually(t, "every row delivered", func() bool { return sender.accepted() == goroutines*perG*2 })
-	eventually(t, "an empty queue", func() bool { r, b := q.Depth(); return r == 0 && b == 0 })
+	deadline := time.Now().Add(10 * time.Second)
+	for r, b := q.Depth(); r != 0 || b != 0; r, b = q.Depth() {
+		if time.Now().After(deadline) {
+			f.mu.Lock()
+			var fl []string
+			for k, e := range f.mu.inflight {
+				fl = append(fl, fmt.Sprintf("%x due %d pending %d int %v", k, e.due, e.pending, e.interrupted))
+			}
+			run, win := f.mu.running, f.mu.window
+			f.mu.Unlock()
+			q.mu.Lock()
+			hint := q.mu.scanFrom
+			q.mu.Unlock()
+			var st []string
+			for _, e := range storedEntries(t, q) {
+				st = append(st, fmt.Sprintf("%x due %d att %d rows %d", e.key, e.due, e.h.attempts, len(e.rows)))
+			}
+			t.Fatalf("depth %d/%d; hint %d; running %d window %d; inflight %v; stored %v", r, b, hint, run, win, fl, st)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,16 @@ type Metrics struct {
 	retried      prometheus.Counter   // rows rewritten for a later retry
 	callFailures prometheus.Counter   // Sender calls that failed as a whole
 	quarantined  prometheus.Counter   // entries moved aside because they do not decode
+
+	// Forwarding and admission control (admission.go).
+	inFlight          prometheus.Gauge   // Sender calls in flight
+	acceptRate        prometheus.Gauge   // EWMA of rows enqueued per second
+	forwardRate       prometheus.Gauge   // EWMA of rows forwarded per second
+	capacity          prometheus.Gauge   // estimated forward capacity, rows/s
+	overdueRows       prometheus.Gauge   // rows due more than OverdueAfter ago, still queued
+	admissionClosed   prometheus.Gauge   // 1 while new smeared inserts are refused
+	admissionClosings prometheus.Counter // times admission closed
+	behindRejects     prometheus.Counter // Enqueue calls refused with ErrBehind or ErrDueFull
 }
 
 // NewMetrics builds the collectors and registers them on reg; a nil reg
@@ -59,10 +69,44 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsdb_smear_quarantined_entries_total",
 			Help: "Queue entries that did not decode and were moved aside (kept on disk, not forwarded).",
 		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_forward_calls_in_flight",
+			Help: "Forward calls (pipelined inserts of one partition's due rows) in flight.",
+		}),
+		acceptRate: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_accept_rows_per_second",
+			Help: "Rows written to the smear queue per second (moving average over 1 s ticks).",
+		}),
+		forwardRate: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_forward_rows_per_second",
+			Help: "Rows forwarded out of the smear queue per second (moving average over 1 s ticks).",
+		}),
+		capacity: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_forward_capacity_rows_per_second",
+			Help: "Estimated rows/s the forwarder can forward (its rate while saturated, else the highest seen); admission lets at most this much (with some headroom) fall due per second.",
+		}),
+		overdueRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_overdue_rows",
+			Help: "Queued rows due more than the overdue allowance (2 s) ago: the forwarder's backlog.",
+		}),
+		admissionClosed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_admission_closed",
+			Help: "1 while this server refuses new smeared inserts (503 queue_full) because forwarding is behind.",
+		}),
+		admissionClosings: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_admission_closings_total",
+			Help: "Times admission control closed because forwarding fell behind.",
+		}),
+		behindRejects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tsdb_smear_behind_rejections_total",
+			Help: "Inserts refused (503 queue_full) while admission control was closed.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay,
-			m.forwarded, m.retried, m.callFailures, m.quarantined)
+			m.forwarded, m.retried, m.callFailures, m.quarantined,
+			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.admissionClosed,
+			m.admissionClosings, m.behindRejects)
 	}
 	return m
 }

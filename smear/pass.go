@@ -11,9 +11,10 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// The queue's side of a forwarding pass: load the due entries, then settle
-// them (delete, or requeue the rows that failed) in one synced batch. The
-// caller holds q.passMu for the whole pass and is inside q.gate.
+// The queue's side of forwarding: load the due entries (skipping those a
+// forwarder has in flight), then settle them (delete, or requeue the rows
+// that failed) in synced batches. The caller holds q.passMu while it loads
+// and is inside q.gate.
 
 // entry is a due entry loaded by a pass, with the pass's outcome for it.
 type entry struct {
@@ -23,10 +24,10 @@ type entry struct {
 	h    header
 	rows []model.Row
 
-	// pending counts rows not yet given to the Sender in this pass.
+	// pending counts rows whose call has not answered yet.
 	pending int
 	// interrupted is set when a call with rows of this entry was cut
-	// short by the pass's context: the entry is left as it is.
+	// short by its context, or never made: the entry is left as it is.
 	interrupted bool
 	// failed are the rows the Sender did not accept; firstErr says why.
 	failed   []model.Row
@@ -41,8 +42,9 @@ func (e *entry) settleable() bool { return e.pending == 0 && !e.interrupted }
 // entry); truncated reports that it stopped there with due entries left.
 // next is the lowest due time an entry left in the queue can have once the
 // loaded entries are settled; the caller passes it to endPass. Entries
-// that do not decode are quarantined and not returned.
-func (q *Queue) load(upTo, maxRows, maxBytes int64) (entries []*entry, next int64, truncated bool, err error) {
+// that do not decode are quarantined and not returned. Entries whose key
+// skip reports (in flight) are passed over: not decoded, not counted.
+func (q *Queue) load(upTo, maxRows, maxBytes int64, skip func(key []byte) bool) (entries []*entry, next int64, truncated bool, err error) {
 	q.mu.Lock()
 	from := q.mu.scanFrom
 	q.mu.lowestPut = math.MaxInt64
@@ -70,6 +72,9 @@ func (q *Queue) load(upTo, maxRows, maxBytes int64) (entries []*entry, next int6
 			}
 			truncated = true
 			break
+		}
+		if skip != nil && skip(it.Key()) {
+			continue
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
@@ -124,12 +129,17 @@ func (q *Queue) quarantineLoaded(bad []kv) error {
 	if err := q.quarantine(bad); err != nil {
 		return err
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	for _, e := range bad {
 		var rows int64
 		if h, _, err := parseHeader(e.value); err == nil {
 			rows = int64(h.rows)
 		}
-		q.adjust(-rows, -int64(len(e.key)+len(e.value)))
+		if due, _, err := parseKey(e.key); err == nil {
+			q.mu.adm.remove(due, rows)
+		}
+		q.adjustLocked(-rows, -int64(len(e.key)+len(e.value)))
 	}
 	return nil
 }
@@ -165,6 +175,8 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 	var scratch []byte
 	var rows, bytes int64 // depth change
 	var written int
+	type dueRows struct{ due, rows int64 }
+	var gone, back []dueRows // admission counts: rows settled, rows requeued
 	lowest := int64(math.MaxInt64)
 	for _, e := range done {
 		if err := b.Delete(e.key, nil); err != nil {
@@ -173,6 +185,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 		written += len(e.key)
 		rows -= int64(len(e.rows))
 		bytes -= e.size
+		gone = append(gone, dueRows{e.due, int64(len(e.rows))})
 		if len(e.failed) == 0 {
 			continue
 		}
@@ -188,6 +201,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 			return 0, fmt.Errorf("smear: settle: %w", err)
 		}
 		written += len(scratch)
+		back = append(back, dueRows{due, int64(len(e.failed))})
 		rows += int64(len(e.failed))
 		bytes += int64(len(scratch))
 		requeued += len(e.failed)
@@ -198,7 +212,17 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 	if err := b.Commit(pebble.Sync); err != nil {
 		return 0, fmt.Errorf("smear: settle: %w", err)
 	}
-	q.adjust(rows, bytes)
+	q.mu.Lock()
+	for _, g := range gone {
+		q.mu.adm.remove(g.due, g.rows)
+	}
+	for _, g := range back {
+		q.mu.adm.add(g.due, g.rows)
+	}
+	q.mu.adm.forwarded -= rows // rows that left the queue: loaded minus requeued
+	q.adjustLocked(rows, bytes)
+	q.tickLocked()
+	q.mu.Unlock()
 	if lowest < math.MaxInt64 {
 		q.notePut(lowest)
 	}

@@ -61,6 +61,25 @@ type Options struct {
 	// write and is returned wrapped. The node plugs its server-wide write
 	// limiter in here.
 	BeforeWrite func(ctx context.Context, bytes int) error
+	// NoAdmission turns admission control off: Enqueue never fails with
+	// ErrBehind (see doc.go, "Admission").
+	NoAdmission bool
+	// AdmitTick is the period of admission control's rate measurements;
+	// 0 means DefaultAdmitTick (1 s).
+	AdmitTick time.Duration
+	// RateWindow is the time constant of the rates' moving averages; 0
+	// means DefaultRateWindow (2 s).
+	RateWindow time.Duration
+	// OverdueAfter is how long after its due time a queued row counts as
+	// overdue; 0 means DefaultOverdueAfter (2 s).
+	OverdueAfter time.Duration
+	// InitialForwardRate is the forward capacity admission assumes until
+	// it has measured one, rows/s; 0 means DefaultInitialForwardRate.
+	InitialForwardRate float64
+	// BehindFor is how long rows must stay overdue while the queue
+	// accepts rows faster than it forwards them before admission closes;
+	// 0 means DefaultBehindFor (3 s).
+	BehindFor time.Duration
 	// Now is the clock (enqueue times, due checks); nil is time.Now.
 	Now func() time.Time
 	// Logger receives the queue's and pebble's lines; nil discards them.
@@ -97,6 +116,13 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	o.AdmitTick = orDefault(o.AdmitTick, DefaultAdmitTick)
+	o.RateWindow = orDefault(o.RateWindow, DefaultRateWindow)
+	o.OverdueAfter = orDefault(o.OverdueAfter, DefaultOverdueAfter)
+	o.BehindFor = orDefault(o.BehindFor, DefaultBehindFor)
+	if o.InitialForwardRate <= 0 {
+		o.InitialForwardRate = DefaultInitialForwardRate
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -174,6 +200,8 @@ type Queue struct {
 		// its new scanFrom to it, so entries written while it scanned
 		// are never skipped.
 		lowestPut int64
+		// adm is the admission control's state (admission.go).
+		adm admission
 	}
 }
 
@@ -206,6 +234,7 @@ func Open(dir string, opts Options) (*Queue, error) {
 		wake:    make(chan struct{}, 1),
 	}
 	q.mu.scanFrom, q.mu.lowestPut = math.MaxInt64, math.MaxInt64
+	q.mu.adm = newAdmission(&q.opts)
 	if err := q.replay(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -239,6 +268,7 @@ func (q *Queue) replay() error {
 		maxSeq = max(maxSeq, seq)
 		q.mu.scanFrom = min(q.mu.scanFrom, due)
 		q.adjust(int64(h.rows), int64(len(it.Key())+len(v)))
+		q.mu.adm.add(due, int64(h.rows))
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return fmt.Errorf("smear: replay: %w", err)
@@ -301,9 +331,15 @@ func (q *Queue) Depth() (rows, bytes int64) {
 	return q.mu.rows, q.mu.bytes
 }
 
-// RetryAfter is the wait to suggest to a client refused with ErrFull
-// (Options.RetryAfter).
-func (q *Queue) RetryAfter() time.Duration { return q.opts.RetryAfter }
+// RetryAfter is the wait to suggest to a client refused with ErrFull or
+// ErrBehind: Options.RetryAfter, or while admission is closed the time
+// the forwarder needs for the overdue rows at its current rate (at most
+// 10 s), if longer.
+func (q *Queue) RetryAfter() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.adm.retryAfter(q.opts.RetryAfter)
+}
 
 func (q *Queue) now() time.Time { return q.opts.Now() }
 
@@ -314,7 +350,9 @@ func (q *Queue) now() time.Time { return q.opts.Now() }
 // Concurrent Enqueues share fsyncs (pebble's group commit, see doc.go).
 //
 // It fails with an error wrapping ErrFull when the queue is too full to
-// admit the rows, ErrTooLarge when the rows alone exceed the bounds,
+// admit the rows, ErrBehind while admission control refuses smeared
+// inserts (the forwarder is behind), ErrTooLarge when the rows alone
+// exceed the bounds,
 // ErrClosed after Close, ctx's error when ctx is done before the write,
 // or BeforeWrite's error; in every failure case nothing was written. An
 // empty rows is a no-op.
@@ -342,11 +380,11 @@ func (q *Queue) Enqueue(ctx context.Context, table string, rows []model.Row, due
 	buf = q.opts.Codec.AppendRows(buf, rows)
 	*bp = buf
 	n, size := int64(len(rows)), int64(len(buf))
-	if err := q.reserve(n, size); err != nil {
+	if err := q.reserve(n, size, dueNs); err != nil {
 		return err
 	}
 	if err := q.put(ctx, buf[:keyLen], buf[keyLen:]); err != nil {
-		q.adjust(-n, -size)
+		q.unreserve(n, size, dueNs)
 		return err
 	}
 	q.notePut(dueNs)
@@ -397,8 +435,11 @@ func (q *Queue) putBuf(bp *[]byte) {
 	}
 }
 
-// reserve admits n rows of size bytes into the depth, or refuses them.
-func (q *Queue) reserve(n, size int64) error {
+// reserve admits n rows of size bytes, due at due, into the depth and the
+// admission counts, or refuses them. The rows are counted before their
+// entry is committed, so that a pass that forwards the entry at once finds
+// them counted.
+func (q *Queue) reserve(n, size, due int64) error {
 	if n > q.opts.MaxRows || size > q.opts.MaxBytes {
 		q.metrics.fullRejects.Inc()
 		return fmt.Errorf("%w: %d rows, %d bytes; the queue holds at most %d rows, %d bytes",
@@ -406,13 +447,35 @@ func (q *Queue) reserve(n, size int64) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.tickLocked()
+	if a := &q.mu.adm; a.closed {
+		q.metrics.behindRejects.Inc()
+		return fmt.Errorf("%w: %d rows overdue by more than %s; accepting %.0f rows/s, forwarding %.0f rows/s",
+			ErrBehind, a.overdue, time.Duration(a.overdueAfter), a.acceptRate, a.forwardRate)
+	}
+	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
+		q.metrics.behindRejects.Inc()
+		return fmt.Errorf("%w: %d rows already due in the second of %s (forward capacity %.0f rows/s)",
+			ErrDueFull, a.future[a.bucket(due)], time.Unix(0, due).UTC().Format(time.RFC3339), a.capacity)
+	}
 	if q.mu.rows+n > q.opts.MaxRows || q.mu.bytes+size > q.opts.MaxBytes {
 		q.metrics.fullRejects.Inc()
 		return fmt.Errorf("%w: %d rows, %d bytes queued (limits %d rows, %d bytes)",
 			ErrFull, q.mu.rows, q.mu.bytes, q.opts.MaxRows, q.opts.MaxBytes)
 	}
 	q.adjustLocked(n, size)
+	q.mu.adm.add(due, n)
+	q.mu.adm.accepted += n
 	return nil
+}
+
+// unreserve undoes reserve after a failed write.
+func (q *Queue) unreserve(n, size, due int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.adjustLocked(-n, -size)
+	q.mu.adm.remove(due, n)
+	q.mu.adm.accepted = max(q.mu.adm.accepted-n, 0)
 }
 
 func (q *Queue) adjust(rows, bytes int64) {
@@ -424,6 +487,9 @@ func (q *Queue) adjust(rows, bytes int64) {
 func (q *Queue) adjustLocked(rows, bytes int64) {
 	q.mu.rows += rows
 	q.mu.bytes += bytes
+	if q.mu.rows == 0 {
+		q.mu.adm.reset()
+	}
 	q.metrics.queueRows.Set(float64(q.mu.rows))
 	q.metrics.queueBytes.Set(float64(q.mu.bytes))
 }

@@ -23,7 +23,7 @@ type serverFlags struct {
 	maxBody, minServers, rebalanceMoves                              int
 	deadAfter, presplitEvery                                         time.Duration
 	ps                                                               presplit.Config
-	presplitOn, rebalanceOn, smearOn, checkIndex                     bool
+	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
 	writeLimit, smearMaxBytes                                        int64
 	logs                                                             logFlags
 	limits                                                           limitFlags
@@ -73,6 +73,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	s.maxBody = tsdbhttp.DefaultMaxBodyBytes
 	f.Var(bytesize.Var(&s.maxBody), "max-body-bytes", "largest request body accepted, as sent and decompressed (413 above)")
 	f.BoolVar(&s.smearOn, "smear", true, "smear inserts aimed at a narrow partition over the table's max delay (tables and the X-TSDB-Smear: off header can opt out)")
+	f.BoolVar(&s.smearAdmission, "smear-admission", true, "refuse new smeared inserts with 503 queue_full and Retry-After while this server's smear forwarder is behind (rows overdue by more than 2 s while the queue takes rows faster than it forwards them, for 3 s), until the overdue rows are forwarded; keeps smeared rows visible within max_delay + 5 s")
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
@@ -174,7 +175,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		AuthToken: token, ClusterSecret: secret, MaxBodyBytes: s.maxBody, Logger: log,
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
-		NoSmear: !s.smearOn, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
+		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}

@@ -1,0 +1,56 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/smear"
+)
+
+// dueQueue refuses the first full draws with smear.ErrDueFull and records
+// the due times it was offered.
+type dueQueue struct {
+	full int
+	dues []time.Time
+}
+
+func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.Time) error {
+	q.dues = append(q.dues, due)
+	if len(q.dues) <= q.full {
+		return smear.ErrDueFull
+	}
+	return nil
+}
+
+func (q *dueQueue) RetryAfter() time.Duration { return time.Second }
+
+// TestEnqueueRedrawsDueTime: a due time whose second is full is drawn
+// again, up to dueDraws times in all, each within [now, now+max delay];
+// past that the refusal is returned.
+func TestEnqueueRedrawsDueTime(t *testing.T) {
+	sc := metadata.SmearConfig{Enabled: true, MaxDelay: model.Duration(time.Minute)}
+	rows := []model.Row{{Time: 1, Series: "m"}}
+	q := &dueQueue{full: dueDraws - 1}
+	fe := &Frontend{queue: q}
+	start := time.Now()
+	if err := fe.enqueue(context.Background(), "t", sc, rows); err != nil {
+		t.Fatalf("enqueue with a free last draw: %v", err)
+	}
+	if len(q.dues) != dueDraws {
+		t.Fatalf("%d draws, want %d", len(q.dues), dueDraws)
+	}
+	for _, d := range q.dues {
+		if d.Before(start) || d.After(time.Now().Add(time.Minute)) {
+			t.Fatalf("due %v outside [now, now+1m]", d)
+		}
+	}
+	q = &dueQueue{full: dueDraws}
+	fe.queue = q
+	if err := fe.enqueue(context.Background(), "t", sc, rows); !errors.Is(err, smear.ErrDueFull) || len(q.dues) != dueDraws {
+		t.Fatalf("every draw full: %v after %d draws, want ErrDueFull after %d", err, len(q.dues), dueDraws)
+	}
+}
