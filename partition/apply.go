@@ -44,9 +44,12 @@ type applyScratch struct {
 	raw    rawRow
 	merged []encField
 	enc    valueEncoder
-	val    []byte
-	seqKey []byte
-	seqVal []byte
+	// vals holds the encoded values of the written rows, back to back;
+	// valEnds[i] is where written row i's ends (its log entry carries it).
+	vals    []byte
+	valEnds []int32
+	seqKey  []byte
+	seqVal  []byte
 	// written are the input rows written, in key order (their sequences
 	// are prev+1, prev+2, ...); oldSeqs the index entries they supersede.
 	written []int32
@@ -69,6 +72,11 @@ func (sc *applyScratch) release() {
 	if cap(sc.keys) > maxPooledKeys {
 		sc.keys = nil
 	}
+	if cap(sc.vals) > maxPooledKeys {
+		sc.vals = nil
+	}
+	sc.vals = sc.vals[:0]
+	sc.valEnds = sc.valEnds[:0]
 	sc.entries = sc.entries[:0]
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
@@ -353,6 +361,8 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
+	sc.vals = sc.vals[:0]
+	sc.valEnds = sc.valEnds[:0]
 	sc.ix.reset()
 	ixState, err := r.indexStateLocked()
 	if err != nil {
@@ -388,8 +398,13 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			}
 		}
 		seq++
-		sc.val = sc.enc.appendValue(sc.val[:0], seq, merged)
-		if err := batch.Set(key, sc.val, nil); err != nil {
+		start := len(sc.vals)
+		sc.vals = sc.enc.appendValue(sc.vals, seq, merged)
+		if len(sc.vals) > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
+		}
+		sc.valEnds = append(sc.valEnds, int32(len(sc.vals)))
+		if err := batch.Set(key, sc.vals[start:], nil); err != nil {
 			return 0, fmt.Errorf("partition: batch set: %w", err)
 		}
 		r.noteIndex(&sc.ix, ixState, row.Series, merged)
@@ -410,20 +425,25 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	return len(sc.written), sc.ix.addToBatch(batch)
 }
 
-// addSeqIndex adds the sequence index changes after all the rows. Each key
+// addSeqIndex adds the sequence index changes after all the rows: each
+// written row's log entry, which carries the row's value as written
+// above, and the deletes of the entries they supersede. Each key
 // range is written in ascending order because pebble's memtable inserter
 // caches its last skiplist position: ascending keys that follow each other
 // insert in about constant time, while alternating between the row and
 // index ranges would search the skiplist from the top for every key.
 func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
+	start := int32(0)
 	for i, ri := range sc.written {
 		row := &rows[ri]
+		val := sc.vals[start:sc.valEnds[i]]
+		start = sc.valEnds[i]
 		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+1+uint64(i))
 		origin := uuid.Nil
 		if sc.whole[i] {
 			origin = sc.origin
 		}
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}

@@ -33,6 +33,12 @@
 //   - The sequence index covers live rows only: the batch that overwrites a
 //     row deletes the index entry of the sequence it supersedes, and the
 //     row value records its own sequence.
+//   - A sequence index entry carries its row's value as the same batch
+//     wrote it under the row key (issue 16), so ReadLog reads the log with
+//     one sequential iterator and no row lookup. A store without the log
+//     format marker (written before) has its entries rewritten by Open
+//     (logupgrade.go); readLog also reads an entry of the legacy form, by
+//     looking its row up.
 //   - A sequence index entry names the placement whose push wrote the
 //     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
 //     wrote it: that placement then holds the value, and the replication

@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -153,18 +154,28 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 	return r.store.db.NewSnapshot(), r.high.Load(), nil
 }
 
+// readLog decodes the log entries above after, at most high, with one
+// sequential iterator over the sequence index: each entry carries its row's
+// value as written. An entry of the legacy form (written before entries
+// carried their rows and not yet upgraded, see upgradeLog) is completed by
+// a lookup of its row.
 func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int) ([]LogEntry, error) {
 	lower := r.ks.appendSeqKey(nil, after+1)
-	seqIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: r.ks.seqHi})
+	upper := r.ks.seqHi
+	if high < math.MaxUint64 {
+		upper = r.ks.appendSeqKey(nil, high+1)
+	}
+	seqIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 	}
 	defer seqIt.Close()
-	rowIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
-	if err != nil {
-		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
-	}
-	defer rowIt.Close()
+	var rowIt *pebble.Iterator // for legacy entries only
+	defer func() {
+		if rowIt != nil {
+			_ = rowIt.Close()
+		}
+	}()
 
 	var (
 		out    []LogEntry
@@ -186,19 +197,30 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 		}
-		t, s, origin, err := seqValueParts(v)
+		e, err := seqValueParts(v)
 		if err != nil {
 			return nil, err
 		}
-		name := series.get(s)
-		key = r.ks.appendRowKey(key[:0], name, t)
-		if err := r.readRow(rowIt, key, &raw); err != nil {
-			return nil, err
+		name := series.get(e.series)
+		if e.rowValue != nil {
+			if err := decodeRaw(e.rowValue, &raw); err != nil {
+				return nil, fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
+			}
+		} else {
+			if rowIt == nil {
+				if rowIt, err = snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+					return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
+				}
+			}
+			key = r.ks.appendRowKey(key[:0], name, e.t)
+			if err := r.readRow(rowIt, key, &raw); err != nil {
+				return nil, err
+			}
 		}
 		if raw.seq != seq {
-			return nil, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
+			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
-		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, false, &slab), Origin: origin})
+		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin})
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
