@@ -185,6 +185,12 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		series = interner{}
 		slab   fieldSlab
 	)
+	// At most one entry per sequence: size the answer once, up to a page.
+	if n := high - after; maxRows > 0 && uint64(maxRows) < n {
+		out = make([]LogEntry, 0, maxRows)
+	} else {
+		out = make([]LogEntry, 0, min(n, 16384))
+	}
 	for ok := seqIt.First(); ok && (maxRows <= 0 || len(out) < maxRows); ok = seqIt.Next() {
 		seq, err := seqFromKey(seqIt.Key())
 		if err != nil {
