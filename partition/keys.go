@@ -20,6 +20,7 @@ const (
 	kindCursor byte = 'c' // replication cursors
 	kindSeq    byte = 'q' // sequence index
 	kindRow    byte = 'r' // rows
+	kindTrunc  byte = 't' // log truncation point
 
 	placementLen = 16
 	prefixLen    = 1 + placementLen // 0x01|placement
@@ -62,6 +63,7 @@ type keyspace struct {
 	rowHi    []byte // prefix|'s'
 	seqLo    []byte // prefix|'q'
 	seqHi    []byte // prefix|'r'
+	trunc    []byte // prefix|'t'
 	registry []byte // 0x02|placement
 	tomb     []byte // 0x03|placement
 }
@@ -78,6 +80,7 @@ func newKeyspace(p uuid.UUID) keyspace {
 		rowHi:    with(kindRow + 1),
 		seqLo:    with(kindSeq),
 		seqHi:    with(kindSeq + 1),
+		trunc:    with(kindTrunc),
 		registry: registryKey(p),
 		tomb:     tombstoneKey(p),
 	}

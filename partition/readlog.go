@@ -160,6 +160,13 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 // carried their rows and not yet upgraded, see upgradeLog) is completed by
 // a lookup of its row.
 func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int) ([]LogEntry, error) {
+	trunc, err := readTrunc(snap, &r.ks)
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	if after < trunc {
+		return nil, fmt.Errorf("replica %s: read from %d, truncated up to %d: %w", r.info.Placement, after, trunc, ErrLogTruncated)
+	}
 	lower := r.ks.appendSeqKey(nil, after+1)
 	upper := r.ks.seqHi
 	if high < math.MaxUint64 {
