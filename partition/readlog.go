@@ -27,7 +27,9 @@ type LogEntry struct {
 // ReadLog returns, in ascending sequence order, the live rows whose
 // sequence is above after and at most the synced watermark, at most
 // maxRows of them (maxRows <= 0: no limit). A row overwritten since after
-// appears once, at its newest sequence.
+// appears once, at its newest sequence. A read from below the log's
+// truncation point (after < LogStart, see TruncateLog) fails with
+// ErrLogTruncated: the entries it needs are gone.
 //
 // ReadLog reads a snapshot taken under the apply lock and, before reading
 // it, waits until everything in the snapshot is synced (normally one group
@@ -104,8 +106,10 @@ func (s *LogSnapshot) Seq() uint64 { return s.high }
 // taken whose sequence is above after (all at or below Seq), in ascending
 // sequence order, at most maxRows of them (maxRows <= 0: no limit). It
 // first waits until Seq is synced, so it returns only synced rows (rule
-// 1). It fails with ErrSnapshotClosed after Close, ErrDropped once the
-// replica is dropped and ErrClosed after the Store's Close.
+// 1). It fails with ErrLogTruncated for after below the truncation point
+// the snapshot holds (ReadRows then gives its rows), ErrSnapshotClosed
+// after Close, ErrDropped once the replica is dropped and ErrClosed after
+// the Store's Close.
 func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 	r := s.r
 	if err := r.enter(); err != nil {
