@@ -478,18 +478,29 @@ type rowLookup struct {
 	positioned, valid bool
 }
 
+// lookupNexts is how many keys find steps over before it seeks: pushes of
+// the same rows from several replicas interleave, so the key asked for is
+// often right after the one the iterator stands on.
+const lookupNexts = 4
+
 // find reports whether key is stored; if so the iterator stands on it.
 // Keys must be asked for in ascending order.
 func (l *rowLookup) find(key []byte) (bool, error) {
 	if l.positioned {
-		if !l.valid {
-			return false, nil
-		}
-		switch c := bytes.Compare(l.it.Key(), key); {
-		case c > 0:
-			return false, nil
-		case c == 0:
-			return true, nil
+		for i := 0; ; i++ {
+			if !l.valid {
+				return false, l.it.Error()
+			}
+			switch c := bytes.Compare(l.it.Key(), key); {
+			case c > 0:
+				return false, nil
+			case c == 0:
+				return true, nil
+			}
+			if i == lookupNexts {
+				break
+			}
+			l.valid = l.it.Next()
 		}
 	}
 	l.positioned = true
