@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -94,14 +95,26 @@ type RowPos struct {
 	Time   int64
 }
 
-// ReadRows returns the rows the snapshot holds (every field's version and
-// tombstones included, as ReadLog returns them) in key order, after the
-// row at after (nil: from the first), at most maxRows of them (maxRows <=
-// 0: no limit): a row snapshot of the replica at Seq, read sequentially.
-// Like ReadLog it first waits until Seq is synced (rule 1). A row
-// snapshot pushed to its end gives a target every row live at Seq, which
-// is what the log from 0 up to Seq would give it.
-func (s *LogSnapshot) ReadRows(after *RowPos, maxRows int) ([]model.Row, error) {
+// RowRange is a time range [Begin, End) of ReadRows; nil bounds are open.
+type RowRange struct {
+	Begin, End *int64
+}
+
+// contains reports whether t lies in the range.
+func (rr RowRange) contains(t int64) bool {
+	return (rr.Begin == nil || t >= *rr.Begin) && (rr.End == nil || t < *rr.End)
+}
+
+// ReadRows returns the rows the snapshot holds in the time range rr
+// (every field's version and tombstones included, as ReadLog returns
+// them) in key order, after the row at after (nil: from the first), at
+// most maxRows of them (maxRows <= 0: no limit): a row snapshot of the
+// replica at Seq, read sequentially. Only the storage buckets the range
+// touches are read (a split child's snapshot reads its part of the
+// parent). Like ReadLog it first waits until Seq is synced (rule 1). A
+// row snapshot pushed to its end gives a target every row in the range
+// live at Seq, which is what the log from 0 up to Seq would give it.
+func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model.Row, error) {
 	r := s.r
 	if err := r.enter(); err != nil {
 		return nil, err
@@ -115,13 +128,26 @@ func (s *LogSnapshot) ReadRows(after *RowPos, maxRows int) ([]model.Row, error) 
 	if err := r.synced.wait(s.high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
-	lower := r.ks.rowLo
+	if rr.Begin != nil && rr.End != nil && *rr.Begin >= *rr.End {
+		return nil, nil
+	}
+	lower, upper := r.ks.rowLo, r.ks.rowHi
+	if rr.Begin != nil {
+		lower = r.ks.appendBucketSeriesKey(nil, timeBucket(*rr.Begin), "")
+	}
+	if rr.End != nil && *rr.End != math.MinInt64 {
+		if b := timeBucket(*rr.End - 1); b < maxBucket {
+			upper = r.ks.appendBucketSeriesKey(nil, b+1, "")
+		}
+	}
 	var afterKey []byte
 	if after != nil {
 		afterKey = r.ks.appendRowKey(nil, after.Series, after.Time)
-		lower = afterKey
+		if bytes.Compare(afterKey, lower) > 0 {
+			lower = afterKey
+		}
 	}
-	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: r.ks.rowHi})
+	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}
@@ -140,6 +166,9 @@ func (s *LogSnapshot) ReadRows(after *RowPos, maxRows int) ([]model.Row, error) 
 		_, sb, t, err := rowKeyParts(it.Key())
 		if err != nil {
 			return nil, err
+		}
+		if !rr.contains(t) {
+			continue // an edge bucket's row outside the range
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {

@@ -73,10 +73,10 @@ type TruncatingLog interface {
 // (*partition.LogSnapshot): a row snapshot of the replica at Seq.
 type RowSnapshot interface {
 	LogSnapshot
-	// ReadRows returns the rows held at Seq after the row at after (nil:
-	// from the first) in key order, at most maxRows of them, once Seq is
-	// synced.
-	ReadRows(after *partition.RowPos, maxRows int) ([]model.Row, error)
+	// ReadRows returns the rows held at Seq in the time range rr after
+	// the row at after (nil: from the first) in key order, at most maxRows
+	// of them, once Seq is synced.
+	ReadRows(after *partition.RowPos, rr partition.RowRange, maxRows int) ([]model.Row, error)
 }
 
 // ReplicaLog returns r as a Log.
@@ -287,8 +287,10 @@ type rowSnap struct {
 	// is the target's mark snapshot, owned by the Pusher.
 	own  bool
 	high uint64
-	// after is the last row pushed (nil: none yet); done is set by the
-	// read of the last batch.
+	// rng is the target's range when the snapshot began: only its rows
+	// are read. after is the last row pushed (nil: none yet); done is set
+	// by the read of the last batch.
+	rng   partition.RowRange
 	after *partition.RowPos
 	done  bool
 	rows  int
@@ -639,6 +641,13 @@ func (p *Pusher) broadcastLocked() {
 	p.mu.changed = make(chan struct{})
 }
 
+func sameBound(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
 func cloneBound(b *int64) *int64 {
 	if b == nil {
 		return nil
@@ -880,6 +889,9 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.rs != nil && cursor >= t.rs.high {
 		p.dropRowSnap(t, "passed") // the cursor got there another way
 	}
+	if t.rs != nil && !(sameBound(t.rs.rng.Begin, st.spec.Begin) && sameBound(t.rs.rng.End, st.spec.End)) {
+		p.dropRowSnap(t, "restarted for a new range") // never expected: a placement's range is fixed
+	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
@@ -1071,7 +1083,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 // from the cursor would give: a target below a truncation point has none
 // of the truncated entries), else of the log as it is now.
 func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
-	rs := &rowSnap{start: time.Now()}
+	rs := &rowSnap{start: time.Now(), rng: partition.RowRange{Begin: cloneBound(st.spec.Begin), End: cloneBound(st.spec.End)}}
 	if st.frozen != nil {
 		s, ok := st.frozen.(RowSnapshot)
 		if !ok {
@@ -1104,7 +1116,7 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 // back to the placement it came from, where it ties and changes nothing.
 func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
 	rs := t.rs
-	rows, err := rs.snap.ReadRows(rs.after, batchRows)
+	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
 	if err != nil {
 		return batch{}, fmt.Errorf("read row snapshot at sequence %d: %w", rs.high, err)
 	}
