@@ -186,7 +186,7 @@ func testConverge(t *testing.T, kind fault, rate float64, exact, truncate bool, 
 			Table: "metrics", Placement: n.log.placement(), Self: id, Log: n.log,
 			Sender: netSender{net: net, from: id}, BatchRows: 16,
 			RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, Tick: 100 * time.Millisecond,
-			KeepLog: !truncate, // checkNotSentBack reads every log entry's origin
+			KeepLog: !truncate, TruncateMin: 1, // checkNotSentBack reads every log entry's origin
 		})
 		net.nodes[id] = n
 	}

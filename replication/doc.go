@@ -48,7 +48,8 @@
 //
 // When the Log is a TruncatingLog (a partition replica) and Config.KeepLog
 // is off, Run truncates it about once per Tick up to the lowest cursor of
-// the view's targets (and of every split target's tail stream), never
+// the view's targets (and of every split target's tail stream), once that
+// is at least Config.TruncateMin sequences past the current point, never
 // under p.mu. A target whose cursor is below the truncation point (a new
 // target, a joiner or split child whose mark was taken after a
 // truncation, a cursor that came back lower after a crash) cannot be

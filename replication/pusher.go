@@ -115,6 +115,8 @@ const (
 	DefaultRetryMax = 5 * time.Second
 	// DefaultTick is Config.Tick when unset.
 	DefaultTick = time.Second
+	// DefaultTruncateMin is Config.TruncateMin when unset.
+	DefaultTruncateMin = 4096
 )
 
 // Config configures a Pusher.
@@ -159,6 +161,11 @@ type Config struct {
 	// a TruncatingLog deletes, about once per Tick, the log entries every
 	// target of its view (and every split target's tail stream) confirmed.
 	KeepLog bool
+	// TruncateMin is the fewest log entries a truncation deletes (counted
+	// as sequences): fewer wait, so a busy replica writes one range
+	// deletion per few thousand rows, not one per Tick. 0 means
+	// DefaultTruncateMin.
+	TruncateMin int
 	// OnStale is called, on the target's goroutine, when a target answers
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
@@ -187,6 +194,9 @@ func (c *Config) ensureDefaults() {
 	c.RetryMax = max(c.RetryMax, c.RetryMin)
 	if c.Tick <= 0 {
 		c.Tick = DefaultTick
+	}
+	if c.TruncateMin <= 0 {
+		c.TruncateMin = DefaultTruncateMin
 	}
 }
 
@@ -1157,7 +1167,8 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 
 // truncateLog deletes the log entries every target of the view confirmed
 // (each split target's tail stream included) when the Log is a
-// TruncatingLog and Config.KeepLog is off. A target added meanwhile, or
+// TruncatingLog, Config.KeepLog is off and that deletes at least
+// Config.TruncateMin sequences. A target added meanwhile, or
 // whose cursor comes back lower after a crash (cursor writes are not
 // synced), finds its cursor below the truncation point and gets a row
 // snapshot; marks pin the pebble state they read, so a truncation never
@@ -1180,7 +1191,7 @@ func (p *Pusher) truncateLog() {
 		}
 	}
 	p.mu.Unlock()
-	if low <= tl.LogStart() {
+	if start := tl.LogStart(); low <= start || low-start < uint64(p.cfg.TruncateMin) {
 		return
 	}
 	// Not under p.mu: TruncateLog takes the replica's apply lock, under

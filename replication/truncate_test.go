@@ -218,7 +218,8 @@ func TestSplitAfterTruncationGetsRowSnapshot(t *testing.T) {
 }
 
 // TestPusherTruncatesConfirmedLog: the Pusher truncates the log up to the
-// lowest cursor of its targets, and no further; with KeepLog it does not.
+// lowest cursor of its targets, and no further; with KeepLog, or fewer
+// entries to delete than TruncateMin, it does not.
 func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	pid := uuid.New()
 	src := newReplica(t, pid)
@@ -234,7 +235,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 		return nil
 	}
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
-		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond})
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1})
 	p.SetView(1, view(replicaTarget("s2", a.placement(), pid), replicaTarget("s3", b.placement(), pid)))
 	runPusher(t, p)
 	high := src.SyncedSeq()
@@ -257,13 +258,27 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	fillForSnapshot(t, keep, 20)
 	c := newReplica(t, pid)
 	rec2 := &recorder{apply: map[uuid.UUID]Applier{c.placement(): c}}
-	p2 := NewPusher(Config{Table: "metrics", Placement: keep.placement(), Self: "s1", Log: keep, Sender: rec2, Tick: 5 * time.Millisecond, KeepLog: true})
+	p2 := NewPusher(Config{Table: "metrics", Placement: keep.placement(), Self: "s1", Log: keep, Sender: rec2, Tick: 5 * time.Millisecond, KeepLog: true, TruncateMin: 1})
 	p2.SetView(1, view(replicaTarget("s2", c.placement(), pid)))
 	runPusher(t, p2)
 	waitUntil(t, p2, "c confirmed", p2.Drained)
 	time.Sleep(50 * time.Millisecond)
 	if s := keep.LogStart(); s != 0 {
 		t.Fatalf("KeepLog: log truncated to %d", s)
+	}
+
+	// Fewer confirmed entries than TruncateMin: not truncated yet.
+	few := newReplica(t, pid)
+	fillForSnapshot(t, few, 20)
+	d := newReplica(t, pid)
+	rec3 := &recorder{apply: map[uuid.UUID]Applier{d.placement(): d}}
+	p3 := NewPusher(Config{Table: "metrics", Placement: few.placement(), Self: "s1", Log: few, Sender: rec3, Tick: 5 * time.Millisecond, TruncateMin: 1000})
+	p3.SetView(1, view(replicaTarget("s2", d.placement(), pid)))
+	runPusher(t, p3)
+	waitUntil(t, p3, "d confirmed", p3.Drained)
+	time.Sleep(50 * time.Millisecond)
+	if s := few.LogStart(); s != 0 {
+		t.Fatalf("log of %d entries truncated to %d with TruncateMin 1000", few.HighSeq(), s)
 	}
 }
 
