@@ -44,9 +44,12 @@ type applyScratch struct {
 	raw    rawRow
 	merged []encField
 	enc    valueEncoder
-	val    []byte
-	seqKey []byte
-	seqVal []byte
+	// vals holds the encoded values of the written rows, back to back;
+	// valEnds[i] is where written row i's ends (its log entry carries it).
+	vals    []byte
+	valEnds []int32
+	seqKey  []byte
+	seqVal  []byte
 	// written are the input rows written, in key order (their sequences
 	// are prev+1, prev+2, ...); oldSeqs the index entries they supersede.
 	written []int32
@@ -69,6 +72,11 @@ func (sc *applyScratch) release() {
 	if cap(sc.keys) > maxPooledKeys {
 		sc.keys = nil
 	}
+	if cap(sc.vals) > maxPooledKeys {
+		sc.vals = nil
+	}
+	sc.vals = sc.vals[:0]
+	sc.valEnds = sc.valEnds[:0]
 	sc.entries = sc.entries[:0]
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
@@ -344,15 +352,13 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 // time-ordered ingest) is new without a lookup; the others are looked up
 // with one iterator, created when first needed, whose seeks are monotone.
 func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) (int, error) {
-	var it *pebble.Iterator
-	defer func() {
-		if it != nil {
-			_ = it.Close()
-		}
-	}()
+	var look rowLookup
+	defer look.close()
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
+	sc.vals = sc.vals[:0]
+	sc.valEnds = sc.valEnds[:0]
 	sc.ix.reset()
 	ixState, err := r.indexStateLocked()
 	if err != nil {
@@ -374,12 +380,12 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		if row.Time > r.applyMu.maxTime {
 			merged = sc.newFields(fields)
 		} else {
-			if it == nil {
-				if it, err = r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+			if look.it == nil {
+				if look.it, err = r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 				}
 			}
-			merged, oldSeq, exists, whole, err = sc.mergeStored(it, key, fields)
+			merged, oldSeq, exists, whole, err = sc.mergeStored(&look, key, fields)
 			if err != nil {
 				return 0, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, key, err)
 			}
@@ -388,8 +394,13 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			}
 		}
 		seq++
-		sc.val = sc.enc.appendValue(sc.val[:0], seq, merged)
-		if err := batch.Set(key, sc.val, nil); err != nil {
+		start := len(sc.vals)
+		sc.vals = sc.enc.appendValue(sc.vals, seq, merged)
+		if len(sc.vals) > math.MaxInt32 {
+			return 0, fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
+		}
+		sc.valEnds = append(sc.valEnds, int32(len(sc.vals)))
+		if err := batch.Set(key, sc.vals[start:], nil); err != nil {
 			return 0, fmt.Errorf("partition: batch set: %w", err)
 		}
 		r.noteIndex(&sc.ix, ixState, row.Series, merged)
@@ -399,8 +410,8 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			sc.oldSeqs = append(sc.oldSeqs, oldSeq)
 		}
 	}
-	if it != nil {
-		if err := it.Error(); err != nil {
+	if look.it != nil {
+		if err := look.it.Error(); err != nil {
 			return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 		}
 	}
@@ -410,20 +421,25 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	return len(sc.written), sc.ix.addToBatch(batch)
 }
 
-// addSeqIndex adds the sequence index changes after all the rows. Each key
+// addSeqIndex adds the sequence index changes after all the rows: each
+// written row's log entry, which carries the row's value as written
+// above, and the deletes of the entries they supersede. Each key
 // range is written in ascending order because pebble's memtable inserter
 // caches its last skiplist position: ascending keys that follow each other
 // insert in about constant time, while alternating between the row and
 // index ranges would search the skiplist from the top for every key.
 func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
+	start := int32(0)
 	for i, ri := range sc.written {
 		row := &rows[ri]
+		val := sc.vals[start:sc.valEnds[i]]
+		start = sc.valEnds[i]
 		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+1+uint64(i))
 		origin := uuid.Nil
 		if sc.whole[i] {
 			origin = sc.origin
 		}
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}
@@ -447,21 +463,77 @@ func (sc *applyScratch) newFields(in []model.Field) []encField {
 	return sc.merged
 }
 
-// mergeStored looks key up with it (seeks are monotone, so most are cheap
-// or no-ops) and merges the incoming fields into the stored row. It
-// returns the fields to write, or nil when nothing changed, the stored
-// row's sequence when there is one, and whether the fields to write are
-// the incoming ones alone (every stored field replaced or equal). The
-// result aliases the iterator's value and is valid until the next
-// positioning call.
-func (sc *applyScratch) mergeStored(it *pebble.Iterator, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists, whole bool, err error) {
-	sc.merged = sc.merged[:0]
-	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-		if err := it.Error(); err != nil {
-			return nil, 0, false, false, err
+// rowLookup finds the stored rows of one Apply batch, whose keys it is
+// asked for in ascending order, with one iterator (created by the caller
+// when first needed) over a view that does not change meanwhile (applyMu
+// is held). It seeks only when the key asked for lies beyond where the
+// iterator stands: a key below the iterator's (the smallest stored key at
+// or above the previous key asked for) is not stored. A batch of new rows
+// older than the replica's newest (a split backfill or a joiner's
+// catch-up while newer rows already arrived) so needs no seek per row.
+type rowLookup struct {
+	it *pebble.Iterator
+	// positioned: a seek was made; valid: it found a key (else every key
+	// asked for from now on is absent).
+	positioned, valid bool
+}
+
+// lookupNexts is how many keys find steps over before it seeks: pushes of
+// the same rows from several replicas interleave, so the key asked for is
+// often right after the one the iterator stands on.
+const lookupNexts = 4
+
+// find reports whether key is stored; if so the iterator stands on it.
+// Keys must be asked for in ascending order.
+func (l *rowLookup) find(key []byte) (bool, error) {
+	if l.positioned {
+		for i := 0; ; i++ {
+			if !l.valid {
+				return false, l.it.Error()
+			}
+			switch c := bytes.Compare(l.it.Key(), key); {
+			case c > 0:
+				return false, nil
+			case c == 0:
+				return true, nil
+			}
+			if i == lookupNexts {
+				break
+			}
+			l.valid = l.it.Next()
 		}
+	}
+	l.positioned = true
+	l.valid = l.it.SeekGE(key)
+	if !l.valid {
+		return false, l.it.Error()
+	}
+	return bytes.Equal(l.it.Key(), key), nil
+}
+
+func (l *rowLookup) close() {
+	if l.it != nil {
+		_ = l.it.Close()
+	}
+}
+
+// mergeStored looks key up (keys come in ascending order, so most lookups
+// need no seek or a cheap one) and merges the incoming fields into the
+// stored row. It returns the fields to write, or nil when nothing changed,
+// the stored row's sequence when there is one, and whether the fields to
+// write are the incoming ones alone (every stored field replaced or
+// equal). The result aliases the iterator's value and is valid until the
+// next positioning call.
+func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists, whole bool, err error) {
+	sc.merged = sc.merged[:0]
+	found, err := look.find(key)
+	if err != nil {
+		return nil, 0, false, false, err
+	}
+	if !found {
 		return sc.newFields(in), 0, false, true, nil
 	}
+	it := look.it
 	v, err := it.ValueAndErr()
 	if err != nil {
 		return nil, 0, false, false, err

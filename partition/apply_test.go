@@ -1,10 +1,14 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -447,4 +451,82 @@ func TestApplyTimeOrderedAgainstModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSeqIndex(t, r)
+}
+
+// TestApplyOlderRowsAmongStored: rows older than the replica's newest are
+// looked up in ascending key order with one iterator that seeks only past
+// where it stands (rowLookup); new keys between, before and after stored
+// ones, stored keys overwritten or tied, and keys past the last stored one
+// all merge as the model says.
+func TestApplyOlderRowsAmongStored(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	m := naiveModel{}
+	apply := func(rows ...model.Row) {
+		t.Helper()
+		want := m.apply(rows)
+		if res := mustApply(t, r, rows...); res.Changed != want {
+			t.Fatalf("changed %d rows, want %d", res.Changed, want)
+		}
+	}
+	apply(row("z", 1<<50, fl("a", 1, 1))) // the newest: everything below is looked up
+	for _, tm := range []int64{10, 30, 50} {
+		apply(row("b", tm, fl("a", 1, 1)), row("d", tm, fl("a", 1, 1)))
+	}
+	var batch []model.Row
+	for _, series := range []string{"a", "b", "c", "d", "e"} {
+		for tm := int64(0); tm <= 60; tm += 10 {
+			batch = append(batch, row(series, tm, fl("a", 2, 1+tm%20/10), fl("x", 3, 5))) // ties on a every other time
+		}
+	}
+	apply(batch...)
+	if err := sameRows(scanAll(t, r), m.rows()); err != nil {
+		t.Fatal(err)
+	}
+	checkSeqIndex(t, r)
+}
+
+// TestRowLookupFind: rowLookup answers ascending lookups exactly as a map
+// of the stored keys would, whatever the gaps between stored keys (it
+// steps over a few, seeks past more).
+func TestRowLookupFind(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	stored := map[string]bool{}
+	var rows []model.Row
+	for i := 0; i < 400; i++ {
+		if rng.Intn(3) == 0 {
+			rows = append(rows, row(fmt.Sprintf("s%02d", i%20), int64(i/20), fl("a", 1, 1)))
+			stored[string(r.ks.appendRowKey(nil, rows[len(rows)-1].Series, rows[len(rows)-1].Time))] = true
+		}
+	}
+	mustApply(t, r, rows...)
+	for round := 0; round < 20; round++ {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		look := rowLookup{it: it}
+		var keys [][]byte
+		for i := 0; i < 400; i++ {
+			if rng.Intn(1+round%4) == 0 {
+				keys = append(keys, r.ks.appendRowKey(nil, fmt.Sprintf("s%02d", i%20), int64(i/20)))
+			}
+		}
+		slices.SortFunc(keys, bytes.Compare)
+		for _, k := range keys {
+			found, err := look.find(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found != stored[string(k)] {
+				t.Fatalf("round %d: find(%x) = %v, stored %v", round, k, found, stored[string(k)])
+			}
+			if found && !bytes.Equal(look.it.Key(), k) {
+				t.Fatalf("find(%x) found, iterator on %x", k, look.it.Key())
+			}
+		}
+		look.close()
+	}
 }

@@ -159,6 +159,7 @@ func ceilingBatch(db *pebble.DB, ks *keyspace, rows []model.Row, withSeq bool, f
 		efs  []encField
 		sk   []byte
 		sval []byte
+		ends []int // where each row's value ends in val
 	)
 	batch := db.NewBatch()
 	defer batch.Close()
@@ -170,16 +171,22 @@ func ceilingBatch(db *pebble.DB, ks *keyspace, rows []model.Row, withSeq bool, f
 		for j := range r.Fields {
 			efs = append(efs, encFromModel(&r.Fields[j]))
 		}
-		val = enc.appendValue(val[:0], seq, efs)
-		if err := batch.Set(key, val, nil); err != nil {
+		start := len(val)
+		val = enc.appendValue(val, seq, efs)
+		if err := batch.Set(key, val[start:], nil); err != nil {
 			return err
 		}
+		ends = append(ends, len(val))
 	}
 	// As Apply: the index entries after the rows, each range ascending.
 	for i := 0; withSeq && i < len(rows); i++ {
 		r := &rows[i]
 		sk = ks.appendSeqKey(sk[:0], firstSeq+uint64(i)+1)
-		sval = appendSeqValue(sval[:0], r.Series, r.Time, uuid.Nil)
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		sval = appendSeqValue(sval[:0], r.Series, r.Time, uuid.Nil, val[start:ends[i]])
 		if err := batch.Set(sk, sval, nil); err != nil {
 			return err
 		}
@@ -392,5 +399,56 @@ func BenchmarkApplyNewSeries(b *testing.B) {
 			err = fmt.Errorf("batch changed %d rows", res.Changed)
 		}
 		return err
+	})
+}
+
+// BenchmarkReadLog measures the read of a whole replica's log (100k rows,
+// flushed) in pages of 10,000 entries, as the pusher reads it: from the
+// live replica and from a LogSnapshot (a mark).
+func BenchmarkReadLog(b *testing.B) {
+	r := loadBenchData(b)
+	const total, page = 100_000, 10_000
+	readAll := func(read func(after uint64, maxRows int) ([]LogEntry, error)) error {
+		after, n := uint64(0), 0
+		for {
+			es, err := read(after, page)
+			if err != nil {
+				return err
+			}
+			if len(es) == 0 {
+				break
+			}
+			n += len(es)
+			after = es[len(es)-1].Seq
+		}
+		if n != total {
+			return fmt.Errorf("read %d entries, want %d", n, total)
+		}
+		return nil
+	}
+	b.Run("live", func(b *testing.B) {
+		b.ReportAllocs()
+		start := time.Now()
+		for b.Loop() {
+			if err := readAll(r.ReadLog); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)*total/time.Since(start).Seconds(), "rows/s")
+	})
+	b.Run("snapshot", func(b *testing.B) {
+		ls, err := r.SnapshotLog()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ls.Close()
+		b.ReportAllocs()
+		start := time.Now()
+		for b.Loop() {
+			if err := readAll(ls.ReadLog); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)*total/time.Since(start).Seconds(), "rows/s")
 	})
 }

@@ -33,6 +33,17 @@
 //   - The sequence index covers live rows only: the batch that overwrites a
 //     row deletes the index entry of the sequence it supersedes, and the
 //     row value records its own sequence.
+//   - A sequence index entry carries its row's value as the same batch
+//     wrote it under the row key (issue 16), so ReadLog reads the log with
+//     one sequential iterator and no row lookup. A store without the log
+//     format marker (written before) has its entries rewritten by Open
+//     (logupgrade.go); readLog also reads an entry of the legacy form, by
+//     looking its row up.
+//   - TruncateLog deletes the log entries at or below a point that only
+//     rises, never past SyncedSeq, and records it (prefix|'t') in the same
+//     batch; ReadLog from below it fails with ErrLogTruncated, and the
+//     reader takes a row snapshot (LogSnapshot.ReadRows). At Open the high
+//     sequence is the larger of the last index key and that point.
 //   - A sequence index entry names the placement whose push wrote the
 //     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
 //     wrote it: that placement then holds the value, and the replication
@@ -41,7 +52,8 @@
 //     at any moment the visible changes are exactly 1..HighSeq.
 //   - SyncedSeq <= HighSeq, and every change with sequence <= SyncedSeq is
 //     durable. SyncedSeq advances only over a contiguous prefix of synced
-//     batches. At Open both equal the last key of the sequence index.
+//     batches. At Open both equal the last key of the sequence index (or
+//     the truncation point, when higher).
 //   - Apply returns only after its own changes, and every change before
 //     them, are synced; ReadLog returns only synced changes (DESIGN.md
 //     section 12, rule 1).

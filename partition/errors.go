@@ -47,6 +47,11 @@ var (
 	// replica's synced watermark: no target can hold a change that was not
 	// pushed, and only synced changes are pushed (rule 1).
 	ErrCursorAhead = errors.New("partition: cursor above the synced watermark")
+	// ErrLogTruncated is returned by ReadLog (of a replica or a
+	// LogSnapshot) for a read from below the log's truncation point: the
+	// entries it would need are deleted (TruncateLog); the reader must
+	// read the rows instead (LogSnapshot.ReadRows).
+	ErrLogTruncated = errors.New("partition: log truncated above the sequence read from")
 	// ErrSnapshotClosed is returned by LogSnapshot.ReadLog after Close.
 	ErrSnapshotClosed = errors.New("partition: log snapshot closed")
 	// ErrCorrupt is returned when a stored key or value does not decode.

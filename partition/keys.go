@@ -20,6 +20,7 @@ const (
 	kindCursor byte = 'c' // replication cursors
 	kindSeq    byte = 'q' // sequence index
 	kindRow    byte = 'r' // rows
+	kindTrunc  byte = 't' // log truncation point
 
 	placementLen = 16
 	prefixLen    = 1 + placementLen // 0x01|placement
@@ -62,6 +63,7 @@ type keyspace struct {
 	rowHi    []byte // prefix|'s'
 	seqLo    []byte // prefix|'q'
 	seqHi    []byte // prefix|'r'
+	trunc    []byte // prefix|'t'
 	registry []byte // 0x02|placement
 	tomb     []byte // 0x03|placement
 }
@@ -78,6 +80,7 @@ func newKeyspace(p uuid.UUID) keyspace {
 		rowHi:    with(kindRow + 1),
 		seqLo:    with(kindSeq),
 		seqHi:    with(kindSeq + 1),
+		trunc:    with(kindTrunc),
 		registry: registryKey(p),
 		tomb:     tombstoneKey(p),
 	}
@@ -169,31 +172,102 @@ func seqFromKey(key []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(key[prefixLen+1:]), nil
 }
 
-// appendSeqValue appends the sequence index value of (series, t) and, when
-// origin is not uuid.Nil, the placement the row's value was pushed from:
-// 0x00 | origin(16) (a series never contains 0x00).
-func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID) []byte {
+// seqEntryTag is the byte after u(8) in a log entry (sequence index value)
+// that carries its row: the form before it (legacyLog) has the first byte
+// of the series there, never 0x00.
+const seqEntryTag byte = 0x00
+
+// seqFlagOrigin is the flag bit of a log entry that holds an origin.
+const seqFlagOrigin byte = 0x01
+
+// appendSeqValue appends the log entry (sequence index value) of the row
+// (series, t) whose stored value is rowValue (the 'r' value bytes, its
+// sequence included), with origin, when not uuid.Nil, the placement the
+// row's value was pushed from:
+//
+//	u(8, BE) | 0x00 | flags(1) | len(series):uvarint | series | [origin(16)] | rowValue
+//
+// flags bit 0: origin present; the other bits are 0.
+func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID, rowValue []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
+	flags := byte(0)
+	if origin != uuid.Nil {
+		flags |= seqFlagOrigin
+	}
+	dst = append(dst, seqEntryTag, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(series)))
 	dst = append(dst, series...)
 	if origin != uuid.Nil {
-		dst = append(append(dst, 0), origin[:]...)
+		dst = append(dst, origin[:]...)
 	}
-	return dst
+	return append(dst, rowValue...)
 }
 
-// seqValueParts decodes a sequence index value into time, series bytes
-// (aliasing v) and origin placement (uuid.Nil when the value has none).
-func seqValueParts(v []byte) (t int64, series []byte, origin uuid.UUID, err error) {
+// seqEntry is a decoded log entry. series and rowValue alias the encoded
+// bytes; rowValue is nil in a legacy entry (the row must be read from the
+// row keyspace).
+type seqEntry struct {
+	t        int64
+	series   []byte
+	origin   uuid.UUID
+	rowValue []byte
+}
+
+// seqValueParts decodes a log entry of either form: the current one
+// (appendSeqValue) or the legacy one written before log entries carried
+// their row (before issue 16: u(8, BE) | series [ 0x00 | origin(16) ]).
+func seqValueParts(v []byte) (seqEntry, error) {
+	var e seqEntry
 	if len(v) < timeLen+1 {
-		return 0, nil, uuid.Nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
 	}
-	series = v[timeLen:]
-	if i := bytes.IndexByte(series, 0); i >= 0 {
-		if i == 0 || len(series)-i-1 != placementLen {
-			return 0, nil, uuid.Nil, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	e.t = timeFromOrdered(binary.BigEndian.Uint64(v))
+	if v[timeLen] != seqEntryTag {
+		return legacySeqValueParts(v)
+	}
+	rest := v[timeLen+1:]
+	if len(rest) < 1 || rest[0]&^seqFlagOrigin != 0 {
+		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	}
+	flags := rest[0]
+	rest = rest[1:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n == 0 || n > uint64(len(rest)-w) {
+		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	}
+	rest = rest[w:]
+	e.series, rest = rest[:n], rest[n:]
+	if bytes.IndexByte(e.series, 0) >= 0 {
+		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	}
+	if flags&seqFlagOrigin != 0 {
+		if len(rest) < placementLen {
+			return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
 		}
-		copy(origin[:], series[i+1:])
-		series = series[:i]
+		copy(e.origin[:], rest)
+		rest = rest[placementLen:]
 	}
-	return timeFromOrdered(binary.BigEndian.Uint64(v)), series, origin, nil
+	if len(rest) == 0 {
+		return e, fmt.Errorf("%w: sequence index value %x without its row", ErrCorrupt, v)
+	}
+	e.rowValue = rest
+	return e, nil
+}
+
+// legacySeqValueParts decodes a legacy log entry: its rowValue is nil.
+func legacySeqValueParts(v []byte) (seqEntry, error) {
+	var e seqEntry
+	if len(v) < timeLen+1 {
+		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+	}
+	e.t = timeFromOrdered(binary.BigEndian.Uint64(v))
+	e.series = v[timeLen:]
+	if i := bytes.IndexByte(e.series, 0); i >= 0 {
+		if i == 0 || len(e.series)-i-1 != placementLen {
+			return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
+		}
+		copy(e.origin[:], e.series[i+1:])
+		e.series = e.series[:i]
+	}
+	return e, nil
 }

@@ -129,22 +129,38 @@ func TestSeqKeyAndValue(t *testing.T) {
 		prev = k
 	}
 	origin := uuid.New()
+	rowVal := []byte{5, 0, 0} // any non-empty bytes: seqValueParts does not decode them
 	for _, tm := range []int64{minTime, -5, 0, maxTime} {
 		for _, o := range []uuid.UUID{uuid.Nil, origin} {
-			v := appendSeqValue(nil, "cpu,host=a", tm, o)
-			gt, gs, gotO, err := seqValueParts(v)
-			if err != nil || gt != tm || string(gs) != "cpu,host=a" || gotO != o {
-				t.Fatalf("seq value round trip of %d, %s = %d, %q, %s, %v", tm, o, gt, gs, gotO, err)
+			e, err := seqValueParts(appendSeqValue(nil, "cpu,host=a", tm, o, rowVal))
+			if err != nil || e.t != tm || string(e.series) != "cpu,host=a" || e.origin != o || !bytes.Equal(e.rowValue, rowVal) {
+				t.Fatalf("seq value round trip of %d, %s = %+v, %v", tm, o, e, err)
+			}
+			// The legacy form (no row) still decodes, with a nil rowValue.
+			e, err = seqValueParts(appendLegacySeqValue(nil, "cpu,host=a", tm, o))
+			if err != nil || e.t != tm || string(e.series) != "cpu,host=a" || e.origin != o || e.rowValue != nil {
+				t.Fatalf("legacy seq value round trip of %d, %s = %+v, %v", tm, o, e, err)
 			}
 		}
 	}
+	good := appendSeqValue(nil, "cpu", 1, origin, rowVal)
 	for _, bad := range [][]byte{
 		{1, 2}, // short
-		append(appendSeqValue(nil, "cpu", 1, uuid.Nil), 0, 1),            // truncated origin
-		append(appendSeqValue(nil, "cpu", 1, origin), 7),                 // origin too long
-		append(appendSeqValue(nil, "x", 1, uuid.Nil)[:timeLen], 0, 1, 2), // empty series
+		append(appendLegacySeqValue(nil, "cpu", 1, uuid.Nil), 0, 1),            // truncated origin
+		append(appendLegacySeqValue(nil, "cpu", 1, origin), 7),                 // origin too long
+		append(appendLegacySeqValue(nil, "x", 1, uuid.Nil)[:timeLen], 0, 1, 2), // bad flags
+		appendSeqValue(nil, "cpu", 1, origin, nil),                             // no row
+		appendSeqValue(nil, "cpu", 1, uuid.Nil, nil),                           // no row
+		good[:timeLen+1],      // no flags
+		good[:timeLen+2],      // no series length
+		good[:timeLen+5],      // series cut
+		good[:timeLen+3+3+10], // origin cut
+		append(good[:timeLen:timeLen], 0, 3, 3, 'c', 'p', 'u'),       // unknown flag
+		append(good[:timeLen:timeLen], 0, 0, 0, 1),                   // empty series
+		append(good[:timeLen:timeLen], 0, 0, 2, 'a', 0, 1),           // NUL in series
+		append(good[:timeLen:timeLen], 0, 0, 0xff, 0xff, 0xff, 0xff), // series longer than the value
 	} {
-		if _, _, _, err := seqValueParts(bad); err == nil {
+		if _, err := seqValueParts(bad); err == nil {
 			t.Fatalf("bad sequence value %x decoded", bad)
 		}
 	}

@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -26,7 +27,9 @@ type LogEntry struct {
 // ReadLog returns, in ascending sequence order, the live rows whose
 // sequence is above after and at most the synced watermark, at most
 // maxRows of them (maxRows <= 0: no limit). A row overwritten since after
-// appears once, at its newest sequence.
+// appears once, at its newest sequence. A read from below the log's
+// truncation point (after < LogStart, see TruncateLog) fails with
+// ErrLogTruncated: the entries it needs are gone.
 //
 // ReadLog reads a snapshot taken under the apply lock and, before reading
 // it, waits until everything in the snapshot is synced (normally one group
@@ -103,8 +106,10 @@ func (s *LogSnapshot) Seq() uint64 { return s.high }
 // taken whose sequence is above after (all at or below Seq), in ascending
 // sequence order, at most maxRows of them (maxRows <= 0: no limit). It
 // first waits until Seq is synced, so it returns only synced rows (rule
-// 1). It fails with ErrSnapshotClosed after Close, ErrDropped once the
-// replica is dropped and ErrClosed after the Store's Close.
+// 1). It fails with ErrLogTruncated for after below the truncation point
+// the snapshot holds (ReadRows then gives its rows), ErrSnapshotClosed
+// after Close, ErrDropped once the replica is dropped and ErrClosed after
+// the Store's Close.
 func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 	r := s.r
 	if err := r.enter(); err != nil {
@@ -153,18 +158,35 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 	return r.store.db.NewSnapshot(), r.high.Load(), nil
 }
 
+// readLog decodes the log entries above after, at most high, with one
+// sequential iterator over the sequence index: each entry carries its row's
+// value as written. An entry of the legacy form (written before entries
+// carried their rows and not yet upgraded, see upgradeLog) is completed by
+// a lookup of its row.
 func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int) ([]LogEntry, error) {
+	trunc, err := readTrunc(snap, &r.ks)
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	if after < trunc {
+		return nil, fmt.Errorf("replica %s: read from %d, truncated up to %d: %w", r.info.Placement, after, trunc, ErrLogTruncated)
+	}
 	lower := r.ks.appendSeqKey(nil, after+1)
-	seqIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: r.ks.seqHi})
+	upper := r.ks.seqHi
+	if high < math.MaxUint64 {
+		upper = r.ks.appendSeqKey(nil, high+1)
+	}
+	seqIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 	}
 	defer seqIt.Close()
-	rowIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
-	if err != nil {
-		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
-	}
-	defer rowIt.Close()
+	var rowIt *pebble.Iterator // for legacy entries only
+	defer func() {
+		if rowIt != nil {
+			_ = rowIt.Close()
+		}
+	}()
 
 	var (
 		out    []LogEntry
@@ -174,6 +196,12 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		series = interner{}
 		slab   fieldSlab
 	)
+	// At most one entry per sequence: size the answer once, up to a page.
+	if n := high - after; maxRows > 0 && uint64(maxRows) < n {
+		out = make([]LogEntry, 0, maxRows)
+	} else {
+		out = make([]LogEntry, 0, min(n, 16384))
+	}
 	for ok := seqIt.First(); ok && (maxRows <= 0 || len(out) < maxRows); ok = seqIt.Next() {
 		seq, err := seqFromKey(seqIt.Key())
 		if err != nil {
@@ -186,19 +214,30 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 		}
-		t, s, origin, err := seqValueParts(v)
+		e, err := seqValueParts(v)
 		if err != nil {
 			return nil, err
 		}
-		name := series.get(s)
-		key = r.ks.appendRowKey(key[:0], name, t)
-		if err := r.readRow(rowIt, key, &raw); err != nil {
-			return nil, err
+		name := series.get(e.series)
+		if e.rowValue != nil {
+			if err := decodeRaw(e.rowValue, &raw); err != nil {
+				return nil, fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
+			}
+		} else {
+			if rowIt == nil {
+				if rowIt, err = snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+					return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
+				}
+			}
+			key = r.ks.appendRowKey(key[:0], name, e.t)
+			if err := r.readRow(rowIt, key, &raw); err != nil {
+				return nil, err
+			}
 		}
 		if raw.seq != seq {
-			return nil, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
+			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
-		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, t, &raw, names, nil, false, &slab), Origin: origin})
+		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin})
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)

@@ -62,6 +62,10 @@ type Replica struct {
 		m map[uuid.UUID]uint64
 	}
 
+	// trunc is the log's truncation point (TruncateLog): the entries at or
+	// below it are deleted. Written under applyMu.
+	trunc atomic.Uint64
+
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
 	hookApplyLocked func()
@@ -162,17 +166,25 @@ func (r *Replica) storedTimeBound() (int64, error) {
 	return bucketStart(b+1) - 1, nil
 }
 
-// lastSeq reads the highest sequence of the replica's sequence index.
+// lastSeq reads the replica's high sequence: the highest key of its
+// sequence index, or its truncation point when that is higher (every entry
+// truncated). It also loads the truncation point.
 func (r *Replica) lastSeq() (uint64, error) {
+	trunc, err := readTrunc(r.store.db, &r.ks)
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	r.trunc.Store(trunc)
 	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: read sequence index: %w", r.info.Placement, err)
 	}
 	defer it.Close()
 	if !it.Last() {
-		return 0, it.Error()
+		return trunc, it.Error()
 	}
-	return seqFromKey(it.Key())
+	last, err := seqFromKey(it.Key())
+	return max(last, trunc), err
 }
 
 // Info returns the replica's registry entry (a copy).

@@ -184,6 +184,10 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := s.upgradeLog(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
 	return s, nil
 }

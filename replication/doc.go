@@ -44,6 +44,25 @@
 // Pusher) resumes where the last confirmation left off, and a server that
 // re-joins under a new placement starts from zero.
 //
+// # Log truncation and row snapshots (issue 16)
+//
+// When the Log is a TruncatingLog (a partition replica) and Config.KeepLog
+// is off, Run truncates it about once per Tick up to the lowest cursor of
+// the view's targets (and of every split target's tail stream), once that
+// is at least Config.TruncateMin sequences past the current point, never
+// under p.mu. A target whose cursor is below the truncation point (a new
+// target, a joiner or split child whose mark was taken after a
+// truncation, a cursor that came back lower after a crash) cannot be
+// served from the log: ReadLog refuses (partition.ErrLogTruncated) and the
+// target gets a row snapshot instead: the rows of a LogSnapshot (its
+// mark's while it reads one, else one taken now at high sequence H) read
+// in key order (RowSnapshot.ReadRows), filtered and pushed in batches like
+// log entries. The cursor stays until the batch that reaches the end of
+// the snapshot is confirmed, then claims H (rule 1: every row held at H is
+// then synced at the target); a failure drops the snapshot and the next
+// step starts a new one from the first row. Snapshot rows carry no origin,
+// so one may go back to the placement it came from, where it ties.
+//
 // WaitConfirmed is the insert acknowledgement: it counts only targets of
 // kind replica whose server is in the given list (servers[] of the newest
 // txn), never joining or split targets. Drained is the replication input of

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,29 @@ type LogSnapshot interface {
 	Close()
 }
 
+// TruncatingLog is a Log whose entries can be deleted once every target
+// holds them (*partition.Replica, through ReplicaLog). A Pusher whose Log
+// is one truncates it (Config.KeepLog) and gives a target whose cursor is
+// below the truncation point a row snapshot.
+type TruncatingLog interface {
+	// LogStart is the truncation point: ReadLog fails with
+	// partition.ErrLogTruncated for a read from below it.
+	LogStart() uint64
+	// TruncateLog deletes the entries at or below upTo (at most the
+	// synced watermark) and makes upTo the truncation point.
+	TruncateLog(upTo uint64) error
+}
+
+// RowSnapshot is a LogSnapshot whose rows can be read in key order
+// (*partition.LogSnapshot): a row snapshot of the replica at Seq.
+type RowSnapshot interface {
+	LogSnapshot
+	// ReadRows returns the rows held at Seq in the time range rr after
+	// the row at after (nil: from the first) in key order, at most maxRows
+	// of them, once Seq is synced.
+	ReadRows(after *partition.RowPos, rr partition.RowRange, maxRows int) ([]model.Row, error)
+}
+
 // ReplicaLog returns r as a Log.
 func ReplicaLog(r *partition.Replica) Log { return partitionLog{r} }
 
@@ -91,6 +115,8 @@ const (
 	DefaultRetryMax = 5 * time.Second
 	// DefaultTick is Config.Tick when unset.
 	DefaultTick = time.Second
+	// DefaultTruncateMin is Config.TruncateMin when unset.
+	DefaultTruncateMin = 4096
 )
 
 // Config configures a Pusher.
@@ -131,6 +157,15 @@ type Config struct {
 	// BatchRows. Smaller catch-up batches hold the receiver's replica for
 	// less time, so the pushes of new rows wait less behind them.
 	CatchUpBatchRows int
+	// KeepLog turns log truncation off. Without it, a Pusher whose Log is
+	// a TruncatingLog deletes, about once per Tick, the log entries every
+	// target of its view (and every split target's tail stream) confirmed.
+	KeepLog bool
+	// TruncateMin is the fewest log entries a truncation deletes (counted
+	// as sequences): fewer wait, so a busy replica writes one range
+	// deletion per few thousand rows, not one per Tick. 0 means
+	// DefaultTruncateMin.
+	TruncateMin int
 	// OnStale is called, on the target's goroutine, when a target answers
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
@@ -159,6 +194,9 @@ func (c *Config) ensureDefaults() {
 	c.RetryMax = max(c.RetryMax, c.RetryMin)
 	if c.Tick <= 0 {
 		c.Tick = DefaultTick
+	}
+	if c.TruncateMin <= 0 {
+		c.TruncateMin = DefaultTruncateMin
 	}
 }
 
@@ -241,6 +279,32 @@ type target struct {
 	// overwritten since, now at a higher sequence, maybe beyond the batch)
 	// cannot be confirmed (see step). Valid while the cursor is aheadOf.
 	ahead, aheadOf uint64
+	// rs is the row snapshot the target is being sent, nil if none (see
+	// readRowSnapshot).
+	rs *rowSnap
+}
+
+// rowSnap is a row snapshot in progress towards one target: the target's
+// cursor is below the log's truncation point, so the log cannot give it
+// the rows it lacks; the rows held at high are pushed instead, in key
+// order, and the cursor claims high only once the last batch is confirmed
+// (rule 1: every row up to high is then synced at the target). An
+// interrupted snapshot (a failed push, the goroutine stopped) is dropped
+// and the next step starts a new one from the first row.
+type rowSnap struct {
+	snap RowSnapshot
+	// own: the snapshot was taken for this (closed when dropped); else it
+	// is the target's mark snapshot, owned by the Pusher.
+	own  bool
+	high uint64
+	// rng is the target's range when the snapshot began: only its rows
+	// are read. after is the last row pushed (nil: none yet); done is set
+	// by the read of the last batch.
+	rng   partition.RowRange
+	after *partition.RowPos
+	done  bool
+	rows  int
+	start time.Time
 }
 
 // NewPusher returns a Pusher with no targets; Run starts pushing. It panics
@@ -288,6 +352,7 @@ func (p *Pusher) Run(ctx context.Context) {
 			done = true
 		case <-ticker.C:
 			p.tick()
+			p.truncateLog()
 		}
 	}
 	ticker.Stop()
@@ -586,6 +651,13 @@ func (p *Pusher) broadcastLocked() {
 	p.mu.changed = make(chan struct{})
 }
 
+func sameBound(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
 func cloneBound(b *int64) *int64 {
 	if b == nil {
 		return nil
@@ -759,6 +831,7 @@ func (p *Pusher) Status() []wire.TargetStatus {
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
 	t.ahead, t.aheadOf = 0, 0
+	defer p.dropRowSnap(t, "stopped")
 	for {
 		more, err := p.step(ctx, t)
 		if ctx.Err() != nil {
@@ -766,6 +839,7 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		}
 		switch {
 		case err != nil:
+			p.dropRowSnap(t, "failed")
 			attempt++
 			p.noteFailure(t, attempt, err)
 			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
@@ -822,6 +896,12 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if done || err != nil {
 		return false, err
 	}
+	if t.rs != nil && cursor >= t.rs.high {
+		p.dropRowSnap(t, "passed") // the cursor got there another way
+	}
+	if t.rs != nil && !(sameBound(t.rs.rng.Begin, st.spec.Begin) && sameBound(t.rs.rng.End, st.spec.End)) {
+		p.dropRowSnap(t, "restarted for a new range") // never expected: a placement's range is fixed
+	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
@@ -842,7 +922,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if len(t.rows) == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
-		return b.more, p.confirm(t.id, b.confirmTo)
+		return b.more, p.confirmStep(t, b)
 	}
 	to := t.id
 	if t.tailOf != nil {
@@ -869,7 +949,19 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	t.completeSent = t.completeSent || complete
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
-	return b.more, p.confirm(t.id, b.confirmTo)
+	return b.more, p.confirmStep(t, b)
+}
+
+// confirmStep confirms a delivered batch and ends the target's row
+// snapshot once its last batch is confirmed.
+func (p *Pusher) confirmStep(t *target, b batch) error {
+	if err := p.confirm(t.id, b.confirmTo); err != nil {
+		return err
+	}
+	if t.rs != nil && t.rs.done {
+		p.dropRowSnap(t, "done")
+	}
+	return nil
 }
 
 // cursorOf returns the sequence t's confirmed cursor is at for this step,
@@ -933,6 +1025,16 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	if catchUp {
 		batchRows = p.cfg.CatchUpBatchRows
 	}
+	// A cursor below the log's truncation point cannot be served from
+	// the log: the target gets a row snapshot (readRowSnapshot).
+	if tl, ok := p.cfg.Log.(TruncatingLog); ok && t.rs == nil && !frozen && cursor < tl.LogStart() {
+		if err := p.startRowSnap(t, st, cursor); err != nil {
+			return batch{}, err
+		}
+	}
+	if t.rs != nil {
+		return p.readRowSnapshot(t, cursor, batchRows)
+	}
 	from := cursor
 	if t.aheadOf == cursor && t.ahead > cursor {
 		from = t.ahead
@@ -943,6 +1045,14 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 		entries, err = st.frozen.ReadLog(from, batchRows)
 	} else {
 		entries, err = p.cfg.Log.ReadLog(from, batchRows)
+	}
+	if errors.Is(err, partition.ErrLogTruncated) {
+		// Truncated since the check above, or a mark taken after a
+		// truncation: its log lacks the entries below the point too.
+		if err := p.startRowSnap(t, st, cursor); err != nil {
+			return batch{}, err
+		}
+		return p.readRowSnapshot(t, cursor, batchRows)
 	}
 	if err != nil {
 		return batch{}, fmt.Errorf("read log after %d: %w", from, err)
@@ -976,6 +1086,119 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 		b.confirmTo, b.ahead = cursor, b.last
 	}
 	return b, nil
+}
+
+// startRowSnap gives t a row snapshot: of its mark's snapshot while it
+// reads one (the rows held at the mark, which is what that snapshot's log
+// from the cursor would give: a target below a truncation point has none
+// of the truncated entries), else of the log as it is now.
+func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
+	rs := &rowSnap{start: time.Now(), rng: partition.RowRange{Begin: cloneBound(st.spec.Begin), End: cloneBound(st.spec.End)}}
+	if st.frozen != nil {
+		s, ok := st.frozen.(RowSnapshot)
+		if !ok {
+			return fmt.Errorf("the log is truncated above cursor %d and the mark's snapshot cannot be read as rows", cursor)
+		}
+		rs.snap, rs.high = s, s.Seq()
+	} else {
+		s, err := p.cfg.Log.SnapshotLog()
+		if err != nil {
+			return fmt.Errorf("snapshot the log for a row snapshot: %w", err)
+		}
+		rsnap, ok := s.(RowSnapshot)
+		if !ok {
+			s.Close()
+			return fmt.Errorf("the log is truncated above cursor %d and its snapshot cannot be read as rows", cursor)
+		}
+		rs.snap, rs.own, rs.high = rsnap, true, s.Seq()
+	}
+	t.rs = rs
+	p.log.Info("row snapshot started", "target", t.id, "cursor", cursor, "seq", rs.high, "of_mark", !rs.own)
+	return nil
+}
+
+// readRowSnapshot reads t's next row snapshot batch: the rows after the
+// last one read, in key order, cut like a log batch. The cursor stays
+// until the batch that gets to the end of the snapshot, which confirms
+// the snapshot's sequence: every row live then is in it or in an earlier
+// batch of the same snapshot, all delivered (a failure drops the snapshot
+// and the next one starts over). The rows carry no origin: a row may go
+// back to the placement it came from, where it ties and changes nothing.
+func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
+	rs := t.rs
+	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
+	if err != nil {
+		return batch{}, fmt.Errorf("read row snapshot at sequence %d: %w", rs.high, err)
+	}
+	entries := make([]partition.LogEntry, len(rows))
+	for i := range rows {
+		entries[i] = partition.LogEntry{Seq: rs.high, Row: rows[i]}
+	}
+	cut := len(entries) >= batchRows
+	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
+		entries, cut = entries[:n], true
+	}
+	if len(entries) > 0 {
+		last := &entries[len(entries)-1].Row
+		rs.after = &partition.RowPos{Series: last.Series, Time: last.Time}
+	}
+	rs.rows += len(entries)
+	b := batch{entries: entries, more: true, last: rs.high, confirmTo: cursor}
+	if !cut {
+		rs.done = true
+		b.confirmTo = rs.high
+	}
+	return b, nil
+}
+
+// dropRowSnap ends t's row snapshot, if any (closing it if taken for t).
+func (p *Pusher) dropRowSnap(t *target, why string) {
+	rs := t.rs
+	if rs == nil {
+		return
+	}
+	t.rs = nil
+	if rs.own {
+		rs.snap.Close()
+	}
+	p.log.Info("row snapshot "+why, "target", t.id, "seq", rs.high, "rows", rs.rows,
+		"elapsed", time.Since(rs.start).Round(time.Millisecond))
+}
+
+// truncateLog deletes the log entries every target of the view confirmed
+// (each split target's tail stream included) when the Log is a
+// TruncatingLog, Config.KeepLog is off and that deletes at least
+// Config.TruncateMin sequences. A target added meanwhile, or
+// whose cursor comes back lower after a crash (cursor writes are not
+// synced), finds its cursor below the truncation point and gets a row
+// snapshot; marks pin the pebble state they read, so a truncation never
+// takes rows from a LogSnapshot taken before it.
+func (p *Pusher) truncateLog() {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	if !ok || p.cfg.KeepLog {
+		return
+	}
+	p.mu.Lock()
+	if len(p.mu.view) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	low := uint64(math.MaxUint64)
+	for _, t := range p.mu.view {
+		low = min(low, p.cfg.Log.Confirmed(t.id))
+		if t.tail != nil {
+			low = min(low, p.cfg.Log.Confirmed(t.tail.id))
+		}
+	}
+	p.mu.Unlock()
+	if start := tl.LogStart(); low <= start || low-start < uint64(p.cfg.TruncateMin) {
+		return
+	}
+	// Not under p.mu: TruncateLog takes the replica's apply lock, under
+	// which DropReady takes p.mu.
+	if err := tl.TruncateLog(low); err != nil {
+		p.log.Warn("log truncation failed", "up_to", low, "err", err)
+	}
 }
 
 // contiguous reports whether entries hold every sequence from after+1 on,

@@ -1,0 +1,302 @@
+package partition
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// storedRows decodes every row of the replica's row keyspace as stored
+// (tombstones kept), by series and time, with its sequence.
+func storedRows(t *testing.T, r *Replica) map[string]LogEntry {
+	t.Helper()
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	out := map[string]LogEntry{}
+	var raw rawRow
+	var slab fieldSlab
+	for ok := it.First(); ok; ok = it.Next() {
+		_, series, tm, err := rowKeyParts(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeRaw(it.Value(), &raw); err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("%s@%d", series, tm)] = LogEntry{Seq: raw.seq, Row: toModelRow(string(series), tm, &raw, interner{}, nil, false, &slab)}
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkLogIsStored checks that the log holds exactly the stored rows, each
+// once at its stored sequence, with the wanted origins (by series).
+func checkLogIsStored(t *testing.T, r *Replica, entries []LogEntry, origins map[string]uuid.UUID) {
+	t.Helper()
+	stored := storedRows(t, r)
+	if len(entries) != len(stored) {
+		t.Fatalf("%d log entries, %d stored rows", len(entries), len(stored))
+	}
+	for i, e := range entries {
+		if i > 0 && e.Seq <= entries[i-1].Seq {
+			t.Fatalf("entry %d: sequence %d after %d", i, e.Seq, entries[i-1].Seq)
+		}
+		k := fmt.Sprintf("%s@%d", e.Row.Series, e.Row.Time)
+		s, ok := stored[k]
+		if !ok {
+			t.Fatalf("entry %d (%s) has no stored row", e.Seq, k)
+		}
+		if s.Seq != e.Seq {
+			t.Fatalf("entry %d (%s): row stored with sequence %d", e.Seq, k, s.Seq)
+		}
+		if err := sameRow(e.Row, s.Row); err != nil {
+			t.Fatalf("entry %d: %v", e.Seq, err)
+		}
+		if o := origins[e.Row.Series]; e.Origin != o {
+			t.Fatalf("entry %d (%s): origin %s, want %s", e.Seq, k, e.Origin, o)
+		}
+	}
+}
+
+// logTestRows writes rows of every kind, tombstones (kind 5), overwrites,
+// a partial merge and pushed rows with an origin, and returns the wanted
+// origin by series.
+func logTestRows(t *testing.T, r *Replica) map[string]uuid.UUID {
+	t.Helper()
+	o := uuid.New()
+	v := func(w int64) model.Version { return model.Version{Wall: w, Node: 7} }
+	f := func(name string, val model.Value, w int64) model.Field {
+		return model.Field{Name: name, Value: val, Version: v(w)}
+	}
+	mustApply(t, r,
+		row("kinds", 1, f("f", model.Float(-0.5), 1), f("i", model.Int(-3), 1), f("b", model.Bool(true), 1), f("s", model.String("héllo"), 1)),
+		row("kinds", -1<<40, f("s", model.String(""), 2)),
+		row("dead", 5, f("a", model.Float(1), 1), f("b", model.Float(2), 1)),
+		row("over", 5, f("a", model.Float(1), 1)),
+		row("mixed", 5, f("a", model.Float(1), 1), f("b", model.Float(2), 1)),
+	)
+	mustApply(t, r, row("dead", 5, f("a", model.Deleted(), 2), f("b", model.Deleted(), 2))) // all tombstones
+	mustApply(t, r, row("over", 5, f("a", model.Float(9), 3)))                              // overwrite: its first entry leaves
+	if _, err := r.ApplyFrom([]model.Row{
+		row("pushed", 7, f("a", model.Deleted(), 4), f("z", model.Int(1), 4)),
+		row("mixed", 5, f("a", model.Float(3), 4)), // b kept from here: no origin
+	}, o); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]uuid.UUID{"pushed": o}
+}
+
+// TestLogEntriesCarryRows: each log entry carries its row's value as
+// written, so ReadLog (live and from a LogSnapshot) returns exactly the
+// stored rows, tombstones and origins included, without reading the row
+// keyspace: with the rows deleted underneath it, the log still decodes.
+func TestLogEntriesCarryRows(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	origins := logTestRows(t, r)
+	entries, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLogIsStored(t, r, entries, origins)
+	if len(entries) != 6 {
+		t.Fatalf("%d entries, want 6 live rows", len(entries))
+	}
+	// Every entry holds the stored value bytes.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		e, err := seqValueParts(it.Value())
+		if err != nil || e.rowValue == nil {
+			t.Fatalf("entry %x: %+v, %v", it.Key(), e, err)
+		}
+		rv, closer, err := s.db.Get(r.ks.appendRowKey(nil, string(e.series), e.t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rv, e.rowValue) {
+			t.Fatalf("entry %x carries %x, the row holds %x", it.Key(), e.rowValue, rv)
+		}
+		_ = closer.Close()
+	}
+	_ = it.Close()
+
+	ls, err := r.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	// Remove the rows (not the log) behind the replica's back: a read
+	// that looked a row up would fail with ErrCorrupt.
+	if err := s.db.DeleteRange(r.ks.rowLo, r.ks.rowHi, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func(uint64, int) ([]LogEntry, error){"live": r.ReadLog, "snapshot": ls.ReadLog} {
+		got, err := read(0, 0)
+		if err != nil {
+			t.Fatalf("%s: ReadLog without rows: %v", name, err)
+		}
+		if len(got) != len(entries) {
+			t.Fatalf("%s: %d entries, want %d", name, len(got), len(entries))
+		}
+		for i := range got {
+			if got[i].Seq != entries[i].Seq || got[i].Origin != entries[i].Origin {
+				t.Fatalf("%s: entry %d = %d/%s, want %d/%s", name, i, got[i].Seq, got[i].Origin, entries[i].Seq, entries[i].Origin)
+			}
+			if err := sameRow(got[i].Row, entries[i].Row); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		// Paged reads give the same entries.
+		page, err := read(entries[1].Seq, 2)
+		if err != nil || len(page) != 2 || page[0].Seq != entries[2].Seq || page[1].Seq != entries[3].Seq {
+			t.Fatalf("%s: page after %d: %v, %v", name, entries[1].Seq, page, err)
+		}
+	}
+}
+
+// legacyLog rewrites every log entry of r in the legacy form (no row) and
+// removes the log format marker, as a store written before issue 16 has it.
+func legacyLog(t *testing.T, s *Store, r *Replica) int {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.db.NewBatch()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		e, err := seqValueParts(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set(it.Key(), appendLegacySeqValue(nil, string(e.series), e.t, e.origin), nil); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	_ = it.Close()
+	if err := b.Delete(logFormatKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLegacyLogUpgrade: a store whose log entries have the legacy form
+// (written before they carried rows) reads them by looking the rows up,
+// and the next Open rewrites them in the current form once (with the
+// marker written) without changing what ReadLog returns.
+func TestLegacyLogUpgrade(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := createTestReplica(t, s)
+	placement := r.Info().Placement
+	origins := logTestRows(t, r)
+	for i := int64(0); i < 300; i++ { // enough for several pages
+		mustApply(t, r, row(fmt.Sprintf("bulk,n=%d", i%7), 1000+i, fl("a", float64(i), 1)))
+	}
+	want, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := legacyLog(t, s, r); n != len(want) {
+		t.Fatalf("rewrote %d entries, want %d", n, len(want))
+	}
+	same := func(what string, got []LogEntry) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d entries, want %d", what, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Seq != want[i].Seq || got[i].Origin != want[i].Origin {
+				t.Fatalf("%s: entry %d = %d/%s, want %d/%s", what, i, got[i].Seq, got[i].Origin, want[i].Seq, want[i].Origin)
+			}
+			if err := sameRow(got[i].Row, want[i].Row); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+		}
+	}
+	// The fallback: legacy entries read through their rows.
+	got, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("legacy", got)
+	// A mixed log (a new write among legacy entries) reads both forms.
+	mustApply(t, r, row("late", 1, fl("a", 1, 1)))
+	got, err = r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("mixed", got[:len(got)-1])
+	if l := got[len(got)-1]; l.Row.Series != "late" {
+		t.Fatalf("last entry %+v, want the late row", l)
+	}
+	want = got
+	checkLogIsStored(t, r, want, origins)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTestStore(t, dir)
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	v, closer, err := s.db.Get(logFormatKey)
+	if err != nil || string(v) != logFormat {
+		t.Fatalf("log format marker %q, %v; want %q", v, err, logFormat)
+	}
+	_ = closer.Close()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if e, err := seqValueParts(it.Value()); err != nil || e.rowValue == nil {
+			t.Fatalf("entry %x not upgraded: %+v, %v", it.Key(), e, err)
+		}
+	}
+	_ = it.Close()
+	got, err = r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("upgraded", got)
+	checkLogIsStored(t, r, got, origins)
+	if r.HighSeq() != want[len(want)-1].Seq {
+		t.Fatalf("high sequence %d after the upgrade, want %d", r.HighSeq(), want[len(want)-1].Seq)
+	}
+}
+
+// TestLogFormatUnknown: a store marked with a log format this build does
+// not know is refused at Open rather than misread.
+func TestLogFormatUnknown(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	if err := s.db.Set(logFormatKey, []byte("9"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(Options{Dir: dir}); err == nil {
+		_ = s.Close()
+		t.Fatal("Open accepted an unknown log format")
+	}
+}

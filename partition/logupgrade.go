@@ -1,0 +1,165 @@
+package partition
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// nsLogFormat is the store's log format marker: 0x08 → logFormat. A store
+// written before log entries carried their rows (issue 16) has no marker;
+// Open then rewrites every legacy entry of every replica in the current
+// form (upgradeLog) before writing it.
+const nsLogFormat byte = 0x08
+
+var logFormatKey = []byte{nsLogFormat}
+
+// logFormat is the value of the marker: the log entry layout of keys.go
+// (appendSeqValue).
+const logFormat = "2"
+
+// upgradeBatchBytes is the size at which the upgrade commits a batch.
+const upgradeBatchBytes = 4 << 20
+
+// upgradeLogEvery is how often the upgrade logs its progress.
+const upgradeLogEvery = 5 * time.Second
+
+// upgradeLog rewrites the legacy log entries of every replica of a store
+// written before the marker existed, then writes the marker. It runs in
+// Open, before the store serves anything. An upgrade interrupted by a
+// crash is harmless: readLog reads both forms, the marker is written only
+// at the end, and the next Open rewrites the entries still legacy.
+func (s *Store) upgradeLog() error {
+	v, closer, err := s.db.Get(logFormatKey)
+	switch {
+	case err == nil:
+		have := string(v)
+		_ = closer.Close()
+		if have != logFormat {
+			return fmt.Errorf("%w: log format %q, this build knows %q", ErrCorrupt, have, logFormat)
+		}
+		return nil
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("partition: read log format marker: %w", err)
+	}
+	reps := len(s.mu.replicas)
+	if reps > 0 {
+		s.log.Info("upgrading log entries to carry their rows", "replicas", reps)
+	}
+	start := time.Now()
+	total := 0
+	for _, r := range s.Replicas() {
+		r.applyMu.Lock()
+		n, err := r.upgradeLogLocked()
+		r.applyMu.Unlock()
+		if err != nil {
+			return err
+		}
+		total += n
+	}
+	if err := s.db.Set(logFormatKey, []byte(logFormat), pebble.Sync); err != nil {
+		return fmt.Errorf("partition: write log format marker: %w", err)
+	}
+	if reps > 0 {
+		s.log.Info("log entries upgraded", "replicas", reps, "entries", total, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// upgradeLogLocked rewrites the replica's legacy log entries in the
+// current form, each with the row it points at, in batches of about
+// upgradeBatchBytes (the last one synced). It returns how many it
+// rewrote. It reads the log and the rows sequentially in their own
+// orders, the rows by monotone seeks when ingest was time-ordered.
+func (r *Replica) upgradeLogLocked() (int, error) {
+	db := r.store.db
+	snap := db.NewSnapshot()
+	defer snap.Close()
+	seqIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+	}
+	defer seqIt.Close()
+	rowIt, err := snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+	}
+	defer rowIt.Close()
+
+	batch := db.NewBatch()
+	defer func() { _ = batch.Close() }()
+	var (
+		n, seen  int
+		key, val []byte
+		last     = time.Now()
+	)
+	commit := func(opts *pebble.WriteOptions) error {
+		if batch.Empty() {
+			return nil
+		}
+		if err := batch.Commit(opts); err != nil {
+			return fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+		}
+		batch.Reset()
+		return nil
+	}
+	for ok := seqIt.First(); ok; ok = seqIt.Next() {
+		seen++
+		seq, err := seqFromKey(seqIt.Key())
+		if err != nil {
+			return n, err
+		}
+		v, err := seqIt.ValueAndErr()
+		if err != nil {
+			return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+		}
+		e, err := seqValueParts(v)
+		if err != nil {
+			return n, err
+		}
+		if e.rowValue != nil {
+			continue // already in the current form
+		}
+		key = r.ks.appendRowKey(key[:0], string(e.series), e.t)
+		if !rowIt.SeekGE(key) || string(rowIt.Key()) != string(key) {
+			if err := rowIt.Error(); err != nil {
+				return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+			}
+			return n, fmt.Errorf("%w: sequence index points at missing row %x", ErrCorrupt, key)
+		}
+		rv, err := rowIt.ValueAndErr()
+		if err != nil {
+			return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+		}
+		if rs, w := binary.Uvarint(rv); w <= 0 || rs != seq {
+			return n, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, rs)
+		}
+		val = appendSeqValue(val[:0], string(e.series), e.t, e.origin, rv)
+		if err := batch.Set(seqIt.Key(), val, nil); err != nil {
+			return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+		}
+		n++
+		if batch.Len() >= upgradeBatchBytes {
+			if err := commit(pebble.NoSync); err != nil {
+				return n, err
+			}
+		}
+		if time.Since(last) >= upgradeLogEvery {
+			last = time.Now()
+			r.store.log.Info("upgrading log entries", "placement", r.info.Placement, "read", seen, "rewritten", n, "at_seq", seq)
+		}
+	}
+	if err := seqIt.Error(); err != nil {
+		return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+	}
+	if err := commit(pebble.Sync); err != nil {
+		return n, err
+	}
+	if n > 0 {
+		r.store.log.Info("replica log upgraded", "placement", r.info.Placement, "entries", seen, "rewritten", n)
+	}
+	return n, nil
+}

@@ -1,0 +1,186 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// Log truncation (issue 16). The log (sequence index) of a replica keeps
+// every live row's entry until every target confirmed it; TruncateLog then
+// deletes the entries at or below a sequence all targets hold, and records
+// that sequence, the truncation point, under prefix|'t' in the same batch.
+// A read of the log from below the truncation point fails with
+// ErrLogTruncated (the entries it needs are gone; skipping them would look
+// like rows overwritten since): such a reader takes a row snapshot instead
+// (LogSnapshot.ReadRows), the rows read in key order from a pebble
+// snapshot. The truncation point also keeps the high sequence across a
+// restart when every entry is gone. A LogSnapshot taken before a
+// truncation still holds the entries it deleted.
+
+// getter reads one key: a *pebble.DB or a *pebble.Snapshot.
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+}
+
+// readTrunc reads the log's truncation point (0 when never truncated).
+func readTrunc(db getter, ks *keyspace) (uint64, error) {
+	v, closer, err := db.Get(ks.trunc)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read log truncation point: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: bad log truncation point %x", ErrCorrupt, v)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// LogStart returns the log's truncation point: ReadLog answers reads from
+// at or above it; 0 when the log was never truncated.
+func (r *Replica) LogStart() uint64 { return r.trunc.Load() }
+
+// TruncateLog deletes the log entries at or below upTo and records upTo as
+// the truncation point, in one batch (not synced: a crash may lose it,
+// which only keeps entries longer). upTo at or below the current point
+// does nothing; above the synced watermark it fails with ErrCursorAhead
+// (only what every target confirmed is truncated, and a cursor never
+// passes the watermark). The caller must make sure no reader still needs
+// the live log from below upTo, or that such a reader handles
+// ErrLogTruncated.
+func (r *Replica) TruncateLog(upTo uint64) error {
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	if upTo <= r.trunc.Load() {
+		return nil
+	}
+	if synced := r.SyncedSeq(); upTo > synced {
+		return fmt.Errorf("replica %s: truncate the log to %d above the synced watermark %d: %w", r.info.Placement, upTo, synced, ErrCursorAhead)
+	}
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(r.ks.seqLo, r.ks.appendSeqKey(nil, upTo+1), nil); err != nil {
+		return fmt.Errorf("partition: replica %s: truncate log: %w", r.info.Placement, err)
+	}
+	if err := b.Set(r.ks.trunc, binary.BigEndian.AppendUint64(nil, upTo), nil); err != nil {
+		return fmt.Errorf("partition: replica %s: truncate log: %w", r.info.Placement, err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("partition: replica %s: truncate log: %w", r.info.Placement, err)
+	}
+	r.trunc.Store(upTo)
+	return nil
+}
+
+// RowPos is a row's position in key order: ReadRows goes on after it.
+type RowPos struct {
+	Series string
+	Time   int64
+}
+
+// RowRange is a time range [Begin, End) of ReadRows; nil bounds are open.
+type RowRange struct {
+	Begin, End *int64
+}
+
+// contains reports whether t lies in the range.
+func (rr RowRange) contains(t int64) bool {
+	return (rr.Begin == nil || t >= *rr.Begin) && (rr.End == nil || t < *rr.End)
+}
+
+// ReadRows returns the rows the snapshot holds in the time range rr
+// (every field's version and tombstones included, as ReadLog returns
+// them) in key order, after the row at after (nil: from the first), at
+// most maxRows of them (maxRows <= 0: no limit): a row snapshot of the
+// replica at Seq, read sequentially. Only the storage buckets the range
+// touches are read (a split child's snapshot reads its part of the
+// parent). Like ReadLog it first waits until Seq is synced (rule 1). A
+// row snapshot pushed to its end gives a target every row in the range
+// live at Seq, which is what the log from 0 up to Seq would give it.
+func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model.Row, error) {
+	r := s.r
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.store.gate.Exit()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.snap == nil {
+		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrSnapshotClosed)
+	}
+	if err := r.synced.wait(s.high); err != nil {
+		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+	}
+	if rr.Begin != nil && rr.End != nil && *rr.Begin >= *rr.End {
+		return nil, nil
+	}
+	lower, upper := r.ks.rowLo, r.ks.rowHi
+	if rr.Begin != nil {
+		lower = r.ks.appendBucketSeriesKey(nil, timeBucket(*rr.Begin), "")
+	}
+	if rr.End != nil && *rr.End != math.MinInt64 {
+		if b := timeBucket(*rr.End - 1); b < maxBucket {
+			upper = r.ks.appendBucketSeriesKey(nil, b+1, "")
+		}
+	}
+	var afterKey []byte
+	if after != nil {
+		afterKey = r.ks.appendRowKey(nil, after.Series, after.Time)
+		if bytes.Compare(afterKey, lower) > 0 {
+			lower = afterKey
+		}
+	}
+	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	var (
+		out    []model.Row
+		raw    rawRow
+		names  = interner{}
+		series = interner{}
+		slab   fieldSlab
+	)
+	for ok := it.First(); ok && (maxRows <= 0 || len(out) < maxRows); ok = it.Next() {
+		if afterKey != nil && bytes.Equal(it.Key(), afterKey) {
+			continue
+		}
+		_, sb, t, err := rowKeyParts(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if !rr.contains(t) {
+			continue // an edge bucket's row outside the range
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
+		}
+		if err := decodeRaw(v, &raw); err != nil {
+			return nil, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, it.Key(), err)
+		}
+		out = append(out, toModelRow(series.get(sb), t, &raw, names, nil, false, &slab))
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
+	}
+	return out, nil
+}

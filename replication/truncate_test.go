@@ -1,0 +1,296 @@
+package replication
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition"
+)
+
+// Tests of log truncation (issue 16): a target whose cursor is below the
+// truncation point gets a row snapshot, and the Pusher truncates what
+// every target confirmed.
+
+// fillForSnapshot writes n rows over 7 series, overwrites some, writes a
+// tombstone, and returns the rows src holds.
+func fillForSnapshot(t *testing.T, src *replicaLog, n int) []model.Row {
+	t.Helper()
+	for i := 0; i < n; i += 10 {
+		var rows []model.Row
+		for j := i; j < i+10; j++ {
+			rows = append(rows, row("s1", fmt.Sprintf("cpu,host=h%d", j%7), int64(j), 1, "v", float64(j)))
+		}
+		mustApply(t, src, rows...)
+	}
+	mustApply(t, src, row("s1", "cpu,host=h1", 1, 2, "v", -1)) // an overwrite
+	mustApply(t, src, model.Row{Time: 2, Series: "cpu,host=h2", Fields: []model.Field{
+		{Name: "v", Value: model.Deleted(), Version: model.Version{Wall: 3, Node: model.NodeID("s1")}}}})
+	return scanAll(t, src)
+}
+
+// deliveries counts, per row (series@time), the rows delivered by the
+// successful pushes of rec to target.
+func deliveries(rec *recorder, target uuid.UUID) map[string]int {
+	out := map[string]int{}
+	for _, ps := range rec.all() {
+		if ps.err != nil || ps.req.ToPlacement != target {
+			continue
+		}
+		for _, r := range ps.rows {
+			out[fmt.Sprintf("%s@%d", r.Series, r.Time)]++
+		}
+	}
+	return out
+}
+
+// TestTargetBelowTruncationGetsRowSnapshot: a target whose cursor is below
+// the source's truncation point gets every row the source holds exactly
+// once, through a row snapshot in several batches; its cursor claims the
+// snapshot's sequence only with the last batch; rows written after follow
+// through the log.
+func TestTargetBelowTruncationGetsRowSnapshot(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	want := fillForSnapshot(t, src, 200)
+	high := src.SyncedSeq()
+	if err := src.TruncateLog(high); err != nil {
+		t.Fatal(err)
+	}
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	var early atomic.Bool
+	rec.onPush = func(ps recordedPush) {
+		// Before the last batch of the snapshot, the cursor stays at 0.
+		if ps.err == nil && len(ps.rows) == 7 && src.Confirmed(dst.placement()) != 0 {
+			early.Store(true)
+		}
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 7, KeepLog: true})
+	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	runPusher(t, p)
+	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+	if early.Load() {
+		t.Fatal("the cursor moved before the row snapshot's last batch")
+	}
+	if c := src.Confirmed(dst.placement()); c != high {
+		t.Fatalf("cursor %d after the row snapshot, want its sequence %d", c, high)
+	}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatalf("target after the row snapshot: %v", err)
+	}
+	got := deliveries(rec, dst.placement())
+	if len(got) != len(want)+1 { // the tombstoned row is held (and pushed) but not scanned
+		t.Fatalf("%d distinct rows delivered, want %d", len(got), len(want)+1)
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("row %s delivered %d times, want once", k, n)
+		}
+	}
+	if pushes := len(rec.all()); pushes < 200/7 {
+		t.Fatalf("%d pushes: the snapshot was not sent in batches of 7", pushes)
+	}
+	// Rows written after the snapshot come through the log.
+	mustApply(t, src, row("s1", "after", 1000, 1, "v", 1))
+	p.Notify()
+	waitUntil(t, p, "the new row confirmed", p.Drained)
+	if !holds(scanAll(t, dst), "after", 1000) {
+		t.Fatal("a row written after the snapshot did not reach the target")
+	}
+}
+
+// TestRowSnapshotRestartsAfterFailure: a row snapshot interrupted by a
+// failed push starts over, and the cursor never claims it before a last
+// batch got through; in the end the target holds every row.
+func TestRowSnapshotRestartsAfterFailure(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	want := fillForSnapshot(t, src, 100)
+	if err := src.TruncateLog(src.SyncedSeq()); err != nil {
+		t.Fatal(err)
+	}
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	var n atomic.Int64
+	rec.fail = func(metadata.Target, wire.PushRequest) error {
+		if n.Add(1) == 5 { // the fifth push fails: the snapshot restarts
+			return errDown
+		}
+		return nil
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 9,
+		RetryMin: time.Millisecond, RetryMax: time.Millisecond, KeepLog: true})
+	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	runPusher(t, p)
+	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatalf("target after the restarted row snapshot: %v", err)
+	}
+	// The first 4 batches were sent twice (the restart), the rest once.
+	for k, c := range deliveries(rec, dst.placement()) {
+		if c < 1 || c > 2 {
+			t.Fatalf("row %s delivered %d times", k, c)
+		}
+	}
+}
+
+// TestJoinAfterTruncationGetsRowSnapshot: a joiner whose mark is taken
+// after the log was truncated reads no log below the truncation point: it
+// gets the rows of the mark's snapshot, is told Complete only with the
+// last of them, and then holds every row held at the mark.
+func TestJoinAfterTruncationGetsRowSnapshot(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	want := fillForSnapshot(t, src, 60)
+	if err := src.TruncateLog(src.SyncedSeq()); err != nil {
+		t.Fatal(err)
+	}
+	joiner := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{joiner.placement(): joiner}}
+	completed := make(chan struct{})
+	var once atomic.Bool
+	var early atomic.Bool
+	rec.onPush = func(ps recordedPush) {
+		if ps.err != nil || !ps.req.Complete || !once.CompareAndSwap(false, true) {
+			return
+		}
+		if err := sameRows(scanAll(t, joiner), want); err != nil {
+			early.Store(true)
+		}
+		close(completed)
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 8, KeepLog: true})
+	tg := metadata.Target{ServerID: "s9", PlacementID: joiner.placement(), PartitionID: pid, Kind: metadata.TargetJoining}
+	p.SetView(1, view(tg))
+	mustApply(t, src, row("s1", "cpu,host=h1", 1, 9, "v", 9)) // after the mark
+	runPusher(t, p)
+	select {
+	case <-completed:
+	case <-time.After(2 * time.Minute): // a hang guard, not a speed assertion
+		t.Fatalf("the joiner never got Complete; status %+v", p.Status())
+	}
+	if early.Load() {
+		t.Fatal("the joiner was told Complete before it held every row held at the mark")
+	}
+	waitUntil(t, p, "the joiner caught up", p.Drained)
+	if err := sameRows(scanAll(t, joiner), scanAll(t, src)); err != nil {
+		t.Fatalf("joiner differs from the source: %v", err)
+	}
+}
+
+// TestSplitAfterTruncationGetsRowSnapshot: a split child whose mark is
+// taken after the truncation gets, from the mark's row snapshot, exactly
+// the rows of its range, and is reported past its mark.
+func TestSplitAfterTruncationGetsRowSnapshot(t *testing.T) {
+	src := newReplica(t, uuid.New())
+	all := fillForSnapshot(t, src, 100)
+	if err := src.TruncateLog(src.SyncedSeq()); err != nil {
+		t.Fatal(err)
+	}
+	child := newReplica(t, uuid.New())
+	rec := &recorder{apply: map[uuid.UUID]Applier{child.placement(): child}}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 6, KeepLog: true})
+	begin := int64(50)
+	tg := metadata.Target{ServerID: "s2", PlacementID: child.placement(), PartitionID: uuid.New(), Kind: metadata.TargetSplit, Begin: &begin}
+	p.SetView(1, view(tg))
+	runPusher(t, p)
+	waitUntil(t, p, "the child past its mark", func() bool {
+		st := p.Status()
+		return len(st) == 1 && st[0].MarkReached
+	})
+	var want []model.Row
+	for _, r := range all {
+		if r.Time >= begin {
+			want = append(want, r)
+		}
+	}
+	if err := sameRows(scanAll(t, child), want); err != nil {
+		t.Fatalf("split child after the row snapshot: %v", err)
+	}
+}
+
+// TestPusherTruncatesConfirmedLog: the Pusher truncates the log up to the
+// lowest cursor of its targets, and no further; with KeepLog, or fewer
+// entries to delete than TruncateMin, it does not.
+func TestPusherTruncatesConfirmedLog(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 50)
+	a, b := newReplica(t, pid), newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
+	var bDown atomic.Bool
+	bDown.Store(true)
+	rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
+		if tg.PlacementID == b.placement() && bDown.Load() {
+			return errDown
+		}
+		return nil
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1})
+	p.SetView(1, view(replicaTarget("s2", a.placement(), pid), replicaTarget("s3", b.placement(), pid)))
+	runPusher(t, p)
+	high := src.SyncedSeq()
+	waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
+	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	if s := src.LogStart(); s != 0 {
+		t.Fatalf("log truncated to %d while b confirmed nothing", s)
+	}
+	bDown.Store(false)
+	p.RetryNow()
+	pollUntil(t, "the log truncated to what both confirmed", func() bool { return src.LogStart() == high })
+	if _, err := src.ReadLog(0, 0); !errors.Is(err, partition.ErrLogTruncated) {
+		t.Fatalf("ReadLog from 0 of a truncated log: %v", err)
+	}
+	if err := sameRows(scanAll(t, b), scanAll(t, src)); err != nil {
+		t.Fatalf("b: %v", err)
+	}
+
+	keep := newReplica(t, pid)
+	fillForSnapshot(t, keep, 20)
+	c := newReplica(t, pid)
+	rec2 := &recorder{apply: map[uuid.UUID]Applier{c.placement(): c}}
+	p2 := NewPusher(Config{Table: "metrics", Placement: keep.placement(), Self: "s1", Log: keep, Sender: rec2, Tick: 5 * time.Millisecond, KeepLog: true, TruncateMin: 1})
+	p2.SetView(1, view(replicaTarget("s2", c.placement(), pid)))
+	runPusher(t, p2)
+	waitUntil(t, p2, "c confirmed", p2.Drained)
+	time.Sleep(50 * time.Millisecond)
+	if s := keep.LogStart(); s != 0 {
+		t.Fatalf("KeepLog: log truncated to %d", s)
+	}
+
+	// Fewer confirmed entries than TruncateMin: not truncated yet.
+	few := newReplica(t, pid)
+	fillForSnapshot(t, few, 20)
+	d := newReplica(t, pid)
+	rec3 := &recorder{apply: map[uuid.UUID]Applier{d.placement(): d}}
+	p3 := NewPusher(Config{Table: "metrics", Placement: few.placement(), Self: "s1", Log: few, Sender: rec3, Tick: 5 * time.Millisecond, TruncateMin: 1000})
+	p3.SetView(1, view(replicaTarget("s2", d.placement(), pid)))
+	runPusher(t, p3)
+	waitUntil(t, p3, "d confirmed", p3.Drained)
+	time.Sleep(50 * time.Millisecond)
+	if s := few.LogStart(); s != 0 {
+		t.Fatalf("log of %d entries truncated to %d with TruncateMin 1000", few.HighSeq(), s)
+	}
+}
+
+// pollUntil polls cond until it holds (truncation wakes no waiter); the
+// deadline is a hang guard, not a speed assertion.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
