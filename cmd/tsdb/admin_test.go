@@ -48,7 +48,8 @@ func writeFile(t *testing.T, name, content string) string {
 
 // startServerCmd runs `tsdb server` in-process against a real embedded etcd
 // with a bearer token and a cluster secret, and returns its URL. It stops
-// when the test ends.
+// when the test ends. Pre-split is off, so a new table has one partition
+// (the tests split it themselves).
 func startServerCmd(t *testing.T, tokenFile string) string {
 	t.Helper()
 	e, err := embedetcd.Start(embedetcd.Config{Dir: t.TempDir(), Fast: true})
@@ -64,7 +65,7 @@ func startServerCmd(t *testing.T, tokenFile string) string {
 	root.SetOut(&out)
 	root.SetArgs([]string{"server", "--id", "s1", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--data", t.TempDir(), "--etcd", e.Endpoint(), "--auth-token-file", tokenFile,
-		"--cluster-secret-file", secretFile, "--log-level", "error"})
+		"--cluster-secret-file", secretFile, "--log-level", "error", "--presplit=false"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 	t.Cleanup(func() {
