@@ -20,7 +20,7 @@ type stuckPart struct {
 	clk *clock
 	mu  struct {
 		sync.Mutex
-		gate            chan struct{}
+		gate  chan struct{}
 		at    map[string]int64 // partition 0: row → acceptance time
 		stuck int              // partition 1 calls in the sender
 		// maxStuck is the most partition 1 calls in the sender at
@@ -131,7 +131,7 @@ func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
 	opts.Now = clk.Now
 	q := openQueue(t, t.TempDir(), opts)
 	s := newStuckPart(clk)
-	t.Cleanup(s.timeout) // before the queue closes: no call left held
+	t.Cleanup(s.timeout)                        // before the queue closes: no call left held
 	f := NewForwarder(q, s, ForwarderOptions{}) // default backoffs (100 ms .. 10 s), on the synthetic clock
 	ctx := context.Background()
 	acked := map[string]int64{}
