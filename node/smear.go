@@ -24,7 +24,8 @@ import (
 // Bounds of one forward call of the smear forwarder, and the calls in
 // flight: a call is one partition's rows (frontend.SmearSender routes a
 // pass's rows once), an insert at quorum; several go at once, up to
-// smearInFlight, fewer after a call failed (smear.ForwarderOptions).
+// smearInFlight, one at a time to a partition whose last call failed
+// (smear.ForwarderOptions).
 const (
 	smearCallRows  = 5000
 	smearCallBytes = 2 << 20
