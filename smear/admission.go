@@ -88,6 +88,14 @@ type admission struct {
 	accepted, forwarded, handled int64
 	// acceptRate, forwardRate and handleRate are their EWMAs, rows/s.
 	acceptRate, forwardRate, handleRate float64
+	// failingCalls counts the forward calls in flight to partitions
+	// whose last call failed; failedTick is set when a call failed since
+	// the last tick. While either holds, rows overdue may be the doing
+	// of an unavailable partition (calls held until their ack timeout),
+	// not of the forwarder's capacity: they neither mark it saturated
+	// nor lower the estimate.
+	failingCalls int64
+	failedTick   bool
 	// floor is the least capacity estimate while not saturated
 	// (Options.InitialForwardRate).
 	floor float64
@@ -247,7 +255,7 @@ func (a *admission) update(now int64, closing bool) transition {
 		return unchanged
 	}
 	if now < a.lastTick {
-		return a.stepBack(now)
+		return a.stepBack(now, closing)
 	}
 	dt := now - a.lastTick
 	if dt < a.tick {
@@ -261,13 +269,18 @@ func (a *admission) update(now int64, closing bool) transition {
 	a.accepted, a.forwarded, a.handled = 0, 0, 0
 	a.lastTick = now
 	a.advance(now - a.overdueAfter)
-	if a.overdue > 0 {
+	failing := a.failingCalls > 0 || a.failedTick
+	a.failedTick = false
+	switch {
+	case a.overdue > 0 && failing:
+		// Overdue, but calls are failing: not a measure of capacity.
+	case a.overdue > 0:
 		// Saturated: what it forwards is what it can (falling by at
 		// most half per tick, so that one stalled call does not
 		// collapse the estimate at once).
 		a.capacity = max(a.forwardRate, a.capacity/2, minSlotRows)
 		a.saturated = true
-	} else {
+	default:
 		// Not saturated: the forwarder proved at least its forward
 		// rate; an older, higher estimate decays slowly towards
 		// idleMargin times it (a capacity that dropped is found
@@ -287,7 +300,7 @@ func (a *admission) update(now int64, closing bool) transition {
 // bucket of the old boundary (they are not overdue by the new clock; the
 // counts are exact again once the queue is empty). Admission then opens if
 // nothing is overdue.
-func (a *admission) stepBack(now int64) transition {
+func (a *admission) stepBack(now int64, closing bool) transition {
 	a.lastTick, a.behindSince = now, 0
 	a.accepted, a.forwarded, a.handled = 0, 0, 0
 	if nb := now - a.overdueAfter; a.boundary != math.MinInt64 && nb < a.boundary {
@@ -296,6 +309,9 @@ func (a *admission) stepBack(now int64) transition {
 			a.overdue = 0
 		}
 		a.boundary = nb
+	}
+	if !closing {
+		return unchanged
 	}
 	return a.evaluate(now)
 }
@@ -373,6 +389,19 @@ func (q *Queue) Admission() AdmissionState {
 	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, InFlightRows: a.inflight, RetryingRows: a.retrying,
 		AcceptRate: a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
 		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
+}
+
+// noteFailing counts a call to a failing partition starting (+1) or
+// ending (-1); 0 records that a call failed.
+func (q *Queue) noteFailing(delta int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := &q.mu.adm
+	if delta == 0 {
+		a.failedTick = true
+		return
+	}
+	a.failingCalls = max(a.failingCalls+delta, 0)
 }
 
 // tick advances the admission state if a tick is due.

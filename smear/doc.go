@@ -170,7 +170,9 @@
 // with rows overdue, falling by at most half per tick; else at least the
 // forward rate, a higher estimate decaying with a 2 min time constant
 // towards 1.5 times it and not below InitialForwardRate, the value before
-// any measure). It is advanced on ticks taken lazily by Enqueue, settles
+// any measure; rows overdue while a call to a failing partition is in
+// flight, or in a tick that saw a call fail, do not count as saturation).
+// It is advanced on ticks taken lazily by Enqueue, settles
 // and Run: no goroutine of its own, and Options.Now drives it in tests. A
 // clock stepped backwards re-bases it (the rows counted overdue go back
 // to a bucket; the counts are exact again once the queue is empty). With

@@ -388,7 +388,7 @@ func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup)
 	})
 	defer stop()
 	for i, c := range calls {
-		ok, held := f.acquire(ctx, c.part)
+		ok, held := f.acquire(ctx, c)
 		if !ok {
 			f.giveUp(calls[i:])
 			break
@@ -403,7 +403,7 @@ func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup)
 			continue
 		}
 		if err := f.q.gate.Enter(ErrClosed); err != nil {
-			f.release(c.part, callInterrupted)
+			f.release(c, callInterrupted)
 			f.giveUp(calls[i:])
 			return st, err
 		}
@@ -472,7 +472,8 @@ func (f *Forwarder) inFlight(key []byte) bool {
 // part, waiting for one; ok is false when ctx ended first. held reports,
 // instead of a slot, that part's last call failed and another call to it
 // is in flight: the call is not to be made.
-func (f *Forwarder) acquire(ctx context.Context, part partKey) (ok, held bool) {
+func (f *Forwarder) acquire(ctx context.Context, c *call) (ok, held bool) {
+	part := c.part
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for {
@@ -494,6 +495,13 @@ func (f *Forwarder) acquire(ctx context.Context, part partKey) (ok, held bool) {
 		f.mu.parts[part] = ps
 	}
 	ps.running++
+	if ps.failed {
+		// A probe of a failing partition: while it is in flight,
+		// rows overdue may be its doing, not the forwarder's
+		// capacity (admission does not measure the capacity then).
+		c.probe = true
+		f.q.noteFailing(1)
+	}
 	return true, false
 }
 
@@ -513,10 +521,17 @@ const (
 // rows are requeued with backoff. The window is per partition, so that a
 // failing partition holds one slot and no healthy partition waits for
 // it.
-func (f *Forwarder) release(part partKey, o outcome) {
+func (f *Forwarder) release(c *call, o outcome) {
+	part := c.part
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.running--
+	if c.probe {
+		f.q.noteFailing(-1)
+	}
+	if o == callFailed {
+		f.q.noteFailing(0)
+	}
 	if ps := f.mu.parts[part]; ps != nil {
 		ps.running--
 		switch o {
@@ -586,7 +601,7 @@ func (f *Forwarder) forget(entries []*entry) {
 // and sent again (a repeat is harmless).
 func (f *Forwarder) call(ctx context.Context, c *call) {
 	resolved, o := f.send(ctx, c)
-	f.release(c.part, f.finish(ctx, resolved, o))
+	f.release(c, f.finish(ctx, resolved, o))
 }
 
 // finish settles the entries a call resolved and returns the call's
@@ -645,6 +660,7 @@ type rowRef struct {
 // of one partition), and the entry row each comes from.
 type call struct {
 	part  partKey
+	probe bool // sent to a partition whose last call failed
 	table string
 	rows  []model.Row
 	refs  []rowRef

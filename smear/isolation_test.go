@@ -130,6 +130,7 @@ func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
 	opts := testOptions(t)
 	opts.Now = clk.Now
 	q := openQueue(t, t.TempDir(), opts)
+	o0 := q.Admission().Capacity
 	s := newStuckPart(clk)
 	t.Cleanup(s.timeout)                        // before the queue closes: no call left held
 	f := NewForwarder(q, s, ForwarderOptions{}) // default backoffs (100 ms .. 10 s), on the synthetic clock
@@ -172,6 +173,9 @@ func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
 	}
 	if got := metricValue(q.metrics.admissionClosings); got != 0 {
 		t.Fatalf("admission closed %v times", got)
+	}
+	if st := q.Admission(); st.Capacity < o0 {
+		t.Fatalf("capacity estimate %.0f fell below the initial %.0f because of the failing partition", st.Capacity, o0)
 	}
 }
 
@@ -368,5 +372,43 @@ func TestDiscardedRowsNotForwarded(t *testing.T) {
 	defer q.mu.Unlock()
 	if q.mu.adm.forwarded != 0 || q.mu.adm.handled != 10 {
 		t.Fatalf("admission counts forwarded %d handled %d, want 0 and 10", q.mu.adm.forwarded, q.mu.adm.handled)
+	}
+}
+
+// TestFailingCallsDoNotMeasureCapacity: rows overdue while a call to a
+// failing partition is in flight, or in a tick that saw a call fail, do
+// not mark the forwarder saturated nor lower the estimate; without
+// failures they do.
+func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	sec := int64(time.Second)
+	now := 1000 * sec
+	a.update(now, true)
+	a.capacity = 8000
+	a.add(now, 5000, false) // overdue from 2 s on, nothing forwarded
+	a.failingCalls = 1
+	for range 10 {
+		now += sec
+		a.update(now, true)
+	}
+	// The first two ticks, before the rows were overdue, decay it a
+	// little; from then on it holds.
+	c := a.capacity
+	if a.overdue != 5000 || a.saturated || c < 7900 {
+		t.Fatalf("probe in flight: overdue %d saturated %v capacity %.0f, want 5000 overdue, unsaturated, about 8000", a.overdue, a.saturated, c)
+	}
+	a.failingCalls = 0
+	a.failedTick = true // a call failed in this tick
+	now += sec
+	a.update(now, true)
+	if a.saturated || a.capacity != c {
+		t.Fatalf("a call failed in the tick: saturated %v capacity %.0f, want unsaturated, %.0f", a.saturated, a.capacity, c)
+	}
+	now += sec
+	a.update(now, true)
+	if !a.saturated || a.capacity != c/2 {
+		t.Fatalf("no failure: saturated %v capacity %.0f, want saturated, halved to %.0f", a.saturated, a.capacity, c/2)
 	}
 }
