@@ -53,8 +53,8 @@ func (n *Node) openSmear() error {
 	n.smearQ = q
 	// Calls of at most 5,000 rows: a forward is an insert at quorum, and
 	// one that a write-limited replica set cannot confirm within the ack
-	// timeout is sent again whole; the forwarder halves the calls in
-	// flight after such a failure.
+	// timeout is sent again whole; after such a failure the forwarder
+	// keeps one call at a time in flight to that partition.
 	var sender smear.Sender = frontend.SmearSender{Router: n.router, Logger: n.log}
 	if n.cfg.knobs.smearSender != nil {
 		sender = n.cfg.knobs.smearSender(sender)
