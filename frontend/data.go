@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,13 +107,18 @@ type SmearSender struct {
 }
 
 // Forward inserts rows of table with their versions. Rows of a table that
-// no longer exists are reported delivered (there is nowhere to deliver
-// them), and logged.
+// no longer exists are reported discarded (smear.ErrDiscarded: there is
+// nowhere to deliver them; they leave the queue without counting as
+// forwarded), and logged.
 func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row) ([]error, error) {
 	err := s.Router.Insert(ctx, table, rows, model.InsertOptions{Consistency: api.ConsistencyQuorum, Versioned: true})
 	if errors.Is(err, metadata.ErrTableNotFound) {
 		s.Logger.Warn("smear: table gone; its queued rows are discarded", "table", table, "rows", len(rows))
-		return nil, nil
+		errs := make([]error, len(rows))
+		for i := range errs {
+			errs[i] = smear.ErrDiscarded
+		}
+		return errs, nil
 	}
 	return nil, err
 }
@@ -121,8 +127,11 @@ func (s SmearSender) Forward(ctx context.Context, table string, rows []model.Row
 // this server holds now (smear.Partitioner): the forwarder routes a
 // pass's due rows once and sends each partition's rows as their own
 // calls, so that Forward's router.Insert finds one partition (its fast
-// path) and a call is one partition's pipelined insert. A row no
-// partition covers gets -1 (Forward then fails it, and it is retried).
+// path) and a call is one partition's pipelined insert. The ordinal is
+// taken from the partition's id, so that it names the same partition in
+// every pass (the forwarder keeps per-partition state by it: one call at
+// a time to a partition whose last call failed). A row no partition
+// covers gets -1 (Forward then fails it, and it is retried).
 func (s SmearSender) Route(ctx context.Context, table string, rows []model.Row) ([]int, error) {
 	_, file, err := s.Router.Table(ctx, table)
 	if err != nil {
@@ -144,12 +153,19 @@ func (s SmearSender) Route(ctx context.Context, table string, rows []model.Row) 
 		}
 		o, seen := ord[p]
 		if !seen {
-			o = len(ord)
+			o = partitionOrdinal(p)
 			ord[p] = o
 		}
 		out[i], last, lastOrd = o, p, o
 	}
 	return out, nil
+}
+
+// partitionOrdinal is a non-negative int naming p stably: the first 31
+// bits of its id (ids are random UUIDs; a collision only puts two
+// partitions' rows in one call, which Router.Insert handles).
+func partitionOrdinal(p *metadata.Partition) int {
+	return int(binary.BigEndian.Uint32(p.ID[:4]) >> 1)
 }
 
 // insert writes an insert's rows: those aimed at a partition the table's
@@ -216,6 +232,7 @@ func (fe *Frontend) enqueue(ctx context.Context, table string, sc metadata.Smear
 			return err
 		}
 	}
+	fe.queue.RefusedDueFull() // counted once per refused insert
 	return err
 }
 

@@ -97,6 +97,9 @@ type Health interface {
 type Queue interface {
 	Enqueue(ctx context.Context, table string, rows []model.Row, due time.Time) error
 	RetryAfter() time.Duration
+	// RefusedDueFull counts an insert refused after every due time it
+	// drew was full (smear.ErrDueFull).
+	RefusedDueFull()
 }
 
 // Config configures the front end of one server. Every dependency is

@@ -14,8 +14,9 @@ import (
 // dueQueue refuses the first full draws with smear.ErrDueFull and records
 // the due times it was offered.
 type dueQueue struct {
-	full int
-	dues []time.Time
+	full    int
+	dues    []time.Time
+	refused int
 }
 
 func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.Time) error {
@@ -27,6 +28,8 @@ func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.
 }
 
 func (q *dueQueue) RetryAfter() time.Duration { return time.Second }
+
+func (q *dueQueue) RefusedDueFull() { q.refused++ }
 
 // TestEnqueueRedrawsDueTime: a due time whose second is full is drawn
 // again, up to dueDraws times in all, each within [now, now+max delay];
@@ -40,8 +43,8 @@ func TestEnqueueRedrawsDueTime(t *testing.T) {
 	if err := fe.enqueue(context.Background(), "t", sc, rows); err != nil {
 		t.Fatalf("enqueue with a free last draw: %v", err)
 	}
-	if len(q.dues) != dueDraws {
-		t.Fatalf("%d draws, want %d", len(q.dues), dueDraws)
+	if len(q.dues) != dueDraws || q.refused != 0 {
+		t.Fatalf("%d draws, %d refusals counted; want %d, 0", len(q.dues), q.refused, dueDraws)
 	}
 	for _, d := range q.dues {
 		if d.Before(start) || d.After(time.Now().Add(time.Minute)) {
@@ -52,5 +55,8 @@ func TestEnqueueRedrawsDueTime(t *testing.T) {
 	fe.queue = q
 	if err := fe.enqueue(context.Background(), "t", sc, rows); !errors.Is(err, smear.ErrDueFull) || len(q.dues) != dueDraws {
 		t.Fatalf("every draw full: %v after %d draws, want ErrDueFull after %d", err, len(q.dues), dueDraws)
+	}
+	if q.refused != 1 {
+		t.Fatalf("%d refusals counted for one refused insert, want 1", q.refused)
 	}
 }

@@ -24,7 +24,8 @@ import (
 // Bounds of one forward call of the smear forwarder, and the calls in
 // flight: a call is one partition's rows (frontend.SmearSender routes a
 // pass's rows once), an insert at quorum; several go at once, up to
-// smearInFlight, fewer after a call failed (smear.ForwarderOptions).
+// smearInFlight, one at a time to a partition whose last call failed
+// (smear.ForwarderOptions).
 const (
 	smearCallRows  = 5000
 	smearCallBytes = 2 << 20
@@ -52,8 +53,8 @@ func (n *Node) openSmear() error {
 	n.smearQ = q
 	// Calls of at most 5,000 rows: a forward is an insert at quorum, and
 	// one that a write-limited replica set cannot confirm within the ack
-	// timeout is sent again whole; the forwarder halves the calls in
-	// flight after such a failure.
+	// timeout is sent again whole; after such a failure the forwarder
+	// keeps one call at a time in flight to that partition.
 	var sender smear.Sender = frontend.SmearSender{Router: n.router, Logger: n.log}
 	if n.cfg.knobs.smearSender != nil {
 		sender = n.cfg.knobs.smearSender(sender)

@@ -44,6 +44,14 @@ const (
 	probe          = 1.25
 	headroom       = 0.8
 	probeTicks     = 2
+	// capacityDecay is the time constant with which the capacity
+	// estimate decays while the forwarder is not saturated, down to
+	// idleMargin times the current forward rate (and at least the
+	// initial rate): a capacity proven long ago (before another load
+	// took the machine, or a replica set became write-limited) is not
+	// trusted forever.
+	capacityDecay = 2 * time.Minute
+	idleMargin    = 1.5
 	// maxLag is the backlog, in seconds of forwarding at the current
 	// rate, past which rows overdue close admission even when the queue
 	// does not accept faster than it forwards (a backlog that holds
@@ -66,11 +74,31 @@ type admission struct {
 	future map[int64]int64
 	// overdue counts the queued rows due at or before boundary.
 	overdue int64
-	// accepted and forwarded count rows since lastTick: enqueued, and
-	// gone from the queue after an accepted forward.
-	accepted, forwarded int64
-	// acceptRate and forwardRate are their EWMAs, rows/s.
-	acceptRate, forwardRate float64
+	// inflight counts the rows of entries a forwarder loaded (in a
+	// call, or waiting for one), retrying the rows of entries written
+	// back after a failed forward and not loaded: neither is in a
+	// bucket nor ever overdue (an unavailable partition must not close
+	// admission: refusing inserts would not make it writable).
+	inflight, retrying int64
+	// accepted counts rows enqueued since lastTick; forwarded rows gone
+	// from the queue after an accepted forward (not discarded ones);
+	// handled rows settled, requeued ones included (the behind rule
+	// compares it with accepted: a requeued row was dealt with, not left
+	// waiting).
+	accepted, forwarded, handled int64
+	// acceptRate, forwardRate and handleRate are their EWMAs, rows/s.
+	acceptRate, forwardRate, handleRate float64
+	// failingCalls counts the forward calls in flight to partitions
+	// whose last call failed; failedTick is set when a call failed since
+	// the last tick. While either holds, rows overdue may be the doing
+	// of an unavailable partition (calls held until their ack timeout),
+	// not of the forwarder's capacity: they neither mark it saturated
+	// nor lower the estimate.
+	failingCalls int64
+	failedTick   bool
+	// floor is the least capacity estimate while not saturated
+	// (Options.InitialForwardRate).
+	floor float64
 	// behindSince is when the forwarder was first seen behind in the
 	// current stretch (0: not behind).
 	behindSince int64
@@ -89,7 +117,7 @@ func newAdmission(o *Options) admission {
 		tick: int64(o.AdmitTick), window: int64(o.RateWindow),
 		overdueAfter: int64(o.OverdueAfter), behindFor: int64(o.BehindFor),
 		boundary: math.MinInt64, future: make(map[int64]int64),
-		capacity: o.InitialForwardRate,
+		capacity: o.InitialForwardRate, floor: o.InitialForwardRate,
 	}
 }
 
@@ -135,8 +163,13 @@ func (a *admission) isOverdue(b int64) bool {
 	return a.boundary != math.MinInt64 && b <= a.boundary/a.tick
 }
 
-// add counts n rows due at due (an enqueue, a requeue, a replayed entry).
-func (a *admission) add(due, n int64) {
+// add counts n rows due at due (an enqueue, a requeue, a replayed entry);
+// retry says they were written back after a failed forward.
+func (a *admission) add(due, n int64, retry bool) {
+	if retry {
+		a.retrying += n
+		return
+	}
 	if b := a.bucket(due); a.isOverdue(b) {
 		a.overdue += n
 	} else {
@@ -144,8 +177,13 @@ func (a *admission) add(due, n int64) {
 	}
 }
 
-// remove uncounts n rows due at due (settled or quarantined).
-func (a *admission) remove(due, n int64) {
+// remove uncounts n rows due at due (settled, quarantined, or loaded by
+// the forwarder).
+func (a *admission) remove(due, n int64, retry bool) {
+	if retry {
+		a.retrying = max(a.retrying-n, 0)
+		return
+	}
 	b := a.bucket(due)
 	if a.isOverdue(b) {
 		a.overdue = max(a.overdue-n, 0)
@@ -158,11 +196,28 @@ func (a *admission) remove(due, n int64) {
 	}
 }
 
+// load moves n rows due at due from their bucket to the in-flight count:
+// a forwarder loaded their entry.
+func (a *admission) load(due, n int64, retry bool) {
+	a.remove(due, n, retry)
+	a.inflight += n
+}
+
+// unload moves them back: the forwarder gave their entry up unsettled.
+func (a *admission) unload(due, n int64, retry bool) {
+	a.inflight = max(a.inflight-n, 0)
+	a.add(due, n, retry)
+}
+
 // reset forgets every row: the queue is empty (a safety net against a
-// count that went wrong, which would keep admission closed).
-func (a *admission) reset() {
-	a.overdue = 0
+// count that went wrong). Admission opens: nothing is left to be late.
+// It reports whether admission was closed.
+func (a *admission) reset() bool {
+	a.overdue, a.inflight, a.retrying = 0, 0, 0
 	clear(a.future)
+	wasClosed := a.closed
+	a.closed, a.behindSince = false, 0
+	return wasClosed
 }
 
 // advance moves the buckets due at or before boundary into overdue.
@@ -187,15 +242,20 @@ const (
 	unchanged transition = iota
 	nowClosed
 	nowOpen
+	nowEmpty // opened because the queue is empty
 )
 
 // update runs a tick at now if one is due: updates the rates, the overdue
-// count, and the admission state. It returns what changed.
-func (a *admission) update(now int64) transition {
+// count, and (when closing, i.e. admission is on) the admission state. It
+// returns what changed.
+func (a *admission) update(now int64, closing bool) transition {
 	if a.lastTick == 0 {
 		a.lastTick = now
 		a.advance(now - a.overdueAfter)
 		return unchanged
+	}
+	if now < a.lastTick {
+		return a.stepBack(now, closing)
 	}
 	dt := now - a.lastTick
 	if dt < a.tick {
@@ -205,19 +265,59 @@ func (a *admission) update(now int64) transition {
 	alpha := 1 - math.Exp(-float64(dt)/float64(a.window))
 	a.acceptRate += alpha * (float64(a.accepted)/secs - a.acceptRate)
 	a.forwardRate += alpha * (float64(a.forwarded)/secs - a.forwardRate)
-	a.accepted, a.forwarded = 0, 0
+	a.handleRate += alpha * (float64(a.handled)/secs - a.handleRate)
+	a.accepted, a.forwarded, a.handled = 0, 0, 0
 	a.lastTick = now
 	a.advance(now - a.overdueAfter)
-	if a.overdue > 0 {
+	failing := a.failingCalls > 0 || a.failedTick
+	a.failedTick = false
+	switch {
+	case a.overdue > 0 && failing:
+		// Overdue, but calls are failing: not a measure of capacity.
+	case a.overdue > 0:
 		// Saturated: what it forwards is what it can (falling by at
 		// most half per tick, so that one stalled call does not
 		// collapse the estimate at once).
 		a.capacity = max(a.forwardRate, a.capacity/2, minSlotRows)
 		a.saturated = true
-	} else {
-		a.capacity = max(a.capacity, a.forwardRate)
+	default:
+		// Not saturated: the forwarder proved at least its forward
+		// rate; an older, higher estimate decays slowly towards
+		// idleMargin times it (a capacity that dropped is found
+		// again by the saturated rule above once rows are overdue).
+		decayed := a.capacity * math.Exp(-float64(dt)/float64(capacityDecay))
+		a.capacity = max(a.forwardRate, min(a.capacity, max(decayed, idleMargin*a.forwardRate, a.floor)))
 	}
+	if !closing {
+		return unchanged
+	}
+	return a.evaluate(now)
+}
 
+// stepBack re-bases the state on a clock stepped backwards (an NTP
+// correction): the rates wait for a full tick of the new clock, the
+// behind stretch starts over, and the rows counted overdue go back to the
+// bucket of the old boundary (they are not overdue by the new clock; the
+// counts are exact again once the queue is empty). Admission then opens if
+// nothing is overdue.
+func (a *admission) stepBack(now int64, closing bool) transition {
+	a.lastTick, a.behindSince = now, 0
+	a.accepted, a.forwarded, a.handled = 0, 0, 0
+	if nb := now - a.overdueAfter; a.boundary != math.MinInt64 && nb < a.boundary {
+		if a.overdue > 0 {
+			a.future[a.boundary/a.tick] += a.overdue
+			a.overdue = 0
+		}
+		a.boundary = nb
+	}
+	if !closing {
+		return unchanged
+	}
+	return a.evaluate(now)
+}
+
+// evaluate applies the closing and opening rules at now.
+func (a *admission) evaluate(now int64) transition {
 	if a.closed {
 		if a.overdue == 0 {
 			a.closed, a.behindSince = false, 0
@@ -228,8 +328,8 @@ func (a *admission) update(now int64) transition {
 	// Behind: rows are overdue, and the queue takes rows in faster than
 	// it forwards them, so the backlog is bound to grow, or the backlog
 	// is more than maxLag seconds of forwarding.
-	lagging := float64(a.overdue) > maxLag*a.forwardRate
-	if a.overdue == 0 || (a.acceptRate <= a.forwardRate && !lagging) {
+	lagging := float64(a.overdue) > maxLag*a.handleRate
+	if a.overdue == 0 || (a.acceptRate <= a.handleRate && !lagging) {
 		a.behindSince = 0
 		return unchanged
 	}
@@ -251,8 +351,8 @@ func (a *admission) retryAfter(floor time.Duration) time.Duration {
 		return floor
 	}
 	d := maxBehindRetryAfter
-	if a.forwardRate > 0 {
-		d = min(d, time.Duration(float64(a.overdue)/a.forwardRate*float64(time.Second)))
+	if a.handleRate > 0 {
+		d = min(d, time.Duration(float64(a.overdue)/a.handleRate*float64(time.Second)))
 	}
 	return max(floor, d)
 }
@@ -264,9 +364,14 @@ type AdmissionState struct {
 	Closed bool
 	// OverdueRows counts the queued rows due more than OverdueAfter ago.
 	OverdueRows int64
+	// InFlightRows counts the rows of entries the forwarder loaded,
+	// RetryingRows those written back after a failed forward (neither
+	// is ever overdue).
+	InFlightRows, RetryingRows int64
 	// AcceptRate and ForwardRate are the EWMAs of rows enqueued and
-	// forwarded per second.
-	AcceptRate, ForwardRate float64
+	// forwarded per second; HandleRate of rows settled, requeued ones
+	// included.
+	AcceptRate, ForwardRate, HandleRate float64
 	// Capacity is the estimated forward capacity, rows/s, and SlotRows
 	// the rows admission lets fall due within one tick (AdmitTick) more
 	// than two ticks ahead.
@@ -281,8 +386,22 @@ func (q *Queue) Admission() AdmissionState {
 	defer q.mu.Unlock()
 	q.tickLocked()
 	a := &q.mu.adm
-	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, AcceptRate: a.acceptRate, ForwardRate: a.forwardRate,
+	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, InFlightRows: a.inflight, RetryingRows: a.retrying,
+		AcceptRate: a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
 		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
+}
+
+// noteFailing counts a call to a failing partition starting (+1) or
+// ending (-1); 0 records that a call failed.
+func (q *Queue) noteFailing(delta int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	a := &q.mu.adm
+	if delta == 0 {
+		a.failedTick = true
+		return
+	}
+	a.failingCalls = max(a.failingCalls+delta, 0)
 }
 
 // tick advances the admission state if a tick is due.
@@ -292,12 +411,20 @@ func (q *Queue) tick() {
 	q.tickLocked()
 }
 
+// tickLocked advances the admission state if a tick is due and updates
+// the metrics. With admission off (Options.NoAdmission) the rates, the
+// counts and the estimate are still kept (and exported); only the closing
+// rule is skipped.
 func (q *Queue) tickLocked() {
 	a := &q.mu.adm
-	if q.opts.NoAdmission {
-		return
-	}
-	switch a.update(q.now().UnixNano()) {
+	q.noteTransition(a.update(q.now().UnixNano(), !q.opts.NoAdmission))
+}
+
+// noteTransition logs a change of the admission state and updates the
+// metrics.
+func (q *Queue) noteTransition(tr transition) {
+	a := &q.mu.adm
+	switch tr {
 	case nowClosed:
 		q.metrics.admissionClosings.Inc()
 		q.log.Warn("smear: forwarding is behind; refusing new smeared inserts until the overdue rows are forwarded",
@@ -305,6 +432,8 @@ func (q *Queue) tickLocked() {
 	case nowOpen:
 		q.log.Info("smear: overdue rows forwarded; admitting smeared inserts again",
 			"forward_rows_per_s", int64(a.forwardRate))
+	case nowEmpty:
+		q.log.Info("smear: queue empty; admitting smeared inserts again")
 	}
 	q.metrics.capacity.Set(a.capacity)
 	q.metrics.acceptRate.Set(a.acceptRate)

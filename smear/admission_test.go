@@ -22,17 +22,17 @@ func TestAdmissionStateMachine(t *testing.T) {
 	a := newAdmission(&o)
 	sec := int64(time.Second)
 	now := 1000 * sec
-	a.update(now) // first tick: starts the clock
+	a.update(now, true) // first tick: starts the clock
 	// 1000 rows due at now, accepted; nothing forwarded.
-	a.add(now, 1000)
+	a.add(now, 1000, false)
 	a.accepted += 1000
 	steps := 0
 	for !a.closed {
 		now += sec
 		steps++
 		a.accepted += 1000
-		a.add(now+60*sec, 1000) // future rows: accepted, not yet due
-		a.update(now)
+		a.add(now+60*sec, 1000, false) // future rows: accepted, not yet due
+		a.update(now, true)
 		if steps > 10 {
 			t.Fatalf("admission still open after %d s with %d rows overdue and nothing forwarded", steps, a.overdue)
 		}
@@ -45,10 +45,11 @@ func TestAdmissionStateMachine(t *testing.T) {
 		t.Fatalf("Retry-After %s with nothing forwarded, want the cap %s", d, maxBehindRetryAfter)
 	}
 	// The forwarder settles the overdue rows: open at the next tick.
-	a.remove(1000*sec, 1000)
+	a.remove(1000*sec, 1000, false)
 	a.forwarded += 1000
+	a.handled += 1000
 	now += sec
-	if tr := a.update(now); tr != nowOpen || a.closed {
+	if tr := a.update(now, true); tr != nowOpen || a.closed {
 		t.Fatalf("transition %v, closed %v after the overdue rows went, want open", tr, a.closed)
 	}
 
@@ -61,15 +62,16 @@ func TestAdmissionStateMachine(t *testing.T) {
 	}{{1500, false}, {5000, true}} {
 		b := newAdmission(&o)
 		now = 5000 * sec
-		b.update(now)
-		b.add(now, tc.backlog)
-		b.acceptRate, b.forwardRate = 1000, 1000
+		b.update(now, true)
+		b.add(now, tc.backlog, false)
+		b.acceptRate, b.forwardRate, b.handleRate = 1000, 1000, 1000
 		closedAt := 0
 		for step := 1; step <= 30 && !b.closed; step++ {
 			now += sec
 			b.accepted += 1000
 			b.forwarded += 1000
-			b.update(now)
+			b.handled += 1000
+			b.update(now, true)
 			if b.closed {
 				closedAt = step
 			}
@@ -292,8 +294,14 @@ func TestAdmissionDueBudget(t *testing.T) {
 	if err := q.Enqueue(ctx, "cpu", makeRows(4, 1), later); !errors.Is(err, ErrDueFull) {
 		t.Fatalf("one row over the budget: %v, want ErrDueFull", err)
 	}
-	if got := metricValue(q.metrics.behindRejects); got != 3 {
-		t.Fatalf("rejections %v, want 3", got)
+	// Refused draws are not refused inserts: the caller draws again and
+	// counts an insert it gives up on.
+	if got := metricValue(q.metrics.behindRejects); got != 0 {
+		t.Fatalf("rejections %v after refused draws, want 0", got)
+	}
+	q.RefusedDueFull()
+	if got := metricValue(q.metrics.behindRejects); got != 1 {
+		t.Fatalf("rejections %v, want 1", got)
 	}
 }
 

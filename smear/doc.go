@@ -114,8 +114,10 @@
 //
 // # Forwarding
 //
-// The forwarder keeps a window of Sender calls in flight (1 to
-// ForwarderOptions.MaxInFlight). When the window has room it loads due
+// A queue has exactly one forwarder (NewForwarder panics on a second:
+// the in-flight set below is the forwarder's). The forwarder keeps up to
+// ForwarderOptions.MaxInFlight Sender calls in flight. When the window
+// has room it loads due
 // entries in due order, skipping those already in a call's hands (an
 // in-memory set), as many rows as twice the free calls hold; routes the
 // rows of each table once (Partitioner.Route, when the Sender is one);
@@ -126,9 +128,14 @@
 // records each row's outcome and settles, in one synced batch, the
 // entries none of whose rows is pending any more, then leaves the
 // window, which wakes Run to load more. A slow call (a partition
-// splitting) so holds one slot, not the forwarder. The window halves
-// after a call that failed as a whole and grows by one after each call
-// that succeeded.
+// splitting) so holds one slot, not the forwarder. The window shrinks per
+// destination partition (table and Route ordinal): after a call that
+// accepted no row (failed as a whole, or every row refused), at most one
+// call to that partition is in flight until one succeeds; the rows of
+// its other calls are not sent but requeued at once with backoff (held),
+// so a failing partition takes one slot and no healthy one waits for it.
+// Rows a Sender reports ErrDiscarded (a dropped table) leave the queue
+// without counting as forwarded.
 //
 // Run does this whenever an already-due entry is enqueued, a call ends,
 // on Kick, and every PollInterval, and waits for its calls before it
@@ -154,13 +161,23 @@
 // Admission control (admission.go, off with Options.NoAdmission) keeps,
 // under the queue's mutex and rebuilt by Open: the queued rows by due
 // bucket (AdmitTick, 1 s), the overdue rows (due more than OverdueAfter,
-// 2 s, ago), the EWMAs (time constant RateWindow, 2 s) of rows enqueued
-// and rows forwarded per second, and an estimate of the forwarder's
-// capacity (its forward rate while saturated, i.e. with rows overdue,
-// falling by at most half per tick; else the highest forward rate seen;
-// InitialForwardRate before any measure). It is advanced on ticks taken
-// lazily by Enqueue, settles and Run: no goroutine of its own, and
-// Options.Now drives it in tests. Enqueue fails, writing nothing:
+// 2 s, ago), the rows in flight (loaded by the forwarder: moved out of
+// their bucket at load, back on give-up) and retrying (written back after
+// a failed forward), which are never overdue; the EWMAs (time constant
+// RateWindow, 2 s) of rows enqueued, forwarded (discards excluded) and
+// handled (settled, requeued ones included) per second; and an estimate
+// of the forwarder's capacity (its forward rate while saturated, i.e.
+// with rows overdue, falling by at most half per tick; else at least the
+// forward rate, a higher estimate decaying with a 2 min time constant
+// towards 1.5 times it and not below InitialForwardRate, the value before
+// any measure; rows overdue while a call to a failing partition is in
+// flight, or in a tick that saw a call fail, do not count as saturation).
+// It is advanced on ticks taken lazily by Enqueue, settles
+// and Run: no goroutine of its own, and Options.Now drives it in tests. A
+// clock stepped backwards re-bases it (the rows counted overdue go back
+// to a bucket; the counts are exact again once the queue is empty). With
+// NoAdmission the measures are kept; only the refusals are skipped.
+// Enqueue fails, writing nothing:
 //
 //   - with ErrDueFull when the bucket of its due time already holds
 //     rows and would exceed 80% of the capacity over a tick (headroom to
@@ -170,11 +187,17 @@
 //     forwarder proves it, and only the near buckets can overshoot);
 //   - with ErrBehind while admission is closed: it closes when rows are
 //     overdue and, for BehindFor (3 s), the accept rate exceeded the
-//     forward rate or the overdue rows were more than 2 s of forwarding;
-//     it opens at the first tick with nothing overdue.
+//     handle rate or the overdue rows were more than 2 s of handling;
+//     it opens at the first tick with nothing overdue, or at once when
+//     the queue is empty.
 //
-// Rows requeued after a failed forward are due after their backoff and
-// so not overdue: an unavailable partition does not close admission.
+// Rows in a call's hands and rows requeued after a failed forward are
+// never overdue, requeued rows count as handled, and a failing partition
+// holds one call slot at most: an unavailable partition does not close
+// admission (TestFailingPartitionKeepsAdmissionOpen). ErrDueFull refuses
+// a due-time draw, not an insert: the caller draws again and calls
+// Queue.RefusedDueFull when it gives up, so that
+// tsdb_smear_behind_rejections_total counts refused inserts.
 //
 // # Metrics
 //
@@ -193,8 +216,9 @@
 //
 // Queue and Forwarder methods are safe for concurrent use. Forwarder.Run
 // and Drain run in their caller's goroutine; the goroutines of their calls
-// (at most MaxInFlight) are the forwarder's, and Run and Drain return only
-// once none is left. The owner stops
+// (at most MaxInFlight) are the forwarder's. Run returns only once no
+// call of the forwarder is left; Drain once the calls it started itself
+// have ended (a Run running meanwhile keeps its own). The owner stops
 // Run (cancels its context and waits for it to return) before Queue.Close;
 // operations after Close fail with ErrClosed, and Close waits for
 // operations in flight.

@@ -40,6 +40,15 @@ var (
 	// ErrCorrupt reports a stored queue entry that does not decode. The
 	// entry is moved aside (see doc.go, "Quarantine"), never deleted.
 	ErrCorrupt = errors.New("smear: corrupt queue entry")
+	// ErrDiscarded is what a Sender reports, in rowErrs, for a row it
+	// discarded rather than delivered (its table was dropped): the row
+	// leaves the queue like an accepted one, but does not count as
+	// forwarded (the forward rate and capacity estimate measure
+	// deliveries).
+	ErrDiscarded = errors.New("smear: row discarded")
+	// errHeld fails the rows of a call the forwarder did not make: their
+	// partition's last call failed and another call to it is in flight.
+	errHeld = errors.New("smear: partition's last forward failed and a probe call is in flight; rows requeued with backoff")
 	// ErrInvalidOptions is returned by Open for unusable Options.
 	ErrInvalidOptions = errors.New("smear: invalid options")
 )

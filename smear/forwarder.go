@@ -39,7 +39,11 @@ type Sender interface {
 type Partitioner interface {
 	// Route returns the destination partition of each row of table under
 	// the routing current now, as an ordinal: rows with equal ordinals go
-	// to the same partition. A negative ordinal marks a row it cannot
+	// to the same partition. An ordinal should name its partition in
+	// every call (derived from its id, not its order of appearance): the
+	// forwarder keeps per-partition state by table and ordinal (one call
+	// at a time to a partition whose last call failed). A negative
+	// ordinal marks a row it cannot
 	// route: such rows travel together, and Forward reports their
 	// failure. An error sends the rows by table instead.
 	Route(ctx context.Context, table string, rows []model.Row) ([]int, error)
@@ -67,6 +71,7 @@ type ForwarderOptions struct {
 	// Logger receives the forwarder's lines; nil uses the queue's.
 	Logger *slog.Logger
 	// MaxInFlight bounds the Sender calls in flight at once; 0 means 4.
+	// A partition whose last call failed gets one of them at a time.
 	MaxInFlight int
 	// WarnInterval is the least time between two warnings about failed
 	// forwards (the lines in between are counted, not printed); 0 means
@@ -130,7 +135,10 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 // in due order (skipping those in flight), routes the rows of each table
 // once (Partitioner), groups them by partition into calls bounded by
 // MaxRowsPerCall and MaxBytesPerCall, and starts each call as a slot
-// frees. When a call ends, it settles in one synced batch the entries
+// frees. A call to a partition whose last call failed while another call
+// to it is in flight is not made: its rows are requeued with backoff at
+// once (held), so that a failing partition takes one slot and its rows
+// do not wait, overdue, in memory. When a call ends, it settles in one synced batch the entries
 // none of whose rows is pending any more: deletes them, and writes the
 // rows that failed back as one new entry per old entry, due after an
 // exponential backoff with jitter that grows with the entry's attempt
@@ -156,9 +164,11 @@ type Forwarder struct {
 		// given up, by key: a load skips them, so no entry is in two
 		// calls' hands at once.
 		inflight map[string]*entry
-		// running counts the calls in flight; window is how many may be
-		// (1 to MaxInFlight).
-		running, window int
+		// running counts the calls in flight (at most MaxInFlight).
+		running int
+		// parts holds the partitions with calls in flight or whose
+		// last call failed, by table and Route ordinal.
+		parts map[partKey]*partState
 	}
 	// ended has room for one signal: a call ended (Run may load more).
 	ended chan struct{}
@@ -167,10 +177,31 @@ type Forwarder struct {
 	accepted, requeued atomic.Int64
 }
 
-// NewForwarder returns a forwarder of q's entries through sender. Use one
-// forwarder per queue (several are safe, as passes are serialized, but
-// pointless).
+// partKey names a destination partition: a table and its Route ordinal
+// (0 for every row without a Partitioner).
+type partKey struct {
+	table string
+	ord   int
+}
+
+// partState is the forwarder's view of one destination partition.
+type partState struct {
+	// running counts its calls in flight.
+	running int
+	// failed: its last call ended without a row accepted. While it is
+	// set and a call is in flight, further calls to it are not made
+	// (their rows are requeued with backoff): one probe at a time.
+	failed bool
+}
+
+// NewForwarder returns the forwarder of q's entries through sender. A
+// queue has exactly one forwarder (the set of entries in a call's hands is
+// the forwarder's): NewForwarder panics when q already has one, which is
+// a programming error.
 func NewForwarder(q *Queue, sender Sender, opts ForwarderOptions) *Forwarder {
+	if !q.hasForwarder.CompareAndSwap(false, true) {
+		panic("smear: NewForwarder: the queue already has a forwarder (one forwarder per queue)")
+	}
 	opts.EnsureDefaults()
 	log := opts.Logger
 	if log == nil {
@@ -180,7 +211,7 @@ func NewForwarder(q *Queue, sender Sender, opts ForwarderOptions) *Forwarder {
 		warn: throttle{interval: opts.WarnInterval}, passErr: throttle{interval: opts.WarnInterval}}
 	f.mu.changed = sync.NewCond(&f.mu)
 	f.mu.inflight = make(map[string]*entry)
-	f.mu.window = opts.MaxInFlight
+	f.mu.parts = make(map[partKey]*partState)
 	return f
 }
 
@@ -335,7 +366,8 @@ func (f *Forwarder) waitIdle() {
 
 // launch loads the entries due at or before upTo that are not in flight,
 // as many rows as twice the free window's calls hold, plans their calls
-// and starts them, each as soon as the window has room. It returns once
+// and starts them, each as soon as the window has room (or requeues the
+// rows of a call whose partition is held, see acquire). It returns once
 // every call started (or ctx ended: the calls not started are given up,
 // their entries left as they are); the calls settle their entries
 // themselves when they end. own, if not nil, counts the calls started.
@@ -356,12 +388,22 @@ func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup)
 	})
 	defer stop()
 	for i, c := range calls {
-		if !f.acquire(ctx) {
+		ok, held := f.acquire(ctx, c)
+		if !ok {
 			f.giveUp(calls[i:])
 			break
 		}
+		if held {
+			// Its partition is failing and probed by another call:
+			// requeue the rows with backoff rather than hold them (they
+			// would be overdue) or send them (more calls to wait on an
+			// ack timeout).
+			resolved, o := f.record(ctx, c, nil, errHeld)
+			f.finish(ctx, resolved, o)
+			continue
+		}
 		if err := f.q.gate.Enter(ErrClosed); err != nil {
-			f.release(false, false)
+			f.release(c, callInterrupted)
 			f.giveUp(calls[i:])
 			return st, err
 		}
@@ -386,7 +428,7 @@ func (f *Forwarder) load(ctx context.Context, upTo int64) ([]*call, passStats, e
 	f.q.passMu.Lock()
 	defer f.q.passMu.Unlock()
 	f.mu.Lock()
-	room := f.mu.window - f.mu.running
+	room := f.opts.MaxInFlight - f.mu.running
 	f.mu.Unlock()
 	if room <= 0 {
 		st.full = true
@@ -426,35 +468,81 @@ func (f *Forwarder) inFlight(key []byte) bool {
 	return ok
 }
 
-// acquire takes a slot of the window, waiting for one; false when ctx
-// ended first.
-func (f *Forwarder) acquire(ctx context.Context) bool {
+// acquire takes a slot of the window (MaxInFlight calls) for a call to
+// part, waiting for one; ok is false when ctx ended first. held reports,
+// instead of a slot, that part's last call failed and another call to it
+// is in flight: the call is not to be made.
+func (f *Forwarder) acquire(ctx context.Context, c *call) (ok, held bool) {
+	part := c.part
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for f.mu.running >= f.mu.window && ctx.Err() == nil {
+	for {
+		if ctx.Err() != nil {
+			return false, false
+		}
+		if ps := f.mu.parts[part]; ps != nil && ps.failed && ps.running > 0 {
+			return true, true
+		}
+		if f.mu.running < f.opts.MaxInFlight {
+			break
+		}
 		f.mu.changed.Wait()
 	}
-	if ctx.Err() != nil {
-		return false
-	}
 	f.mu.running++
-	return true
+	ps := f.mu.parts[part]
+	if ps == nil {
+		ps = &partState{}
+		f.mu.parts[part] = ps
+	}
+	ps.running++
+	if ps.failed {
+		// A probe of a failing partition: while it is in flight,
+		// rows overdue may be its doing, not the forwarder's
+		// capacity (admission does not measure the capacity then).
+		c.probe = true
+		f.q.noteFailing(1)
+	}
+	return true, false
 }
 
-// release gives a slot back. The window grows by one after a call that
-// succeeded and halves after one that failed as a whole (failed), so that
-// a replica set that cannot confirm the rows in flight within its ack
-// timeout (a write-limited one) gets fewer of them at once rather than
-// the same calls again.
-func (f *Forwarder) release(ok, failed bool) {
+// outcome is how a call ended, for its partition's state.
+type outcome int
+
+const (
+	callOK          outcome = iota // at least one row accepted
+	callFailed                     // no row accepted
+	callInterrupted                // cut short by ctx, or never made
+)
+
+// release gives a slot back and records the call's outcome for its
+// partition: after a call with no row accepted (a replica set that cannot
+// confirm within its ack timeout, an unavailable partition), at most one
+// call to that partition is in flight until one succeeds; the others'
+// rows are requeued with backoff. The window is per partition, so that a
+// failing partition holds one slot and no healthy partition waits for
+// it.
+func (f *Forwarder) release(c *call, o outcome) {
+	part := c.part
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.running--
-	switch {
-	case ok:
-		f.mu.window = min(f.mu.window+1, f.opts.MaxInFlight)
-	case failed:
-		f.mu.window = max(f.mu.window/2, 1)
+	if c.probe {
+		f.q.noteFailing(-1)
+	}
+	if o == callFailed {
+		f.q.noteFailing(0)
+	}
+	if ps := f.mu.parts[part]; ps != nil {
+		ps.running--
+		switch o {
+		case callOK:
+			ps.failed = false
+		case callFailed:
+			ps.failed = true
+		}
+		if ps.running <= 0 && !ps.failed {
+			delete(f.mu.parts, part)
+		}
 	}
 	f.mu.changed.Broadcast()
 	select {
@@ -481,7 +569,8 @@ func (f *Forwarder) giveUp(calls []*call) {
 	f.forget(resolved)
 }
 
-// forget removes entries from the in-flight set. It holds the queue's pass
+// forget removes entries from the in-flight set, counting those left
+// unsettled back in their due buckets (admission). It holds the queue's pass
 // lock, so that no load is scanning meanwhile: a load's iterator is a
 // snapshot taken when it began, which may still hold an entry settled
 // since; the entry is skipped while in flight, and must stay so until
@@ -495,9 +584,14 @@ func (f *Forwarder) forget(entries []*entry) {
 	defer f.q.passMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var unsettled []*entry
 	for _, e := range entries {
 		delete(f.mu.inflight, string(e.key))
+		if !e.settled {
+			unsettled = append(unsettled, e)
+		}
 	}
+	f.q.unload(unsettled)
 }
 
 // call makes one call and settles, in one synced batch, the entries whose
@@ -506,7 +600,13 @@ func (f *Forwarder) forget(entries []*entry) {
 // it is. A settle that fails leaves its entries queued: they are loaded
 // and sent again (a repeat is harmless).
 func (f *Forwarder) call(ctx context.Context, c *call) {
-	resolved, ok := f.send(ctx, c)
+	resolved, o := f.send(ctx, c)
+	f.release(c, f.finish(ctx, resolved, o))
+}
+
+// finish settles the entries a call resolved and returns the call's
+// outcome.
+func (f *Forwarder) finish(ctx context.Context, resolved []*entry, o outcome) outcome {
 	var done []*entry
 	for _, e := range resolved {
 		if !e.interrupted {
@@ -526,7 +626,7 @@ func (f *Forwarder) call(ctx context.Context, c *call) {
 		f.reportFailures(done)
 	}
 	f.forget(resolved)
-	f.release(ok, !ok && ctx.Err() == nil)
+	return o
 }
 
 // tableGroup is the loaded entries of one table, in due order.
@@ -559,6 +659,8 @@ type rowRef struct {
 // call is one Sender call: rows of one table (and, with a Partitioner,
 // of one partition), and the entry row each comes from.
 type call struct {
+	part  partKey
+	probe bool // sent to a partition whose last call failed
 	table string
 	rows  []model.Row
 	refs  []rowRef
@@ -598,13 +700,14 @@ func (f *Forwarder) plan(ctx context.Context, g tableGroup) []*call {
 	}
 	var calls []*call
 	for _, members := range groups {
-		c := &call{table: g.table}
+		part := partKey{table: g.table, ord: parts[members[0]]}
+		c := &call{part: part, table: g.table}
 		for _, i := range members {
 			ref := refs[i]
 			perRow := max(ref.e.size/int64(len(ref.e.rows)), 1)
 			if len(c.rows) > 0 && (len(c.rows) >= f.opts.MaxRowsPerCall || c.bytes+perRow > f.opts.MaxBytesPerCall) {
 				calls = append(calls, c)
-				c = &call{table: g.table}
+				c = &call{part: part, table: g.table}
 			}
 			c.rows = append(c.rows, rows[i])
 			c.refs = append(c.refs, ref)
@@ -635,11 +738,8 @@ func (f *Forwarder) route(ctx context.Context, table string, rows []model.Row) [
 	return make([]int, len(rows))
 }
 
-// send makes one Sender call and records each row's outcome in its entry
-// (under f.outcomeMu: calls run concurrently and may share entries). It
-// returns the entries that have no row pending any more and whether the
-// call succeeded as a whole.
-func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
+// send makes one Sender call and records each row's outcome (record).
+func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, outcome) {
 	f.q.metrics.inFlight.Inc()
 	rowErrs, err := f.sender.Forward(ctx, c.table, c.rows)
 	f.q.metrics.inFlight.Dec()
@@ -649,6 +749,13 @@ func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
 	if err != nil {
 		f.q.metrics.callFailures.Inc()
 	}
+	return f.record(ctx, c, rowErrs, err)
+}
+
+// record records each row's outcome of a call in its entry (under
+// f.outcomeMu: calls run concurrently and may share entries). It returns
+// the entries that have no row pending any more and the call's outcome.
+func (f *Forwarder) record(ctx context.Context, c *call, rowErrs []error, err error) ([]*entry, outcome) {
 	f.outcomeMu.Lock()
 	defer f.outcomeMu.Unlock()
 	var resolved []*entry
@@ -661,10 +768,10 @@ func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
 				resolved = append(resolved, r.e)
 			}
 		}
-		return resolved, false
+		return resolved, callInterrupted
 	}
 	now := f.q.now().UnixNano()
-	accepted := 0
+	accepted, dropped := 0, 0
 	for k, r := range c.refs {
 		e := r.e
 		if e.pending--; e.pending == 0 {
@@ -673,6 +780,11 @@ func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
 		rerr := err
 		if rerr == nil && rowErrs != nil {
 			rerr = rowErrs[k]
+		}
+		if errors.Is(rerr, ErrDiscarded) {
+			e.discarded++
+			dropped++
+			continue
 		}
 		if rerr != nil {
 			e.failed = append(e.failed, e.rows[r.i])
@@ -685,8 +797,11 @@ func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, bool) {
 		f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
 	}
 	f.q.metrics.forwarded.Add(float64(accepted))
-	f.accepted.Add(int64(accepted))
-	return resolved, err == nil
+	f.accepted.Add(int64(accepted + dropped))
+	if accepted+dropped == 0 {
+		return resolved, callFailed // err, or every row failed
+	}
+	return resolved, callOK
 }
 
 func anyError(errs []error) bool {

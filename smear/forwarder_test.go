@@ -212,7 +212,6 @@ func TestRequeueKeepsHistory(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	opts := ForwarderOptions{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
-	q := openQueue(t, t.TempDir(), testOptions(t))
 	cases := []struct {
 		attempts uint64
 		nominal  time.Duration
@@ -234,7 +233,8 @@ func TestBackoff(t *testing.T) {
 				}
 				return n - 1
 			}
-			f := NewForwarder(q, newRecorder(), o)
+			o.EnsureDefaults()
+			f := &Forwarder{opts: o} // one forwarder per queue: backoff needs only opts
 			got := f.backoff(c.attempts)
 			want := c.nominal / 2
 			if pick == "high" {
@@ -421,7 +421,7 @@ func TestEnqueueWhileForwarding(t *testing.T) {
 			for k, e := range f.mu.inflight {
 				fl = append(fl, fmt.Sprintf("%x due %d pending %d int %v", k, e.due, e.pending, e.interrupted))
 			}
-			run, win := f.mu.running, f.mu.window
+			run, win := f.mu.running, len(f.mu.parts)
 			f.mu.Unlock()
 			q.mu.Lock()
 			hint := q.mu.scanFrom
@@ -430,7 +430,7 @@ func TestEnqueueWhileForwarding(t *testing.T) {
 			for _, e := range storedEntries(t, q) {
 				st = append(st, fmt.Sprintf("%x due %d att %d rows %d", e.key, e.due, e.h.attempts, len(e.rows)))
 			}
-			t.Fatalf("depth %d/%d; hint %d; running %d window %d; inflight %v; stored %v", r, b, hint, run, win, fl, st)
+			t.Fatalf("depth %d/%d; hint %d; running %d failing parts %d; inflight %v; stored %v", r, b, hint, run, win, fl, st)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -24,7 +24,7 @@ type Metrics struct {
 	overdueRows       prometheus.Gauge   // rows due more than OverdueAfter ago, still queued
 	admissionClosed   prometheus.Gauge   // 1 while new smeared inserts are refused
 	admissionClosings prometheus.Counter // times admission closed
-	behindRejects     prometheus.Counter // Enqueue calls refused with ErrBehind or ErrDueFull
+	behindRejects     prometheus.Counter // inserts refused with ErrBehind, or ErrDueFull on every draw (RefusedDueFull)
 }
 
 // NewMetrics builds the collectors and registers them on reg; a nil reg
@@ -83,11 +83,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		capacity: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_forward_capacity_rows_per_second",
-			Help: "Estimated rows/s the forwarder can forward (its rate while saturated, else the highest seen); admission lets at most this much (with some headroom) fall due per second.",
+			Help: "Estimated rows/s the forwarder can forward (its rate while saturated; else at least its rate, an older higher estimate decaying over minutes); admission lets at most this much (with some headroom) fall due per second.",
 		}),
 		overdueRows: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_overdue_rows",
-			Help: "Queued rows due more than the overdue allowance (2 s) ago: the forwarder's backlog.",
+			Help: "Queued rows due more than the overdue allowance (2 s) ago and not in a forward call: the forwarder's backlog (rows retrying after a failed forward are not counted).",
 		}),
 		admissionClosed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_admission_closed",
@@ -99,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		behindRejects: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsdb_smear_behind_rejections_total",
-			Help: "Inserts refused (503 queue_full) while admission control was closed.",
+			Help: "Smeared inserts refused (503 queue_full) by admission control: while closed, or after every due time drawn was full (once per insert).",
 		}),
 	}
 	if reg != nil {

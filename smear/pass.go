@@ -32,6 +32,13 @@ type entry struct {
 	// failed are the rows the Sender did not accept; firstErr says why.
 	failed   []model.Row
 	firstErr error
+	// discarded counts rows the Sender reported as discarded
+	// (ErrDiscarded): gone, but not forwarded.
+	discarded int
+	// settled is set once the entry was deleted (its failed rows
+	// requeued); an entry forgotten unsettled is counted back in its
+	// due bucket.
+	settled bool
 }
 
 // settleable reports whether every row of the entry has an outcome.
@@ -98,7 +105,24 @@ func (q *Queue) load(upTo, maxRows, maxBytes int64, skip func(key []byte) bool) 
 			return nil, 0, false, err
 		}
 	}
+	if len(entries) > 0 {
+		q.mu.Lock()
+		for _, e := range entries {
+			q.mu.adm.load(e.due, int64(len(e.rows)), e.h.attempts > 0)
+		}
+		q.mu.Unlock()
+	}
 	return entries, next, truncated, nil
+}
+
+// unload counts entries a forwarder gives up unsettled back in their due
+// buckets.
+func (q *Queue) unload(entries []*entry) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range entries {
+		q.mu.adm.unload(e.due, int64(len(e.rows)), e.h.attempts > 0)
+	}
 }
 
 func (q *Queue) decodeEntry(key, value []byte) (*entry, error) {
@@ -133,11 +157,12 @@ func (q *Queue) quarantineLoaded(bad []kv) error {
 	defer q.mu.Unlock()
 	for _, e := range bad {
 		var rows int64
+		var retry bool
 		if h, _, err := parseHeader(e.value); err == nil {
-			rows = int64(h.rows)
+			rows, retry = int64(h.rows), h.attempts > 0
 		}
 		if due, _, err := parseKey(e.key); err == nil {
-			q.mu.adm.remove(due, rows)
+			q.mu.adm.remove(due, rows, retry)
 		}
 		q.adjustLocked(-rows, -int64(len(e.key)+len(e.value)))
 	}
@@ -175,8 +200,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 	var scratch []byte
 	var rows, bytes int64 // depth change
 	var written int
-	type dueRows struct{ due, rows int64 }
-	var gone, back []dueRows // admission counts: rows settled, rows requeued
+	var loaded, back, discarded int64 // admission counts: rows settled, requeued, discarded
 	lowest := int64(math.MaxInt64)
 	for _, e := range done {
 		if err := b.Delete(e.key, nil); err != nil {
@@ -185,7 +209,8 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 		written += len(e.key)
 		rows -= int64(len(e.rows))
 		bytes -= e.size
-		gone = append(gone, dueRows{e.due, int64(len(e.rows))})
+		loaded += int64(len(e.rows))
+		discarded += int64(e.discarded)
 		if len(e.failed) == 0 {
 			continue
 		}
@@ -201,7 +226,7 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 			return 0, fmt.Errorf("smear: settle: %w", err)
 		}
 		written += len(scratch)
-		back = append(back, dueRows{due, int64(len(e.failed))})
+		back += int64(len(e.failed))
 		rows += int64(len(e.failed))
 		bytes += int64(len(scratch))
 		requeued += len(e.failed)
@@ -213,13 +238,14 @@ func (q *Queue) settle(ctx context.Context, done []*entry, retryDue func(attempt
 		return 0, fmt.Errorf("smear: settle: %w", err)
 	}
 	q.mu.Lock()
-	for _, g := range gone {
-		q.mu.adm.remove(g.due, g.rows)
+	a := &q.mu.adm
+	a.inflight = max(a.inflight-loaded, 0)
+	a.add(0, back, true)
+	a.forwarded += loaded - back - discarded // rows that left the queue forwarded
+	a.handled += loaded
+	for _, e := range done {
+		e.settled = true
 	}
-	for _, g := range back {
-		q.mu.adm.add(g.due, g.rows)
-	}
-	q.mu.adm.forwarded -= rows // rows that left the queue: loaded minus requeued
 	q.adjustLocked(rows, bytes)
 	q.tickLocked()
 	q.mu.Unlock()

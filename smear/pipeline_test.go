@@ -231,29 +231,47 @@ func TestForwarderRetriesOnePartition(t *testing.T) {
 	}
 }
 
-// TestForwarderWindowShrinksAfterFailure: after a call failed as a whole,
-// the next pass has fewer calls in flight (half, at least one); calls
-// that succeed grow the window back to MaxInFlight.
-func TestForwarderWindowShrinksAfterFailure(t *testing.T) {
-	q := openQueue(t, t.TempDir(), testOptions(t))
-	enqueueMixed(t, q, 2, 8, time.Now())
-	sender := newPartitioned(4)
-	sender.fail = func(int, string, []model.Row) error { return errUnavailable }
-	opts := fastForwarder()
-	opts.MaxRowsPerCall = 4
-	opts.MaxInFlight = 4
-	f := NewForwarder(q, sender, opts)
-	if _, err := f.pass(context.Background(), time.Now().UnixNano()); err != nil {
-		t.Fatal(err)
-	}
-	if f.mu.window != 1 {
-		t.Fatalf("window %d after every call failed, want 1", f.mu.window)
-	}
-	sender.fail = nil
-	if err := f.Drain(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if f.mu.window != 4 {
-		t.Fatalf("window %d after calls succeeded, want 4", f.mu.window)
+// TestForwarderMarksFailedPartitions: after calls that failed, as a
+// whole or with every row refused, their partitions are marked failed
+// (one call in flight to each until one succeeds); calls that succeed
+// clear the marks.
+func TestForwarderMarksFailedPartitions(t *testing.T) {
+	for _, whole := range []bool{true, false} {
+		q := openQueue(t, t.TempDir(), testOptions(t))
+		enqueueMixed(t, q, 2, 8, time.Now())
+		sender := newPartitioned(4)
+		if whole {
+			sender.fail = func(int, string, []model.Row) error { return errUnavailable }
+		} else {
+			sender.rowFail = func(string, model.Row) error { return errUnavailable }
+		}
+		opts := fastForwarder()
+		opts.MaxRowsPerCall = 4
+		opts.MaxInFlight = 4
+		f := NewForwarder(q, sender, opts)
+		if _, err := f.pass(context.Background(), time.Now().UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		failed := 0
+		for _, ps := range f.mu.parts {
+			if ps.failed && ps.running == 0 {
+				failed++
+			}
+		}
+		f.mu.Unlock()
+		if failed != 8 { // 2 tables × 4 partitions
+			t.Fatalf("whole %v: %d partitions marked failed, want 8", whole, failed)
+		}
+		sender.fail, sender.rowFail = nil, nil
+		if err := f.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		left := len(f.mu.parts)
+		f.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("whole %v: %d partitions still marked after calls succeeded", whole, left)
+		}
 	}
 }

@@ -178,6 +178,9 @@ type Queue struct {
 	wake chan struct{}
 	// bufs holds *[]byte encode buffers for Enqueue.
 	bufs sync.Pool
+	// hasForwarder is set by NewForwarder: one forwarder per queue (its
+	// in-flight set is its own).
+	hasForwarder atomic.Bool
 	// passMu serializes forwarding passes, so that two passes (Run and
 	// Drain, or two forwarders) never settle the same entry twice.
 	passMu sync.Mutex
@@ -268,7 +271,7 @@ func (q *Queue) replay() error {
 		maxSeq = max(maxSeq, seq)
 		q.mu.scanFrom = min(q.mu.scanFrom, due)
 		q.adjust(int64(h.rows), int64(len(it.Key())+len(v)))
-		q.mu.adm.add(due, int64(h.rows))
+		q.mu.adm.add(due, int64(h.rows), h.attempts > 0)
 	}
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return fmt.Errorf("smear: replay: %w", err)
@@ -454,7 +457,8 @@ func (q *Queue) reserve(n, size, due int64) error {
 			ErrBehind, a.overdue, time.Duration(a.overdueAfter), a.acceptRate, a.forwardRate)
 	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
-		q.metrics.behindRejects.Inc()
+		// Not counted in behindRejects: the caller draws another due
+		// time, and counts a refused insert with RefusedDueFull.
 		return fmt.Errorf("%w: %d rows already due in the second of %s (forward capacity %.0f rows/s)",
 			ErrDueFull, a.future[a.bucket(due)], time.Unix(0, due).UTC().Format(time.RFC3339), a.capacity)
 	}
@@ -464,17 +468,22 @@ func (q *Queue) reserve(n, size, due int64) error {
 			ErrFull, q.mu.rows, q.mu.bytes, q.opts.MaxRows, q.opts.MaxBytes)
 	}
 	q.adjustLocked(n, size)
-	q.mu.adm.add(due, n)
+	q.mu.adm.add(due, n, false)
 	q.mu.adm.accepted += n
 	return nil
 }
+
+// RefusedDueFull counts an insert refused because every due time it drew
+// failed with ErrDueFull (tsdb_smear_behind_rejections_total counts
+// refused inserts, not refused draws).
+func (q *Queue) RefusedDueFull() { q.metrics.behindRejects.Inc() }
 
 // unreserve undoes reserve after a failed write.
 func (q *Queue) unreserve(n, size, due int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.adjustLocked(-n, -size)
-	q.mu.adm.remove(due, n)
+	q.mu.adm.remove(due, n, false)
 	q.mu.adm.accepted = max(q.mu.adm.accepted-n, 0)
 }
 
@@ -487,8 +496,8 @@ func (q *Queue) adjust(rows, bytes int64) {
 func (q *Queue) adjustLocked(rows, bytes int64) {
 	q.mu.rows += rows
 	q.mu.bytes += bytes
-	if q.mu.rows == 0 {
-		q.mu.adm.reset()
+	if q.mu.rows == 0 && q.mu.adm.reset() {
+		q.noteTransition(nowEmpty)
 	}
 	q.metrics.queueRows.Set(float64(q.mu.rows))
 	q.metrics.queueBytes.Set(float64(q.mu.bytes))

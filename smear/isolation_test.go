@@ -1,0 +1,414 @@
+package smear
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// stuckPart routes rows by time parity: partition 0 accepts at once and
+// records the (synthetic) time of acceptance; partition 1 cannot confirm
+// (a replica set past its ack timeout): each of its calls is held until
+// the test times it out, then fails as a whole.
+type stuckPart struct {
+	clk *clock
+	mu  struct {
+		sync.Mutex
+		gate  chan struct{}
+		at    map[string]int64 // partition 0: row → acceptance time
+		stuck int              // partition 1 calls in the sender
+		// maxStuck is the most partition 1 calls in the sender at
+		// once since its first failure.
+		maxStuck int
+		failed   bool
+	}
+}
+
+func newStuckPart(clk *clock) *stuckPart {
+	s := &stuckPart{clk: clk}
+	s.mu.gate = make(chan struct{})
+	s.mu.at = make(map[string]int64)
+	return s
+}
+
+func (s *stuckPart) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		out[i] = int(r.Time % 2)
+	}
+	return out, nil
+}
+
+func (s *stuckPart) Forward(ctx context.Context, _ string, rows []model.Row) ([]error, error) {
+	s.mu.Lock()
+	if rows[0].Time%2 == 1 {
+		g := s.mu.gate
+		s.mu.stuck++
+		if s.mu.failed {
+			s.mu.maxStuck = max(s.mu.maxStuck, s.mu.stuck)
+		}
+		s.mu.Unlock()
+		defer func() { s.mu.Lock(); s.mu.stuck--; s.mu.Unlock() }()
+		select {
+		case <-g:
+			return nil, errors.New("partition 1: ack timeout")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	defer s.mu.Unlock()
+	for _, r := range rows {
+		if _, ok := s.mu.at[rowKey(r)]; !ok {
+			s.mu.at[rowKey(r)] = s.clk.ns.Load()
+		}
+	}
+	return nil, nil
+}
+
+// timeout fails the partition-1 calls held now.
+func (s *stuckPart) timeout() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.mu.gate)
+	s.mu.gate = make(chan struct{})
+	s.mu.failed = true
+}
+
+func (s *stuckPart) stuckCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.stuck
+}
+
+// launchNow runs one launch at the clock's now and waits until it has
+// started its calls (a launch that waits forever for a slot fails the test
+// instead of hanging it).
+func launchNow(t *testing.T, f *Forwarder, clk *clock) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.launch(context.Background(), clk.ns.Load(), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("launch still waiting for a slot: calls to a failing partition hold the window")
+	}
+}
+
+// settledBut waits until the only calls in flight are the n held in the
+// sender.
+func settledBut(t *testing.T, f *Forwarder, s *stuckPart) {
+	t.Helper()
+	eventually(t, "every call but the failing partition's ended", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.mu.running == s.stuckCalls()
+	})
+}
+
+// TestFailingPartitionKeepsAdmissionOpen: one partition's calls are held
+// for an ack timeout and then fail (on the synthetic clock: 10 s each);
+// another partition is healthy. The healthy rows are forwarded in the
+// second they fall due, admission stays open with nothing overdue, no
+// insert is refused, and the failing partition never has more than one
+// call in flight. Under the old shared window (halved after each failed
+// call) the healthy calls waited behind the held one and rows in its
+// hands counted as overdue, closing admission for the whole server.
+func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	o0 := q.Admission().Capacity
+	s := newStuckPart(clk)
+	t.Cleanup(s.timeout)                        // before the queue closes: no call left held
+	f := NewForwarder(q, s, ForwarderOptions{}) // default backoffs (100 ms .. 10 s), on the synthetic clock
+	ctx := context.Background()
+	acked := map[string]int64{}
+	for sec := range 60 {
+		for b := range 5 {
+			rows := makeRows(sec*10+b, 20) // rows of both partitions in every entry
+			if err := q.Enqueue(ctx, "cpu", rows, clk.Now()); err != nil {
+				t.Fatalf("second %d: insert refused: %v", sec, err)
+			}
+			for _, r := range rows {
+				if r.Time%2 == 0 {
+					acked[rowKey(r)] = clk.ns.Load()
+				}
+			}
+		}
+		launchNow(t, f, clk)
+		settledBut(t, f, s)
+		if sec%10 == 0 { // the held call reaches its ack timeout
+			s.timeout()
+			settledBut(t, f, s)
+		}
+		clk.ns.Add(int64(time.Second))
+		st := q.Admission()
+		if st.Closed || st.OverdueRows != 0 {
+			t.Fatalf("second %d: one failing partition: admission %+v, want open with nothing overdue", sec, st)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, at := range acked {
+		got, ok := s.mu.at[k]
+		if !ok || got != at {
+			t.Fatalf("healthy row %s acknowledged at %d, forwarded at %d (%v): held up by the failing partition", k, at, got, ok)
+		}
+	}
+	if s.mu.maxStuck > 1 {
+		t.Fatalf("%d calls at once to the failing partition, want at most 1", s.mu.maxStuck)
+	}
+	if got := metricValue(q.metrics.admissionClosings); got != 0 {
+		t.Fatalf("admission closed %v times", got)
+	}
+	if st := q.Admission(); st.Capacity < o0 {
+		t.Fatalf("capacity estimate %.0f fell below the initial %.0f because of the failing partition", st.Capacity, o0)
+	}
+}
+
+// TestInFlightRowsNotOverdue: rows in a call's hands are counted in flight,
+// not overdue, however long the call lasts; given up, they count in their
+// due bucket again (and overdue once their time is past).
+func TestInFlightRowsNotOverdue(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 10), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	sender := newRecorder()
+	sender.block = make(chan struct{})
+	f := NewForwarder(q, sender, fastForwarder())
+	cctx, cancel := context.WithCancel(ctx)
+	var own sync.WaitGroup
+	if _, err := f.launch(cctx, clk.ns.Load(), &own); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		clk.ns.Add(int64(time.Second))
+		if st := q.Admission(); st.OverdueRows != 0 || st.InFlightRows != 10 {
+			t.Fatalf("rows in a call: %+v, want 10 in flight, 0 overdue", st)
+		}
+	}
+	cancel() // the call is cut short: its entry is left queued
+	own.Wait()
+	clk.ns.Add(int64(time.Second))
+	if st := q.Admission(); st.OverdueRows != 10 || st.InFlightRows != 0 {
+		t.Fatalf("rows given up: %+v, want 10 overdue, 0 in flight", st)
+	}
+}
+
+// TestAdmissionClockStepBack: admission closed, the wall clock steps back
+// an hour (an NTP correction). Admission re-bases at once: the rows
+// counted overdue are not overdue by the new clock, so it opens; and an
+// empty queue opens it too.
+func TestAdmissionClockStepBack(t *testing.T) {
+	for _, drain := range []bool{false, true} {
+		clk := newClock(time.Unix(1_700_000_000, 0))
+		opts := testOptions(t)
+		opts.Now = clk.Now
+		q := openQueue(t, t.TempDir(), opts)
+		ctx := context.Background()
+		// Nothing forwards: rows due now become overdue, admission closes.
+		for i := 0; !q.Admission().Closed; i++ {
+			if i > 20 {
+				t.Fatal("admission never closed")
+			}
+			_ = q.Enqueue(ctx, "cpu", makeRows(i, 10), clk.Now())
+			clk.ns.Add(int64(time.Second))
+		}
+		clk.ns.Add(-int64(time.Hour))
+		if drain {
+			if err := NewForwarder(q, newRecorder(), fastForwarder()).Drain(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := q.Admission(); st.Closed || st.OverdueRows != 0 {
+			t.Fatalf("drain %v: after the clock stepped back: %+v, want open, nothing overdue", drain, st)
+		}
+		if err := q.Enqueue(ctx, "cpu", makeRows(999, 1), clk.Now()); err != nil {
+			t.Fatalf("drain %v: insert after the clock stepped back: %v", drain, err)
+		}
+		// Ticks go on on the new clock.
+		clk.ns.Add(3 * int64(time.Second))
+		if st := q.Admission(); st.AcceptRate <= 0 {
+			t.Fatalf("drain %v: rates frozen after the step: %+v", drain, st)
+		}
+	}
+}
+
+// TestAdmissionOpensWhenEmpty: a closed admission opens the moment the
+// queue is empty, without waiting for a tick.
+func TestAdmissionOpensWhenEmpty(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	a.closed, a.behindSince, a.overdue = true, 5, 10
+	if !a.reset() || a.closed || a.behindSince != 0 || a.overdue != 0 {
+		t.Fatalf("reset: closed %v behindSince %d overdue %d", a.closed, a.behindSince, a.overdue)
+	}
+}
+
+// TestOneForwarderPerQueue: a second forwarder on a queue would load and
+// settle the entries of the first one's calls (the in-flight set is per
+// forwarder): NewForwarder refuses it.
+func TestOneForwarderPerQueue(t *testing.T) {
+	q := openQueue(t, t.TempDir(), testOptions(t))
+	NewForwarder(q, newRecorder(), fastForwarder())
+	defer func() {
+		r := recover()
+		if msg, _ := r.(string); !strings.Contains(msg, "already has a forwarder") {
+			t.Fatalf("second NewForwarder: recovered %v, want a panic naming the problem", r)
+		}
+	}()
+	NewForwarder(q, newRecorder(), fastForwarder())
+}
+
+// TestCapacityDecays: a capacity proven once decays, while not saturated,
+// towards 1.5 times the forward rate (not below the initial rate), and a
+// saturated tick takes the measured rate.
+func TestCapacityDecays(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	sec := int64(time.Second)
+	now := 1000 * sec
+	a.update(now, true)
+	a.capacity, a.forwardRate = 8000, 3000
+	for range 20 * 60 {
+		now += sec
+		a.forwarded = 3000
+		a.update(now, true)
+	}
+	if a.capacity < 4490 || a.capacity > 4600 {
+		t.Fatalf("capacity %.0f after 20 min forwarding 3000 rows/s unsaturated, want about 4500", a.capacity)
+	}
+	for range 20 * 60 {
+		now += sec
+		a.update(now, true) // idle
+	}
+	if a.capacity != o.InitialForwardRate {
+		t.Fatalf("capacity %.0f after 20 idle minutes, want the initial %.0f", a.capacity, o.InitialForwardRate)
+	}
+	a.capacity = 8000
+	a.forwardRate = 8000
+	for range 10 {
+		now += sec
+		a.forwarded = 8000
+		a.update(now, true)
+	}
+	if math.Abs(a.capacity-8000) > 800 {
+		t.Fatalf("capacity %.0f while forwarding 8000 rows/s, want about 8000", a.capacity)
+	}
+}
+
+// TestAdmissionOffKeepsMeasuring: with admission off, the rates and the
+// gauges are kept (only the closing rule is skipped).
+func TestAdmissionOffKeepsMeasuring(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now, opts.NoAdmission = clk.Now, true
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	for i := range 20 {
+		if err := q.Enqueue(ctx, "cpu", makeRows(i, 100), clk.Now()); err != nil {
+			t.Fatalf("admission off: %v", err)
+		}
+		clk.ns.Add(int64(time.Second))
+	}
+	st := q.Admission()
+	if st.Closed || st.AcceptRate <= 0 || st.OverdueRows == 0 {
+		t.Fatalf("admission off, nothing forwarded: %+v, want open, rates and overdue counted", st)
+	}
+	if metricValue(q.metrics.acceptRate) <= 0 || metricValue(q.metrics.overdueRows) == 0 {
+		t.Fatal("admission gauges stay 0 with admission off")
+	}
+}
+
+// TestDiscardedRowsNotForwarded: rows a Sender reports discarded
+// (ErrDiscarded, a dropped table) leave the queue without counting as
+// forwarded.
+func TestDiscardedRowsNotForwarded(t *testing.T) {
+	clk := newClock(time.Unix(1_700_000_000, 0)) // no tick resets the counts
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 10), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	sender := &funcSender{fn: func(_ context.Context, _ string, rows []model.Row) ([]error, error) {
+		errs := make([]error, len(rows))
+		for i := range errs {
+			errs[i] = ErrDiscarded
+		}
+		return errs, nil
+	}}
+	if err := NewForwarder(q, sender, fastForwarder()).Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows, _ := q.Depth(); rows != 0 {
+		t.Fatalf("depth %d after discarding, want 0", rows)
+	}
+	if got := metricValue(q.metrics.forwarded); got != 0 {
+		t.Fatalf("forwarded rows %v, want 0 (discarded)", got)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.adm.forwarded != 0 || q.mu.adm.handled != 10 {
+		t.Fatalf("admission counts forwarded %d handled %d, want 0 and 10", q.mu.adm.forwarded, q.mu.adm.handled)
+	}
+}
+
+// TestFailingCallsDoNotMeasureCapacity: rows overdue while a call to a
+// failing partition is in flight, or in a tick that saw a call fail, do
+// not mark the forwarder saturated nor lower the estimate; without
+// failures they do.
+func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	sec := int64(time.Second)
+	now := 1000 * sec
+	a.update(now, true)
+	a.capacity = 8000
+	a.add(now, 5000, false) // overdue from 2 s on, nothing forwarded
+	a.failingCalls = 1
+	for range 10 {
+		now += sec
+		a.update(now, true)
+	}
+	// The first two ticks, before the rows were overdue, decay it a
+	// little; from then on it holds.
+	c := a.capacity
+	if a.overdue != 5000 || a.saturated || c < 7900 {
+		t.Fatalf("probe in flight: overdue %d saturated %v capacity %.0f, want 5000 overdue, unsaturated, about 8000", a.overdue, a.saturated, c)
+	}
+	a.failingCalls = 0
+	a.failedTick = true // a call failed in this tick
+	now += sec
+	a.update(now, true)
+	if a.saturated || a.capacity != c {
+		t.Fatalf("a call failed in the tick: saturated %v capacity %.0f, want unsaturated, %.0f", a.saturated, a.capacity, c)
+	}
+	now += sec
+	a.update(now, true)
+	if !a.saturated || a.capacity != c/2 {
+		t.Fatalf("no failure: saturated %v capacity %.0f, want saturated, halved to %.0f", a.saturated, a.capacity, c/2)
+	}
+}
