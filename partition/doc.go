@@ -42,8 +42,13 @@
 //   - TruncateLog deletes the log entries at or below a point that only
 //     rises, never past SyncedSeq, and records it (prefix|'t') in the same
 //     batch; ReadLog from below it fails with ErrLogTruncated, and the
-//     reader takes a row snapshot (LogSnapshot.ReadRows). At Open the high
-//     sequence is the larger of the last index key and that point.
+//     reader takes a row snapshot (LogSnapshot.ReadRows). At Open the high sequence is the larger of
+//     the last index key and that point.
+//   - SetLogValues(false) (the replication pusher, while the replica has
+//     no target and no mark) makes Apply write entries in the legacy form,
+//     without the row value, as before issue 16: a replica nobody pushes
+//     from writes each row once. A hint only: every reader reads both
+//     forms entry by entry; Open resets it to true.
 //   - A sequence index entry names the placement whose push wrote the
 //     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
 //     wrote it: that placement then holds the value, and the replication

@@ -300,3 +300,78 @@ func TestLogFormatUnknown(t *testing.T) {
 		t.Fatal("Open accepted an unknown log format")
 	}
 }
+
+// TestLogValuesOff: with SetLogValues(false) (a replica with no target)
+// Apply writes log entries without their rows (the legacy form), with it
+// on again the current form; a log holding both reads as the stored rows,
+// live and from a LogSnapshot, and survives a reopen (no upgrade: the
+// marker is there).
+func TestLogValuesOff(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false)
+	if r.LogValues() {
+		t.Fatal("LogValues after SetLogValues(false)")
+	}
+	origins := logTestRows(t, r)
+	forms := func() (legacy, current int) {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			e, err := seqValueParts(it.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.rowValue == nil {
+				legacy++
+			} else {
+				current++
+			}
+		}
+		return legacy, current
+	}
+	if l, c := forms(); l != 6 || c != 0 {
+		t.Fatalf("values off: %d legacy and %d current entries, want 6 and 0", l, c)
+	}
+	r.SetLogValues(true)
+	mustApply(t, r, row("later", 9, model.Field{Name: "a", Value: model.Float(1), Version: model.Version{Wall: 9, Node: 7}}))
+	if l, c := forms(); l != 6 || c != 1 {
+		t.Fatalf("values on again: %d legacy and %d current entries, want 6 and 1", l, c)
+	}
+	ls, err := r.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func(uint64, int) ([]LogEntry, error){"live": r.ReadLog, "snapshot": ls.ReadLog} {
+		got, err := read(0, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkLogIsStored(t, r, got, origins)
+	}
+	ls.Close()
+	placement := r.Info().Placement
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	if !r.LogValues() {
+		t.Fatal("a reopened replica writes no log values before its pusher says so")
+	}
+	if l, c := forms(); l != 6 || c != 1 {
+		t.Fatalf("after reopen: %d legacy and %d current entries, want 6 and 1 (no upgrade)", l, c)
+	}
+	got, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLogIsStored(t, r, got, origins)
+}

@@ -50,6 +50,18 @@ func readTrunc(db getter, ks *keyspace) (uint64, error) {
 // at or above it; 0 when the log was never truncated.
 func (r *Replica) LogStart() uint64 { return r.trunc.Load() }
 
+// SetLogValues tells Apply whether the log entries it writes should carry
+// their rows' values (the default) or not (the legacy form, each read
+// through its row: see readLog). The replication pusher turns the values
+// off while the replica has no target and no mark, so that a replica
+// nobody pushes from does not write every row twice, and back on when a
+// target appears. It is a performance hint only: ReadLog, a LogSnapshot
+// and a row snapshot read either form correctly, whatever the timing.
+func (r *Replica) SetLogValues(on bool) { r.noLogValues.Store(!on) }
+
+// LogValues reports the SetLogValues setting.
+func (r *Replica) LogValues() bool { return !r.noLogValues.Load() }
+
 // TruncateLog deletes the log entries at or below upTo and records upTo as
 // the truncation point, in one batch (not synced: a crash may lose it,
 // which only keeps entries longer). upTo at or below the current point
@@ -68,11 +80,11 @@ func (r *Replica) TruncateLog(upTo uint64) error {
 	if r.dropped.Load() {
 		return fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
-	if upTo <= r.trunc.Load() {
-		return nil
-	}
 	if synced := r.SyncedSeq(); upTo > synced {
 		return fmt.Errorf("replica %s: truncate the log to %d above the synced watermark %d: %w", r.info.Placement, upTo, synced, ErrCursorAhead)
+	}
+	if upTo <= r.trunc.Load() {
+		return nil
 	}
 	b := r.store.db.NewBatch()
 	defer b.Close()

@@ -50,7 +50,12 @@
 // is off, Run truncates it about once per Tick up to the lowest cursor of
 // the view's targets (and of every split target's tail stream), once that
 // is at least Config.TruncateMin sequences past the current point, never
-// under p.mu. A target whose cursor is below the truncation point (a new
+// under p.mu; with no target and no mark in a view SetView installed, up
+// to the synced watermark (not before the first SetView: a restart would
+// otherwise force row snapshots on the targets not installed yet). SetView
+// also tells a LogValuesLog whether its entries need their row values
+// (partition.Replica.SetLogValues): not while the view has no target and
+// no mark. A target whose cursor is below the truncation point (a new
 // target, a joiner or split child whose mark was taken after a
 // truncation, a cursor that came back lower after a crash) cannot be
 // served from the log: ReadLog refuses (partition.ErrLogTruncated) and the

@@ -69,6 +69,15 @@ type TruncatingLog interface {
 	TruncateLog(upTo uint64) error
 }
 
+// LogValuesLog is a Log that can be told whether its log will be read
+// (*partition.Replica, through ReplicaLog: Replica.SetLogValues). The
+// Pusher turns the values off while its view, once set, has no target and
+// no mark, and on otherwise. A hint only: the log reads the same either
+// way.
+type LogValuesLog interface {
+	SetLogValues(on bool)
+}
+
 // RowSnapshot is a LogSnapshot whose rows can be read in key order
 // (*partition.LogSnapshot): a row snapshot of the replica at Seq.
 type RowSnapshot interface {
@@ -227,6 +236,9 @@ type Pusher struct {
 		wg  *sync.WaitGroup
 		// txnSeq is the txnseq of the current view.
 		txnSeq uint64
+		// viewSet: SetView installed a view (before it, an empty view
+		// says nothing about the targets: see truncateLog).
+		viewSet bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
 		view    []*target
@@ -489,6 +501,12 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 		}
 	}
 	p.mu.view = view
+	p.mu.viewSet = true
+	if lv, ok := p.cfg.Log.(LogValuesLog); ok {
+		// Under p.mu, so that views installed concurrently set it in
+		// order; it takes no lock.
+		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0)
+	}
 	for _, t := range view {
 		p.startLocked(t)
 		t.signal()
@@ -1168,7 +1186,10 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 // truncateLog deletes the log entries every target of the view confirmed
 // (each split target's tail stream included) when the Log is a
 // TruncatingLog, Config.KeepLog is off and that deletes at least
-// Config.TruncateMin sequences. A target added meanwhile, or
+// Config.TruncateMin sequences. With no target and no mark in a view
+// SetView installed, it deletes the entries up to the synced watermark:
+// nobody reads them (before the first SetView nothing is truncated, so a
+// restart does not force row snapshots on targets not installed yet). A target added meanwhile, or
 // whose cursor comes back lower after a crash (cursor writes are not
 // synced), finds its cursor below the truncation point and gets a row
 // snapshot; marks pin the pebble state they read, so a truncation never
@@ -1180,7 +1201,11 @@ func (p *Pusher) truncateLog() {
 	}
 	p.mu.Lock()
 	if len(p.mu.view) == 0 {
+		idle := p.mu.viewSet && len(p.mu.marks) == 0
 		p.mu.Unlock()
+		if idle {
+			p.truncateTo(tl, p.cfg.Log.SyncedSeq())
+		}
 		return
 	}
 	low := uint64(math.MaxUint64)
@@ -1191,6 +1216,12 @@ func (p *Pusher) truncateLog() {
 		}
 	}
 	p.mu.Unlock()
+	p.truncateTo(tl, low)
+}
+
+// truncateTo truncates the log up to low if that deletes at least
+// Config.TruncateMin sequences.
+func (p *Pusher) truncateTo(tl TruncatingLog, low uint64) {
 	if start := tl.LogStart(); low <= start || low-start < uint64(p.cfg.TruncateMin) {
 		return
 	}

@@ -294,3 +294,44 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestPusherWithoutTargetsKeepsNoLog: before its first view a Pusher
+// neither truncates nor turns the log values off (a restart must not
+// force row snapshots on targets not installed yet); a view with no
+// target turns them off (Apply writes the short entries) and truncates up
+// to the synced watermark; a target added later turns them back on and
+// gets every row through a row snapshot.
+func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 50)
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: &recorder{},
+		Tick: 5 * time.Millisecond, TruncateMin: 1})
+	runPusher(t, p)
+	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	if s := src.LogStart(); s != 0 {
+		t.Fatalf("log truncated to %d before the first view", s)
+	}
+	if !src.LogValues() {
+		t.Fatal("log values off before the first view")
+	}
+	p.SetView(1, view())
+	if src.LogValues() {
+		t.Fatal("log values on with no target")
+	}
+	mustApply(t, src, row("s1", "idle", 500, 1, "v", 1))
+	pollUntil(t, "the log truncated with no target", func() bool { return src.LogStart() > 0 })
+
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	p2 := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 7})
+	p2.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	if !src.LogValues() {
+		t.Fatal("log values off with a target")
+	}
+	runPusher(t, p2)
+	waitUntil(t, p2, "the target confirmed", p2.Drained)
+	if err := sameRows(scanAll(t, dst), scanAll(t, src)); err != nil {
+		t.Fatalf("target: %v", err)
+	}
+}
