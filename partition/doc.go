@@ -42,7 +42,9 @@
 //   - TruncateLog deletes the log entries at or below a point that only
 //     rises, never past SyncedSeq, and records it (prefix|'t') in the same
 //     batch; ReadLog from below it fails with ErrLogTruncated, and the
-//     reader takes a row snapshot (LogSnapshot.ReadRows). At Open the high sequence is the larger of
+//     reader takes a row snapshot (LogSnapshot.ReadRows). The point stays
+//     below the high sequence, so the newest entry survives (an older
+//     build's high sequence). At Open the high sequence is the larger of
 //     the last index key and that point.
 //   - SetLogValues(false) (the replication pusher, while the replica has
 //     no target and no mark) makes Apply write entries in the legacy form,

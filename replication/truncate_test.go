@@ -246,7 +246,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	}
 	bDown.Store(false)
 	p.RetryNow()
-	pollUntil(t, "the log truncated to what both confirmed", func() bool { return src.LogStart() == high })
+	pollUntil(t, "the log truncated to what both confirmed", func() bool { return src.LogStart() == high-1 }) // the last entry stays
 	if _, err := src.ReadLog(0, 0); !errors.Is(err, partition.ErrLogTruncated) {
 		t.Fatalf("ReadLog from 0 of a truncated log: %v", err)
 	}
@@ -321,6 +321,9 @@ func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
 	}
 	mustApply(t, src, row("s1", "idle", 500, 1, "v", 1))
 	pollUntil(t, "the log truncated with no target", func() bool { return src.LogStart() > 0 })
+	if s, h := src.LogStart(), src.HighSeq(); s >= h {
+		t.Fatalf("log truncated to %d, high sequence %d: the last entry must stay", s, h)
+	}
 
 	dst := newReplica(t, pid)
 	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
