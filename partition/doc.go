@@ -7,7 +7,8 @@
 // A Store owns the DB and a registry of replicas. A Replica is identified by
 // its placement id, never by its partition id or time range: every key of
 // the replica starts with 0x01|placement, so dropping it is one DeleteRange
-// and its size one EstimateDiskUsage. Rows are keyed by (time bucket of
+// and its size one EstimateDiskUsage (DiskUsage; the split measures
+// SizeOver and Size estimate the row keyspace only, not the log). Rows are keyed by (time bucket of
 // about 68.7 s, series, time) so that time-range scans of one or all series
 // are contiguous per bucket.
 //
