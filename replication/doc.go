@@ -64,8 +64,11 @@
 // in key order (RowSnapshot.ReadRows), filtered and pushed in batches like
 // log entries. The cursor stays until the batch that reaches the end of
 // the snapshot is confirmed, then claims H (rule 1: every row held at H is
-// then synced at the target); a failure drops the snapshot and the next
-// step starts a new one from the first row. Snapshot rows carry no origin,
+// then synced at the target). A failed push keeps the snapshot: its
+// position moves only past delivered batches, so the retry resends the
+// batch that failed; a read error of the snapshot or a change of the
+// target's range drops it, and the next step starts a new one from the
+// first row. Snapshot rows carry no origin,
 // so one may go back to the placement it came from, where it ties.
 //
 // WaitConfirmed is the insert acknowledgement: it counts only targets of

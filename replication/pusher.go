@@ -300,9 +300,12 @@ type target struct {
 // cursor is below the log's truncation point, so the log cannot give it
 // the rows it lacks; the rows held at high are pushed instead, in key
 // order, and the cursor claims high only once the last batch is confirmed
-// (rule 1: every row up to high is then synced at the target). An
-// interrupted snapshot (a failed push, the goroutine stopped) is dropped
-// and the next step starts a new one from the first row.
+// (rule 1: every row up to high is then synced at the target). A failed
+// push keeps the snapshot: its position moves only once a batch got
+// through, so the retry resends the batch that failed. The snapshot is
+// dropped (and the next step starts a new one from the first row) only on
+// a read error of the snapshot, a change of the target's range, a cursor
+// that got past it another way, or the goroutine stopping.
 type rowSnap struct {
 	snap RowSnapshot
 	// own: the snapshot was taken for this (closed when dropped); else it
@@ -310,13 +313,26 @@ type rowSnap struct {
 	own  bool
 	high uint64
 	// rng is the target's range when the snapshot began: only its rows
-	// are read. after is the last row pushed (nil: none yet); done is set
-	// by the read of the last batch.
+	// are read. after is the last row delivered (nil: none yet); done is
+	// set once the last batch is delivered.
 	rng   partition.RowRange
 	after *partition.RowPos
 	done  bool
 	rows  int
 	start time.Time
+	// next, nextDone and nextRows are the position the batch read last
+	// reaches: they become after, done and rows once it is delivered
+	// (advance).
+	next     *partition.RowPos
+	nextDone bool
+	nextRows int
+}
+
+// advance moves the snapshot past the batch read last, once delivered.
+func (rs *rowSnap) advance() {
+	rs.after, rs.done = rs.next, rs.nextDone
+	rs.rows += rs.nextRows
+	rs.nextRows = 0
 }
 
 // NewPusher returns a Pusher with no targets; Run starts pushing. It panics
@@ -857,7 +873,8 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		}
 		switch {
 		case err != nil:
-			p.dropRowSnap(t, "failed")
+			// A row snapshot survives a failed push: the retry resends
+			// the batch that failed (readRowSnapshot).
 			attempt++
 			p.noteFailure(t, attempt, err)
 			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
@@ -973,6 +990,9 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 // confirmStep confirms a delivered batch and ends the target's row
 // snapshot once its last batch is confirmed.
 func (p *Pusher) confirmStep(t *target, b batch) error {
+	if t.rs != nil {
+		t.rs.advance()
+	}
 	if err := p.confirm(t.id, b.confirmTo); err != nil {
 		return err
 	}
@@ -1136,16 +1156,18 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 }
 
 // readRowSnapshot reads t's next row snapshot batch: the rows after the
-// last one read, in key order, cut like a log batch. The cursor stays
-// until the batch that gets to the end of the snapshot, which confirms
-// the snapshot's sequence: every row live then is in it or in an earlier
-// batch of the same snapshot, all delivered (a failure drops the snapshot
-// and the next one starts over). The rows carry no origin: a row may go
+// last one delivered, in key order, cut like a log batch (the position
+// moves once the batch is delivered: confirmStep). The cursor stays until
+// the batch that gets to the end of the snapshot, which confirms the
+// snapshot's sequence: every row live then is in it or in an earlier
+// batch of the same snapshot, all delivered. A read error drops the
+// snapshot: the next step starts a new one. The rows carry no origin: a row may go
 // back to the placement it came from, where it ties and changes nothing.
 func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
 	rs := t.rs
 	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
 	if err != nil {
+		p.dropRowSnap(t, "failed")
 		return batch{}, fmt.Errorf("read row snapshot at sequence %d: %w", rs.high, err)
 	}
 	entries := make([]partition.LogEntry, len(rows))
@@ -1156,14 +1178,13 @@ func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
 		entries, cut = entries[:n], true
 	}
+	rs.next, rs.nextDone, rs.nextRows = rs.after, !cut, len(entries)
 	if len(entries) > 0 {
 		last := &entries[len(entries)-1].Row
-		rs.after = &partition.RowPos{Series: last.Series, Time: last.Time}
+		rs.next = &partition.RowPos{Series: last.Series, Time: last.Time}
 	}
-	rs.rows += len(entries)
 	b := batch{entries: entries, more: true, last: rs.high, confirmTo: cursor}
 	if !cut {
-		rs.done = true
 		b.confirmTo = rs.high
 	}
 	return b, nil
