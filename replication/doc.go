@@ -68,7 +68,8 @@
 // position moves only past delivered batches, so the retry resends the
 // batch that failed; a read error of the snapshot or a change of the
 // target's range drops it, and the next step starts a new one from the
-// first row. Snapshot rows carry no origin,
+// first row. A step that reads a row snapshot is a catch-up step
+// (Config.CatchUpSlots, Config.CatchUpBatchRows). Snapshot rows carry no origin,
 // so one may go back to the placement it came from, where it ties.
 //
 // WaitConfirmed is the insert acknowledgement: it counts only targets of

@@ -158,7 +158,8 @@ type Config struct {
 	// DefaultTick.
 	Tick time.Duration
 	// CatchUpSlots, when set, bounds how many catch-up pushes (a split
-	// target's backfill, a joining target below its mark) run at once
+	// target's backfill, a joining target below its mark, a row snapshot
+	// to a target below the log's truncation point) run at once
 	// across every Pusher sharing it, so bulk copies leave the machine to
 	// inserts and their replication; its capacity is the bound.
 	CatchUpSlots chan struct{}
@@ -937,7 +938,8 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.rs != nil && !(sameBound(t.rs.rng.Begin, st.spec.Begin) && sameBound(t.rs.rng.End, st.spec.End)) {
 		p.dropRowSnap(t, "restarted for a new range") // never expected: a placement's range is fixed
 	}
-	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
+	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
+		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
@@ -985,6 +987,13 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
 	return b.more, p.confirmStep(t, b)
+}
+
+// belowLogStart reports whether cursor is below the log's truncation
+// point: the step reads a row snapshot.
+func (p *Pusher) belowLogStart(cursor uint64) bool {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	return ok && cursor < tl.LogStart()
 }
 
 // confirmStep confirms a delivered batch and ends the target's row

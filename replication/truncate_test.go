@@ -355,3 +355,37 @@ func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
 		t.Fatalf("target: %v", err)
 	}
 }
+
+// TestRowSnapshotIsCatchUp: a row snapshot to a replica target below the
+// truncation point is a catch-up: it waits for a CatchUpSlots slot and is
+// pushed in CatchUpBatchRows batches.
+func TestRowSnapshotIsCatchUp(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	want := fillForSnapshot(t, src, 60)
+	if err := src.TruncateLog(src.SyncedSeq()); err != nil {
+		t.Fatal(err)
+	}
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	slots := make(chan struct{}, 1)
+	slots <- struct{}{} // taken: the snapshot must wait
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+		BatchRows: 1000, CatchUpBatchRows: 5, CatchUpSlots: slots})
+	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	runPusher(t, p)
+	time.Sleep(50 * time.Millisecond) // a push now would have taken no slot
+	if n := len(rec.all()); n != 0 {
+		t.Fatalf("%d pushes while the only catch-up slot was taken", n)
+	}
+	<-slots
+	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+	for _, ps := range rec.all() {
+		if len(ps.rows) > 5 {
+			t.Fatalf("a row snapshot push of %d rows, CatchUpBatchRows is 5", len(ps.rows))
+		}
+	}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatalf("target: %v", err)
+	}
+}
