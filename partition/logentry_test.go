@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -374,4 +375,63 @@ func TestLogValuesOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLogIsStored(t, r, got, origins)
+}
+
+// TestLegacyLogUpgradeSkipsMissingRow: a legacy entry whose row is missing
+// does not fail Open: the upgrade leaves it as it is, counts it
+// (UpgradeSkipped) and rewrites every other entry.
+func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := createTestReplica(t, s)
+	placement := r.Info().Placement
+	for i := int64(0); i < 20; i++ {
+		mustApply(t, r, row(fmt.Sprintf("s%d", i%3), i, fl("a", float64(i), 1)))
+	}
+	n := legacyLog(t, s, r)
+	// The row of the entry at sequence 5 (s1@4) disappears behind the
+	// replica's back.
+	if err := s.db.Delete(r.ks.appendRowKey(nil, "s1", 4), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	if got := s.UpgradeSkipped(); got != 1 {
+		t.Fatalf("UpgradeSkipped = %d, want 1", got)
+	}
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	legacy, current := 0, 0
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		e, err := seqValueParts(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.rowValue == nil {
+			legacy++
+			if seq, _ := seqFromKey(it.Key()); seq != 5 {
+				t.Fatalf("entry %d left legacy, want only 5", seq)
+			}
+		} else {
+			current++
+		}
+	}
+	_ = it.Close()
+	if legacy != 1 || current != n-1 {
+		t.Fatalf("%d legacy and %d current entries, want 1 and %d", legacy, current, n-1)
+	}
+	if es, err := r.ReadLog(5, 0); err != nil || len(es) != n-5 {
+		t.Fatalf("ReadLog after the skipped entry: %d entries, %v; want %d", len(es), err, n-5)
+	}
+	if _, err := r.ReadLog(0, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ReadLog across the skipped entry: %v, want ErrCorrupt", err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -59,6 +60,9 @@ type Store struct {
 	throttle func(bytes int)
 	// checkIndex is Options.CheckIndex.
 	checkIndex bool
+	// upgradeSkipped counts the legacy log entries the upgrade at Open
+	// left as they were (their row missing): see UpgradeSkipped.
+	upgradeSkipped atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -341,6 +345,12 @@ func (s *Store) isDropped(p uuid.UUID) (bool, error) {
 	_ = closer.Close()
 	return true, nil
 }
+
+// UpgradeSkipped returns how many legacy log entries the upgrade at Open
+// left as they were because the row they name is missing (or stored with
+// another sequence): each was logged; reading the log across one fails
+// with ErrCorrupt, as it did before the upgrade.
+func (s *Store) UpgradeSkipped() int64 { return s.upgradeSkipped.Load() }
 
 // Replica returns the live replica of a placement.
 func (s *Store) Replica(placement uuid.UUID) (*Replica, bool) {
