@@ -38,7 +38,8 @@ type Options struct {
 	// with the size of the batch it wrote, before the Apply waits for its
 	// sync; it may block to pace the store's writes (the server's
 	// --write-limit: the Apply returns once the bytes are paid for) and
-	// count them.
+	// count them. The batch holds each row's value twice (row and log
+	// entry) unless SetLogValues(false) holds.
 	Throttle func(bytes int)
 	// CheckIndex makes Open compare every replica's tag index with its
 	// rows and repair what differs (CheckIndex(true)), logging what it
