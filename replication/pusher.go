@@ -488,7 +488,9 @@ func (t *target) signal() {
 // ones stop (a push in flight to a removed target is cancelled), and the
 // kind and range of the others are updated. A placement seen as joining
 // for the first time gets its join mark. Every target wakes. A view with
-// an older txnSeq than the current one is ignored.
+// an older txnSeq than the current one is ignored. A LogValuesLog is told
+// to write its entries without row values while the view has no target
+// and no mark, with them otherwise.
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// Snapshots for the new marks are taken before p.mu: SnapshotLog takes
 	// the replica's apply lock, under which DropReady takes p.mu.
@@ -1257,7 +1259,7 @@ func (p *Pusher) truncateTo(tl TruncatingLog, low uint64) {
 	}
 	// Not under p.mu: TruncateLog takes the replica's apply lock, under
 	// which DropReady takes p.mu.
-	if err := tl.TruncateLog(low); err != nil {
+	if err := tl.TruncateLog(low); err != nil && !errors.Is(err, partition.ErrDropped) && !errors.Is(err, partition.ErrClosed) {
 		p.log.Warn("log truncation failed", "up_to", low, "err", err)
 	}
 }
