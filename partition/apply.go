@@ -423,12 +423,14 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 
 // addSeqIndex adds the sequence index changes after all the rows: each
 // written row's log entry, which carries the row's value as written
-// above, and the deletes of the entries they supersede. Each key
+// above (in the legacy form without it while SetLogValues(false) holds:
+// nobody reads the log), and the deletes of the entries they supersede. Each key
 // range is written in ascending order because pebble's memtable inserter
 // caches its last skiplist position: ascending keys that follow each other
 // insert in about constant time, while alternating between the row and
 // index ranges would search the skiplist from the top for every key.
 func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
+	noValues := r.noLogValues.Load()
 	start := int32(0)
 	for i, ri := range sc.written {
 		row := &rows[ri]
@@ -439,7 +441,11 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 		if sc.whole[i] {
 			origin = sc.origin
 		}
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
+		if noValues {
+			sc.seqVal = appendLegacySeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
+		} else {
+			sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
+		}
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}

@@ -196,15 +196,24 @@ func ceilingBatch(db *pebble.DB, ks *keyspace, rows []model.Row, withSeq bool, f
 
 // BenchmarkApply measures Replica.Apply of 1000-row batches of new,
 // time-ordered rows: writers on one replica (they contend on its applyMu
-// and share fsyncs), and 4 writers each on its own replica.
+// and share fsyncs), and 4 writers each on its own replica; logvalues=off
+// is a replica without targets (SetLogValues(false): legacy log entries).
 func BenchmarkApply(b *testing.B) {
-	cases := []struct{ writers, replicas int }{{1, 1}, {4, 1}, {4, 4}}
+	cases := []struct {
+		writers, replicas int
+		noValues          bool
+	}{{1, 1, false}, {1, 1, true}, {4, 1, false}, {4, 4, false}}
 	for _, c := range cases {
-		b.Run(fmt.Sprintf("writers=%d/replicas=%d", c.writers, c.replicas), func(b *testing.B) {
+		name := fmt.Sprintf("writers=%d/replicas=%d", c.writers, c.replicas)
+		if c.noValues {
+			name += "/logvalues=off"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := openBenchStore(b)
 			reps := make([]*Replica, c.replicas)
 			for i := range reps {
 				reps[i] = createTestReplica(b, s)
+				reps[i].SetLogValues(!c.noValues)
 			}
 			templates := make([][]model.Row, c.writers)
 			for w := range templates {

@@ -7,7 +7,8 @@
 // A Store owns the DB and a registry of replicas. A Replica is identified by
 // its placement id, never by its partition id or time range: every key of
 // the replica starts with 0x01|placement, so dropping it is one DeleteRange
-// and its size one EstimateDiskUsage. Rows are keyed by (time bucket of
+// and its size one EstimateDiskUsage (DiskUsage; the split measures
+// SizeOver and Size estimate the row keyspace only, not the log). Rows are keyed by (time bucket of
 // about 68.7 s, series, time) so that time-range scans of one or all series
 // are contiguous per bucket.
 //
@@ -42,8 +43,15 @@
 //   - TruncateLog deletes the log entries at or below a point that only
 //     rises, never past SyncedSeq, and records it (prefix|'t') in the same
 //     batch; ReadLog from below it fails with ErrLogTruncated, and the
-//     reader takes a row snapshot (LogSnapshot.ReadRows). At Open the high
-//     sequence is the larger of the last index key and that point.
+//     reader takes a row snapshot (LogSnapshot.ReadRows). The point stays
+//     below the high sequence, so the newest entry survives (an older
+//     build's high sequence). At Open the high sequence is the larger of
+//     the last index key and that point.
+//   - SetLogValues(false) (the replication pusher, while the replica has
+//     no target and no mark) makes Apply write entries in the legacy form,
+//     without the row value, as before issue 16: a replica nobody pushes
+//     from writes each row once. A hint only: every reader reads both
+//     forms entry by entry; Open resets it to true.
 //   - A sequence index entry names the placement whose push wrote the
 //     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
 //     wrote it: that placement then holds the value, and the replication

@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -229,16 +228,4 @@ func randomReplica(t testing.TB) (*Replica, []model.Row, *rand.Rand, []int64) {
 		mustApply(t, r, batch...)
 	}
 	return r, m.rows(), rng, times
-}
-
-// appendLegacySeqValue appends a log entry of the legacy form (before
-// issue 16), which does not carry the row: u(8, BE) | series [ 0x00 |
-// origin(16) ]. Tests write it to check the upgrade and the fallback.
-func appendLegacySeqValue(dst []byte, series string, t int64, origin uuid.UUID) []byte {
-	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
-	dst = append(dst, series...)
-	if origin != uuid.Nil {
-		dst = append(append(dst, 0), origin[:]...)
-	}
-	return dst
 }

@@ -203,6 +203,19 @@ func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID, rowVal
 	return append(dst, rowValue...)
 }
 
+// appendLegacySeqValue appends a log entry of the legacy form, which does
+// not carry the row: u(8, BE) | series [ 0x00 | origin(16) ]. Stores
+// before issue 16 hold only this form; Apply still writes it while the
+// replica's log has no reader (Replica.SetLogValues).
+func appendLegacySeqValue(dst []byte, series string, t int64, origin uuid.UUID) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
+	dst = append(dst, series...)
+	if origin != uuid.Nil {
+		dst = append(append(dst, 0), origin[:]...)
+	}
+	return dst
+}
+
 // seqEntry is a decoded log entry. series and rowValue alias the encoded
 // bytes; rowValue is nil in a legacy entry (the row must be read from the
 // row keyspace).

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -298,5 +299,139 @@ func TestLogFormatUnknown(t *testing.T) {
 	if s, err := Open(Options{Dir: dir}); err == nil {
 		_ = s.Close()
 		t.Fatal("Open accepted an unknown log format")
+	}
+}
+
+// TestLogValuesOff: with SetLogValues(false) (a replica with no target)
+// Apply writes log entries without their rows (the legacy form), with it
+// on again the current form; a log holding both reads as the stored rows,
+// live and from a LogSnapshot, and survives a reopen (no upgrade: the
+// marker is there).
+func TestLogValuesOff(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false)
+	if r.LogValues() {
+		t.Fatal("LogValues after SetLogValues(false)")
+	}
+	origins := logTestRows(t, r)
+	forms := func() (legacy, current int) {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			e, err := seqValueParts(it.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.rowValue == nil {
+				legacy++
+			} else {
+				current++
+			}
+		}
+		return legacy, current
+	}
+	if l, c := forms(); l != 6 || c != 0 {
+		t.Fatalf("values off: %d legacy and %d current entries, want 6 and 0", l, c)
+	}
+	r.SetLogValues(true)
+	mustApply(t, r, row("later", 9, model.Field{Name: "a", Value: model.Float(1), Version: model.Version{Wall: 9, Node: 7}}))
+	if l, c := forms(); l != 6 || c != 1 {
+		t.Fatalf("values on again: %d legacy and %d current entries, want 6 and 1", l, c)
+	}
+	ls, err := r.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func(uint64, int) ([]LogEntry, error){"live": r.ReadLog, "snapshot": ls.ReadLog} {
+		got, err := read(0, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkLogIsStored(t, r, got, origins)
+	}
+	ls.Close()
+	placement := r.Info().Placement
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	if !r.LogValues() {
+		t.Fatal("a reopened replica writes no log values before its pusher says so")
+	}
+	if l, c := forms(); l != 6 || c != 1 {
+		t.Fatalf("after reopen: %d legacy and %d current entries, want 6 and 1 (no upgrade)", l, c)
+	}
+	got, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLogIsStored(t, r, got, origins)
+}
+
+// TestLegacyLogUpgradeSkipsMissingRow: a legacy entry whose row is missing
+// does not fail Open: the upgrade leaves it as it is, counts it
+// (UpgradeSkipped) and rewrites every other entry.
+func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := createTestReplica(t, s)
+	placement := r.Info().Placement
+	for i := int64(0); i < 20; i++ {
+		mustApply(t, r, row(fmt.Sprintf("s%d", i%3), i, fl("a", float64(i), 1)))
+	}
+	n := legacyLog(t, s, r)
+	// The row of the entry at sequence 5 (s1@4) disappears behind the
+	// replica's back.
+	if err := s.db.Delete(r.ks.appendRowKey(nil, "s1", 4), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	if got := s.UpgradeSkipped(); got != 1 {
+		t.Fatalf("UpgradeSkipped = %d, want 1", got)
+	}
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	legacy, current := 0, 0
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		e, err := seqValueParts(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.rowValue == nil {
+			legacy++
+			if seq, _ := seqFromKey(it.Key()); seq != 5 {
+				t.Fatalf("entry %d left legacy, want only 5", seq)
+			}
+		} else {
+			current++
+		}
+	}
+	_ = it.Close()
+	if legacy != 1 || current != n-1 {
+		t.Fatalf("%d legacy and %d current entries, want 1 and %d", legacy, current, n-1)
+	}
+	if es, err := r.ReadLog(5, 0); err != nil || len(es) != n-5 {
+		t.Fatalf("ReadLog after the skipped entry: %d entries, %v; want %d", len(es), err, n-5)
+	}
+	if _, err := r.ReadLog(0, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ReadLog across the skipped entry: %v, want ErrCorrupt", err)
 	}
 }

@@ -24,6 +24,10 @@ const logFormat = "2"
 // upgradeBatchBytes is the size at which the upgrade commits a batch.
 const upgradeBatchBytes = 4 << 20
 
+// maxSkipLogs is how many skipped entries per replica the upgrade logs one
+// by one (the count is logged in any case).
+const maxSkipLogs = 10
+
 // upgradeLogEvery is how often the upgrade logs its progress.
 const upgradeLogEvery = 5 * time.Second
 
@@ -70,7 +74,9 @@ func (s *Store) upgradeLog() error {
 }
 
 // upgradeLogLocked rewrites the replica's legacy log entries in the
-// current form, each with the row it points at, in batches of about
+// current form, each with the row it points at (an entry whose row is
+// missing, or stored with another sequence, is logged, counted in
+// Store.UpgradeSkipped and left as it is), in batches of about
 // upgradeBatchBytes (the last one synced). It returns how many it
 // rewrote. It reads the log and the rows sequentially in their own
 // orders, the rows by monotone seeks when ingest was time-ordered.
@@ -96,6 +102,16 @@ func (r *Replica) upgradeLogLocked() (int, error) {
 		key, val []byte
 		last     = time.Now()
 	)
+	// skip leaves a legacy entry that names no row stored at its
+	// sequence as it is (a reader of it fails with ErrCorrupt, as before
+	// the upgrade) rather than failing the whole store's Open.
+	skipped := 0
+	skip := func(seq uint64, key []byte, why string) {
+		skipped++
+		if skipped <= maxSkipLogs {
+			r.store.log.Warn("log upgrade: legacy entry left as it is: "+why, "placement", r.info.Placement, "seq", seq, "row_key", fmt.Sprintf("%x", key))
+		}
+	}
 	commit := func(opts *pebble.WriteOptions) error {
 		if batch.Empty() {
 			return nil
@@ -128,14 +144,16 @@ func (r *Replica) upgradeLogLocked() (int, error) {
 			if err := rowIt.Error(); err != nil {
 				return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
 			}
-			return n, fmt.Errorf("%w: sequence index points at missing row %x", ErrCorrupt, key)
+			skip(seq, key, "its row is missing")
+			continue
 		}
 		rv, err := rowIt.ValueAndErr()
 		if err != nil {
 			return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
 		}
 		if rs, w := binary.Uvarint(rv); w <= 0 || rs != seq {
-			return n, fmt.Errorf("%w: sequence %d points at a row stored with sequence %d", ErrCorrupt, seq, rs)
+			skip(seq, key, fmt.Sprintf("its row is stored with sequence %d", rs))
+			continue
 		}
 		val = appendSeqValue(val[:0], string(e.series), e.t, e.origin, rv)
 		if err := batch.Set(seqIt.Key(), val, nil); err != nil {
@@ -158,8 +176,12 @@ func (r *Replica) upgradeLogLocked() (int, error) {
 	if err := commit(pebble.Sync); err != nil {
 		return n, err
 	}
-	if n > 0 {
-		r.store.log.Info("replica log upgraded", "placement", r.info.Placement, "entries", seen, "rewritten", n)
+	if n > 0 || skipped > 0 {
+		r.store.log.Info("replica log upgraded", "placement", r.info.Placement, "entries", seen, "rewritten", n, "skipped", skipped)
 	}
+	if skipped > 0 {
+		r.store.log.Warn("log upgrade: legacy entries without their row left as they were", "placement", r.info.Placement, "skipped", skipped)
+	}
+	r.store.upgradeSkipped.Add(int64(skipped))
 	return n, nil
 }

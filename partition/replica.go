@@ -66,6 +66,10 @@ type Replica struct {
 	// below it are deleted. Written under applyMu.
 	trunc atomic.Uint64
 
+	// noLogValues is set by SetLogValues(false): Apply writes log entries
+	// without their row values. A hint only, read without a lock.
+	noLogValues atomic.Bool
+
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
 	hookApplyLocked func()

@@ -501,7 +501,8 @@ func (sr *splitReader) scanSizes() (*scanSizer, error) {
 
 // SizeOver reports whether the replica holds more than limit bytes, and
 // the size it measured (DESIGN.md section 6's trigger). The measure is
-// pebble's EstimateDiskUsage over the replica's rows, which counts only
+// pebble's EstimateDiskUsage over the replica's rows (the row keyspace,
+// not the log whose entries repeat the rows' values), which counts only
 // sstables; when that alone cannot decide (the estimate is below limit but
 // the DB's unflushed WAL bytes could make up the difference), the in-range
 // rows' key and value bytes are counted by a scan that stops as soon as it
@@ -517,7 +518,7 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 		return false, 0, err
 	}
 	defer r.store.gate.Exit()
-	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	est, err := r.rowDiskUsage()
 	if err != nil {
 		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
@@ -535,7 +536,7 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 }
 
 // Size measures the replica for a rate estimate (pre-split): pebble's
-// estimate of its disk usage when that is at least scanLimit, else the
+// estimate of its rows' disk usage (the row keyspace, not the log) when that is at least scanLimit, else the
 // larger of the estimate and a key scan that stops just past scanLimit, so
 // rows still in the memtable count too. The scan reads at most about
 // scanLimit bytes.
@@ -544,7 +545,7 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 		return 0, err
 	}
 	defer r.store.gate.Exit()
-	est, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	est, err := r.rowDiskUsage()
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
@@ -556,6 +557,14 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 		return 0, err
 	}
 	return max(n, est), nil
+}
+
+// rowDiskUsage is pebble's estimate of the disk usage of the replica's
+// rows (the 'r' keyspace): the log (whose entries carry their rows' values
+// too), the cursors and the tag index do not count towards a split, which
+// moves rows. The caller holds the store's gate.
+func (r *Replica) rowDiskUsage() (uint64, error) {
+	return r.store.db.EstimateDiskUsage(r.ks.rowLo, r.ks.rowHi)
 }
 
 // scanSize sums the uncompressed key and value bytes of the replica's rows

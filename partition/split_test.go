@@ -615,9 +615,27 @@ func BenchmarkSplitPoint(b *testing.B) {
 	}
 }
 
+// rowsOnDisk returns pebble's estimate of the replica's rows on disk (the
+// 'r' keyspace), after checking that the whole replica, its log included
+// (whose entries carry the rows' values again), is clearly larger: SizeOver
+// and Size must measure the rows only, or splits trigger early.
+func rowsOnDisk(t *testing.T, r *Replica) uint64 {
+	t.Helper()
+	rows, err := r.store.db.EstimateDiskUsage(r.ks.rowLo, r.ks.rowHi)
+	if err != nil || rows == 0 {
+		t.Fatalf("setup: rows on disk after flush = %d, %v", rows, err)
+	}
+	all, err := r.DiskUsage()
+	if err != nil || all < rows+rows/4 {
+		t.Fatalf("setup: the whole replica takes %d bytes on disk, its rows %d: the log should add about as much (%v)", all, rows, err)
+	}
+	return rows
+}
+
 // TestSizeOver: with the rows only in the memtable the estimate is 0 and
-// SizeOver scans (stopping past the limit); once flushed the estimate
-// decides alone; a limit above the data is never reported as passed.
+// SizeOver scans (stopping past the limit); once flushed the estimate of
+// the rows alone (not the log) decides alone; a limit above the data is
+// never reported as passed.
 func TestSizeOver(t *testing.T) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
@@ -640,10 +658,7 @@ func TestSizeOver(t *testing.T) {
 		}
 	}
 	flush(t, s)
-	est, err := r.DiskUsage()
-	if err != nil || est == 0 {
-		t.Fatalf("setup: DiskUsage after flush = %d, %v", est, err)
-	}
+	est := rowsOnDisk(t, r)
 	if over, n, err := r.SizeOver(est - 1); err != nil || !over || n != est {
 		t.Fatalf("flushed: SizeOver(%d) = %v, %d, %v; want the estimate %d", est-1, over, n, err, est)
 	}
@@ -652,6 +667,8 @@ func TestSizeOver(t *testing.T) {
 	}
 }
 
+// TestSize: unflushed, the scan counts the rows; flushed, the estimate of
+// the rows alone (not the log) is used as is.
 func TestSize(t *testing.T) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
@@ -669,10 +686,7 @@ func TestSize(t *testing.T) {
 		t.Fatalf("unflushed: Size(%d) = %d, %v; the scan should stop just past the limit", total/4, n, err)
 	}
 	flush(t, s)
-	est, err := r.DiskUsage()
-	if err != nil || est == 0 {
-		t.Fatalf("setup: DiskUsage after flush = %d, %v", est, err)
-	}
+	est := rowsOnDisk(t, r)
 	// An estimate at or above the limit is used as is: no scan.
 	if n, err := r.Size(est); err != nil || n != est {
 		t.Fatalf("flushed: Size(%d) = %d, %v; want the estimate", est, n, err)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -37,7 +38,8 @@ type Options struct {
 	// with the size of the batch it wrote, before the Apply waits for its
 	// sync; it may block to pace the store's writes (the server's
 	// --write-limit: the Apply returns once the bytes are paid for) and
-	// count them.
+	// count them. The batch holds each row's value twice (row and log
+	// entry) unless SetLogValues(false) holds.
 	Throttle func(bytes int)
 	// CheckIndex makes Open compare every replica's tag index with its
 	// rows and repair what differs (CheckIndex(true)), logging what it
@@ -59,6 +61,9 @@ type Store struct {
 	throttle func(bytes int)
 	// checkIndex is Options.CheckIndex.
 	checkIndex bool
+	// upgradeSkipped counts the legacy log entries the upgrade at Open
+	// left as they were (their row missing): see UpgradeSkipped.
+	upgradeSkipped atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -341,6 +346,12 @@ func (s *Store) isDropped(p uuid.UUID) (bool, error) {
 	_ = closer.Close()
 	return true, nil
 }
+
+// UpgradeSkipped returns how many legacy log entries the upgrade at Open
+// left as they were because the row they name is missing (or stored with
+// another sequence): each was logged; reading the log across one fails
+// with ErrCorrupt, as it did before the upgrade.
+func (s *Store) UpgradeSkipped() int64 { return s.upgradeSkipped.Load() }
 
 // Replica returns the live replica of a placement.
 func (s *Store) Replica(placement uuid.UUID) (*Replica, bool) {

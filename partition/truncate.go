@@ -21,8 +21,8 @@ import (
 // ErrLogTruncated (the entries it needs are gone; skipping them would look
 // like rows overwritten since): such a reader takes a row snapshot instead
 // (LogSnapshot.ReadRows), the rows read in key order from a pebble
-// snapshot. The truncation point also keeps the high sequence across a
-// restart when every entry is gone. A LogSnapshot taken before a
+// snapshot. The entry at the high sequence is never truncated (see
+// TruncateLog). A LogSnapshot taken before a
 // truncation still holds the entries it deleted.
 
 // getter reads one key: a *pebble.DB or a *pebble.Snapshot.
@@ -50,9 +50,24 @@ func readTrunc(db getter, ks *keyspace) (uint64, error) {
 // at or above it; 0 when the log was never truncated.
 func (r *Replica) LogStart() uint64 { return r.trunc.Load() }
 
+// SetLogValues tells Apply whether the log entries it writes should carry
+// their rows' values (the default) or not (the legacy form, each read
+// through its row: see readLog). The replication pusher turns the values
+// off while the replica has no target and no mark, so that a replica
+// nobody pushes from does not write every row twice, and back on when a
+// target appears. It is a performance hint only: ReadLog, a LogSnapshot
+// and a row snapshot read either form correctly, whatever the timing.
+func (r *Replica) SetLogValues(on bool) { r.noLogValues.Store(!on) }
+
+// LogValues reports the SetLogValues setting.
+func (r *Replica) LogValues() bool { return !r.noLogValues.Load() }
+
 // TruncateLog deletes the log entries at or below upTo and records upTo as
 // the truncation point, in one batch (not synced: a crash may lose it,
-// which only keeps entries longer). upTo at or below the current point
+// which only keeps entries longer). The entry at the high sequence always
+// stays: upTo is capped at HighSeq()-1 under the apply lock, so that an
+// older build, which takes its high sequence from the last entry, never
+// reuses sequences (docs/storage-format.md). upTo at or below the current point
 // does nothing; above the synced watermark it fails with ErrCursorAhead
 // (only what every target confirmed is truncated, and a cursor never
 // passes the watermark). The caller must make sure no reader still needs
@@ -68,11 +83,18 @@ func (r *Replica) TruncateLog(upTo uint64) error {
 	if r.dropped.Load() {
 		return fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
-	if upTo <= r.trunc.Load() {
-		return nil
-	}
 	if synced := r.SyncedSeq(); upTo > synced {
 		return fmt.Errorf("replica %s: truncate the log to %d above the synced watermark %d: %w", r.info.Placement, upTo, synced, ErrCursorAhead)
+	}
+	// The entry at the high sequence always stays: an older build (before
+	// issue 16) knows no truncation point and takes its high sequence
+	// from the last entry, so with every entry gone it would start again
+	// from 0 and reuse sequences.
+	if high := r.high.Load(); upTo >= high && high > 0 {
+		upTo = high - 1
+	}
+	if upTo <= r.trunc.Load() {
+		return nil
 	}
 	b := r.store.db.NewBatch()
 	defer b.Close()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -12,8 +14,9 @@ import (
 // a read from below it fails with ErrLogTruncated, a read from at or above
 // it answers as before; a LogSnapshot taken before the truncation still
 // reads every entry; it never passes the synced watermark and never moves
-// back; and after a restart with every entry truncated the high sequence
-// is kept, so the next write gets the next sequence, not 1.
+// back; a truncation of everything keeps the entry at the high sequence
+// (an older build's high sequence), and after a restart the next write
+// gets the next sequence.
 func TestTruncateLog(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -81,12 +84,37 @@ func TestTruncateLog(t *testing.T) {
 		t.Fatalf("row snapshot: %v", err)
 	}
 
+	// Everything confirmed: the entry at the high sequence stays, so an
+	// older build (whose high sequence is its last entry's) would not
+	// reuse sequences.
 	high := r.HighSeq()
 	if err := r.TruncateLog(high); err != nil {
 		t.Fatal(err)
 	}
-	if es, err := r.ReadLog(high, 0); err != nil || len(es) != 0 {
-		t.Fatalf("ReadLog of a fully truncated log: %v, %v", es, err)
+	if r.LogStart() != high-1 {
+		t.Fatalf("truncated to %d after TruncateLog(%d), want %d", r.LogStart(), high, high-1)
+	}
+	lastEntry := func() uint64 {
+		t.Helper()
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		if !it.Last() {
+			t.Fatal("no log entry left after the truncation")
+		}
+		seq, err := seqFromKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	if got := lastEntry(); got != high {
+		t.Fatalf("last log entry %d after the truncation, want the high sequence %d", got, high)
+	}
+	if es, err := r.ReadLog(high-1, 0); err != nil || len(es) != 1 || es[0].Seq != high {
+		t.Fatalf("ReadLog of a fully confirmed log: %v, %v", es, err)
 	}
 	before.Close()
 	after.Close()
@@ -98,8 +126,8 @@ func TestTruncateLog(t *testing.T) {
 	if !ok {
 		t.Fatal("replica gone after reopen")
 	}
-	if r.HighSeq() != high || r.SyncedSeq() != high || r.LogStart() != high {
-		t.Fatalf("after reopen: high %d, synced %d, start %d; want %d", r.HighSeq(), r.SyncedSeq(), r.LogStart(), high)
+	if r.HighSeq() != high || r.SyncedSeq() != high || r.LogStart() != high-1 || lastEntry() != high {
+		t.Fatalf("after reopen: high %d, synced %d, start %d, last entry %d; want %d, %d, %d, %d", r.HighSeq(), r.SyncedSeq(), r.LogStart(), lastEntry(), high, high, high-1, high)
 	}
 	if res := mustApply(t, r, row("new", 100, fl("a", 1, 1))); res.LastSeq != high+1 {
 		t.Fatalf("first write after reopen got sequence %d, want %d", res.LastSeq, high+1)

@@ -50,7 +50,12 @@
 // is off, Run truncates it about once per Tick up to the lowest cursor of
 // the view's targets (and of every split target's tail stream), once that
 // is at least Config.TruncateMin sequences past the current point, never
-// under p.mu. A target whose cursor is below the truncation point (a new
+// under p.mu; with no target and no mark in a view SetView installed, up
+// to the synced watermark (not before the first SetView: a restart would
+// otherwise force row snapshots on the targets not installed yet). SetView
+// also tells a LogValuesLog whether its entries need their row values
+// (partition.Replica.SetLogValues): not while the view has no target and
+// no mark. A target whose cursor is below the truncation point (a new
 // target, a joiner or split child whose mark was taken after a
 // truncation, a cursor that came back lower after a crash) cannot be
 // served from the log: ReadLog refuses (partition.ErrLogTruncated) and the
@@ -59,8 +64,12 @@
 // in key order (RowSnapshot.ReadRows), filtered and pushed in batches like
 // log entries. The cursor stays until the batch that reaches the end of
 // the snapshot is confirmed, then claims H (rule 1: every row held at H is
-// then synced at the target); a failure drops the snapshot and the next
-// step starts a new one from the first row. Snapshot rows carry no origin,
+// then synced at the target). A failed push keeps the snapshot: its
+// position moves only past delivered batches, so the retry resends the
+// batch that failed; a read error of the snapshot or a change of the
+// target's range drops it, and the next step starts a new one from the
+// first row. A step that reads a row snapshot is a catch-up step
+// (Config.CatchUpSlots, Config.CatchUpBatchRows). Snapshot rows carry no origin,
 // so one may go back to the placement it came from, where it ties.
 //
 // WaitConfirmed is the insert acknowledgement: it counts only targets of

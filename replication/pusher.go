@@ -69,6 +69,15 @@ type TruncatingLog interface {
 	TruncateLog(upTo uint64) error
 }
 
+// LogValuesLog is a Log that can be told whether its log will be read
+// (*partition.Replica, through ReplicaLog: Replica.SetLogValues). The
+// Pusher turns the values off while its view, once set, has no target and
+// no mark, and on otherwise. A hint only: the log reads the same either
+// way.
+type LogValuesLog interface {
+	SetLogValues(on bool)
+}
+
 // RowSnapshot is a LogSnapshot whose rows can be read in key order
 // (*partition.LogSnapshot): a row snapshot of the replica at Seq.
 type RowSnapshot interface {
@@ -149,7 +158,8 @@ type Config struct {
 	// DefaultTick.
 	Tick time.Duration
 	// CatchUpSlots, when set, bounds how many catch-up pushes (a split
-	// target's backfill, a joining target below its mark) run at once
+	// target's backfill, a joining target below its mark, a row snapshot
+	// to a target below the log's truncation point) run at once
 	// across every Pusher sharing it, so bulk copies leave the machine to
 	// inserts and their replication; its capacity is the bound.
 	CatchUpSlots chan struct{}
@@ -227,6 +237,9 @@ type Pusher struct {
 		wg  *sync.WaitGroup
 		// txnSeq is the txnseq of the current view.
 		txnSeq uint64
+		// viewSet: SetView installed a view (before it, an empty view
+		// says nothing about the targets: see truncateLog).
+		viewSet bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
 		view    []*target
@@ -288,9 +301,12 @@ type target struct {
 // cursor is below the log's truncation point, so the log cannot give it
 // the rows it lacks; the rows held at high are pushed instead, in key
 // order, and the cursor claims high only once the last batch is confirmed
-// (rule 1: every row up to high is then synced at the target). An
-// interrupted snapshot (a failed push, the goroutine stopped) is dropped
-// and the next step starts a new one from the first row.
+// (rule 1: every row up to high is then synced at the target). A failed
+// push keeps the snapshot: its position moves only once a batch got
+// through, so the retry resends the batch that failed. The snapshot is
+// dropped (and the next step starts a new one from the first row) only on
+// a read error of the snapshot, a change of the target's range, a cursor
+// that got past it another way, or the goroutine stopping.
 type rowSnap struct {
 	snap RowSnapshot
 	// own: the snapshot was taken for this (closed when dropped); else it
@@ -298,13 +314,26 @@ type rowSnap struct {
 	own  bool
 	high uint64
 	// rng is the target's range when the snapshot began: only its rows
-	// are read. after is the last row pushed (nil: none yet); done is set
-	// by the read of the last batch.
+	// are read. after is the last row delivered (nil: none yet); done is
+	// set once the last batch is delivered.
 	rng   partition.RowRange
 	after *partition.RowPos
 	done  bool
 	rows  int
 	start time.Time
+	// next, nextDone and nextRows are the position the batch read last
+	// reaches: they become after, done and rows once it is delivered
+	// (advance).
+	next     *partition.RowPos
+	nextDone bool
+	nextRows int
+}
+
+// advance moves the snapshot past the batch read last, once delivered.
+func (rs *rowSnap) advance() {
+	rs.after, rs.done = rs.next, rs.nextDone
+	rs.rows += rs.nextRows
+	rs.nextRows = 0
 }
 
 // NewPusher returns a Pusher with no targets; Run starts pushing. It panics
@@ -459,7 +488,9 @@ func (t *target) signal() {
 // ones stop (a push in flight to a removed target is cancelled), and the
 // kind and range of the others are updated. A placement seen as joining
 // for the first time gets its join mark. Every target wakes. A view with
-// an older txnSeq than the current one is ignored.
+// an older txnSeq than the current one is ignored. A LogValuesLog is told
+// to write its entries without row values while the view has no target
+// and no mark, with them otherwise.
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// Snapshots for the new marks are taken before p.mu: SnapshotLog takes
 	// the replica's apply lock, under which DropReady takes p.mu.
@@ -489,6 +520,12 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 		}
 	}
 	p.mu.view = view
+	p.mu.viewSet = true
+	if lv, ok := p.cfg.Log.(LogValuesLog); ok {
+		// Under p.mu, so that views installed concurrently set it in
+		// order; it takes no lock.
+		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0)
+	}
 	for _, t := range view {
 		p.startLocked(t)
 		t.signal()
@@ -839,7 +876,8 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 		}
 		switch {
 		case err != nil:
-			p.dropRowSnap(t, "failed")
+			// A row snapshot survives a failed push: the retry resends
+			// the batch that failed (readRowSnapshot).
 			attempt++
 			p.noteFailure(t, attempt, err)
 			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
@@ -902,7 +940,8 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.rs != nil && !(sameBound(t.rs.rng.Begin, st.spec.Begin) && sameBound(t.rs.rng.End, st.spec.End)) {
 		p.dropRowSnap(t, "restarted for a new range") // never expected: a placement's range is fixed
 	}
-	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark
+	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
+		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
@@ -952,9 +991,19 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	return b.more, p.confirmStep(t, b)
 }
 
+// belowLogStart reports whether cursor is below the log's truncation
+// point: the step reads a row snapshot.
+func (p *Pusher) belowLogStart(cursor uint64) bool {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	return ok && cursor < tl.LogStart()
+}
+
 // confirmStep confirms a delivered batch and ends the target's row
 // snapshot once its last batch is confirmed.
 func (p *Pusher) confirmStep(t *target, b batch) error {
+	if t.rs != nil {
+		t.rs.advance()
+	}
 	if err := p.confirm(t.id, b.confirmTo); err != nil {
 		return err
 	}
@@ -1118,16 +1167,18 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 }
 
 // readRowSnapshot reads t's next row snapshot batch: the rows after the
-// last one read, in key order, cut like a log batch. The cursor stays
-// until the batch that gets to the end of the snapshot, which confirms
-// the snapshot's sequence: every row live then is in it or in an earlier
-// batch of the same snapshot, all delivered (a failure drops the snapshot
-// and the next one starts over). The rows carry no origin: a row may go
+// last one delivered, in key order, cut like a log batch (the position
+// moves once the batch is delivered: confirmStep). The cursor stays until
+// the batch that gets to the end of the snapshot, which confirms the
+// snapshot's sequence: every row live then is in it or in an earlier
+// batch of the same snapshot, all delivered. A read error drops the
+// snapshot: the next step starts a new one. The rows carry no origin: a row may go
 // back to the placement it came from, where it ties and changes nothing.
 func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
 	rs := t.rs
 	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
 	if err != nil {
+		p.dropRowSnap(t, "failed")
 		return batch{}, fmt.Errorf("read row snapshot at sequence %d: %w", rs.high, err)
 	}
 	entries := make([]partition.LogEntry, len(rows))
@@ -1138,14 +1189,13 @@ func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch
 	if n := cutBatch(entries, p.cfg.MaxBatchBytes); n < len(entries) {
 		entries, cut = entries[:n], true
 	}
+	rs.next, rs.nextDone, rs.nextRows = rs.after, !cut, len(entries)
 	if len(entries) > 0 {
 		last := &entries[len(entries)-1].Row
-		rs.after = &partition.RowPos{Series: last.Series, Time: last.Time}
+		rs.next = &partition.RowPos{Series: last.Series, Time: last.Time}
 	}
-	rs.rows += len(entries)
 	b := batch{entries: entries, more: true, last: rs.high, confirmTo: cursor}
 	if !cut {
-		rs.done = true
 		b.confirmTo = rs.high
 	}
 	return b, nil
@@ -1168,7 +1218,10 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 // truncateLog deletes the log entries every target of the view confirmed
 // (each split target's tail stream included) when the Log is a
 // TruncatingLog, Config.KeepLog is off and that deletes at least
-// Config.TruncateMin sequences. A target added meanwhile, or
+// Config.TruncateMin sequences. With no target and no mark in a view
+// SetView installed, it deletes the entries up to the synced watermark:
+// nobody reads them (before the first SetView nothing is truncated, so a
+// restart does not force row snapshots on targets not installed yet). A target added meanwhile, or
 // whose cursor comes back lower after a crash (cursor writes are not
 // synced), finds its cursor below the truncation point and gets a row
 // snapshot; marks pin the pebble state they read, so a truncation never
@@ -1180,7 +1233,11 @@ func (p *Pusher) truncateLog() {
 	}
 	p.mu.Lock()
 	if len(p.mu.view) == 0 {
+		idle := p.mu.viewSet && len(p.mu.marks) == 0
 		p.mu.Unlock()
+		if idle {
+			p.truncateTo(tl, p.cfg.Log.SyncedSeq())
+		}
 		return
 	}
 	low := uint64(math.MaxUint64)
@@ -1191,12 +1248,18 @@ func (p *Pusher) truncateLog() {
 		}
 	}
 	p.mu.Unlock()
+	p.truncateTo(tl, low)
+}
+
+// truncateTo truncates the log up to low if that deletes at least
+// Config.TruncateMin sequences.
+func (p *Pusher) truncateTo(tl TruncatingLog, low uint64) {
 	if start := tl.LogStart(); low <= start || low-start < uint64(p.cfg.TruncateMin) {
 		return
 	}
 	// Not under p.mu: TruncateLog takes the replica's apply lock, under
 	// which DropReady takes p.mu.
-	if err := tl.TruncateLog(low); err != nil {
+	if err := tl.TruncateLog(low); err != nil && !errors.Is(err, partition.ErrDropped) && !errors.Is(err, partition.ErrClosed) {
 		p.log.Warn("log truncation failed", "up_to", low, "err", err)
 	}
 }

@@ -107,10 +107,12 @@ func TestTargetBelowTruncationGetsRowSnapshot(t *testing.T) {
 	}
 }
 
-// TestRowSnapshotRestartsAfterFailure: a row snapshot interrupted by a
-// failed push starts over, and the cursor never claims it before a last
-// batch got through; in the end the target holds every row.
-func TestRowSnapshotRestartsAfterFailure(t *testing.T) {
+// TestRowSnapshotResumesAfterFailure: a row snapshot interrupted by failed
+// pushes resumes with the batch that failed (every row is delivered once,
+// none restarts from the first row), and the cursor never claims it
+// before its last batch got through; in the end the target holds every
+// row.
+func TestRowSnapshotResumesAfterFailure(t *testing.T) {
 	pid := uuid.New()
 	src := newReplica(t, pid)
 	want := fillForSnapshot(t, src, 100)
@@ -120,9 +122,13 @@ func TestRowSnapshotRestartsAfterFailure(t *testing.T) {
 	dst := newReplica(t, pid)
 	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
 	var n atomic.Int64
-	rec.fail = func(metadata.Target, wire.PushRequest) error {
-		if n.Add(1) == 5 { // the fifth push fails: the snapshot restarts
+	var early atomic.Bool
+	rec.fail = func(_ metadata.Target, req wire.PushRequest) error {
+		if k := n.Add(1); k == 5 || k == 6 || k == 9 { // failures mid-snapshot: it resumes
 			return errDown
+		}
+		if req.Count == 9 && src.Confirmed(dst.placement()) != 0 {
+			early.Store(true) // a full batch, so not the last one
 		}
 		return nil
 	}
@@ -132,12 +138,23 @@ func TestRowSnapshotRestartsAfterFailure(t *testing.T) {
 	runPusher(t, p)
 	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
 	if err := sameRows(scanAll(t, dst), want); err != nil {
-		t.Fatalf("target after the restarted row snapshot: %v", err)
+		t.Fatalf("target after the interrupted row snapshot: %v", err)
 	}
-	// The first 4 batches were sent twice (the restart), the rest once.
-	for k, c := range deliveries(rec, dst.placement()) {
-		if c < 1 || c > 2 {
-			t.Fatalf("row %s delivered %d times", k, c)
+	if early.Load() {
+		t.Fatal("the cursor moved before the row snapshot's last batch")
+	}
+	if c := src.Confirmed(dst.placement()); c != src.SyncedSeq() {
+		t.Fatalf("cursor %d after the row snapshot, want %d", c, src.SyncedSeq())
+	}
+	// Every row was delivered once: no batch delivered before a failure
+	// was sent again.
+	got := deliveries(rec, dst.placement())
+	if len(got) != len(want)+1 { // the tombstoned row is held (and pushed) but not scanned
+		t.Fatalf("%d distinct rows delivered, want %d", len(got), len(want)+1)
+	}
+	for k, c := range got {
+		if c != 1 {
+			t.Fatalf("row %s delivered %d times: the snapshot restarted", k, c)
 		}
 	}
 }
@@ -246,7 +263,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	}
 	bDown.Store(false)
 	p.RetryNow()
-	pollUntil(t, "the log truncated to what both confirmed", func() bool { return src.LogStart() == high })
+	pollUntil(t, "the log truncated to what both confirmed", func() bool { return src.LogStart() == high-1 }) // the last entry stays
 	if _, err := src.ReadLog(0, 0); !errors.Is(err, partition.ErrLogTruncated) {
 		t.Fatalf("ReadLog from 0 of a truncated log: %v", err)
 	}
@@ -292,5 +309,83 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPusherWithoutTargetsKeepsNoLog: before its first view a Pusher
+// neither truncates nor turns the log values off (a restart must not
+// force row snapshots on targets not installed yet); a view with no
+// target turns them off (Apply writes the short entries) and truncates up
+// to the synced watermark; a target added later turns them back on and
+// gets every row through a row snapshot.
+func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 50)
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: &recorder{},
+		Tick: 5 * time.Millisecond, TruncateMin: 1})
+	runPusher(t, p)
+	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	if s := src.LogStart(); s != 0 {
+		t.Fatalf("log truncated to %d before the first view", s)
+	}
+	if !src.LogValues() {
+		t.Fatal("log values off before the first view")
+	}
+	p.SetView(1, view())
+	if src.LogValues() {
+		t.Fatal("log values on with no target")
+	}
+	mustApply(t, src, row("s1", "idle", 500, 1, "v", 1))
+	pollUntil(t, "the log truncated with no target", func() bool { return src.LogStart() > 0 })
+	if s, h := src.LogStart(), src.HighSeq(); s >= h {
+		t.Fatalf("log truncated to %d, high sequence %d: the last entry must stay", s, h)
+	}
+
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	p2 := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 7})
+	p2.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	if !src.LogValues() {
+		t.Fatal("log values off with a target")
+	}
+	runPusher(t, p2)
+	waitUntil(t, p2, "the target confirmed", p2.Drained)
+	if err := sameRows(scanAll(t, dst), scanAll(t, src)); err != nil {
+		t.Fatalf("target: %v", err)
+	}
+}
+
+// TestRowSnapshotIsCatchUp: a row snapshot to a replica target below the
+// truncation point is a catch-up: it waits for a CatchUpSlots slot and is
+// pushed in CatchUpBatchRows batches.
+func TestRowSnapshotIsCatchUp(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	want := fillForSnapshot(t, src, 60)
+	if err := src.TruncateLog(src.SyncedSeq()); err != nil {
+		t.Fatal(err)
+	}
+	dst := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	slots := make(chan struct{}, 1)
+	slots <- struct{}{} // taken: the snapshot must wait
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+		BatchRows: 1000, CatchUpBatchRows: 5, CatchUpSlots: slots})
+	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+	runPusher(t, p)
+	time.Sleep(50 * time.Millisecond) // a push now would have taken no slot
+	if n := len(rec.all()); n != 0 {
+		t.Fatalf("%d pushes while the only catch-up slot was taken", n)
+	}
+	<-slots
+	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+	for _, ps := range rec.all() {
+		if len(ps.rows) > 5 {
+			t.Fatalf("a row snapshot push of %d rows, CatchUpBatchRows is 5", len(ps.rows))
+		}
+	}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatalf("target: %v", err)
 	}
 }

@@ -53,8 +53,15 @@ type PushRequest struct {
 	// Rows holds Count rows.
 	Rows  []byte `json:"rows,omitempty"`
 	Count int    `json:"count"`
-	// LastSeq is the sender's sequence this push covers up to: once
-	// confirmed, the sender's cursor for the target moves to it.
+	// LastSeq is the sender's sequence the push's read reached: the last
+	// sequence of a log batch (or the mark, for a batch that ends a mark's
+	// snapshot), and the snapshot's sequence H for every batch of a row
+	// snapshot (issue 16). Informational (the receiver only requires it
+	// to be above 0 when Count is):
+	// once the push is confirmed the sender's cursor for the target moves
+	// to it only when the batch covers everything up to it, i.e. not after
+	// an intermediate batch of a row snapshot (only its last batch claims
+	// H) nor after a size-cut log batch that skips a sequence (rule 1).
 	LastSeq uint64 `json:"last_seq"`
 	// SentAt is the sender's wall clock (ns) when it sent the push: the
 	// receiver estimates the clock offset between them (rule 2).
