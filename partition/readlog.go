@@ -112,15 +112,11 @@ func (s *LogSnapshot) Seq() uint64 { return s.high }
 // the Store's Close.
 func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 	r := s.r
-	if err := r.enter(); err != nil {
+	release, err := s.use()
+	if err != nil {
 		return nil, err
 	}
-	defer r.store.gate.Exit()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.snap == nil {
-		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrSnapshotClosed)
-	}
+	defer release()
 	if s.high <= after {
 		return nil, nil
 	}
@@ -128,6 +124,23 @@ func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
 	return r.readLog(s.snap, after, s.high, maxRows)
+}
+
+// use enters the store's gate and holds the snapshot open for a read; the
+// caller calls release when the read is done. It fails once the replica
+// is dropped or the store closed, and with ErrSnapshotClosed after Close.
+func (s *LogSnapshot) use() (release func(), err error) {
+	r := s.r
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	if s.snap == nil {
+		s.mu.RUnlock()
+		r.store.gate.Exit()
+		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrSnapshotClosed)
+	}
+	return func() { s.mu.RUnlock(); r.store.gate.Exit() }, nil
 }
 
 // Close releases the snapshot, once a ReadLog in progress returned.

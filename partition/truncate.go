@@ -138,15 +138,11 @@ func (rr RowRange) contains(t int64) bool {
 // live at Seq, which is what the log from 0 up to Seq would give it.
 func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model.Row, error) {
 	r := s.r
-	if err := r.enter(); err != nil {
+	release, err := s.use()
+	if err != nil {
 		return nil, err
 	}
-	defer r.store.gate.Exit()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.snap == nil {
-		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrSnapshotClosed)
-	}
+	defer release()
 	if err := r.synced.wait(s.high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
