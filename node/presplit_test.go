@@ -181,19 +181,7 @@ func TestNewTableBornPresplit(t *testing.T) {
 		part := strings.Join(lines[i*rows/3:(i+1)*rows/3], "")
 		c.insertLP(id, "born", []byte(part))
 	}
-	for _, id := range []string{"s1", "s2", "s3"} {
-		counts, err := c.seriesCounts(id, "born")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var total int64
-		for _, n := range counts {
-			total += n
-		}
-		if total != rows {
-			t.Fatalf("via %s: %d rows counted, want %d", id, total, rows)
-		}
-	}
+	c.checkRowsEverywhere("born", rows)
 	if f := c.currentFile("s2", "born"); f.TxnSeq != 1 {
 		t.Fatalf("the table's METADATA moved to txnseq %d: a split or another change ran on a table born pre-split", f.TxnSeq)
 	}

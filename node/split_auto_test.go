@@ -342,19 +342,7 @@ func TestSplitRaceOneWins(t *testing.T) {
 		_, f, ok := c.nodes["s3"].router.Cached("race")
 		return ok && len(f.Partitions) == 2 && c.splitsSettled("race", math.MaxUint64)
 	})
-	for _, id := range []string{"s1", "s2", "s3"} {
-		counts, err := c.seriesCounts(id, "race")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var total int64
-		for _, n := range counts {
-			total += n
-		}
-		if total != rows {
-			t.Fatalf("via %s: %d rows after the split, want %d", id, total, rows)
-		}
-	}
+	c.checkRowsEverywhere("race", rows)
 }
 
 // TestSplitOneTimestampDoesNotLoop: a partition above its target whose
