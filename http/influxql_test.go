@@ -102,8 +102,7 @@ func TestInfluxQueryPrettyAndLimits(t *testing.T) {
 	if got.status != 200 || !strings.Contains(got.body, "\n    ") || json.Unmarshal([]byte(got.body), &v) != nil {
 		t.Errorf("pretty: %d %q", got.status, got.body)
 	}
-	big := "q=SHOW+DATABASES%3B" + strings.Repeat("x", 1<<17)
-	got = rawPostHeaders(t, base+"/query", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, big)
+	got = postOverLimit(t, strings.TrimPrefix(base, "http://"), "/query", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 1<<17)
 	if got.status != 413 {
 		t.Errorf("body over the limit: %d %s", got.status, got.body)
 	}
