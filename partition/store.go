@@ -56,6 +56,8 @@ const (
 // Store holds the partition replicas of one server in one pebble DB.
 type Store struct {
 	db       *pebble.DB
+	dir      string
+	fs       vfs.FS
 	log      *slog.Logger
 	gate     gate.Gate
 	throttle func(bytes int)
@@ -64,6 +66,11 @@ type Store struct {
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
+	// ingestSeq numbers the sstables written for ingests (chunk.go);
+	// chunksIngested and chunksMerged count the snapshot chunks stored
+	// each way (ChunkStats).
+	ingestSeq                    atomic.Uint64
+	chunksIngested, chunksMerged atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -174,7 +181,15 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
 	}
-	s := &Store{db: db, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex}
+	fs := opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex}
+	if err := s.cleanIngestDir(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
 	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -146,24 +145,9 @@ func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model
 	if err := r.synced.wait(s.high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
-	if rr.Begin != nil && rr.End != nil && *rr.Begin >= *rr.End {
+	lower, upper, afterKey, empty := r.rowBounds(after, rr)
+	if empty {
 		return nil, nil
-	}
-	lower, upper := r.ks.rowLo, r.ks.rowHi
-	if rr.Begin != nil {
-		lower = r.ks.appendBucketSeriesKey(nil, timeBucket(*rr.Begin), "")
-	}
-	if rr.End != nil && *rr.End != math.MinInt64 {
-		if b := timeBucket(*rr.End - 1); b < maxBucket {
-			upper = r.ks.appendBucketSeriesKey(nil, b+1, "")
-		}
-	}
-	var afterKey []byte
-	if after != nil {
-		afterKey = r.ks.appendRowKey(nil, after.Series, after.Time)
-		if bytes.Compare(afterKey, lower) > 0 {
-			lower = afterKey
-		}
 	}
 	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {

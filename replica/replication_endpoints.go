@@ -158,6 +158,17 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 	return res, err
 }
 
+// IngestChunk stores a row snapshot's chunk pushed here, moving the clock
+// past its versions first, like ApplyFrom.
+func (a *observingApplier) IngestChunk(chunk []byte, count int) (partition.ApplyResult, error) {
+	res, err := a.rep.IngestChunkObserved(chunk, count, a.observe)
+	if err == nil {
+		a.changed += res.Changed
+		a.last = max(a.last, res.LastSeq)
+	}
+	return res, err
+}
+
 // ForwardInsert coordinates an insert a front end forwarded.
 func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
 	rows, err := replication.DecodeRows(req.Rows)

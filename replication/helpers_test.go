@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,7 @@ func (l *fakeLog) setFailures(read, set error) {
 // an in-memory cursor map.
 type replicaLog struct {
 	*partition.Replica
+	store   *partition.Store
 	mu      sync.Mutex
 	cursors map[uuid.UUID]uint64
 }
@@ -167,7 +169,7 @@ func addReplica(t testing.TB, s *partition.Store, pid uuid.UUID) *replicaLog {
 	if err != nil {
 		t.Fatalf("CreateReplica: %v", err)
 	}
-	return &replicaLog{Replica: r, cursors: make(map[uuid.UUID]uint64)}
+	return &replicaLog{Replica: r, store: s, cursors: make(map[uuid.UUID]uint64)}
 }
 
 func (l *replicaLog) placement() uuid.UUID { return l.Info().Placement }
@@ -228,7 +230,14 @@ type recordedPush struct {
 func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error {
 	var rows []model.Row
 	var err error
-	if len(req.Rows) > 0 {
+	var chunk []byte
+	switch {
+	case partition.IsChunk(req.Rows):
+		chunk = bytes.Clone(req.Rows)
+		if rows, err = partition.DecodeChunk(req.Rows); err != nil {
+			return fmt.Errorf("recorder: %w", err)
+		}
+	case len(req.Rows) > 0:
 		if rows, err = DecodeRows(req.Rows); err != nil {
 			return fmt.Errorf("recorder: %w", err)
 		}
@@ -241,7 +250,11 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.Pu
 		err = fail(target, req)
 	}
 	if err == nil && apply != nil {
-		_, err = Receive(apply, wire.PushRequest{Rows: AppendRows(nil, rows), Count: req.Count})
+		body := chunk // a snapshot chunk is received as one
+		if body == nil {
+			body = AppendRows(nil, rows)
+		}
+		_, err = Receive(apply, wire.PushRequest{Rows: body, Count: req.Count})
 	}
 	rp := recordedPush{target: target, req: req, rows: rows, err: err}
 	s.mu.Lock()

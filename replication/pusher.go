@@ -88,6 +88,16 @@ type RowSnapshot interface {
 	ReadRows(after *partition.RowPos, rr partition.RowRange, maxRows int) ([]model.Row, error)
 }
 
+// ChunkSnapshot is a RowSnapshot whose rows can also be read as snapshot
+// chunks (*partition.LogSnapshot): stored rows as they are, sent in one
+// push each and ingested by the receiver (ChunkApplier).
+type ChunkSnapshot interface {
+	RowSnapshot
+	// ReadChunk appends to dst the rows ReadRows would return, as a
+	// chunk of about maxBytes (at least one row).
+	ReadChunk(dst []byte, after *partition.RowPos, rr partition.RowRange, maxBytes int) (partition.Chunk, error)
+}
+
 // ReplicaLog returns r as a Log.
 func ReplicaLog(r *partition.Replica) Log { return partitionLog{r} }
 
@@ -171,6 +181,12 @@ type Config struct {
 	// a TruncatingLog deletes, about once per Tick, the log entries every
 	// target of its view (and every split target's tail stream) confirmed.
 	KeepLog bool
+	// RowSnapshots makes row snapshots send rows (merged by the receiver
+	// like any push) instead of snapshot chunks (ingested as sstables,
+	// partition.Replica.IngestChunk) when the snapshot can be read as
+	// chunks. For tests of the rows path and for a cluster whose servers
+	// predate chunks.
+	RowSnapshots bool
 	// TruncateMin is the fewest log entries a truncation deletes (counted
 	// as sequences): fewer wait, so a busy replica writes one range
 	// deletion per few thousand rows, not one per Tick. 0 means
@@ -958,7 +974,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
 	t.rows = filterRows(t.rows[:0], b.entries, &st)
-	if len(t.rows) == 0 && !signal {
+	if len(t.rows) == 0 && b.chunk.Rows == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
 		return b.more, p.confirmStep(t, b)
@@ -972,7 +988,12 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
 		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: b.last, Complete: complete,
 	}
-	if len(t.rows) > 0 {
+	switch {
+	case b.chunk.Rows > 0:
+		// A snapshot chunk needs no filter: it holds the target's range
+		// only, and snapshot rows carry no origin.
+		req.Rows, req.Count = b.chunk.Data, b.chunk.Rows
+	case len(t.rows) > 0:
 		t.buf = AppendRows(t.buf[:0], t.rows)
 		req.Rows = t.buf
 	}
@@ -1055,6 +1076,9 @@ func (p *Pusher) cursorOf(t *target, st *pushState) (cursor uint64, backfill, do
 // the target's cursor may claim after them.
 type batch struct {
 	entries []partition.LogEntry
+	// chunk, when it holds rows, is a row snapshot's batch read as a
+	// snapshot chunk (entries is then empty): sent as it is.
+	chunk partition.Chunk
 	// more: the batch was full (or the snapshot was read to its end), so
 	// more rows may follow at once.
 	more bool
@@ -1176,6 +1200,9 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 // back to the placement it came from, where it ties and changes nothing.
 func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
 	rs := t.rs
+	if cs, ok := rs.snap.(ChunkSnapshot); ok && !p.cfg.RowSnapshots {
+		return p.readChunk(t, cs, cursor)
+	}
 	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
 	if err != nil {
 		p.dropRowSnap(t, "failed")
@@ -1196,6 +1223,31 @@ func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch
 	}
 	b := batch{entries: entries, more: true, last: rs.high, confirmTo: cursor}
 	if !cut {
+		b.confirmTo = rs.high
+	}
+	return b, nil
+}
+
+// readChunk is readRowSnapshot for a snapshot read as chunks: one chunk
+// of up to Config.MaxBatchBytes of stored rows, which the receiver
+// ingests as sstables. The position, the cursor and the end of the
+// snapshot follow the same rules as a batch of rows.
+func (p *Pusher) readChunk(t *target, cs ChunkSnapshot, cursor uint64) (batch, error) {
+	rs := t.rs
+	c, err := cs.ReadChunk(t.buf[:0], rs.after, rs.rng, p.cfg.MaxBatchBytes)
+	if err != nil {
+		p.dropRowSnap(t, "failed")
+		return batch{}, fmt.Errorf("read snapshot chunk at sequence %d: %w", rs.high, err)
+	}
+	if c.Data != nil {
+		t.buf = c.Data // reused by the next read once this push returned
+	}
+	rs.next, rs.nextDone, rs.nextRows = rs.after, c.Done, c.Rows
+	if c.Last != nil {
+		rs.next = c.Last
+	}
+	b := batch{chunk: c, more: true, last: rs.high, confirmTo: cursor}
+	if c.Done {
 		b.confirmTo = rs.high
 	}
 	return b, nil

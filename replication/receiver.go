@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -22,8 +23,18 @@ type Applier interface {
 	ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error)
 }
 
+// ChunkApplier is an Applier that stores a row snapshot's chunks
+// (partition.IsChunk) as they are: IngestChunk checks the chunk holds
+// count rows, and returns once they are synced.
+type ChunkApplier interface {
+	Applier
+	IngestChunk(chunk []byte, count int) (partition.ApplyResult, error)
+}
+
 // Receive decodes req.Rows and applies them to a; when it returns nil the
 // rows are synced (Apply's contract), so the caller may confirm the push.
+// A row snapshot's chunk (partition.IsChunk) goes to a as it is, which
+// must then be a ChunkApplier: it ingests the chunk, synced.
 // It returns the number of rows received. An empty push (no rows, as a
 // Complete signal) applies nothing. A body that does not decode, or holds
 // another number of rows than req.Count, fails with ErrCorrupt before
@@ -35,6 +46,19 @@ func Receive(a Applier, req wire.PushRequest) (int, error) {
 			return 0, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
 		}
 		return 0, nil
+	}
+	if partition.IsChunk(req.Rows) {
+		ca, ok := a.(ChunkApplier)
+		if !ok {
+			return 0, fmt.Errorf("%w: push from %s holds a snapshot chunk this replica cannot ingest", ErrCorrupt, req.FromServer)
+		}
+		if _, err := ca.IngestChunk(req.Rows, req.Count); err != nil {
+			if errors.Is(err, partition.ErrCorrupt) {
+				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+			}
+			return 0, fmt.Errorf("replication: ingest push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
+		}
+		return req.Count, nil
 	}
 	rows, err := DecodeRows(req.Rows)
 	if err != nil {

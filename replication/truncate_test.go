@@ -57,53 +57,73 @@ func deliveries(rec *recorder, target uuid.UUID) map[string]int {
 // snapshot's sequence only with the last batch; rows written after follow
 // through the log.
 func TestTargetBelowTruncationGetsRowSnapshot(t *testing.T) {
-	pid := uuid.New()
-	src := newReplica(t, pid)
-	want := fillForSnapshot(t, src, 200)
-	high := src.SyncedSeq()
-	if err := src.TruncateLog(high); err != nil {
-		t.Fatal(err)
-	}
-	dst := newReplica(t, pid)
-	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
-	var early atomic.Bool
-	rec.onPush = func(ps recordedPush) {
-		// Before the last batch of the snapshot, the cursor stays at 0.
-		if ps.err == nil && len(ps.rows) == 7 && src.Confirmed(dst.placement()) != 0 {
-			early.Store(true)
-		}
-	}
-	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 7, KeepLog: true})
-	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
-	runPusher(t, p)
-	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
-	if early.Load() {
-		t.Fatal("the cursor moved before the row snapshot's last batch")
-	}
-	if c := src.Confirmed(dst.placement()); c != high {
-		t.Fatalf("cursor %d after the row snapshot, want its sequence %d", c, high)
-	}
-	if err := sameRows(scanAll(t, dst), want); err != nil {
-		t.Fatalf("target after the row snapshot: %v", err)
-	}
-	got := deliveries(rec, dst.placement())
-	if len(got) != len(want)+1 { // the tombstoned row is held (and pushed) but not scanned
-		t.Fatalf("%d distinct rows delivered, want %d", len(got), len(want)+1)
-	}
-	for k, n := range got {
-		if n != 1 {
-			t.Fatalf("row %s delivered %d times, want once", k, n)
-		}
-	}
-	if pushes := len(rec.all()); pushes < 200/7 {
-		t.Fatalf("%d pushes: the snapshot was not sent in batches of 7", pushes)
-	}
-	// Rows written after the snapshot come through the log.
-	mustApply(t, src, row("s1", "after", 1000, 1, "v", 1))
-	p.Notify()
-	waitUntil(t, p, "the new row confirmed", p.Drained)
-	if !holds(scanAll(t, dst), "after", 1000) {
-		t.Fatal("a row written after the snapshot did not reach the target")
+	// Rows: batches of BatchRows rows, merged by the receiver; chunks:
+	// batches of about MaxBatchBytes, ingested as sstables.
+	for _, mode := range []string{"rows", "chunks"} {
+		t.Run(mode, func(t *testing.T) {
+			pid := uuid.New()
+			src := newReplica(t, pid)
+			want := fillForSnapshot(t, src, 200)
+			high := src.SyncedSeq()
+			if err := src.TruncateLog(high); err != nil {
+				t.Fatal(err)
+			}
+			dst := newReplica(t, pid)
+			rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+			var early atomic.Bool
+			delivered := 0
+			rec.onPush = func(ps recordedPush) {
+				// Before the last batch of the snapshot, the cursor stays at 0.
+				if ps.err == nil {
+					delivered += len(ps.rows)
+					if delivered < len(want)+1 && src.Confirmed(dst.placement()) != 0 {
+						early.Store(true)
+					}
+				}
+			}
+			cfg := Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, KeepLog: true}
+			if mode == "rows" {
+				cfg.BatchRows, cfg.RowSnapshots = 7, true
+			} else {
+				cfg.MaxBatchBytes = 300
+			}
+			p := NewPusher(cfg)
+			p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
+			runPusher(t, p)
+			waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+			if early.Load() {
+				t.Fatal("the cursor moved before the row snapshot's last batch")
+			}
+			if c := src.Confirmed(dst.placement()); c != high {
+				t.Fatalf("cursor %d after the row snapshot, want its sequence %d", c, high)
+			}
+			if err := sameRows(scanAll(t, dst), want); err != nil {
+				t.Fatalf("target after the row snapshot: %v", err)
+			}
+			got := deliveries(rec, dst.placement())
+			if len(got) != len(want)+1 { // the tombstoned row is held (and pushed) but not scanned
+				t.Fatalf("%d distinct rows delivered, want %d", len(got), len(want)+1)
+			}
+			for k, n := range got {
+				if n != 1 {
+					t.Fatalf("row %s delivered %d times, want once", k, n)
+				}
+			}
+			if pushes := len(rec.all()); pushes < 200/7 {
+				t.Fatalf("%d pushes: the snapshot was not sent in small batches", pushes)
+			}
+			ingested, merged := dst.store.ChunkStats()
+			if mode == "chunks" && (ingested < 200/7 || merged != 0) || mode == "rows" && ingested+merged != 0 {
+				t.Fatalf("%s: chunks ingested %d, merged %d", mode, ingested, merged)
+			}
+			// Rows written after the snapshot come through the log.
+			mustApply(t, src, row("s1", "after", 1000, 1, "v", 1))
+			p.Notify()
+			waitUntil(t, p, "the new row confirmed", p.Drained)
+			if !holds(scanAll(t, dst), "after", 1000) {
+				t.Fatal("a row written after the snapshot did not reach the target")
+			}
+		})
 	}
 }
 
@@ -371,7 +391,7 @@ func TestRowSnapshotIsCatchUp(t *testing.T) {
 	slots := make(chan struct{}, 1)
 	slots <- struct{}{} // taken: the snapshot must wait
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
-		BatchRows: 1000, CatchUpBatchRows: 5, CatchUpSlots: slots})
+		BatchRows: 1000, CatchUpBatchRows: 5, CatchUpSlots: slots, RowSnapshots: true})
 	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
 	runPusher(t, p)
 	time.Sleep(50 * time.Millisecond) // a push now would have taken no slot

@@ -1,0 +1,538 @@
+package partition
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// Snapshot chunks (issue 16, "range snapshots"; docs/storage-format.md,
+// "Snapshot chunk"): a row snapshot moves as chunks of stored rows, read
+// sequentially from a pebble snapshot and ingested by the receiver as
+// sstables it builds, instead of as rows it merges one by one.
+//
+//	chunk := 'K' 0x01 entry*
+//	entry := len(key):uvarint key len(value):uvarint value
+//	key   := bucket(4, BE) | series | 0x00 | time(8, BE, ordered)
+//	value := the stored row value (docs/storage-format.md, "Row value")
+//
+// A key is a row key without its replica's prefix|'r'; entries are in key
+// order. The value's leading sequence is the sender's: the receiver
+// replaces it with its own.
+
+// chunkTag and chunkVersion open every chunk.
+const (
+	chunkTag     byte = 'K'
+	chunkVersion byte = 0x01
+)
+
+// IsChunk reports whether b is a snapshot chunk (as opposed to the rows
+// encoding of package replication, which opens with 'R').
+func IsChunk(b []byte) bool { return len(b) >= 2 && b[0] == chunkTag }
+
+// Chunk is one read of ReadChunk.
+type Chunk struct {
+	// Data is the encoded chunk (nil when Rows is 0).
+	Data []byte
+	// Rows is the number of rows in it.
+	Rows int
+	// Last is the last row in it (nil when Rows is 0): the next read goes
+	// on after it.
+	Last *RowPos
+	// Done reports that the snapshot holds no row after Last in the range.
+	Done bool
+}
+
+// ReadChunk appends to dst the rows the snapshot holds in the time range
+// rr after the row at after (nil: from the first), in key order, as a
+// snapshot chunk of about maxBytes (at least one row; maxBytes <= 0: no
+// limit). Like ReadRows it first waits until Seq is synced (rule 1) and
+// reads only the storage buckets the range touches; a chunk read to its
+// end gives a target every row in the range live at Seq.
+func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes int) (Chunk, error) {
+	r := s.r
+	release, err := s.use()
+	if err != nil {
+		return Chunk{}, err
+	}
+	defer release()
+	if err := r.synced.wait(s.high); err != nil {
+		return Chunk{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+	}
+	lower, upper, afterKey, empty := r.rowBounds(after, rr)
+	if empty {
+		return Chunk{Done: true}, nil
+	}
+	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	c := Chunk{Data: append(dst[:0], chunkTag, chunkVersion)}
+	var lastKey []byte
+	ok := it.First()
+	for ; ok && (maxBytes <= 0 || c.Rows == 0 || len(c.Data) < maxBytes); ok = it.Next() {
+		key := it.Key()
+		if afterKey != nil && bytes.Equal(key, afterKey) {
+			continue
+		}
+		_, _, t, err := rowKeyParts(key)
+		if err != nil {
+			return Chunk{}, err
+		}
+		if !rr.contains(t) {
+			continue // an edge bucket's row outside the range
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
+		}
+		suffix := key[prefixLen+1:]
+		c.Data = binary.AppendUvarint(c.Data, uint64(len(suffix)))
+		c.Data = append(c.Data, suffix...)
+		c.Data = binary.AppendUvarint(c.Data, uint64(len(v)))
+		c.Data = append(c.Data, v...)
+		c.Rows++
+		lastKey = append(lastKey[:0], key...)
+	}
+	if err := it.Error(); err != nil {
+		return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
+	}
+	c.Done = !ok
+	if c.Rows == 0 {
+		return Chunk{Done: c.Done}, nil
+	}
+	_, sb, t, _ := rowKeyParts(lastKey)
+	c.Last = &RowPos{Series: string(sb), Time: t}
+	return c, nil
+}
+
+// rowBounds returns the iterator bounds of the rows in rr after the row at
+// after (afterKey: its key, nil without one); empty when rr is empty.
+func (r *Replica) rowBounds(after *RowPos, rr RowRange) (lower, upper, afterKey []byte, empty bool) {
+	if rr.Begin != nil && rr.End != nil && *rr.Begin >= *rr.End {
+		return nil, nil, nil, true
+	}
+	lower, upper = r.ks.rowLo, r.ks.rowHi
+	if rr.Begin != nil {
+		lower = r.ks.appendBucketSeriesKey(nil, timeBucket(*rr.Begin), "")
+	}
+	if rr.End != nil && *rr.End != math.MinInt64 {
+		if b := timeBucket(*rr.End - 1); b < maxBucket {
+			upper = r.ks.appendBucketSeriesKey(nil, b+1, "")
+		}
+	}
+	if after != nil {
+		afterKey = r.ks.appendRowKey(nil, after.Series, after.Time)
+		if bytes.Compare(afterKey, lower) > 0 {
+			lower = afterKey
+		}
+	}
+	return lower, upper, afterKey, false
+}
+
+// chunkEntry is one parsed entry of a chunk: its full row key (this
+// replica's prefix added) and its value, aliasing the chunk.
+type chunkEntry struct {
+	key, value []byte
+	series     []byte // aliases key
+	time       int64
+}
+
+// parsedChunk is a chunk checked whole before anything is written.
+type parsedChunk struct {
+	entries []chunkEntry
+	keys    []byte // the full row keys, back to back
+	newest  model.Version
+	maxTime int64
+}
+
+// parseChunk decodes and checks every entry of chunk: keys well formed, in
+// strictly ascending order, with the bucket of their time and a series
+// Apply would accept; values that decode, with fields sorted by name
+// without duplicates, each with a version and a known kind. It never
+// panics on malformed input; errors match ErrCorrupt.
+func parseChunk(rowLo, chunk []byte) (*parsedChunk, error) {
+	if !IsChunk(chunk) || chunk[1] != chunkVersion {
+		return nil, fmt.Errorf("%w: not a snapshot chunk of version %d", ErrCorrupt, chunkVersion)
+	}
+	d := decoder{b: chunk[2:]}
+	pc := &parsedChunk{maxTime: math.MinInt64}
+	var raw rawRow
+	var keyEnds []int
+	for len(d.b) > 0 && d.err == nil {
+		suffix := d.bytes()
+		value := d.bytes()
+		if d.err != nil {
+			break
+		}
+		start := len(pc.keys)
+		pc.keys = append(append(pc.keys, rowLo...), suffix...)
+		key := pc.keys[start:]
+		b, series, t, err := rowKeyParts(key)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", len(keyEnds), err)
+		}
+		switch {
+		case b != timeBucket(t):
+			return nil, fmt.Errorf("%w: entry %d: bucket %d does not hold time %d", ErrCorrupt, len(keyEnds), b, t)
+		case len(series) == 0 || bytes.IndexByte(series, 0) >= 0:
+			return nil, fmt.Errorf("%w: entry %d: empty series or a series with a NUL byte", ErrCorrupt, len(keyEnds))
+		case len(keyEnds) > 0 && bytes.Compare(pc.keys[keyStart(keyEnds, len(keyEnds)-1):start], key) >= 0:
+			return nil, fmt.Errorf("%w: entry %d: keys out of order", ErrCorrupt, len(keyEnds))
+		}
+		if err := decodeRaw(value, &raw); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", len(keyEnds), err)
+		}
+		if len(raw.fields) == 0 {
+			return nil, fmt.Errorf("%w: entry %d: no fields", ErrCorrupt, len(keyEnds))
+		}
+		for i := range raw.fields {
+			f := &raw.fields[i]
+			if len(f.name) == 0 || i > 0 && bytes.Compare(raw.fields[i-1].name, f.name) >= 0 {
+				return nil, fmt.Errorf("%w: entry %d: field names empty, unsorted or repeated", ErrCorrupt, len(keyEnds))
+			}
+			v := raw.versions[f.ver]
+			if v.IsZero() {
+				return nil, fmt.Errorf("%w: entry %d: field %q has a zero version", ErrCorrupt, len(keyEnds), f.name)
+			}
+			if pc.newest.Less(v) {
+				pc.newest = v
+			}
+		}
+		keyEnds = append(keyEnds, len(pc.keys))
+		pc.entries = append(pc.entries, chunkEntry{value: value, time: t})
+		pc.maxTime = max(pc.maxTime, t)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	// The keys alias pc.keys only now that it stopped growing.
+	for i := range pc.entries {
+		e := &pc.entries[i]
+		e.key = pc.keys[keyStart(keyEnds, i):keyEnds[i]]
+		_, e.series, _, _ = rowKeyParts(e.key)
+	}
+	return pc, nil
+}
+
+// keyStart returns where key i starts given the keys' end offsets.
+func keyStart(ends []int, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
+}
+
+// DecodeChunk returns the rows of a snapshot chunk (every field's version
+// and tombstones included, as ReadRows returns them), checked as
+// IngestChunk checks them: errors match ErrCorrupt.
+func DecodeChunk(chunk []byte) ([]model.Row, error) {
+	pc, err := parseChunk(newKeyspace(uuid.Nil).rowLo, chunk)
+	if err != nil {
+		return nil, err
+	}
+	return pc.rows()
+}
+
+// rows returns the chunk's rows as model rows (for an Apply).
+func (pc *parsedChunk) rows() ([]model.Row, error) {
+	var (
+		out    = make([]model.Row, 0, len(pc.entries))
+		raw    rawRow
+		names  = interner{}
+		series = interner{}
+		slab   fieldSlab
+	)
+	for i := range pc.entries {
+		e := &pc.entries[i]
+		if err := decodeRaw(e.value, &raw); err != nil {
+			return nil, err
+		}
+		out = append(out, toModelRow(series.get(e.series), e.time, &raw, names, nil, false, &slab))
+	}
+	return out, nil
+}
+
+// IngestChunk stores the rows of a snapshot chunk (ReadChunk of another
+// replica) and returns what Apply would: the rows changed and the last
+// sequence, synced once it returns (rule 1). The chunk is checked whole
+// first (errors match ErrCorrupt; nothing is written), then the newest
+// version it holds is passed to observe (the hybrid clock's move past
+// pushed versions, rule 2), then, under the apply lock:
+//
+//   - when this replica holds no row between the chunk's first and last
+//     key (a joiner, a new split child, a re-replicated or wiped replica:
+//     the usual case of a snapshot), the rows are written as sstables
+//     (one per key kind: the index keys of series and fields new here,
+//     the log entries at fresh sequences, the rows with those sequences
+//     in their values) and ingested atomically with pebble's Ingest,
+//     which syncs them: no WAL, no memtable, no merge;
+//   - otherwise some row may be newer here, and ingesting would overwrite
+//     it (rule 2): the rows are applied like a push, merged field by field.
+//
+// want is the number of rows the sender said the chunk holds.
+func (r *Replica) IngestChunk(chunk []byte, want int) (ApplyResult, error) {
+	return r.IngestChunkObserved(chunk, want, nil)
+}
+
+// IngestChunkObserved is IngestChunk passing the newest version of the
+// checked chunk to observe (when not nil) before anything is written.
+func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model.Version)) (ApplyResult, error) {
+	pc, err := parseChunk(r.ks.rowLo, chunk)
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("partition: replica %s: snapshot chunk: %w", r.info.Placement, err)
+	}
+	if len(pc.entries) != want {
+		return ApplyResult{}, fmt.Errorf("%w: snapshot chunk holds %d rows, the sender said %d", ErrCorrupt, len(pc.entries), want)
+	}
+	if want == 0 {
+		return ApplyResult{LastSeq: r.high.Load()}, nil
+	}
+	if observe != nil {
+		observe(pc.newest)
+	}
+	if err := r.enter(); err != nil {
+		return ApplyResult{}, err
+	}
+	res, ingested, err := r.ingestLocked(pc)
+	r.store.gate.Exit()
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if !ingested {
+		rows, err := pc.rows()
+		if err != nil {
+			return ApplyResult{}, err
+		}
+		r.store.chunksMerged.Add(1)
+		return r.ApplyFrom(rows, uuid.Nil)
+	}
+	r.store.chunksIngested.Add(1)
+	if endErr := r.endApply(); endErr != nil {
+		return ApplyResult{}, endErr
+	}
+	return res, nil
+}
+
+// ingestLocked is IngestChunk's write under the apply lock; ingested is
+// false (and nothing written) when a row lies in the chunk's key span.
+// An ingest begun here is ended by the caller (endApply).
+func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool, err error) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return ApplyResult{}, false, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	if r.unloading.Load() {
+		return ApplyResult{}, false, fmt.Errorf("replica %s: %w", r.info.Placement, ErrUnloading)
+	}
+	if err := r.synced.failed(); err != nil {
+		return ApplyResult{}, false, fmt.Errorf("partition: replica %s: earlier sync failed: %w", r.info.Placement, err)
+	}
+	first, last := pc.entries[0].key, pc.entries[len(pc.entries)-1].key
+	empty, err := r.noRowsIn(first, last)
+	if err != nil || !empty {
+		return ApplyResult{}, false, err
+	}
+	ixState, err := r.indexStateLocked()
+	if err != nil {
+		return ApplyResult{}, false, err
+	}
+	prev := r.high.Load()
+	files, ix, err := r.writeChunkTables(pc, prev, ixState)
+	defer r.store.removeIngestFiles(files)
+	if err != nil {
+		return ApplyResult{}, false, err
+	}
+	if err := r.store.db.Ingest(context.Background(), files); err != nil {
+		return ApplyResult{}, false, fmt.Errorf("partition: replica %s: ingest snapshot chunk: %w", r.info.Placement, err)
+	}
+	// Ingested, hence synced: the sequences are visible and durable at once.
+	lastSeq := prev + uint64(len(pc.entries))
+	r.beginApply()
+	ix.commit(r.applyMu.index)
+	r.synced.add(prev+1, lastSeq)
+	r.synced.done(prev+1, nil)
+	r.high.Store(lastSeq)
+	r.applyMu.maxTime = max(r.applyMu.maxTime, pc.maxTime)
+	return ApplyResult{Changed: len(pc.entries), LastSeq: lastSeq}, true, nil
+}
+
+// noRowsIn reports whether the replica holds no row key in [first, last].
+func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
+	upper := append(append([]byte(nil), last...), 0) // the successor of last
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: first, UpperBound: upper})
+	if err != nil {
+		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	found := it.First()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	return !found, nil
+}
+
+// writeChunkTables writes the sstables of an ingest of pc at sequences
+// prev+1...: the index keys below the log ('f', 'i'), the log entries, the
+// rows, and the index keys above the rows ('s'), each kind in its own
+// file so that one overlapping the memtable (index keys) does not make
+// the others wait for a flush. It returns the files written (to remove
+// once ingested, whatever happened) and the index entries to commit.
+func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexState) (files []string, ix *indexBuilder, err error) {
+	ix = &indexBuilder{}
+	ix.reset()
+	var (
+		raw     rawRow
+		enc     valueEncoder
+		merged  []encField
+		series  string
+		vals    = make([]byte, 0, len(pc.keys)*2)
+		valEnds = make([]int, 0, len(pc.entries))
+	)
+	for i := range pc.entries {
+		e := &pc.entries[i]
+		if err := decodeRaw(e.value, &raw); err != nil {
+			return nil, nil, err
+		}
+		merged = merged[:0]
+		for j := range raw.fields {
+			merged = append(merged, encFromRaw(&raw, &raw.fields[j]))
+		}
+		if series != string(e.series) {
+			series = string(e.series)
+		}
+		r.noteIndex(ix, ixState, series, merged)
+		vals = enc.appendValue(vals, prev+1+uint64(i), merged)
+		valEnds = append(valEnds, len(vals))
+	}
+	slices.SortFunc(ix.keys, bytes.Compare)
+	ix.keys = slices.CompactFunc(ix.keys, bytes.Equal)
+	var below, above [][]byte
+	for _, k := range ix.keys {
+		if k[prefixLen] < kindSeq {
+			below = append(below, k)
+		} else {
+			above = append(above, k)
+		}
+	}
+	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
+	noValues := r.noLogValues.Load()
+	write := func(n int, kv func(i int) (k, v []byte)) error {
+		if n == 0 {
+			return nil
+		}
+		path, err := r.store.writeTable(n, kv)
+		if path != "" {
+			files = append(files, path)
+		}
+		return err
+	}
+	var seqKey, seqVal []byte
+	steps := []func() error{
+		func() error {
+			return write(len(below), func(i int) ([]byte, []byte) { return below[i], nil })
+		},
+		func() error {
+			return write(len(pc.entries), func(i int) ([]byte, []byte) {
+				e := &pc.entries[i]
+				seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
+				if noValues {
+					seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil)
+				} else {
+					seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil, value(i))
+				}
+				return seqKey, seqVal
+			})
+		},
+		func() error {
+			return write(len(pc.entries), func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) })
+		},
+		func() error {
+			return write(len(above), func(i int) ([]byte, []byte) { return above[i], nil })
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return files, nil, fmt.Errorf("partition: replica %s: write snapshot chunk: %w", r.info.Placement, err)
+		}
+	}
+	return files, ix, nil
+}
+
+// ingestDir is the directory, inside the store's, of the sstables written
+// for an ingest; pebble links them into its own files, and the store
+// removes them after the ingest and at Open.
+const ingestDir = "ingest"
+
+// writeTable writes an sstable of n keys given in ascending order by kv
+// (which may reuse its buffers between calls) into the ingest directory,
+// synced, and returns its path.
+func (s *Store) writeTable(n int, kv func(i int) (k, v []byte)) (string, error) {
+	dir := s.fs.PathJoin(s.dir, ingestDir)
+	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := s.fs.PathJoin(dir, fmt.Sprintf("%d.sst", s.ingestSeq.Add(1)))
+	f, err := s.fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return "", err
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{TableFormat: s.db.TableFormat()})
+	for i := 0; i < n; i++ {
+		k, v := kv(i)
+		if err := w.Set(k, v); err != nil {
+			_ = w.Close()
+			return path, err
+		}
+	}
+	return path, w.Close()
+}
+
+// removeIngestFiles removes the sstables written for an ingest.
+func (s *Store) removeIngestFiles(files []string) {
+	for _, f := range files {
+		if err := s.fs.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("remove an ingested sstable", "path", f, "err", err)
+		}
+	}
+}
+
+// cleanIngestDir removes what a crash left in the ingest directory: files
+// of an ingest that never happened, or links pebble holds copies of.
+func (s *Store) cleanIngestDir() error {
+	dir := s.fs.PathJoin(s.dir, ingestDir)
+	names, err := s.fs.List(dir)
+	if err != nil {
+		return nil // no directory: nothing left
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sst") {
+			if err := s.fs.Remove(s.fs.PathJoin(dir, n)); err != nil {
+				return fmt.Errorf("partition: clean %s: %w", filepath.Join(dir, n), err)
+			}
+		}
+	}
+	return nil
+}
+
+// ChunkStats returns how many snapshot chunks the store ingested as
+// sstables and how many it merged row by row (a row was in their span).
+func (s *Store) ChunkStats() (ingested, merged int64) {
+	return s.chunksIngested.Load(), s.chunksMerged.Load()
+}

@@ -1,0 +1,241 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// copyByChunks moves the rows of src held now in rr into dst by snapshot
+// chunks of about maxBytes, as a row snapshot push does, and returns the
+// number of chunks.
+func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) int {
+	t.Helper()
+	ls, err := src.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	var pos *RowPos
+	chunks := 0
+	for {
+		c, err := ls.ReadChunk(nil, pos, rr, maxBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Rows > 0 {
+			chunks++
+			if _, err := dst.IngestChunk(c.Data, c.Rows); err != nil {
+				t.Fatalf("IngestChunk: %v", err)
+			}
+			pos = c.Last
+		}
+		if c.Done {
+			return chunks
+		}
+	}
+}
+
+// TestChunkIngestCopiesTheRange: rows moved by chunks into an empty
+// replica are exactly the source's rows in the range, with a log entry at
+// a fresh sequence each (the receiver pushes them on), an index that
+// matches them, all durable across a reopen, and later writes merge with
+// them by version (rule 2).
+func TestChunkIngestCopiesTheRange(t *testing.T) {
+	src, _, _, _ := randomReplica(t)
+	p := func(v int64) *int64 { return &v }
+	for _, rr := range []RowRange{{}, {Begin: p(0)}, {Begin: p(-3 << bucketShift), End: p(2<<bucketShift + 5)}} {
+		dir := t.TempDir()
+		ds := openTestStore(t, dir)
+		info := testInfo(uuid.New())
+		dst, err := ds.CreateReplica(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustApply(t, dst, row("a-first", minTime+5, fl("v", 1, 1))) // sorts before every chunk: outside their spans
+		before := dst.HighSeq()
+		chunks := copyByChunks(t, src, dst, rr, 512)
+		var want []model.Row
+		for _, r := range scanAll(t, src) {
+			if rr.contains(r.Time) {
+				want = append(want, r)
+			}
+		}
+		if chunks < 2 {
+			t.Fatalf("range %v..%v: %d chunks, want several", rr.Begin, rr.End, chunks)
+		}
+		if ing, merged := ds.ChunkStats(); ing != int64(chunks) || merged != 0 {
+			t.Fatalf("chunks ingested %d, merged %d; want %d, 0", ing, merged, chunks)
+		}
+		check := func(when string, dst *Replica) {
+			got := scanAll(t, dst)
+			wantAll := append([]model.Row{row("a-first", minTime+5, fl("v", 1, 1))}, want...)
+			sortRows(got)
+			sortRows(wantAll)
+			if err := sameRows(got, wantAll); err != nil {
+				t.Fatalf("%s: range %v..%v: %v", when, rr.Begin, rr.End, err)
+			}
+			if h := dst.HighSeq(); h != before+uint64(len(want)) || dst.SyncedSeq() != h {
+				t.Fatalf("%s: high %d synced %d, want %d", when, h, dst.SyncedSeq(), before+uint64(len(want)))
+			}
+			es, err := dst.ReadLog(before, 0)
+			if err != nil || len(es) != len(want) {
+				t.Fatalf("%s: log above %d: %d entries, %v; want %d", when, before, len(es), err, len(want))
+			}
+			for i, e := range es {
+				if e.Seq != before+1+uint64(i) {
+					t.Fatalf("%s: entry %d has sequence %d", when, i, e.Seq)
+				}
+			}
+			rep, err := dst.CheckIndex(false)
+			if err != nil || !rep.OK() {
+				t.Fatalf("%s: index check %+v, %v", when, rep, err)
+			}
+		}
+		check("ingested", dst)
+		if err := ds.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ds = openTestStore(t, dir)
+		dst, ok := ds.Replica(info.Placement)
+		if !ok {
+			t.Fatal("replica gone after reopen")
+		}
+		check("reopened", dst)
+		if len(want) == 0 {
+			continue
+		}
+		// An older version of an ingested row changes nothing; a newer
+		// one replaces it and deletes its log entry (the sequence the
+		// ingest wrote in the row's value).
+		w := want[0]
+		old := row(w.Series, w.Time, model.Field{Name: w.Fields[0].Name, Value: model.Float(-1), Version: model.Version{Wall: 0, Node: 0}})
+		old.Fields[0].Version = model.Version{Wall: -1 << 62, Node: 1}
+		if res := mustApply(t, dst, old); res.Changed != 0 {
+			t.Fatalf("an older version changed the ingested row: %+v", res)
+		}
+		newer := row(w.Series, w.Time, fl(w.Fields[0].Name, 42, 1<<62))
+		res := mustApply(t, dst, newer)
+		if res.Changed != 1 {
+			t.Fatalf("a newer version changed %d rows", res.Changed)
+		}
+		es, err := dst.ReadLog(before, 0)
+		if err != nil || len(es) != len(want) || es[len(es)-1].Row.Series != w.Series {
+			t.Fatalf("log after the overwrite: %d entries (want %d, the last of %s), %v", len(es), len(want), w.Series, err)
+		}
+	}
+}
+
+// TestChunkMergesIntoHeldRows: a chunk whose span holds a row of the
+// receiver is merged field by field, never ingested over it (rule 2).
+func TestChunkMergesIntoHeldRows(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	mustApply(t, src, row("a", 1, fl("v", 1, 10)), row("b", 1, fl("v", 1, 10)), row("c", 1, fl("v", 1, 10)))
+	mustApply(t, dst, row("b", 1, fl("v", 2, 20))) // newer than the chunk's
+	copyByChunks(t, src, dst, RowRange{}, 0)
+	if ing, merged := s.ChunkStats(); ing != 0 || merged != 1 {
+		t.Fatalf("chunks ingested %d, merged %d; want 0, 1", ing, merged)
+	}
+	want := []model.Row{row("a", 1, fl("v", 1, 10)), row("b", 1, fl("v", 2, 20)), row("c", 1, fl("v", 1, 10))}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChunkBadInput: a malformed chunk fails with ErrCorrupt and writes
+// nothing, whatever its bytes.
+func TestChunkBadInput(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	mustApply(t, src, row("a", 1, fl("v", 1, 10)), row("b", 2, fl("v", 1, 10)))
+	ls, err := src.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
+	ls.Close()
+	if err != nil || c.Rows != 2 || !c.Done {
+		t.Fatalf("chunk %+v, %v", c, err)
+	}
+	entry := func(key, value []byte) []byte {
+		b := binary.AppendUvarint(nil, uint64(len(key)))
+		b = append(b, key...)
+		b = binary.AppendUvarint(b, uint64(len(value)))
+		return append(b, value...)
+	}
+	// The first entry of the good chunk, taken apart.
+	d := decoder{b: c.Data[2:]}
+	k1, v1 := d.bytes(), d.bytes()
+	k2, v2 := d.bytes(), d.bytes()
+	head := []byte{chunkTag, chunkVersion}
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	badBucket := append([]byte(nil), k1...)
+	badBucket[0] ^= 0x40
+	nul := join(k1[:4], []byte("a\x00b"), k1[len(k1)-9:])
+	for name, tc := range map[string]struct {
+		chunk []byte
+		rows  int
+	}{
+		"not a chunk":     {[]byte("R\x01"), 0},
+		"unknown version": {[]byte{chunkTag, 9}, 0},
+		"truncated":       {c.Data[:len(c.Data)-3], 2},
+		"count":           {c.Data, 3},
+		"out of order":    {join(head, entry(k2, v2), entry(k1, v1)), 2},
+		"duplicate":       {join(head, entry(k1, v1), entry(k1, v1)), 2},
+		"wrong bucket":    {join(head, entry(badBucket, v1)), 1},
+		"nul in series":   {join(head, entry(nul, v1)), 1},
+		"short key":       {join(head, entry(k1[:6], v1)), 1},
+		"bad value":       {join(head, entry(k1, v1[:len(v1)-1])), 1},
+		"no fields":       {join(head, entry(k1, []byte{1, 0, 0})), 1},
+	} {
+		_, err := dst.IngestChunk(tc.chunk, tc.rows)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+	// Every single-byte change either fails cleanly or stores a chunk
+	// that parses: never a panic.
+	for i := range c.Data {
+		b := append([]byte(nil), c.Data...)
+		b[i] ^= 0xff
+		o := createTestReplica(t, s)
+		_, _ = o.IngestChunk(b, 2)
+	}
+	if h := dst.HighSeq(); h != 0 || len(scanAll(t, dst)) != 0 {
+		t.Fatalf("bad chunks wrote: high %d", h)
+	}
+}
+
+// TestChunkIngestRefusedWhenUnloadingOrDropped: IngestChunk answers like
+// Apply on a replica that is unloading or dropped.
+func TestChunkIngestRefusedWhenUnloadingOrDropped(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	mustApply(t, src, row("a", 1, fl("v", 1, 10)))
+	ls, err := src.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
+	ls.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst.Unload()
+	if _, err := dst.IngestChunk(c.Data, c.Rows); !errors.Is(err, ErrUnloading) {
+		t.Fatalf("unloading: %v", err)
+	}
+	dst.Resume()
+	if err := s.DropReplica(dst.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.IngestChunk(c.Data, c.Rows); !errors.Is(err, ErrDropped) {
+		t.Fatalf("dropped: %v", err)
+	}
+}
