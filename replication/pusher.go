@@ -326,7 +326,9 @@ type target struct {
 	// (Config.Now, Unix nanoseconds), 0 once a step succeeds: the
 	// laggard test of truncateLog. Atomic: set by noteFailure, cleared by
 	// every successful step without taking Pusher.mu (a goroutine that
-	// restarts with Run must clear what the previous one left).
+	// restarts with Run must clear what the previous one left). Wall
+	// clock: a clock step only changes when a target is passed, which
+	// costs it a row snapshot and never a row.
 	failingSince atomic.Int64
 
 	// Owned by the target's goroutine:
@@ -1306,10 +1308,14 @@ func (p *Pusher) truncateLog() {
 	synced := p.cfg.Log.SyncedSeq()
 	now := p.cfg.Now()
 	low := synced
-	var laggards []*target
+	type passing struct {
+		t     *target
+		since int64 // its failingSince when found a laggard
+	}
+	var laggards []passing
 	for _, t := range p.mu.view {
 		if c := p.cfg.Log.Confirmed(t.id); p.laggard(t, c, synced, now) {
-			laggards = append(laggards, t)
+			laggards = append(laggards, passing{t, t.failingSince.Load()})
 		} else {
 			low = min(low, c)
 			t.passed = false
@@ -1326,11 +1332,12 @@ func (p *Pusher) truncateLog() {
 	start := tl.LogStart()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, t := range laggards {
+	for _, l := range laggards {
+		t := l.t
 		if c := p.cfg.Log.Confirmed(t.id); c < start && !t.passed && p.mu.targets[t.id] == t {
 			t.passed = true
 			p.log.Info("log truncated past a down target", "server", t.spec.ServerID, "target", t.id,
-				"cursor", c, "truncated_to", start, "failing_for", now.Sub(time.Unix(0, t.failingSince.Load())).Round(time.Second))
+				"cursor", c, "truncated_to", start, "failing_for", now.Sub(time.Unix(0, l.since)).Round(time.Second))
 		}
 	}
 }
