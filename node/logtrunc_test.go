@@ -59,15 +59,22 @@ func (h *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
 // attributes are kept under their own keys.
 func (h *logRecorder) WithGroup(string) slog.Handler { return h }
 
-// logged reports whether a line with message msg and attribute key=value
-// was written.
-func (h *logRecorder) logged(msg, key, value string) bool {
+// logged reports whether a line with message msg and every attribute of
+// kv (key, value, key, value...) was written.
+func (h *logRecorder) logged(msg string, kv ...string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+next:
 	for _, l := range *h.lines {
-		if l.msg == msg && l.attrs[key] == value {
-			return true
+		if l.msg != msg {
+			continue
 		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			if l.attrs[kv[i]] != kv[i+1] {
+				continue next
+			}
+		}
+		return true
 	}
 	return false
 }
@@ -97,7 +104,7 @@ func TestLogTruncatedPastDownTargetTakesSnapshot(t *testing.T) {
 		cfg.knobs.LaggardAfter = 200 * time.Millisecond
 		cfg.knobs.MaxLogLag = 100
 		cfg.knobs.TruncateMin = 1
-		cfg.Logger = slog.New(logs).With("server", cfg.ID)
+		cfg.Logger = slog.New(logs).With("test_node", cfg.ID)
 	})
 	c.createTable("s1", "cpu", 3)
 	const rows = 2000
@@ -120,7 +127,7 @@ func TestLogTruncatedPastDownTargetTakesSnapshot(t *testing.T) {
 			return r != nil && r.LogStart() > r.Confirmed(down)
 		})
 		waitFor(t, id+" logging the truncation past s3", func() bool {
-			return logs.logged("log truncated past a down target", "target", down.String())
+			return logs.logged("log truncated past a down target", "test_node", id, "target", down.String())
 		})
 	}
 	if got := c.localReplica("s3", "cpu"); got == nil {
@@ -130,13 +137,18 @@ func TestLogTruncatedPastDownTargetTakesSnapshot(t *testing.T) {
 	blocked.Store(false)
 	waitFor(t, "s3 converged with s1 and s2", func() bool { return c.converged("cpu", rows, "s1", "s2", "s3") })
 	c.checkRowsEverywhere("cpu", rows)
-	waitFor(t, "s3's row snapshot logged", func() bool {
-		return logs.logged("row snapshot done", "target", down.String())
-	})
+	// Each of s1 and s2 sends s3 a row snapshot (one of them may finish
+	// after s3 converged: the other's delivered every row), and s3's
+	// cursor on each then claims the snapshot's sequence, above the
+	// truncation point.
 	for _, id := range []string{"s1", "s2"} {
-		r := c.localReplica(id, "cpu")
-		if s, cur := r.LogStart(), r.Confirmed(down); cur < s {
-			t.Errorf("%s: s3's cursor %d still below the truncation point %d", id, cur, s)
-		}
+		waitFor(t, id+"'s row snapshot to s3 done", func() bool {
+			return logs.logged("row snapshot done", "test_node", id, "target", down.String())
+		})
+		waitFor(t, id+"'s cursor of s3 at or above its truncation point", func() bool {
+			r := c.localReplica(id, "cpu")
+			return r.Confirmed(down) >= r.LogStart()
+		})
 	}
+	c.checkRowsEverywhere("cpu", rows)
 }
