@@ -600,3 +600,52 @@ func TestLogHeldByDownTargetWithinLag(t *testing.T) {
 		}
 	})
 }
+
+// TestLogTruncatedPastDownJoiner: a joiner that is down is passed like a
+// replica target, but its mark's snapshot keeps what it reads up to the
+// mark; back, it reads that snapshot, then takes a row snapshot for the
+// rest (the live log is truncated past its mark), is told Complete and
+// ends with every row of the source.
+func TestLogTruncatedPastDownJoiner(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 60)
+	joiner := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{joiner.placement(): joiner}}
+	var down atomic.Bool
+	down.Store(true)
+	rec.fail = func(metadata.Target, wire.PushRequest) error {
+		if down.Load() {
+			return errDown
+		}
+		return nil
+	}
+	var completed atomic.Bool
+	rec.onPush = func(ps recordedPush) {
+		if ps.err == nil && ps.req.Complete {
+			completed.Store(true)
+		}
+	}
+	clock := newTestClock()
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 8,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
+		LaggardAfter: time.Minute, MaxLogLag: 10, Now: clock.now})
+	tg := metadata.Target{ServerID: "s9", PlacementID: joiner.placement(), PartitionID: pid, Kind: metadata.TargetJoining}
+	p.SetView(1, view(tg))
+	mark := src.SyncedSeq()
+	for i := range 5 { // above the mark, one an overwrite of a row held at it
+		mustApply(t, src, row("s1", "cpu,host=h1", 1, int64(10+i), "v", float64(100+i)))
+		mustApply(t, src, row("s1", fmt.Sprintf("late,host=h%d", i), int64(1000+i), 1, "v", 1))
+	}
+	runPusher(t, p)
+	pollUntil(t, "a failed push to the joiner", func() bool { return failedPushTo(rec, joiner.placement()) })
+	clock.advance(time.Minute)
+	pollUntil(t, "the log truncated past the joiner's mark", func() bool { return src.LogStart() > mark })
+	down.Store(false)
+	p.RetryNow()
+	waitUntil(t, p, "the joiner caught up", p.Drained)
+	pollUntil(t, "the joiner told Complete", completed.Load)
+	if err := sameRows(scanAll(t, joiner), scanAll(t, src)); err != nil {
+		t.Fatalf("joiner after the truncation past it: %v", err)
+	}
+}
