@@ -180,8 +180,9 @@ type Config struct {
 
 // testingKnobs are hooks for tests: the replica machinery's
 // (replica.TestingKnobs: table syncs, missed table events, blocked pushes,
-// the SPLIT_BEGIN planner, refused coordination, the sub-query limit) and
-// those of the parts node builds itself.
+// the SPLIT_BEGIN planner, refused coordination, the sub-query limit, log
+// truncation past a down target) and those of the parts node builds
+// itself.
 type testingKnobs struct {
 	replica.TestingKnobs
 	// clockSkew shifts this server's wall clock.

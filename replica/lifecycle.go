@@ -88,6 +88,12 @@ func (s *Server) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		// waiting for its confirmation) is not held up for seconds.
 		MaxBatchBytes: s.pushBatchBytes(),
 		BatchRows:     8192, // measured: 2048 → 58k rows/s, 8192 → 83k rows/s at RF 3 (docs/performance.md)
+		// Log truncation past a target that is down: the replication
+		// defaults (a minute of failures, a million entries behind)
+		// unless a test sets them.
+		LaggardAfter: s.cfg.Knobs.LaggardAfter,
+		MaxLogLag:    s.cfg.Knobs.MaxLogLag,
+		TruncateMin:  s.cfg.Knobs.TruncateMin,
 	})
 	ctx, cancel := context.WithCancel(s.bg)
 	rt := &replicaRuntime{pusher: p, cancel: cancel, done: make(chan struct{})}

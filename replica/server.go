@@ -93,6 +93,13 @@ type TestingKnobs struct {
 	// estimate is wrong would), so the front end's own read limit is what
 	// stops them.
 	IgnoreSubQueryLimit *atomic.Bool
+	// LaggardAfter, MaxLogLag and TruncateMin, when set, replace the
+	// pushers' replication.Config defaults of the same names (log
+	// truncation past a target that is down), so a test passes a down
+	// target within seconds and a few hundred rows.
+	LaggardAfter time.Duration
+	MaxLogLag    int
+	TruncateMin  int
 	// GenerationMargin, when set, replaces the minute by which a replica
 	// must predate its table to belong to a dropped table of the same
 	// name (droptable.go).

@@ -72,6 +72,15 @@
 // (Config.CatchUpSlots, Config.CatchUpBatchRows). Snapshot rows carry no origin,
 // so one may go back to the placement it came from, where it ties.
 //
+// A target that is down does not pin the log: one whose steps have all
+// failed for at least Config.LaggardAfter (target.failingSince, cleared
+// by any successful step) and whose cursor is more than Config.MaxLogLag
+// sequences below the synced watermark is left out of the lowest cursor
+// (logged once per outage: "log truncated past a down target"); back, it
+// takes a row snapshot. A split target's tail stream is never left out,
+// and a mark's snapshot keeps its own truncation point. Acknowledgement
+// and the drop condition read cursors only, so they do not change.
+//
 // WaitConfirmed is the insert acknowledgement: it counts only targets of
 // kind replica whose server is in the given list (servers[] of the newest
 // txn), never joining or split targets. Drained is the replication input of

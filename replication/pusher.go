@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -136,6 +135,19 @@ const (
 	DefaultTick = time.Second
 	// DefaultTruncateMin is Config.TruncateMin when unset.
 	DefaultTruncateMin = 4096
+	// DefaultLaggardAfter is Config.LaggardAfter when unset: longer than
+	// a server's restart or a network blip of seconds (RetryMax is 5 s, so
+	// a minute is a dozen failed attempts or more), after which the
+	// membership has declared the server dead twice over (node's
+	// DeadAfter is 30 s).
+	DefaultLaggardAfter = time.Minute
+	// DefaultMaxLogLag is Config.MaxLogLag when unset: a million entries,
+	// about 100 MB of log at ~100 bytes a row, is little disk, and a
+	// target that comes back reads them sequentially in seconds, cheaper
+	// than a row snapshot of a replica of that size or more; beyond it the
+	// log would grow with the insert rate for as long as the target stays
+	// down.
+	DefaultMaxLogLag = 1_000_000
 )
 
 // Config configures a Pusher.
@@ -192,6 +204,20 @@ type Config struct {
 	// deletion per few thousand rows, not one per Tick. 0 means
 	// DefaultTruncateMin.
 	TruncateMin int
+	// LaggardAfter and MaxLogLag bound the log a down target pins: a
+	// target of the view whose steps have all failed for at least
+	// LaggardAfter (no success since its first failure) and whose cursor
+	// is more than MaxLogLag sequences below the synced watermark no
+	// longer holds the truncation point back (see truncateLog); when it
+	// comes back, its cursor is below the point and it gets a row
+	// snapshot. A split target's tail stream is never passed. 0 means
+	// DefaultLaggardAfter and DefaultMaxLogLag.
+	LaggardAfter time.Duration
+	MaxLogLag    int
+	// Now is the clock of LaggardAfter (the time a target's failures
+	// began and the truncation's check of it); nil means time.Now. Tests
+	// set it to move time without sleeping.
+	Now func() time.Time
 	// OnStale is called, on the target's goroutine, when a target answers
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
@@ -223,6 +249,15 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.TruncateMin <= 0 {
 		c.TruncateMin = DefaultTruncateMin
+	}
+	if c.LaggardAfter <= 0 {
+		c.LaggardAfter = DefaultLaggardAfter
+	}
+	if c.MaxLogLag <= 0 {
+		c.MaxLogLag = DefaultMaxLogLag
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 }
 
@@ -299,6 +334,18 @@ type target struct {
 	lastErr      string
 	lastPush     time.Time
 	completeSent bool // a push with Complete=true was delivered
+	// passed: a truncation passed this target's cursor while it was a
+	// laggard (logged once per outage; cleared once it is none).
+	passed bool
+
+	// failingSince is when the current run of failed steps began
+	// (Config.Now, Unix nanoseconds), 0 once a step succeeds: the
+	// laggard test of truncateLog. Atomic: set by noteFailure, cleared by
+	// every successful step without taking Pusher.mu (a goroutine that
+	// restarts with Run must clear what the previous one left). Wall
+	// clock: a clock step only changes when a target is passed, which
+	// costs it a row snapshot and never a row.
+	failingSince atomic.Int64
 
 	// Owned by the target's goroutine:
 	rows []model.Row
@@ -1273,11 +1320,29 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 // Config.TruncateMin sequences. With no target and no mark in a view
 // SetView installed, it deletes the entries up to the synced watermark:
 // nobody reads them (before the first SetView nothing is truncated, so a
-// restart does not force row snapshots on targets not installed yet). A target added meanwhile, or
-// whose cursor comes back lower after a crash (cursor writes are not
-// synced), finds its cursor below the truncation point and gets a row
-// snapshot; marks pin the pebble state they read, so a truncation never
-// takes rows from a LogSnapshot taken before it.
+// restart does not force row snapshots on targets not installed yet). A
+// target added meanwhile, or whose cursor comes back lower after a crash
+// (cursor writes are not synced), finds its cursor below the truncation
+// point and gets a row snapshot; marks pin the pebble state they read, so
+// a truncation never takes rows from a LogSnapshot taken before it.
+//
+// A laggard does not hold the point back, so that a target that is down
+// does not make the log (whose entries carry the rows' values) grow
+// without bound: a target of the view whose steps have all failed for at
+// least Config.LaggardAfter and whose cursor is more than
+// Config.MaxLogLag sequences below the synced watermark (laggard). The
+// point is then the lowest cursor of the other targets (the synced
+// watermark if none), and the laggard, once back, finds its cursor below
+// it and gets a row snapshot like a new target. Never passed: a split
+// target's tail stream (a split pins the log only while it lasts, and no
+// test here sends a tail stream a row snapshot), and a mark's snapshot,
+// which holds its own pebble state and truncation point
+// (partition.LogSnapshot), so a joiner or split child below its mark
+// reads it whatever the live log's point. Acknowledgement
+// (WaitConfirmed) and the drop condition (Drained, DropReady: rule 3) read
+// cursors, never the truncation point, so passing a target changes
+// neither: an insert still waits for its quorum's cursors, and a replica
+// with a target down is still not drained.
 func (p *Pusher) truncateLog() {
 	tl, ok := p.cfg.Log.(TruncatingLog)
 	if !ok || p.cfg.KeepLog {
@@ -1292,15 +1357,51 @@ func (p *Pusher) truncateLog() {
 		}
 		return
 	}
-	low := uint64(math.MaxUint64)
+	synced := p.cfg.Log.SyncedSeq()
+	now := p.cfg.Now()
+	low := synced
+	type passing struct {
+		t     *target
+		since int64 // its failingSince when found a laggard
+	}
+	var laggards []passing
 	for _, t := range p.mu.view {
-		low = min(low, p.cfg.Log.Confirmed(t.id))
+		if c := p.cfg.Log.Confirmed(t.id); p.laggard(t, c, synced, now) {
+			laggards = append(laggards, passing{t, t.failingSince.Load()})
+		} else {
+			low = min(low, c)
+			t.passed = false
+		}
 		if t.tail != nil {
 			low = min(low, p.cfg.Log.Confirmed(t.tail.id))
 		}
 	}
 	p.mu.Unlock()
 	p.truncateTo(tl, low)
+	if len(laggards) == 0 {
+		return
+	}
+	start := tl.LogStart()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range laggards {
+		t := l.t
+		if c := p.cfg.Log.Confirmed(t.id); c < start && !t.passed && p.mu.targets[t.id] == t {
+			t.passed = true
+			p.log.Info("log truncated past a down target", "server", t.spec.ServerID, "target", t.id,
+				"cursor", c, "truncated_to", start, "failing_for", now.Sub(time.Unix(0, l.since)).Round(time.Second))
+		}
+	}
+}
+
+// laggard reports whether t, whose cursor is c, no longer holds the log's
+// truncation point back: its steps have all failed for at least
+// Config.LaggardAfter and c is more than Config.MaxLogLag sequences below
+// synced (see truncateLog).
+func (p *Pusher) laggard(t *target, c, synced uint64, now time.Time) bool {
+	since := t.failingSince.Load()
+	return since != 0 && now.Sub(time.Unix(0, since)) >= p.cfg.LaggardAfter &&
+		synced > c && synced-c > uint64(p.cfg.MaxLogLag)
 }
 
 // truncateTo truncates the log up to low if that deletes at least
@@ -1404,6 +1505,7 @@ func (p *Pusher) confirm(target uuid.UUID, seq uint64) error {
 // them is logged at warning level (an outage of minutes retries hundreds of
 // times); noteSuccess logs the recovery.
 func (p *Pusher) noteFailure(t *target, attempt int, err error) {
+	t.failingSince.CompareAndSwap(0, p.cfg.Now().UnixNano())
 	p.mu.Lock()
 	t.lastErr = err.Error()
 	spec := t.spec
@@ -1416,6 +1518,9 @@ func (p *Pusher) noteFailure(t *target, attempt int, err error) {
 }
 
 func (p *Pusher) noteSuccess(t *target, attempt *int) {
+	if t.failingSince.Load() != 0 {
+		t.failingSince.Store(0)
+	}
 	if *attempt == 0 {
 		return
 	}

@@ -409,3 +409,263 @@ func TestRowSnapshotIsCatchUp(t *testing.T) {
 		t.Fatalf("target: %v", err)
 	}
 }
+
+// testClock is a Config.Now that moves only when told.
+type testClock struct{ ns atomic.Int64 }
+
+func newTestClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// failedPushTo reports whether rec recorded a failed push to target.
+func failedPushTo(rec *recorder, target uuid.UUID) bool {
+	for _, ps := range rec.all() {
+		if ps.err != nil && ps.req.ToPlacement == target {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLogTruncatedPastDownTarget: a target whose pushes have failed for
+// at least LaggardAfter and whose cursor lags the log by more than
+// MaxLogLag no longer holds the truncation point back: the log is
+// truncated up to the other target's cursor, past it. One that has failed
+// for less time (counted from its last success, not its first failure
+// ever), or lags less, still holds it. Back, the passed target gets a
+// row snapshot and ends with every row the source holds, each delivered
+// once, and its cursor at the synced watermark.
+func TestLogTruncatedPastDownTarget(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 200)
+	a, b := newReplica(t, pid), newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
+	var bDown atomic.Bool
+	bDown.Store(true)
+	rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
+		if tg.PlacementID == b.placement() && bDown.Load() {
+			return errDown
+		}
+		return nil
+	}
+	clock := newTestClock()
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 16,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
+		LaggardAfter: time.Minute, MaxLogLag: 100, Now: clock.now})
+	p.SetView(1, view(replicaTarget("s2", a.placement(), pid), replicaTarget("s3", b.placement(), pid)))
+	runPusher(t, p)
+	high := src.SyncedSeq()
+	waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
+	pollUntil(t, "a failed push to b", func() bool { return failedPushTo(rec, b.placement()) })
+
+	// Failing for less than LaggardAfter: b still holds the log.
+	clock.advance(59 * time.Second)
+	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	if s := src.LogStart(); s != 0 {
+		t.Fatalf("log truncated to %d while b had failed for less than LaggardAfter", s)
+	}
+
+	// A success ends the run of failures: b catches up, then fails again
+	// for more rows than MaxLogLag; its failures began 90 s ago, its
+	// current run 45 s ago, so it still holds the log.
+	bDown.Store(false)
+	p.RetryNow()
+	waitUntil(t, p, "b caught up", p.Drained)
+	before := len(rec.all())
+	bDown.Store(true)
+	for i := range 30 {
+		var rows []model.Row
+		for j := range 10 {
+			rows = append(rows, row("s1", fmt.Sprintf("late,host=h%d", j), int64(1000+i*10+j), 1, "v", 1))
+		}
+		mustApply(t, src, rows...)
+	}
+	p.Notify()
+	high = src.SyncedSeq()
+	waitUntil(t, p, "a confirmed the new rows", func() bool { return src.Confirmed(a.placement()) == high })
+	pollUntil(t, "a new failed push to b", func() bool {
+		all := rec.all()
+		for _, ps := range all[before:] {
+			if ps.err != nil && ps.req.ToPlacement == b.placement() {
+				return true
+			}
+		}
+		return false
+	})
+	bCursor := src.Confirmed(b.placement())
+	if high-bCursor <= 100 {
+		t.Fatalf("b lags by %d only, the test needs more than MaxLogLag", high-bCursor)
+	}
+	clock.advance(45 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if s := src.LogStart(); s > bCursor {
+		t.Fatalf("log truncated to %d past b's cursor %d: b's failures counted from before its last success", s, bCursor)
+	}
+
+	// Failing for LaggardAfter and lagging more than MaxLogLag: passed.
+	clock.advance(15 * time.Second)
+	pollUntil(t, "the log truncated past b", func() bool { return src.LogStart() == high-1 }) // the last entry stays
+	if c := src.Confirmed(b.placement()); c != bCursor {
+		t.Fatalf("b's cursor moved from %d to %d while its pushes failed", bCursor, c)
+	}
+	if p.Drained() {
+		t.Fatal("drained with b's cursor below the truncation point")
+	}
+
+	// Back, b gets a row snapshot: every row once, its cursor at the end.
+	snapFrom := len(rec.all())
+	bDown.Store(false)
+	p.RetryNow()
+	waitUntil(t, p, "b confirmed the row snapshot", p.Drained)
+	if err := sameRows(scanAll(t, b), scanAll(t, src)); err != nil {
+		t.Fatalf("b after the row snapshot: %v", err)
+	}
+	if c := src.Confirmed(b.placement()); c != src.SyncedSeq() {
+		t.Fatalf("b's cursor %d after the row snapshot, want %d", c, src.SyncedSeq())
+	}
+	got := map[string]int{}
+	for _, ps := range rec.all()[snapFrom:] {
+		if ps.err != nil || ps.req.ToPlacement != b.placement() {
+			continue
+		}
+		for _, r := range ps.rows {
+			got[fmt.Sprintf("%s@%d", r.Series, r.Time)]++
+		}
+	}
+	// The row snapshot holds every row, those b had before included (the
+	// log from b's cursor is gone): the 7 series of fillForSnapshot and the
+	// late rows, the tombstoned row too.
+	if want := len(scanAll(t, src)) + 1; len(got) != want {
+		t.Fatalf("%d distinct rows delivered after b came back, want the snapshot's %d", len(got), want)
+	}
+	for k, n := range got {
+		if n != 1 {
+			t.Fatalf("row %s delivered %d times, want once", k, n)
+		}
+	}
+}
+
+// TestLogHeldByDownTargetWithinLag: a target failing for longer than
+// LaggardAfter but lagging by no more than MaxLogLag still holds the
+// truncation point; so does a split target's tail stream, whatever its
+// failures and lag.
+func TestLogHeldByDownTargetWithinLag(t *testing.T) {
+	pid := uuid.New()
+	t.Run("within MaxLogLag", func(t *testing.T) {
+		src := newReplica(t, pid)
+		fillForSnapshot(t, src, 50)
+		a, b := newReplica(t, pid), newReplica(t, pid)
+		rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
+		rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
+			if tg.PlacementID == b.placement() {
+				return errDown
+			}
+			return nil
+		}
+		clock := newTestClock()
+		p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+			RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
+			LaggardAfter: time.Minute, MaxLogLag: 1000, Now: clock.now})
+		p.SetView(1, view(replicaTarget("s2", a.placement(), pid), replicaTarget("s3", b.placement(), pid)))
+		runPusher(t, p)
+		high := src.SyncedSeq()
+		waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
+		pollUntil(t, "a failed push to b", func() bool { return failedPushTo(rec, b.placement()) })
+		clock.advance(time.Hour)
+		time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+		if s := src.LogStart(); s != 0 {
+			t.Fatalf("log truncated to %d past b, which lags by %d of MaxLogLag 1000", s, high)
+		}
+	})
+	t.Run("split tail", func(t *testing.T) {
+		src := newReplica(t, pid)
+		fillForSnapshot(t, src, 50)
+		a, child := newReplica(t, pid), newReplica(t, uuid.New())
+		rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, child.placement(): child}}
+		rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
+			if tg.PlacementID == child.placement() {
+				return errDown
+			}
+			return nil
+		}
+		clock := newTestClock()
+		p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+			RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
+			LaggardAfter: time.Minute, MaxLogLag: 10, Now: clock.now})
+		begin := int64(20)
+		split := metadata.Target{ServerID: "s3", PlacementID: child.placement(), PartitionID: uuid.New(), Kind: metadata.TargetSplit, Begin: &begin}
+		p.SetView(1, view(replicaTarget("s2", a.placement(), pid), split))
+		mark := src.SyncedSeq()
+		for i := range 10 { // above the mark: the tail stream's rows
+			var rows []model.Row
+			for j := range 10 {
+				rows = append(rows, row("s1", fmt.Sprintf("late,host=h%d", j), int64(1000+i*10+j), 1, "v", 1))
+			}
+			mustApply(t, src, rows...)
+		}
+		runPusher(t, p)
+		high := src.SyncedSeq()
+		waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
+		pollUntil(t, "a failed push to the child", func() bool { return failedPushTo(rec, child.placement()) })
+		clock.advance(time.Hour)
+		time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+		if s, tail := src.LogStart(), src.Confirmed(tailCursor(child.placement())); s > max(tail, mark) {
+			t.Fatalf("log truncated to %d past the split tail stream (cursor %d, mark %d)", s, tail, mark)
+		}
+	})
+}
+
+// TestLogTruncatedPastDownJoiner: a joiner that is down is passed like a
+// replica target, but its mark's snapshot keeps what it reads up to the
+// mark; back, it reads that snapshot, then takes a row snapshot for the
+// rest (the live log is truncated past its mark), is told Complete and
+// ends with every row of the source.
+func TestLogTruncatedPastDownJoiner(t *testing.T) {
+	pid := uuid.New()
+	src := newReplica(t, pid)
+	fillForSnapshot(t, src, 60)
+	joiner := newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{joiner.placement(): joiner}}
+	var down atomic.Bool
+	down.Store(true)
+	rec.fail = func(metadata.Target, wire.PushRequest) error {
+		if down.Load() {
+			return errDown
+		}
+		return nil
+	}
+	var completed atomic.Bool
+	rec.onPush = func(ps recordedPush) {
+		if ps.err == nil && ps.req.Complete {
+			completed.Store(true)
+		}
+	}
+	clock := newTestClock()
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 8,
+		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
+		LaggardAfter: time.Minute, MaxLogLag: 10, Now: clock.now})
+	tg := metadata.Target{ServerID: "s9", PlacementID: joiner.placement(), PartitionID: pid, Kind: metadata.TargetJoining}
+	p.SetView(1, view(tg))
+	mark := src.SyncedSeq()
+	for i := range 5 { // above the mark, one an overwrite of a row held at it
+		mustApply(t, src, row("s1", "cpu,host=h1", 1, int64(10+i), "v", float64(100+i)))
+		mustApply(t, src, row("s1", fmt.Sprintf("late,host=h%d", i), int64(1000+i), 1, "v", 1))
+	}
+	runPusher(t, p)
+	pollUntil(t, "a failed push to the joiner", func() bool { return failedPushTo(rec, joiner.placement()) })
+	clock.advance(time.Minute)
+	pollUntil(t, "the log truncated past the joiner's mark", func() bool { return src.LogStart() > mark })
+	down.Store(false)
+	p.RetryNow()
+	waitUntil(t, p, "the joiner caught up", p.Drained)
+	pollUntil(t, "the joiner told Complete", completed.Load)
+	if err := sameRows(scanAll(t, joiner), scanAll(t, src)); err != nil {
+		t.Fatalf("joiner after the truncation past it: %v", err)
+	}
+}
