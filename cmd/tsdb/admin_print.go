@@ -260,7 +260,8 @@ func humanize(n, base uint64, units []string) string {
 		return fmt.Sprintf("%d%s", n, units[0])
 	}
 	v, i := float64(n), 0
-	for v >= float64(base) && i < len(units)-1 {
+	// >= base-0.05: a value that would print as "1024.0" moves up a unit.
+	for v >= float64(base)-0.05 && i < len(units)-1 {
 		v /= float64(base)
 		i++
 	}

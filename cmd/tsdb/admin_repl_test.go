@@ -366,7 +366,7 @@ func TestHumanSizes(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{humanBytes(0), "0B"}, {humanBytes(1023), "1023B"}, {humanBytes(1024), "1KiB"}, {humanBytes(1536), "1.5KiB"},
+		{humanBytes(0), "0B"}, {humanBytes(1023), "1023B"}, {humanBytes(1024), "1KiB"}, {humanBytes(1536), "1.5KiB"}, {humanBytes(1<<20 - 1), "1MiB"}, {humanCount(999_999), "1M"},
 		{humanBytes(64 << 20), "64MiB"}, {humanBytes(3 << 40), "3TiB"}, {humanBytes(5 << 50), "5120TiB"},
 		{humanCount(999), "999"}, {humanCount(1000), "1k"}, {humanCount(1250), "1.2k"}, {humanCount(2_500_000), "2.5M"},
 		{snapshotsText(api.SnapshotCounts{}), "-"}, {snapshotsText(api.SnapshotCounts{Done: 2, Dropped: 1}), "2 done, 1 dropped"},
