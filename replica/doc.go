@@ -45,7 +45,10 @@
 //     server's offset from its peers' as seen on internal calls, and a
 //     server a majority of peers sees off refuses to coordinate writes;
 //   - the transport of package metadata to the other metadata servers
-//     (Peers) and the replication metrics (Metrics);
+//     (Peers) and the replication metrics (Metrics: pushes, rows and
+//     bytes moved by replication.MoveKind, row snapshots ended and their
+//     durations through replication.Config.OnSnapshotEnd; Replicas adds
+//     each replica's log start and length, snapshots and moved data);
 //   - the load a server publishes in its membership key (Load, load.go:
 //     replicas, bytes on disk, coordinated rows per second).
 //

@@ -80,6 +80,8 @@ func (s *Server) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		Sender:    pushSender{s},
 		Logger:    s.log.With("placement", info.Placement),
 		OnStale:   func(metadata.Target) { s.requestResync(info.Table) },
+		// Row snapshots counted in tsdb_snapshots_total and _seconds.
+		OnSnapshotEnd: s.metrics.snapshotEnded,
 		// Split backfills and join catch-ups share a few slots per server.
 		CatchUpSlots:     s.catchUpSlots,
 		CatchUpBatchRows: catchUpBatchRows,

@@ -1,7 +1,14 @@
 package replica
 
 import (
+	"time"
+
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/replication"
 )
 
 // Metrics counts what replication ships, what inserts coordinate and what
@@ -15,6 +22,15 @@ type Metrics struct {
 	CoordinatedRows                 prometheus.Counter
 	// The split trigger's outcomes.
 	SplitsStarted, SplitsFollowed, SplitsImpossible, SplitsFinalized prometheus.Counter
+	// MovedRows and MovedBytes count the rows and bytes of confirmed
+	// pushes by label kind (replication.MoveKind: push, snapshot, split,
+	// join); their rate is the data moved per second by kind.
+	MovedRows, MovedBytes *prometheus.CounterVec
+	// Snapshots counts the row snapshots that ended, by label result
+	// (done, failed, dropped); SnapshotSeconds is the duration of those
+	// done.
+	Snapshots       *prometheus.CounterVec
+	SnapshotSeconds prometheus.Histogram
 }
 
 // NewMetrics returns unregistered counters.
@@ -22,7 +38,7 @@ func NewMetrics() *Metrics {
 	c := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
-	return &Metrics{
+	m := &Metrics{
 		PushRows:        c("tsdb_replication_push_rows_total", "Rows this server's replicas pushed to others (confirmed or not)."),
 		PushBytes:       c("tsdb_replication_push_bytes_total", "Encoded row bytes this server's replicas pushed (before the transport's zstd)."),
 		PushErrors:      c("tsdb_replication_push_errors_total", "Pushes that failed (unreachable, refused, timed out)."),
@@ -33,6 +49,51 @@ func NewMetrics() *Metrics {
 		SplitsFollowed:   c("tsdb_splits_followed_total", "Size-triggered splits this server found already started by another replica (it follows that split)."),
 		SplitsImpossible: c("tsdb_splits_impossible_total", "Times a partition over its size target could not split because every row is at one time."),
 		SplitsFinalized:  c("tsdb_splits_finalized_total", "SPLIT_FINALIZE transactions this server committed."),
+
+		MovedRows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tsdb_moved_rows_total",
+			Help: "Rows of confirmed pushes by kind: push (a replica target, from the log), snapshot (read from a row snapshot), split (a split target, from the log), join (a joining target, from the log)."},
+			[]string{"kind"}),
+		MovedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tsdb_moved_bytes_total",
+			Help: "Encoded row bytes of confirmed pushes (before the transport's zstd) by kind, as tsdb_moved_rows_total."},
+			[]string{"kind"}),
+		Snapshots: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tsdb_snapshots_total",
+			Help: "Row snapshots sent to a target below the log's truncation point that ended, by result: done, failed (a read error; a new one starts), dropped (abandoned: target removed, server stopping, cursor got past it)."},
+			[]string{"result"}),
+		SnapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tsdb_snapshot_seconds",
+			Help:    "Duration of the row snapshots done, from start to the confirmation of the last batch.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 4, 10), // 50 ms .. 3.6 h
+		}),
+	}
+	for _, k := range replication.MoveKinds { // every series exists from the start, at 0
+		m.MovedRows.WithLabelValues(string(k))
+		m.MovedBytes.WithLabelValues(string(k))
+	}
+	for _, r := range []string{replication.SnapshotDone, replication.SnapshotFailed, replication.SnapshotDropped} {
+		m.Snapshots.WithLabelValues(r)
+	}
+	return m
+}
+
+// countPush counts a confirmed push to a target of kind target (or a
+// failed one).
+func (m *Metrics) countPush(target metadata.TargetKind, req wire.PushRequest, err error) {
+	if err != nil {
+		m.PushErrors.Inc()
+		return
+	}
+	m.PushRows.Add(float64(req.Count))
+	m.PushBytes.Add(float64(replication.PushBytes(req)))
+	kind := string(replication.KindOf(target, req))
+	m.MovedRows.WithLabelValues(kind).Add(float64(req.Count))
+	m.MovedBytes.WithLabelValues(kind).Add(float64(replication.PushBytes(req)))
+}
+
+// snapshotEnded counts a row snapshot that ended (replication.Config's
+// OnSnapshotEnd).
+func (m *Metrics) snapshotEnded(_ uuid.UUID, _ int, elapsed time.Duration, result string) {
+	m.Snapshots.WithLabelValues(result).Inc()
+	if result == replication.SnapshotDone {
+		m.SnapshotSeconds.Observe(elapsed.Seconds())
 	}
 }
 
@@ -43,6 +104,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) {
 	m := s.metrics
 	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.CoordinatedRows)
 	reg.MustRegister(m.SplitsStarted, m.SplitsFollowed, m.SplitsImpossible, m.SplitsFinalized)
+	reg.MustRegister(m.MovedRows, m.MovedBytes, m.Snapshots, m.SnapshotSeconds)
 	reg.MustRegister(s.farVersions.rejected)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tsdb_replication_max_lag_seqs",

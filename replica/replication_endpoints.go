@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/errcode"
+	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
@@ -33,12 +34,7 @@ func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRe
 	}
 	req.SentAt = p.s.now().UnixNano()
 	err = p.s.rpc.Call(ctx, addr, wire.PathReplicate, req, nil)
-	if err != nil {
-		p.s.metrics.PushErrors.Inc()
-	} else {
-		p.s.metrics.PushRows.Add(float64(req.Count))
-		p.s.metrics.PushBytes.Add(float64(len(req.Rows)))
-	}
+	p.s.metrics.countPush(t.Kind, req, err)
 	return errcode.Translate(err, replication.ErrStalePlacement)
 }
 
@@ -316,12 +312,31 @@ func (s *Server) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.R
 				rs.Rows, rs.Checksum = sum.Rows, sum.Sum
 			}
 		}
+		rs.LogStart = rep.LogStart()
+		if rs.HighSeq > rs.LogStart {
+			rs.LogLength = rs.HighSeq - rs.LogStart
+		}
 		if rt := s.runtime(info.Placement); rt != nil {
 			rs.Targets = rt.pusher.Status()
+			rs.Snapshots, rs.Moved = pusherStats(rt.pusher.Stats())
 		}
 		resp.Replicas = append(resp.Replicas, rs)
 	}
 	return resp, nil
+}
+
+// pusherStats converts a Pusher's Stats to the replica state's snapshot
+// counts and moved data by kind.
+func pusherStats(st replication.Stats) (api.SnapshotCounts, map[string]api.Moved) {
+	sc := api.SnapshotCounts{Active: st.SnapshotsActive, Done: st.SnapshotsDone, Failed: st.SnapshotsFailed, Dropped: st.SnapshotsDropped}
+	if len(st.Moved) == 0 {
+		return sc, nil
+	}
+	moved := make(map[string]api.Moved, len(st.Moved))
+	for k, m := range st.Moved {
+		moved[string(k)] = api.Moved{Rows: m.Rows, Bytes: m.Bytes}
+	}
+	return sc, moved
 }
 
 // ReplicasOn asks server (this one or another) for its local replicas.

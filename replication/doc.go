@@ -81,6 +81,18 @@
 // and a mark's snapshot keeps its own truncation point. Acknowledgement
 // and the drop condition read cursors only, so they do not change.
 //
+// # Moved data (issue 16)
+//
+// Every push is of one MoveKind, decided where its batch is made: a batch
+// read from a row snapshot is marked PushRequest.Snapshot and is kind
+// snapshot whatever the target's kind; a batch from the log is push, join
+// or split by the target's kind (KindOf). Stats gives what a Pusher's
+// confirmed pushes moved by kind, in rows and bytes (PushBytes), and its
+// row snapshots in progress and ended (done, failed, dropped);
+// Config.OnSnapshotEnd is called as each one ends, with its rows and
+// duration. The node turns them into its metrics and its replica states
+// (package replica).
+//
 // WaitConfirmed is the insert acknowledgement: it counts only targets of
 // kind replica whose server is in the given list (servers[] of the newest
 // txn), never joining or split targets. Drained is the replication input of

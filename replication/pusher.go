@@ -222,6 +222,12 @@ type Config struct {
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
 	OnStale func(metadata.Target)
+	// OnSnapshotEnd, if set, is called on the target's goroutine when a
+	// row snapshot towards target ends: rows is what its confirmed
+	// batches delivered, elapsed the time since it began, result one of
+	// SnapshotDone, SnapshotFailed, SnapshotDropped. It must not block
+	// (the node counts it in its metrics). Stats counts them too.
+	OnSnapshotEnd func(target uuid.UUID, rows int, elapsed time.Duration, result string)
 }
 
 func (c *Config) ensureDefaults() {
@@ -274,6 +280,8 @@ type Pusher struct {
 	// loops counts running target goroutines (tests check it is 0 after
 	// Run returns).
 	loops atomic.Int64
+	// stats are the counters behind Stats.
+	stats pusherStats
 
 	// confirmMu serializes the read-compare-write of a cursor, so that a
 	// slower goroutine of a removed and re-added target never moves a
@@ -1034,6 +1042,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
 		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
 		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: b.last, Complete: complete,
+		Snapshot: t.rs != nil, // the batch was read from t's row snapshot
 	}
 	switch {
 	case b.chunk.Rows > 0:
@@ -1051,6 +1060,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		}
 		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, b.last, err)
 	}
+	p.stats.countMoved(KindOf(st.spec.Kind, req), req)
 	p.mu.Lock()
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
@@ -1233,6 +1243,7 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 		rs.snap, rs.own, rs.high = rsnap, true, s.Seq()
 	}
 	t.rs = rs
+	p.snapshotStarted()
 	p.log.Info("row snapshot started", "target", t.id, "cursor", cursor, "seq", rs.high, "of_mark", !rs.own)
 	return nil
 }
@@ -1310,8 +1321,10 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 	if rs.own {
 		rs.snap.Close()
 	}
+	elapsed := time.Since(rs.start)
 	p.log.Info("row snapshot "+why, "target", t.id, "seq", rs.high, "rows", rs.rows,
-		"elapsed", time.Since(rs.start).Round(time.Millisecond))
+		"elapsed", elapsed.Round(time.Millisecond))
+	p.snapshotEnded(t.id, rs.rows, elapsed, snapshotResult(why))
 }
 
 // truncateLog deletes the log entries every target of the view confirmed

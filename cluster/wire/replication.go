@@ -69,6 +69,11 @@ type PushRequest struct {
 	// Complete tells a joining target that it has received everything
 	// the sender had when it first saw the join (its fixed mark).
 	Complete bool `json:"complete,omitempty"`
+	// Snapshot says the batch was read from a row snapshot (the target
+	// is below the sender's log truncation point), not from the log: the
+	// sender's moved-data metrics count it as kind snapshot.
+	// Informational.
+	Snapshot bool `json:"snapshot,omitempty"`
 }
 
 // ForwardInsertRequest asks the replica ToPlacement of a partition to

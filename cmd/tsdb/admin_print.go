@@ -163,7 +163,7 @@ func printPartition(w io.Writer, p api.PartitionReplicas) error {
 	}
 	fmt.Fprintln(w, head)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SERVER\tROLE\tPLACEMENT\tSTATUS\tROWS\tBYTES\tHIGH SEQ\tTARGETS")
+	fmt.Fprintln(tw, "  SERVER\tROLE\tPLACEMENT\tSTATUS\tROWS\tBYTES\tHIGH SEQ\tLOG START\tLOG LEN\tSNAPSHOTS\tTARGETS\tMOVED ROWS/BYTES")
 	reported := make(map[uuid.UUID]bool, len(p.Replicas))
 	for _, r := range p.Replicas {
 		reported[r.Placement] = true
@@ -171,13 +171,14 @@ func printPartition(w io.Writer, p api.PartitionReplicas) error {
 		if r.Rows >= 0 {
 			rows = fmt.Sprint(r.Rows)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Server, role(p.Partition, r.Placement),
-			prefix(r.Placement.String(), shortPlacement), orDash(string(r.Status)), rows, r.Bytes, r.HighSeq, targets(r.Targets))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", r.Server, role(p.Partition, r.Placement),
+			prefix(r.Placement.String(), shortPlacement), orDash(string(r.Status)), rows, r.Bytes, r.HighSeq,
+			r.LogStart, r.LogLength, snapshotsText(r.Snapshots), targets(r.Targets), movedText(r.Moved))
 	}
 	for _, list := range [][]api.Placement{p.Servers, p.Joining} {
 		for _, pl := range list {
 			if !reported[pl.PlacementID] {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\tno report\t-\t-\t-\t-\n", pl.ServerID, role(p.Partition, pl.PlacementID),
+				fmt.Fprintf(tw, "  %s\t%s\t%s\tno report\t-\t-\t-\t-\t-\t-\t-\t-\n", pl.ServerID, role(p.Partition, pl.PlacementID),
 					prefix(pl.PlacementID.String(), shortPlacement))
 			}
 		}
@@ -211,4 +212,59 @@ func targets(ts []api.TargetStatus) string {
 		parts[i] = fmt.Sprintf("→%s:%d", t.Server, t.Lag)
 	}
 	return strings.Join(parts, " ")
+}
+
+// snapshotsText formats a replica's row snapshots as "1 running, 3 done,
+// 1 failed, 2 dropped", leaving out the zero counts ("-" if all are).
+func snapshotsText(c api.SnapshotCounts) string {
+	var parts []string
+	for _, n := range []struct {
+		n    uint64
+		what string
+	}{{uint64(max(c.Active, 0)), "running"}, {c.Done, "done"}, {c.Failed, "failed"}, {c.Dropped, "dropped"}} {
+		if n.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n.n, n.what))
+		}
+	}
+	return orDash(strings.Join(parts, ", "))
+}
+
+// movedText formats what a replica's pushes moved as "kind rows/bytes" per
+// kind that moved anything (push, snapshot, split, join), comma-separated:
+// "push 1.2k/64KiB, snapshot 300/12KiB".
+func movedText(m map[string]api.Moved) string {
+	var parts []string
+	for _, k := range []string{api.MovedPush, api.MovedSnapshot, api.MovedSplit, api.MovedJoin} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s/%s", k, humanCount(v.Rows), humanBytes(v.Bytes)))
+		}
+	}
+	return orDash(strings.Join(parts, ", "))
+}
+
+// humanCount formats n with an SI suffix and one decimal above 1000:
+// 999, 1.2k, 3.4M, 5G.
+func humanCount(n uint64) string {
+	return humanize(n, 1000, []string{"", "k", "M", "G", "T"})
+}
+
+// humanBytes formats a byte count in powers of 1024: 512B, 64KiB, 3.4MiB.
+func humanBytes(n uint64) string {
+	return humanize(n, 1024, []string{"B", "KiB", "MiB", "GiB", "TiB"})
+}
+
+// humanize divides n by base while it is at least base (up to the last
+// unit) and prints it with one decimal when not whole.
+func humanize(n, base uint64, units []string) string {
+	if n < base {
+		return fmt.Sprintf("%d%s", n, units[0])
+	}
+	v, i := float64(n), 0
+	// >= base-0.05: a value that would print as "1024.0" moves up a unit.
+	for v >= float64(base)-0.05 && i < len(units)-1 {
+		v /= float64(base)
+		i++
+	}
+	s := fmt.Sprintf("%.1f", v)
+	return strings.TrimSuffix(s, ".0") + units[i]
 }

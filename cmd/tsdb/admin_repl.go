@@ -45,9 +45,19 @@ func newAdminPartitionsCmd(f *adminFlags) *cobra.Command {
 		Long: `Show each partition of a table (GET /api/v1/tables/{t}?replicas=1): a block per
 partition with its id and range, then one line per replica: server, role in
 the METADATA (server, joining, or - for a replica no longer listed), placement
-id prefix, discovery status, live rows, bytes, highest sequence, and for each
-replication target "→server:lag" (lag: rows of sequence the target has not
-confirmed). A listed server that did not report is shown as "no report".
+id prefix, discovery status, live rows, bytes, highest sequence, the log's
+truncation point (LOG START: the log holds the entries above it, 0 if never
+truncated) and length (LOG LEN: highest sequence minus LOG START), its row
+snapshots to targets below the truncation point (running, done, failed,
+dropped), for each replication target "→server:lag" (lag: rows of sequence
+the target has not confirmed), and what its confirmed pushes moved since the
+server started it, as "kind rows/bytes" by kind: push (to a replica, from the
+log), snapshot (from a row snapshot), split (to a split child, from the log),
+join (to a joining replica, from the log); bytes are encoded rows before
+compression. The same counts for the whole server, and their rates, are the
+metrics tsdb_moved_rows_total, tsdb_moved_bytes_total, tsdb_snapshots_total
+and tsdb_snapshot_seconds. A listed server that did not report is shown as
+"no report".
 --json prints the server's answer, indented.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

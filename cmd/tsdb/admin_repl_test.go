@@ -42,10 +42,12 @@ const cannedReplicas = `{"config":` + cannedConfig + `,"partitions":[
  "replicas":[
   {"server":"s1","table":"metrics","partition_id":"` + partA + `","placement_id":"aaaaaaaa-0000-0000-0000-000000000001",
    "begin":null,"end":1767225600000000000,"status":"SERVE","txnseq":3,"rows":1200,"bytes":65536,"high_seq":1250,"synced_seq":1250,
+   "log_start":1000,"log_length":250,"snapshots":{"active":1,"done":3,"failed":1},
+   "moved":{"push":{"rows":1200,"bytes":65536},"snapshot":{"rows":300,"bytes":3565158},"join":{"rows":250,"bytes":512}},
    "targets":[{"server":"s2","placement_id":"bbbbbbbb-0000-0000-0000-000000000002","kind":"replica","confirmed":1250,"lag":0},
               {"server":"s3","placement_id":"cccccccc-0000-0000-0000-000000000003","kind":"joining","confirmed":250,"lag":1000,"last_error":"refused"}]},
   {"server":"s3","table":"metrics","partition_id":"` + partA + `","placement_id":"cccccccc-0000-0000-0000-000000000003",
-   "begin":null,"end":1767225600000000000,"status":"LOAD","txnseq":3,"rows":-1,"bytes":4096,"high_seq":250,"synced_seq":250,"targets":[]}]},
+   "begin":null,"end":1767225600000000000,"status":"LOAD","txnseq":3,"rows":-1,"bytes":4096,"high_seq":250,"synced_seq":250,"log_start":0,"log_length":250,"targets":[]}]},
 {"id":"` + partC + `","begin":1767225600000000000,"end":null,
  "servers":[{"server_id":"s2","placement_id":"dddddddd-0000-0000-0000-000000000004"}],"joining":[],"offline":true,
  "split":{"points":[1767225700000000000],"children":[
@@ -184,14 +186,14 @@ func TestAdminPartitions(t *testing.T) {
 	}
 	for i, want := range [][]string{{
 		"partition " + partA + " [-inf, 2026-01-01T00:00:00Z)",
-		"SERVER ROLE PLACEMENT STATUS ROWS BYTES HIGH SEQ TARGETS",
-		"s1 server aaaaaaaa SERVE 1200 65536 1250 →s2:0 →s3:1000",
-		"s3 joining cccccccc LOAD - 4096 250 -",
-		"s2 server bbbbbbbb no report - - - -",
+		"SERVER ROLE PLACEMENT STATUS ROWS BYTES HIGH SEQ LOG START LOG LEN SNAPSHOTS TARGETS MOVED ROWS/BYTES",
+		"s1 server aaaaaaaa SERVE 1200 65536 1250 1000 250 1 running, 3 done, 1 failed →s2:0 →s3:1000 push 1.2k/64KiB, snapshot 300/3.4MiB, join 250/512B",
+		"s3 joining cccccccc LOAD - 4096 250 0 250 - - -",
+		"s2 server bbbbbbbb no report - - - - - - - -",
 	}, {
 		"partition " + partC + " [2026-01-01T00:00:00Z, +inf) splitting into 2 offline",
-		"SERVER ROLE PLACEMENT STATUS ROWS BYTES HIGH SEQ TARGETS",
-		"s2 server dddddddd no report - - - -",
+		"SERVER ROLE PLACEMENT STATUS ROWS BYTES HIGH SEQ LOG START LOG LEN SNAPSHOTS TARGETS MOVED ROWS/BYTES",
+		"s2 server dddddddd no report - - - - - - - -",
 	}} {
 		got := fields(blocks[i])
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -200,8 +202,11 @@ func TestAdminPartitions(t *testing.T) {
 	}
 	// The columns line up within a block.
 	lines := strings.Split(blocks[0], "\n")
-	if col := strings.Index(lines[1], "STATUS"); strings.Index(lines[2], "SERVE") != col || strings.Index(lines[3], "LOAD") != col {
-		t.Errorf("columns do not line up:\n%s", blocks[0])
+	for _, h := range []struct{ head, a, b string }{{"STATUS", "SERVE", "LOAD"}, {"LOG START", "1000", "0"}, {"TARGETS", "→s2", "-"}} {
+		col := strings.Index(lines[1], h.head)
+		if col < 0 || strings.Index(lines[2], h.a) != col || strings.Index(lines[3][col:], h.b) != 0 {
+			t.Errorf("column %s does not line up:\n%s", h.head, blocks[0])
+		}
 	}
 
 	out, err = admin("partitions", "metrics", "--json")
@@ -351,6 +356,24 @@ func TestAdminReplicationExitStatus(t *testing.T) {
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("%v: stdout %q, want nothing", tc.args, stdout.String())
+		}
+	}
+}
+
+// TestHumanSizes checks the units of the MOVED column of `tsdb admin
+// partitions`.
+func TestHumanSizes(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{humanBytes(0), "0B"}, {humanBytes(1023), "1023B"}, {humanBytes(1024), "1KiB"}, {humanBytes(1536), "1.5KiB"}, {humanBytes(1<<20 - 1), "1MiB"}, {humanCount(999_999), "1M"},
+		{humanBytes(64 << 20), "64MiB"}, {humanBytes(3 << 40), "3TiB"}, {humanBytes(5 << 50), "5120TiB"},
+		{humanCount(999), "999"}, {humanCount(1000), "1k"}, {humanCount(1250), "1.2k"}, {humanCount(2_500_000), "2.5M"},
+		{snapshotsText(api.SnapshotCounts{}), "-"}, {snapshotsText(api.SnapshotCounts{Done: 2, Dropped: 1}), "2 done, 1 dropped"},
+		{movedText(nil), "-"}, {movedText(map[string]api.Moved{"split": {Rows: 10, Bytes: 2048}}), "split 10/2KiB"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
 }

@@ -89,8 +89,37 @@ type ReplicaStatus struct {
 	Bytes     uint64 `json:"bytes"`
 	HighSeq   uint64 `json:"high_seq"`
 	SyncedSeq uint64 `json:"synced_seq"`
+	// LogStart is the log's truncation point: the log holds the entries
+	// above it (0: never truncated). LogLength is HighSeq minus LogStart,
+	// in sequences: the entries kept, at most (an entry whose row was
+	// overwritten since is gone).
+	LogStart  uint64 `json:"log_start"`
+	LogLength uint64 `json:"log_length"`
+	// Snapshots counts this replica's row snapshots to targets below its
+	// truncation point, since the server started the replica.
+	Snapshots SnapshotCounts `json:"snapshots,omitzero"`
+	// Moved is what this replica's confirmed pushes carried since the
+	// server started it, by kind (MovedPush, MovedSnapshot, MovedSplit,
+	// MovedJoin); a kind that moved nothing is left out.
+	Moved map[string]Moved `json:"moved,omitempty"`
 	// Targets is the replication state towards each target.
 	Targets []TargetStatus `json:"targets"`
+}
+
+// SnapshotCounts are a replica's row snapshots: in progress, and ended by
+// result.
+type SnapshotCounts struct {
+	Active  int    `json:"active"`
+	Done    uint64 `json:"done"`
+	Failed  uint64 `json:"failed,omitempty"`
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// Moved is the rows and bytes (encoded rows, before the transport's
+// compression) of one kind of push.
+type Moved struct {
+	Rows  uint64 `json:"rows"`
+	Bytes uint64 `json:"bytes"`
 }
 
 // TargetStatus is the replication state from one replica to one target.
@@ -124,4 +153,15 @@ const (
 	TargetReplica = "replica"
 	TargetJoining = "joining"
 	TargetSplit   = "split"
+)
+
+// The kinds of ReplicaStatus.Moved (and of the label kind of the metrics
+// tsdb_moved_rows_total and tsdb_moved_bytes_total): rows a replica target
+// got from the log, rows read from a row snapshot (whatever the target's
+// kind), rows a split or a joining target got from the log.
+const (
+	MovedPush     = "push"
+	MovedSnapshot = "snapshot"
+	MovedSplit    = "split"
+	MovedJoin     = "join"
 )
