@@ -224,6 +224,7 @@ type recordedPush struct {
 	target metadata.Target
 	req    wire.PushRequest
 	rows   []model.Row
+	bytes  int // len(req.Rows) as sent
 	err    error
 }
 
@@ -231,6 +232,7 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.Pu
 	var rows []model.Row
 	var err error
 	var chunk []byte
+	sent := len(req.Rows)
 	switch {
 	case partition.IsChunk(req.Rows):
 		chunk = bytes.Clone(req.Rows)
@@ -256,7 +258,7 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.Pu
 		}
 		_, err = Receive(apply, wire.PushRequest{Rows: body, Count: req.Count})
 	}
-	rp := recordedPush{target: target, req: req, rows: rows, err: err}
+	rp := recordedPush{target: target, req: req, rows: rows, bytes: sent, err: err}
 	s.mu.Lock()
 	s.pushes = append(s.pushes, rp)
 	s.mu.Unlock()

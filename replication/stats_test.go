@@ -58,7 +58,7 @@ func movedByKind(rec *recorder) map[MoveKind]Moved {
 		k := KindOf(ps.target.Kind, ps.req)
 		m := out[k]
 		m.Rows += uint64(ps.req.Count)
-		m.Bytes += uint64(len(AppendRows(nil, ps.rows)))
+		m.Bytes += uint64(ps.bytes)
 		out[k] = m
 	}
 	return out
