@@ -247,19 +247,26 @@ func DecodeChunk(chunk []byte) ([]model.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pc.rows()
+	return pc.rows(nil)
 }
 
-// rows returns the chunk's rows as model rows (for an Apply).
-func (pc *parsedChunk) rows() ([]model.Row, error) {
+// rows returns the chunk's rows as model rows (for an Apply): those of
+// the entries listed in only, or all of them when only is nil.
+func (pc *parsedChunk) rows(only []int) ([]model.Row, error) {
+	if only == nil {
+		only = make([]int, len(pc.entries))
+		for i := range only {
+			only[i] = i
+		}
+	}
 	var (
-		out    = make([]model.Row, 0, len(pc.entries))
+		out    = make([]model.Row, 0, len(only))
 		raw    rawRow
 		names  = interner{}
 		series = interner{}
 		slab   fieldSlab
 	)
-	for i := range pc.entries {
+	for _, i := range only {
 		e := &pc.entries[i]
 		if err := decodeRaw(e.value, &raw); err != nil {
 			return nil, err
@@ -310,17 +317,28 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
-	res, ingested, err := r.ingestLocked(pc)
+	res, ingested, newer, err := r.ingestLocked(pc)
 	r.store.gate.Exit()
 	if err != nil {
 		return ApplyResult{}, err
 	}
 	if !ingested {
-		rows, err := pc.rows()
+		r.store.chunksMerged.Add(1)
+		if len(newer) == 0 {
+			// Everything held here already, at the same or newer
+			// versions (the same snapshot from another replica of
+			// the source): a tie, which still waits for the sync of
+			// what it ties with.
+			last := r.high.Load()
+			if err := r.synced.wait(last); err != nil {
+				return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
+			}
+			return ApplyResult{LastSeq: last}, nil
+		}
+		rows, err := pc.rows(newer)
 		if err != nil {
 			return ApplyResult{}, err
 		}
-		r.store.chunksMerged.Add(1)
 		return r.ApplyFrom(rows, uuid.Nil)
 	}
 	r.store.chunksIngested.Add(1)
@@ -331,37 +349,43 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model
 }
 
 // ingestLocked is IngestChunk's write under the apply lock; ingested is
-// false (and nothing written) when a row lies in the chunk's key span.
-// An ingest begun here is ended by the caller (endApply).
-func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool, err error) {
+// false (and nothing written) when a row lies in the chunk's key span,
+// and newer then lists the entries that would change a row held here
+// (the others hold nothing newer: they need no merge). An ingest begun
+// here is ended by the caller (endApply).
+func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool, newer []int, err error) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if r.dropped.Load() {
-		return ApplyResult{}, false, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+		return ApplyResult{}, false, nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
 	if r.unloading.Load() {
-		return ApplyResult{}, false, fmt.Errorf("replica %s: %w", r.info.Placement, ErrUnloading)
+		return ApplyResult{}, false, nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrUnloading)
 	}
 	if err := r.synced.failed(); err != nil {
-		return ApplyResult{}, false, fmt.Errorf("partition: replica %s: earlier sync failed: %w", r.info.Placement, err)
+		return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: earlier sync failed: %w", r.info.Placement, err)
 	}
 	first, last := pc.entries[0].key, pc.entries[len(pc.entries)-1].key
 	empty, err := r.noRowsIn(first, last)
-	if err != nil || !empty {
-		return ApplyResult{}, false, err
+	if err != nil {
+		return ApplyResult{}, false, nil, err
+	}
+	if !empty {
+		newer, err := r.newerEntries(pc)
+		return ApplyResult{}, false, newer, err
 	}
 	ixState, err := r.indexStateLocked()
 	if err != nil {
-		return ApplyResult{}, false, err
+		return ApplyResult{}, false, nil, err
 	}
 	prev := r.high.Load()
 	files, ix, err := r.writeChunkTables(pc, prev, ixState)
 	defer r.store.removeIngestFiles(files)
 	if err != nil {
-		return ApplyResult{}, false, err
+		return ApplyResult{}, false, nil, err
 	}
 	if err := r.store.db.Ingest(context.Background(), files); err != nil {
-		return ApplyResult{}, false, fmt.Errorf("partition: replica %s: ingest snapshot chunk: %w", r.info.Placement, err)
+		return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: ingest snapshot chunk: %w", r.info.Placement, err)
 	}
 	// Ingested, hence synced: the sequences are visible and durable at once.
 	lastSeq := prev + uint64(len(pc.entries))
@@ -371,7 +395,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool,
 	r.synced.done(prev+1, nil)
 	r.high.Store(lastSeq)
 	r.applyMu.maxTime = max(r.applyMu.maxTime, pc.maxTime)
-	return ApplyResult{Changed: len(pc.entries), LastSeq: lastSeq}, true, nil
+	return ApplyResult{Changed: len(pc.entries), LastSeq: lastSeq}, true, nil, nil
 }
 
 // noRowsIn reports whether the replica holds no row key in [first, last].
@@ -386,6 +410,73 @@ func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}
 	return !found, nil
+}
+
+// newerEntries returns the entries of pc that would change the row held
+// here (or hold a row not held here): one sequential pass over the
+// chunk's key span, with no seek per row. An entry every field of which
+// is held at the same or a newer version changes nothing (rule 2: the
+// merge keeps the newer version of each field). The caller holds applyMu.
+func (r *Replica) newerEntries(pc *parsedChunk) ([]int, error) {
+	first, last := pc.entries[0].key, pc.entries[len(pc.entries)-1].key
+	upper := append(append([]byte(nil), last...), 0)
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: first, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	var (
+		newer         []int
+		incoming, old rawRow
+	)
+	ok := it.First()
+	for i := range pc.entries {
+		e := &pc.entries[i]
+		for ok && bytes.Compare(it.Key(), e.key) < 0 {
+			ok = it.Next()
+		}
+		if !ok || !bytes.Equal(it.Key(), e.key) {
+			newer = append(newer, i)
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+		}
+		if err := decodeRaw(v, &old); err != nil {
+			return nil, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, e.key, err)
+		}
+		if err := decodeRaw(e.value, &incoming); err != nil {
+			return nil, err
+		}
+		if changes(&incoming, &old) {
+			newer = append(newer, i)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	return newer, nil
+}
+
+// changes reports whether merging incoming into stored changes a field:
+// a field stored lacks, or holds at an older version. Both rows' fields
+// are sorted by name.
+func changes(incoming, stored *rawRow) bool {
+	j := 0
+	for i := range incoming.fields {
+		f := &incoming.fields[i]
+		for j < len(stored.fields) && bytes.Compare(stored.fields[j].name, f.name) < 0 {
+			j++
+		}
+		if j == len(stored.fields) || !bytes.Equal(stored.fields[j].name, f.name) {
+			return true
+		}
+		if stored.versions[stored.fields[j].ver].Less(incoming.versions[f.ver]) {
+			return true
+		}
+	}
+	return false
 }
 
 // writeChunkTables writes the sstables of an ingest of pc at sequences

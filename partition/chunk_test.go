@@ -146,6 +146,20 @@ func TestChunkMergesIntoHeldRows(t *testing.T) {
 	if err := sameRows(scanAll(t, dst), want); err != nil {
 		t.Fatal(err)
 	}
+	// The same snapshot again (from another replica of the source, say)
+	// changes nothing: no row is newer.
+	high := dst.HighSeq()
+	copyByChunks(t, src, dst, RowRange{}, 0)
+	if _, merged := s.ChunkStats(); merged != 2 || dst.HighSeq() != high {
+		t.Fatalf("the same chunk again: merged %d, high %d (was %d)", merged, dst.HighSeq(), high)
+	}
+	// A newer field of a held row is merged in.
+	mustApply(t, src, row("c", 1, fl("w", 5, 30)))
+	copyByChunks(t, src, dst, RowRange{}, 0)
+	want[2] = row("c", 1, fl("v", 1, 10), fl("w", 5, 30))
+	if err := sameRows(scanAll(t, dst), want); err != nil || dst.HighSeq() != high+1 {
+		t.Fatalf("a newer field: %v, high %d, want %d", err, dst.HighSeq(), high+1)
+	}
 }
 
 // TestChunkBadInput: a malformed chunk fails with ErrCorrupt and writes
