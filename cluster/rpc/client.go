@@ -146,17 +146,27 @@ func ctxError(url string, err error, attempts int, last error) error {
 	return fmt.Errorf("POST %s: %w after %d attempt(s), last error: %v", url, err, attempts, last)
 }
 
-// encodeRequest returns req as zstd-compressed JSON, or nil for a nil req.
-// The bytes are never reused: an abandoned attempt may still be sending them.
-func encodeRequest(req any) ([]byte, error) {
+// requestBody is an encoded request: zstd-compressed bytes of a media type.
+type requestBody struct {
+	data        []byte
+	contentType string
+}
+
+// encodeRequest returns req as zstd-compressed JSON (a PayloadRequest as
+// its JSON header and payload, payload.go), or nil data for a nil req. The
+// bytes are never reused: an abandoned attempt may still be sending them.
+func encodeRequest(req any) (requestBody, error) {
 	if req == nil {
-		return nil, nil
+		return requestBody{}, nil
+	}
+	if pr, ok := req.(PayloadRequest); ok {
+		return encodeWithPayload(pr)
 	}
 	js, err := json.Marshal(req)
 	if err != nil {
-		return nil, fmt.Errorf("rpc: encode request: %w", err)
+		return requestBody{}, fmt.Errorf("rpc: encode request: %w", err)
 	}
-	return encoder().EncodeAll(js, make([]byte, 0, len(js)/2+64)), nil
+	return requestBody{data: encoder().EncodeAll(js, make([]byte, 0, len(js)/2+64)), contentType: contentTypeJSON}, nil
 }
 
 // outcome is the result of one attempt.
@@ -170,7 +180,7 @@ type outcome struct {
 // attempt makes one exchange. fasthttp takes no context, so when ctx can be
 // cancelled the exchange runs on its own goroutine and the attempt returns
 // as soon as ctx is done; that goroutine then frees the request itself.
-func (c *Client) attempt(ctx context.Context, url string, body []byte, resp any) outcome {
+func (c *Client) attempt(ctx context.Context, url string, body requestBody, resp any) outcome {
 	timeout := c.cfg.Timeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
@@ -227,7 +237,7 @@ func release(req *fasthttp.Request, res *fasthttp.Response) {
 	fasthttp.ReleaseResponse(res)
 }
 
-func (c *Client) buildRequest(req *fasthttp.Request, url string, body []byte) {
+func (c *Client) buildRequest(req *fasthttp.Request, url string, body requestBody) {
 	req.SetRequestURI(url)
 	req.Header.SetMethod(fasthttp.MethodPost)
 	req.Header.Set(fasthttp.HeaderAcceptEncoding, "zstd")
@@ -237,10 +247,10 @@ func (c *Client) buildRequest(req *fasthttp.Request, url string, body []byte) {
 	if c.cfg.Clock != nil {
 		req.Header.Set(ClockHeader, c.cfg.Clock.Stamp())
 	}
-	if body != nil {
-		req.Header.SetContentType("application/json")
+	if body.data != nil {
+		req.Header.SetContentType(body.contentType)
 		req.Header.SetContentEncoding("zstd")
-		req.SetBodyRaw(body) // read-only, shared by the attempts of one call
+		req.SetBodyRaw(body.data) // read-only, shared by the attempts of one call
 	}
 }
 

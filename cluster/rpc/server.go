@@ -86,7 +86,8 @@ func DecodeRequest(ctx *fasthttp.RequestCtx, maxBytes int, v any) error {
 }
 
 func decodeRequest(ctx *fasthttp.RequestCtx, maxBytes int, v any) error {
-	if err := checkContentType(ctx); err != nil {
+	withPayload, err := checkContentType(ctx)
+	if err != nil {
 		return err
 	}
 	raw := ctx.Request.Body()
@@ -98,10 +99,17 @@ func decodeRequest(ctx *fasthttp.RequestCtx, maxBytes int, v any) error {
 	switch enc {
 	case "", "identity":
 	case "zstd":
-		buf := getBuf()
-		defer putBuf(buf)
-		out, err := decompress((*buf)[:0], raw, maxBytes)
-		*buf = out
+		var out []byte
+		var err error
+		if withPayload {
+			// The payload aliases the body: a buffer of its own.
+			out, err = decompress(nil, raw, maxBytes)
+		} else {
+			buf := getBuf()
+			defer putBuf(buf)
+			out, err = decompress((*buf)[:0], raw, maxBytes)
+			*buf = out
+		}
 		switch {
 		case errors.Is(err, errTooLarge):
 			return fmt.Errorf("%w: over %d bytes once decompressed", ErrRequestTooLarge, maxBytes)
@@ -112,20 +120,30 @@ func decodeRequest(ctx *fasthttp.RequestCtx, maxBytes int, v any) error {
 	default:
 		return fmt.Errorf("%w: Content-Encoding %q (supported: zstd, identity)", ErrUnsupportedEncoding, enc)
 	}
+	if withPayload {
+		if enc == "" || enc == "identity" {
+			body = bytes.Clone(body) // the payload outlives the request
+		}
+		return decodeWithPayload(body, v)
+	}
 	return unmarshalStrict(body, v)
 }
 
-// checkContentType accepts an absent Content-Type or a JSON one.
-func checkContentType(ctx *fasthttp.RequestCtx) error {
+// checkContentType accepts an absent Content-Type, a JSON one, or the
+// JSON-with-payload one (payload.go), which it reports.
+func checkContentType(ctx *fasthttp.RequestCtx) (withPayload bool, err error) {
 	ct := string(ctx.Request.Header.ContentType())
 	if ct == "" {
-		return nil
+		return false, nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return fmt.Errorf("%w: Content-Type %q (want application/json)", ErrUnsupportedEncoding, ct)
+	switch {
+	case err == nil && mt == contentTypeJSON:
+		return false, nil
+	case err == nil && mt == contentTypePayload:
+		return true, nil
 	}
-	return nil
+	return false, fmt.Errorf("%w: Content-Type %q (want %s or %s)", ErrUnsupportedEncoding, ct, contentTypeJSON, contentTypePayload)
 }
 
 // unmarshalStrict decodes exactly one JSON value with no unknown fields.

@@ -230,3 +230,18 @@ type SplitPointRequest struct {
 type SplitPointResponse struct {
 	At int64 `json:"at"`
 }
+
+// SplitPayload sends Rows after the push's JSON, not inside it as base64
+// (rpc.PayloadRequest).
+func (r PushRequest) SplitPayload() (header any, payload []byte) {
+	rows := r.Rows
+	r.Rows = nil
+	return r, rows
+}
+
+// SetPayload takes the rows sent after the JSON (rpc.PayloadReceiver).
+func (r *PushRequest) SetPayload(payload []byte) {
+	if len(payload) > 0 {
+		r.Rows = payload
+	}
+}
