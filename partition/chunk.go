@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -384,6 +383,24 @@ func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool,
 	if err != nil {
 		return ApplyResult{}, false, nil, err
 	}
+	if len(ix.keys) > 0 {
+		// The new index keys go in a synced batch first: an sstable of
+		// them would often overlap the memtable (the index keys of rows
+		// pushed meanwhile), and an ingest overlapping the memtable
+		// rotates it, which, chunk after chunk, stalls every write of
+		// the store. A crash before the ingest leaves entries whose rows
+		// are not here yet; the snapshot is not confirmed, so it sends
+		// them again.
+		b := r.store.db.NewBatch()
+		err := ix.addToBatch(b)
+		if err == nil {
+			err = b.Commit(pebble.Sync)
+		}
+		_ = b.Close()
+		if err != nil {
+			return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: index of a snapshot chunk: %w", r.info.Placement, err)
+		}
+	}
 	if err := r.store.db.Ingest(context.Background(), files); err != nil {
 		return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: ingest snapshot chunk: %w", r.info.Placement, err)
 	}
@@ -480,11 +497,13 @@ func changes(incoming, stored *rawRow) bool {
 }
 
 // writeChunkTables writes the sstables of an ingest of pc at sequences
-// prev+1...: the index keys below the log ('f', 'i'), the log entries, the
-// rows, and the index keys above the rows ('s'), each kind in its own
-// file so that one overlapping the memtable (index keys) does not make
-// the others wait for a flush. It returns the files written (to remove
-// once ingested, whatever happened) and the index entries to commit.
+// prev+1...: the log entries and the rows, each kind in its own file (an
+// sstable's bounds are its smallest and largest keys: one file of both
+// would span every key between them). Neither overlaps a key held here
+// (fresh sequences; a span the caller found empty), so the ingest does
+// not rotate the memtable. It returns the files written (to remove once
+// ingested, whatever happened) and the new index entries, for the caller
+// to write and commit.
 func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexState) (files []string, ix *indexBuilder, err error) {
 	ix = &indexBuilder{}
 	ix.reset()
@@ -512,16 +531,6 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexS
 		vals = enc.appendValue(vals, prev+1+uint64(i), merged)
 		valEnds = append(valEnds, len(vals))
 	}
-	slices.SortFunc(ix.keys, bytes.Compare)
-	ix.keys = slices.CompactFunc(ix.keys, bytes.Equal)
-	var below, above [][]byte
-	for _, k := range ix.keys {
-		if k[prefixLen] < kindSeq {
-			below = append(below, k)
-		} else {
-			above = append(above, k)
-		}
-	}
 	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
 	noValues := r.noLogValues.Load()
 	write := func(n int, kv func(i int) (k, v []byte)) error {
@@ -537,9 +546,6 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexS
 	var seqKey, seqVal []byte
 	steps := []func() error{
 		func() error {
-			return write(len(below), func(i int) ([]byte, []byte) { return below[i], nil })
-		},
-		func() error {
 			return write(len(pc.entries), func(i int) ([]byte, []byte) {
 				e := &pc.entries[i]
 				seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
@@ -553,9 +559,6 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexS
 		},
 		func() error {
 			return write(len(pc.entries), func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) })
-		},
-		func() error {
-			return write(len(above), func(i int) ([]byte, []byte) { return above[i], nil })
 		},
 	}
 	for _, step := range steps {
