@@ -341,6 +341,9 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model
 		return r.ApplyFrom(rows, uuid.Nil)
 	}
 	r.store.chunksIngested.Add(1)
+	if r.store.throttle != nil {
+		r.store.throttle(len(chunk)) // like Apply: outside applyMu, once written
+	}
 	if endErr := r.endApply(); endErr != nil {
 		return ApplyResult{}, endErr
 	}
