@@ -536,38 +536,32 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexS
 	}
 	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
 	noValues := r.noLogValues.Load()
-	write := func(n int, kv func(i int) (k, v []byte)) error {
-		if n == 0 {
-			return nil
-		}
-		path, err := r.store.writeTable(n, kv)
+	write := func(kv func(i int) (k, v []byte)) error {
+		path, err := r.store.writeTable(len(pc.entries), kv)
 		if path != "" {
 			files = append(files, path)
 		}
-		return err
+		if err != nil {
+			return fmt.Errorf("partition: replica %s: write snapshot chunk: %w", r.info.Placement, err)
+		}
+		return nil
 	}
 	var seqKey, seqVal []byte
-	steps := []func() error{
-		func() error {
-			return write(len(pc.entries), func(i int) ([]byte, []byte) {
-				e := &pc.entries[i]
-				seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
-				if noValues {
-					seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil)
-				} else {
-					seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil, value(i))
-				}
-				return seqKey, seqVal
-			})
-		},
-		func() error {
-			return write(len(pc.entries), func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) })
-		},
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return files, nil, fmt.Errorf("partition: replica %s: write snapshot chunk: %w", r.info.Placement, err)
+	err = write(func(i int) ([]byte, []byte) { // the log entries
+		e := &pc.entries[i]
+		seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
+		if noValues {
+			seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil)
+		} else {
+			seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil, value(i))
 		}
+		return seqKey, seqVal
+	})
+	if err == nil {
+		err = write(func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) }) // the rows
+	}
+	if err != nil {
+		return files, nil, err
 	}
 	return files, ix, nil
 }
