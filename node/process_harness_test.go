@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 }
 
 // tsdbBinary builds the tsdb command (with the module's GOFLAGS) once.
-func tsdbBinary(t *testing.T) string {
+func tsdbBinary(t testing.TB) string {
 	t.Helper()
 	tsdbBinOnce.Do(func() {
 		tsdbBinDir, tsdbBinErr = os.MkdirTemp("", "tsdb-bin-")
@@ -52,7 +52,7 @@ func tsdbBinary(t *testing.T) string {
 
 // proc is one `tsdb server` process.
 type proc struct {
-	t    *testing.T
+	t    testing.TB
 	args []string // extra flags of tsdb server
 	id   string
 	dir  string
@@ -63,7 +63,7 @@ type proc struct {
 }
 
 // freeAddr returns a loopback address with a port free at the moment.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,7 +74,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProc starts server id on a fresh port and waits for /healthz.
-func startProc(t *testing.T, id, dir, etcdURL string, args ...string) *proc {
+func startProc(t testing.TB, id, dir, etcdURL string, args ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, id: id, dir: dir, addr: freeAddr(t), etcd: etcdURL, args: args}
 	p.start()

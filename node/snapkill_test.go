@@ -33,10 +33,10 @@ const snapKillBase = 1_000_000
 // partition: below the truncation point, it gets a row snapshot, in
 // chunks of an eighth of --max-body-bytes (8 KiB: hundreds of chunks). A
 // loader inserts through both servers all along. Once the holder's
-// replica state shows the snapshot running with some chunks confirmed
-// (moved rows of kind snapshot, no snapshot done), the receiver (case
-// receiver) or the sender (case sender) is killed with SIGKILL and
-// restarted. The join finalizes, a snapshot is done after the restart,
+// replica state shows the snapshot running with a fifth of the rows or
+// more confirmed (moved rows of kind snapshot, no snapshot done), the
+// receiver (case receiver) or the sender (case sender) is killed with
+// SIGKILL and restarted. The join finalizes, a snapshot is done after the restart,
 // both replicas converge (same rows and checksum) and every acknowledged
 // row is answered once through each server. If the kill lands after the
 // snapshot ended (it was not in the middle), the case is set up again
@@ -136,10 +136,11 @@ func snapshotKillCase(t *testing.T, killSender bool, rows int) (interrupted bool
 	hc := holder.client()
 	hc.must(200, hc.do("POST", "/api/v1/tables/crash/partitions/"+part.ID.String()+"/join", []byte(`{"server":"`+joiner.id+`"}`)), nil)
 	var before wire.ReplicaStatus
+	// Killed in the middle: a fifth of the rows or more confirmed.
 	waitLong(t, time.Minute, "the row snapshot to "+joiner.id+" running with chunks confirmed", func() bool {
 		st, ok := state(holder, false)
 		before = st
-		return ok && (st.Snapshots.Done > 0 || st.Snapshots.Active == 1 && st.Moved["snapshot"].Rows > 0)
+		return ok && (st.Snapshots.Done > 0 || st.Snapshots.Active == 1 && st.Moved["snapshot"].Rows >= uint64(rows/5))
 	})
 	if before.Snapshots.Done > 0 {
 		t.Logf("the row snapshot ended before a poll saw it running: setting up again with more rows")

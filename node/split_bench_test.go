@@ -129,31 +129,11 @@ func envInt(b *testing.B, name string, def int) int {
 // loadBench inserts lpBody requests through the servers, 6 at a time,
 // until total bytes of line protocol are in, and returns the bytes sent.
 func loadBench(b *testing.B, nodes []*Node, total int64) int64 {
-	hc := &fasthttp.Client{MaxConnsPerHost: 12, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
-	var next, sent atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 6 {
-		wg.Go(func() {
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			uri := nodes[w%len(nodes)].URL() + "/write?db=bench"
-			for sent.Load() < total {
-				body := lpBody(int(next.Add(1) - 1))
-				req.Reset()
-				req.SetRequestURI(uri)
-				req.Header.SetMethod("POST")
-				req.SetBodyRaw(body)
-				if err := hc.Do(req, resp); err != nil || resp.StatusCode() != 204 {
-					b.Errorf("load: %v %d %s", err, resp.StatusCode(), resp.Body())
-					return
-				}
-				sent.Add(int64(len(body)))
-			}
-		})
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		urls[i] = n.URL()
 	}
-	wg.Wait()
-	return sent.Load()
+	return loadURLs(b, urls, total)
 }
 
 // pacedWriter inserts 100 rows every 20 ms and records the latencies.

@@ -1,0 +1,253 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tsdb/tsdb/cluster/rpc"
+	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/replication"
+)
+
+// BenchmarkJoin measures a join that moves a whole replica (issue 16's
+// figures) on in-process servers sharing this machine:
+//
+//   - s1 holds table bench of RF 1, loaded with TSDB_BENCH_JOIN_MIB MiB
+//     of line protocol (default 16; 1000 rows of about 90 bytes per
+//     request, each request at its own time); with no target, its log is
+//     truncated, so a joiner gets a row snapshot (snapshot chunks);
+//   - s2 is started, and joined to the partition by hand; the time runs
+//     from the join request until s2's replica is SERVE with every row of
+//     s1's (same row count) and the join is finalized.
+//
+// It reports s (the join), MiB/s (the replica's stored size, from a key
+// scan of s1's replica, per second), lp-MiB/s (line-protocol MiB per
+// second), rows/s, and the snapshot chunks s2's store ingested as
+// sstables and merged row by row.
+// Run it once: go test -run '^$' -bench BenchmarkJoin -benchtime 1x ./node
+func BenchmarkJoin(b *testing.B) {
+	mib := envInt(b, "TSDB_BENCH_JOIN_MIB", 16)
+	e := testEtcd(b)
+	benchCfg := func(cfg *Config) {
+		cfg.SplitCheckInterval = time.Hour // no split
+		cfg.AckTimeout = time.Minute
+	}
+	s1 := startNode(b, e, "s1", b.TempDir(), benchCfg)
+	c := &client{t: b, base: s1.URL()}
+	c.must(201, c.do("POST", "/api/v1/tables", fmt.Appendf(nil,
+		`{"name":"bench","replication_factor":1,"partition_size_target":%d}`, int64(1)<<40)), nil)
+	start := time.Now()
+	lpBytes := loadBench(b, []*Node{s1}, int64(mib)<<20)
+	b.Logf("loaded %.1f MiB of line protocol in %v", float64(lpBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
+
+	rc := rpc.NewClient(rpc.Config{})
+	defer rc.Close()
+	// The log truncated (nothing below DefaultTruncateMin entries left
+	// to delete): the joiner's cursor will be below the truncation point.
+	waitLong(b, 10*time.Minute, "s1 truncating its log", func() bool {
+		st, ok := benchReplica(rc, s1.Addr(), "bench", wire.ReplicasRequest{})
+		return ok && st.LogStart > 0 && st.LogLength < replication.DefaultTruncateMin
+	})
+	src, ok := benchReplica(rc, s1.Addr(), "bench", wire.ReplicasRequest{Counts: true, SizeScan: 1 << 50})
+	if !ok {
+		b.Fatal("no replica state of s1")
+	}
+	b.Logf("s1's replica: %d rows, %.1f MiB stored", src.Rows, float64(src.Bytes)/(1<<20))
+
+	s2 := startNode(b, e, "s2", b.TempDir(), benchCfg)
+	_, f, err := s1.backendMetadata("bench", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid := f.Partitions[0].ID
+	b.ResetTimer()
+	begun := time.Now()
+	c.must(200, c.do("POST", "/api/v1/tables/bench/partitions/"+pid.String()+"/join", []byte(`{"server":"s2"}`)), nil)
+	waitLong(b, time.Hour, "s2 finalizing its join", func() bool {
+		_, f, err := s1.backendMetadata("bench", "")
+		return err == nil && len(f.Partitions[0].Joining) == 0 &&
+			slices.ContainsFunc(f.Partitions[0].Servers, func(pl metadata.Placement) bool { return pl.ServerID == "s2" })
+	})
+	finalized := time.Since(begun)
+	waitLong(b, time.Hour, "s2 serving every row", func() bool {
+		st, ok := benchReplica(rc, s2.Addr(), "bench", wire.ReplicasRequest{Counts: true})
+		return ok && st.Status == string(metadata.StatusServe) && st.Rows == src.Rows
+	})
+	elapsed := time.Since(begun)
+	b.StopTimer()
+
+	ingested, merged := s2.store.ChunkStats()
+	b.ReportMetric(elapsed.Seconds(), "s")
+	b.ReportMetric(float64(src.Bytes)/(1<<20)/elapsed.Seconds(), "MiB/s")
+	b.ReportMetric(float64(lpBytes)/(1<<20)/elapsed.Seconds(), "lp-MiB/s")
+	b.ReportMetric(float64(src.Rows)/elapsed.Seconds(), "rows/s")
+	b.ReportMetric(float64(ingested), "chunks-ingested")
+	b.ReportMetric(float64(merged), "chunks-merged")
+	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol): finalized after %v, every row counted on s2 after %v; %d chunks ingested, %d merged",
+		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), finalized.Round(time.Millisecond), elapsed.Round(time.Millisecond), ingested, merged)
+}
+
+// BenchmarkReReplication measures how long a cluster takes to get a
+// partition back to its replication factor after a kill -9 (issue 16's
+// figures): four real `tsdb server` processes with --dead-after 1s, table
+// bench of RF 3 loaded with TSDB_BENCH_REREP_MIB MiB of line protocol
+// (default 16) through all four. One of the partition's servers that is
+// not the master is killed with SIGKILL; the time runs until the
+// partition is back at three live servers, none joining, and the
+// replacement holds every row.
+//
+// It reports s (kill to RF restored), detect-s (kill to the replacement's
+// JOIN_SERVER seen: the dead server's lease TTL of 10 s plus --dead-after
+// plus the master's reaction), copy-s (JOIN_SERVER to every row on the
+// replacement, the replacement finalized), and MiB/s (a survivor's
+// replica size, from a key scan, per second of copy-s). The processes'
+// stores are out of reach: chunks ingested or merged are in
+// BenchmarkJoin only.
+// Run it once: go test -run '^$' -bench BenchmarkReReplication -benchtime 1x ./node
+func BenchmarkReReplication(b *testing.B) {
+	mib := envInt(b, "TSDB_BENCH_REREP_MIB", 16)
+	e := testEtcd(b)
+	ids := []string{"s1", "s2", "s3", "s4"}
+	procs := map[string]*proc{}
+	var urls []string
+	for _, id := range ids {
+		procs[id] = startProc(b, id, b.TempDir(), e.Endpoint(), "--dead-after", "1s")
+		urls = append(urls, procs[id].url())
+	}
+	c := procs["s1"].client()
+	c.must(201, c.do("POST", "/api/v1/tables", fmt.Appendf(nil,
+		`{"name":"bench","replication_factor":3,"partition_size_target":%d}`, int64(1)<<40)), nil)
+	start := time.Now()
+	lpBytes := loadURLs(b, urls, int64(mib)<<20)
+	b.Logf("loaded %.1f MiB of line protocol in %v", float64(lpBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
+
+	var md metadataAnswer
+	c.must(200, c.do("GET", "/api/v1/tables/bench/metadata", nil), &md)
+	part := md.Metadata.Partitions[0]
+	rc := rpc.NewClient(rpc.Config{})
+	defer rc.Close()
+	var src wire.ReplicaStatus
+	waitLong(b, 10*time.Minute, "the three replicas converging", func() bool {
+		sum := ""
+		for _, pl := range part.Servers {
+			st, ok := benchReplica(rc, procs[pl.ServerID].addr, "bench", wire.ReplicasRequest{Counts: true})
+			if !ok || sum != "" && st.Checksum != sum {
+				return false
+			}
+			sum, src = st.Checksum, st
+		}
+		return true
+	})
+	var master string
+	waitFor(b, "a master", func() bool {
+		var cl api.ClusterResponse
+		c.must(200, c.do("GET", "/api/v1/cluster", nil), &cl)
+		for _, s := range cl.Servers {
+			if s.Master {
+				master = s.ID
+			}
+		}
+		return master != ""
+	})
+	i := slices.IndexFunc(part.Servers, func(pl metadata.Placement) bool { return pl.ServerID != master })
+	victim := procs[part.Servers[i].ServerID]
+	var survivor *proc
+	for _, pl := range part.Servers {
+		if pl.ServerID != victim.id {
+			survivor = procs[pl.ServerID]
+			break
+		}
+	}
+	if sized, ok := benchReplica(rc, survivor.addr, "bench", wire.ReplicasRequest{SizeScan: 1 << 50}); ok {
+		src.Bytes = sized.Bytes
+	}
+	b.Logf("each replica: %d rows, %.1f MiB stored; killing %s (master %s)", src.Rows, float64(src.Bytes)/(1<<20), victim.id, master)
+
+	b.ResetTimer()
+	killed := time.Now()
+	victim.kill9()
+	var joinSeen time.Time
+	var replacement string
+	waitLong(b, time.Hour, "the partition back at three live servers", func() bool {
+		var md metadataAnswer
+		r := survivor.client().do("GET", "/api/v1/tables/bench/metadata", nil)
+		if r.status != 200 || json.Unmarshal(r.body, &md) != nil {
+			return false
+		}
+		p := md.Metadata.Partitions[0]
+		if joinSeen.IsZero() && len(p.Joining) > 0 {
+			joinSeen, replacement = time.Now(), p.Joining[0].ServerID
+		}
+		return len(p.Servers) == 3 && len(p.Joining) == 0 &&
+			!slices.ContainsFunc(p.Servers, func(pl metadata.Placement) bool { return pl.ServerID == victim.id })
+	})
+	if joinSeen.IsZero() {
+		b.Fatal("the replacement's join was never seen joining")
+	}
+	waitLong(b, time.Hour, replacement+" holding every row", func() bool {
+		st, ok := benchReplica(rc, procs[replacement].addr, "bench", wire.ReplicasRequest{Counts: true})
+		return ok && st.Status == string(metadata.StatusServe) && st.Rows == src.Rows
+	})
+	restored := time.Since(killed)
+	b.StopTimer()
+
+	detect, copied := joinSeen.Sub(killed), restored-joinSeen.Sub(killed)
+	b.ReportMetric(restored.Seconds(), "s")
+	b.ReportMetric(detect.Seconds(), "detect-s")
+	b.ReportMetric(copied.Seconds(), "copy-s")
+	b.ReportMetric(float64(src.Bytes)/(1<<20)/copied.Seconds(), "MiB/s")
+	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol)",
+		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20))
+}
+
+// benchReplica returns the state of the one replica of table that the
+// server at addr holds.
+func benchReplica(rc *rpc.Client, addr, table string, req wire.ReplicasRequest) (wire.ReplicaStatus, bool) {
+	req.Table = table
+	var resp wire.ReplicasResponse
+	if err := rc.Call(context.Background(), addr, wire.PathReplicas, req, &resp); err != nil || len(resp.Replicas) != 1 {
+		return wire.ReplicaStatus{}, false
+	}
+	return resp.Replicas[0], true
+}
+
+// loadURLs inserts lpBody requests through the servers at urls, 6 at a
+// time, until total bytes of line protocol are in, and returns the bytes
+// sent.
+func loadURLs(b *testing.B, urls []string, total int64) int64 {
+	hc := &fasthttp.Client{MaxConnsPerHost: 12, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	var next, sent atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			uri := urls[w%len(urls)] + "/write?db=bench"
+			for sent.Load() < total {
+				body := lpBody(int(next.Add(1) - 1))
+				req.Reset()
+				req.SetRequestURI(uri)
+				req.Header.SetMethod("POST")
+				req.SetBodyRaw(body)
+				if err := hc.Do(req, resp); err != nil || resp.StatusCode() != 204 {
+					b.Errorf("load: %v %d %s", err, resp.StatusCode(), resp.Body())
+					return
+				}
+				sent.Add(int64(len(body)))
+			}
+		})
+	}
+	wg.Wait()
+	return sent.Load()
+}
