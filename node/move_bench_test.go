@@ -1,9 +1,12 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,49 +25,67 @@ import (
 // BenchmarkJoin measures a join that moves a whole replica (issue 16's
 // figures) on in-process servers sharing this machine:
 //
-//   - s1 holds table bench of RF 1, loaded with TSDB_BENCH_JOIN_MIB MiB
-//     of line protocol (default 16; 1000 rows of about 90 bytes per
-//     request, each request at its own time); with no target, its log is
-//     truncated, so a joiner gets a row snapshot (snapshot chunks);
-//   - s2 is started, and joined to the partition by hand; the time runs
-//     from the join request until s2's replica is SERVE with every row of
-//     s1's (same row count) and the join is finalized.
+//   - table bench of RF TSDB_BENCH_JOIN_RF (default 1) on s1 (.. sRF) is
+//     loaded with TSDB_BENCH_JOIN_MIB MiB of line protocol (default 16;
+//     1000 rows of about 90 bytes per request, each request at its own
+//     time); every target confirmed (none at RF 1), the replicas' logs
+//     are truncated, so a joiner gets a row snapshot (snapshot chunks)
+//     from each;
+//   - a new server is started, and joined to the partition by hand; the
+//     time runs from the join request until its replica is SERVE with
+//     every row of s1's (same row count) and the join is finalized.
 //
 // It reports s (the join), MiB/s (the replica's stored size, from a key
 // scan of s1's replica, per second), lp-MiB/s (line-protocol MiB per
-// second), rows/s, and the snapshot chunks s2's store ingested as
+// second), rows/s, and the snapshot chunks the joiner's store ingested as
 // sstables and merged row by row.
 // Run it once: go test -run '^$' -bench BenchmarkJoin -benchtime 1x ./node
 func BenchmarkJoin(b *testing.B) {
 	mib := envInt(b, "TSDB_BENCH_JOIN_MIB", 16)
+	rf := envInt(b, "TSDB_BENCH_JOIN_RF", 1)
 	e := testEtcd(b)
 	benchCfg := func(cfg *Config) {
 		cfg.SplitCheckInterval = time.Hour // no split
 		cfg.AckTimeout = time.Minute
 	}
-	s1 := startNode(b, e, "s1", b.TempDir(), benchCfg)
+	holders := make([]*Node, rf)
+	for i := range holders {
+		holders[i] = startNode(b, e, fmt.Sprintf("s%d", i+1), b.TempDir(), benchCfg)
+	}
+	s1 := holders[0]
 	c := &client{t: b, base: s1.URL()}
 	c.must(201, c.do("POST", "/api/v1/tables", fmt.Appendf(nil,
-		`{"name":"bench","replication_factor":1,"partition_size_target":%d}`, int64(1)<<40)), nil)
+		`{"name":"bench","replication_factor":%d,"partition_size_target":%d}`, rf, int64(1)<<40)), nil)
 	start := time.Now()
-	lpBytes := loadBench(b, []*Node{s1}, int64(mib)<<20)
+	lpBytes := loadBench(b, holders, int64(mib)<<20)
 	b.Logf("loaded %.1f MiB of line protocol in %v", float64(lpBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
 
 	rc := rpc.NewClient(rpc.Config{})
 	defer rc.Close()
-	// The log truncated (nothing below DefaultTruncateMin entries left
-	// to delete): the joiner's cursor will be below the truncation point.
-	waitLong(b, 10*time.Minute, "s1 truncating its log", func() bool {
-		st, ok := benchReplica(rc, s1.Addr(), "bench", wire.ReplicasRequest{})
-		return ok && st.LogStart > 0 && st.LogLength < replication.DefaultTruncateMin
-	})
+	// Every log truncated (less than DefaultTruncateMin entries left to
+	// delete): the joiner's cursor will be below the truncation point.
+	for _, h := range holders {
+		waitLong(b, 10*time.Minute, h.cfg.ID+" truncating its log", func() bool {
+			st, ok := benchReplica(rc, h.Addr(), "bench", wire.ReplicasRequest{})
+			return ok && st.LogStart > 0 && st.LogLength < replication.DefaultTruncateMin
+		})
+	}
 	src, ok := benchReplica(rc, s1.Addr(), "bench", wire.ReplicasRequest{Counts: true, SizeScan: 1 << 50})
 	if !ok {
 		b.Fatal("no replica state of s1")
 	}
-	b.Logf("s1's replica: %d rows, %.1f MiB stored", src.Rows, float64(src.Bytes)/(1<<20))
+	waitLong(b, 10*time.Minute, "the replicas converging", func() bool {
+		for _, h := range holders {
+			if st, ok := benchReplica(rc, h.Addr(), "bench", wire.ReplicasRequest{Counts: true}); !ok || st.Checksum != src.Checksum {
+				return false
+			}
+		}
+		return true
+	})
+	b.Logf("each replica: %d rows, %.1f MiB stored", src.Rows, float64(src.Bytes)/(1<<20))
 
-	s2 := startNode(b, e, "s2", b.TempDir(), benchCfg)
+	id := fmt.Sprintf("s%d", rf+1)
+	joiner := startNode(b, e, id, b.TempDir(), benchCfg)
 	_, f, err := s1.backendMetadata("bench", "")
 	if err != nil {
 		b.Fatal(err)
@@ -72,29 +93,29 @@ func BenchmarkJoin(b *testing.B) {
 	pid := f.Partitions[0].ID
 	b.ResetTimer()
 	begun := time.Now()
-	c.must(200, c.do("POST", "/api/v1/tables/bench/partitions/"+pid.String()+"/join", []byte(`{"server":"s2"}`)), nil)
-	waitLong(b, time.Hour, "s2 finalizing its join", func() bool {
+	c.must(200, c.do("POST", "/api/v1/tables/bench/partitions/"+pid.String()+"/join", []byte(`{"server":"`+id+`"}`)), nil)
+	waitLong(b, time.Hour, id+" finalizing its join", func() bool {
 		_, f, err := s1.backendMetadata("bench", "")
 		return err == nil && len(f.Partitions[0].Joining) == 0 &&
-			slices.ContainsFunc(f.Partitions[0].Servers, func(pl metadata.Placement) bool { return pl.ServerID == "s2" })
+			slices.ContainsFunc(f.Partitions[0].Servers, func(pl metadata.Placement) bool { return pl.ServerID == id })
 	})
 	finalized := time.Since(begun)
-	waitLong(b, time.Hour, "s2 serving every row", func() bool {
-		st, ok := benchReplica(rc, s2.Addr(), "bench", wire.ReplicasRequest{Counts: true})
+	waitLong(b, time.Hour, id+" serving every row", func() bool {
+		st, ok := benchReplica(rc, joiner.Addr(), "bench", wire.ReplicasRequest{Counts: true})
 		return ok && st.Status == string(metadata.StatusServe) && st.Rows == src.Rows
 	})
 	elapsed := time.Since(begun)
 	b.StopTimer()
 
-	ingested, merged := s2.store.ChunkStats()
+	ingested, merged := joiner.store.ChunkStats()
 	b.ReportMetric(elapsed.Seconds(), "s")
 	b.ReportMetric(float64(src.Bytes)/(1<<20)/elapsed.Seconds(), "MiB/s")
 	b.ReportMetric(float64(lpBytes)/(1<<20)/elapsed.Seconds(), "lp-MiB/s")
 	b.ReportMetric(float64(src.Rows)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(ingested), "chunks-ingested")
 	b.ReportMetric(float64(merged), "chunks-merged")
-	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol): finalized after %v, every row counted on s2 after %v; %d chunks ingested, %d merged",
-		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), finalized.Round(time.Millisecond), elapsed.Round(time.Millisecond), ingested, merged)
+	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol) from %d replica(s): finalized after %v, every row counted on %s after %v; %d chunks ingested, %d merged",
+		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), rf, finalized.Round(time.Millisecond), id, elapsed.Round(time.Millisecond), ingested, merged)
 }
 
 // BenchmarkReReplication measures how long a cluster takes to get a
@@ -110,8 +131,9 @@ func BenchmarkJoin(b *testing.B) {
 // JOIN_SERVER seen: the dead server's lease TTL of 10 s plus --dead-after
 // plus the master's reaction), copy-s (JOIN_SERVER to every row on the
 // replacement, the replacement finalized), and MiB/s (a survivor's
-// replica size, from a key scan, per second of copy-s). The processes'
-// stores are out of reach: chunks ingested or merged are in
+// replica size, from a key scan, per second of copy-s) and snapshots (the
+// row snapshots the survivors' logs say they sent the replacement). The
+// processes' stores are out of reach: chunks ingested or merged are in
 // BenchmarkJoin only.
 // Run it once: go test -run '^$' -bench BenchmarkReReplication -benchtime 1x ./node
 func BenchmarkReReplication(b *testing.B) {
@@ -202,12 +224,22 @@ func BenchmarkReReplication(b *testing.B) {
 	b.StopTimer()
 
 	detect, copied := joinSeen.Sub(killed), restored-joinSeen.Sub(killed)
+	// The row snapshots the survivors sent (their logs': the processes'
+	// metrics are out of reach too, and no snapshot ran before the kill).
+	snaps := 0
+	for _, p := range procs {
+		if p != victim {
+			log, _ := os.ReadFile(filepath.Join(p.dir, "server.log"))
+			snaps += bytes.Count(log, []byte(`msg="row snapshot done"`))
+		}
+	}
 	b.ReportMetric(restored.Seconds(), "s")
 	b.ReportMetric(detect.Seconds(), "detect-s")
 	b.ReportMetric(copied.Seconds(), "copy-s")
 	b.ReportMetric(float64(src.Bytes)/(1<<20)/copied.Seconds(), "MiB/s")
-	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol)",
-		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20))
+	b.ReportMetric(float64(snaps), "snapshots")
+	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol; %d row snapshots done)",
+		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), snaps)
 }
 
 // benchReplica returns the state of the one replica of table that the
