@@ -24,6 +24,12 @@
 // (Config.MaxResponseBytes, the maxBytes of DecodeRequest), so a small
 // compressed body cannot inflate into an out-of-memory.
 //
+// A request that implements PayloadRequest (a push, a forwarded insert:
+// package wire) is sent as its JSON without its bulk bytes, then those
+// bytes raw (Content-Type application/x-tsdb-json-payload, payload.go):
+// base64 inside JSON cost more to encode and decode than the rest of a
+// push. DecodeRequest gives the bytes back to a PayloadReceiver.
+//
 // Handlers use the server helpers: Authorized, then DecodeRequest (which
 // answers 400/413/415 itself on failure), then WriteResponse or WriteError.
 // The zstd encoder and decoders are shared by the whole process.

@@ -245,3 +245,18 @@ func (r *PushRequest) SetPayload(payload []byte) {
 		r.Rows = payload
 	}
 }
+
+// SplitPayload sends Rows after the request's JSON, not inside it as
+// base64 (rpc.PayloadRequest).
+func (r ForwardInsertRequest) SplitPayload() (header any, payload []byte) {
+	rows := r.Rows
+	r.Rows = nil
+	return r, rows
+}
+
+// SetPayload takes the rows sent after the JSON (rpc.PayloadReceiver).
+func (r *ForwardInsertRequest) SetPayload(payload []byte) {
+	if len(payload) > 0 {
+		r.Rows = payload
+	}
+}

@@ -90,3 +90,35 @@ func TestForwardInsertRequestJSON(t *testing.T) {
 		t.Fatalf("zero request JSON = %s\nwant                %s", got, unversioned)
 	}
 }
+
+// TestPayloadSplit: a push and a forwarded insert send their rows beside
+// the JSON (rpc.PayloadRequest): the header carries no rows, and the
+// rows set back make the same request.
+func TestPayloadSplit(t *testing.T) {
+	rows := []byte("R\x01rows")
+	push := PushRequest{Table: "t", Rows: rows, Count: 1}
+	fwd := ForwardInsertRequest{Table: "t", Rows: rows, Count: 1, InsertOptions: model.InsertOptions{Consistency: "one"}}
+	for _, tc := range []struct {
+		req  interface{ SplitPayload() (any, []byte) }
+		back interface{ SetPayload([]byte) }
+	}{{push, &PushRequest{}}, {fwd, &ForwardInsertRequest{}}} {
+		header, payload := tc.req.SplitPayload()
+		js, err := json.Marshal(header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(payload) != string(rows) || json.Unmarshal(js, tc.back) != nil {
+			t.Fatalf("%T: payload %q, header %s", tc.req, payload, js)
+		}
+		tc.back.SetPayload(payload)
+		var want, got []byte
+		want, _ = json.Marshal(tc.req)
+		got, _ = json.Marshal(tc.back)
+		if string(got) != string(want) {
+			t.Fatalf("%T: after the round trip %s, want %s", tc.req, got, want)
+		}
+	}
+	if string(push.Rows) != string(rows) {
+		t.Fatal("SplitPayload changed the request it was called on")
+	}
+}
