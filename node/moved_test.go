@@ -51,7 +51,12 @@ func TestMovedDataMetrics(t *testing.T) {
 	waitFor(t, "both replicas converging", func() bool { return c.converged("cpu", rows, holder, joiner) })
 
 	// The joiner got every row through a row snapshot: its mark was taken
-	// after the truncation.
+	// after the truncation. The counters move on the sender's goroutine
+	// once its last push returned: wait for them.
+	waitFor(t, "the snapshot counted", func() bool {
+		return testutil.ToFloat64(m.MovedRows.WithLabelValues("snapshot")) >= rows &&
+			testutil.ToFloat64(m.Snapshots.WithLabelValues(replication.SnapshotDone)) >= 1
+	})
 	if got := testutil.ToFloat64(m.MovedRows.WithLabelValues("snapshot")); got < rows {
 		t.Fatalf("%v snapshot rows moved, want at least %d", got, rows)
 	}

@@ -235,6 +235,34 @@ func TestPushToStalePlacementRefused(t *testing.T) {
 	}
 }
 
+// TestCorruptPushRefused: a push whose rows or snapshot chunk do not
+// decode is answered 400 bad_request (the body is at fault, not the
+// server), and changes nothing.
+func TestCorruptPushRefused(t *testing.T) {
+	c := startCluster(t, 3)
+	c.createTable("s1", "cpu", 3)
+	c.insertLP("s1", "cpu", lpBatch("a", 0, 10, 10))
+	waitFor(t, "convergence", func() bool { return c.converged("cpu", 10, "s1", "s2", "s3") })
+	before := c.replicaStates("s2", "cpu")[0]
+	for name, body := range map[string][]byte{
+		"rows":  []byte("R\x01\x05garbage"),
+		"chunk": []byte("K\x01\x09\x00\x00\x00\x00a\x00\x01\x02\x03\x01\x00"),
+	} {
+		err := c.rpc.Call(context.Background(), c.nodes["s2"].Addr(), wire.PathReplicate, wire.PushRequest{
+			Table: "cpu", PartitionID: before.PartitionID, FromServer: "s1", FromPlacement: uuid.New(),
+			ToPlacement: before.Placement, TxnSeq: 1, Count: 1, LastSeq: 1, Rows: body,
+		}, nil)
+		var se *rpc.StatusError
+		if !errors.As(err, &se) || se.Status != 400 || se.Code != "bad_request" {
+			t.Fatalf("corrupt %s: %v, want 400 bad_request", name, err)
+		}
+	}
+	after := c.replicaStates("s2", "cpu")[0]
+	if after.Checksum != before.Checksum || after.HighSeq != before.HighSeq {
+		t.Fatalf("a corrupt push changed the replica: %+v → %+v", before, after)
+	}
+}
+
 // TestStaleFrontEndRedirected: a front end whose METADATA is stale (its
 // watch misses every notification) routes inserts to a server that left
 // the partition; the "moved" answer makes it reload the METADATA and route

@@ -284,22 +284,26 @@ func (pc *parsedChunk) rows(only []int) ([]model.Row, error) {
 //
 //   - when this replica holds no row between the chunk's first and last
 //     key (a joiner, a new split child, a re-replicated or wiped replica:
-//     the usual case of a snapshot), the rows are written as sstables
-//     (one per key kind: the index keys of series and fields new here,
-//     the log entries at fresh sequences, the rows with those sequences
-//     in their values) and ingested atomically with pebble's Ingest,
-//     which syncs them: no WAL, no memtable, no merge;
+//     the usual case of a snapshot), the index keys of series and fields
+//     new here go in a synced batch, and the log entries (at fresh
+//     sequences) and the rows (with those sequences in their values) are
+//     written as two sstables and ingested atomically with pebble's
+//     Ingest, which syncs them: the rows go through no WAL, no memtable
+//     and no merge;
 //   - otherwise some row may be newer here, and ingesting would overwrite
 //     it (rule 2): the rows are applied like a push, merged field by field.
 //
-// want is the number of rows the sender said the chunk holds.
-func (r *Replica) IngestChunk(chunk []byte, want int) (ApplyResult, error) {
-	return r.IngestChunkObserved(chunk, want, nil)
+// want is the number of rows the sender said the chunk holds; origin is
+// the sender's placement (uuid.Nil: none), recorded like ApplyFrom records
+// it: an ingested row's value is exactly the sender's, so this replica's
+// pushes do not send it back there.
+func (r *Replica) IngestChunk(chunk []byte, want int, origin uuid.UUID) (ApplyResult, error) {
+	return r.IngestChunkObserved(chunk, want, origin, nil)
 }
 
 // IngestChunkObserved is IngestChunk passing the newest version of the
 // checked chunk to observe (when not nil) before anything is written.
-func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model.Version)) (ApplyResult, error) {
+func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, observe func(model.Version)) (ApplyResult, error) {
 	pc, err := parseChunk(r.ks.rowLo, chunk)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("partition: replica %s: snapshot chunk: %w", r.info.Placement, err)
@@ -316,36 +320,38 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
-	res, ingested, newer, err := r.ingestLocked(pc)
+	res, ingested, newer, err := r.ingestLocked(pc, origin)
 	r.store.gate.Exit()
 	if err != nil {
 		return ApplyResult{}, err
 	}
-	if !ingested {
+	if !ingested && len(newer) > 0 {
 		r.store.chunksMerged.Add(1)
-		if len(newer) == 0 {
-			// Everything held here already, at the same or newer
-			// versions (the same snapshot from another replica of
-			// the source): a tie, which still waits for the sync of
-			// what it ties with.
-			last := r.high.Load()
-			if err := r.synced.wait(last); err != nil {
-				return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
-			}
-			return ApplyResult{LastSeq: last}, nil
-		}
 		rows, err := pc.rows(newer)
 		if err != nil {
 			return ApplyResult{}, err
 		}
-		return r.ApplyFrom(rows, uuid.Nil)
+		return r.ApplyFrom(rows, origin)
 	}
-	r.store.chunksIngested.Add(1)
-	if r.store.throttle != nil {
-		r.store.throttle(len(chunk)) // like Apply: outside applyMu, once written
+	// Ingested, or everything held here already at the same or newer
+	// versions (the same snapshot from another replica of the source): a
+	// tie. Either way begun as an Apply under the lock, so a drop that
+	// began meanwhile fails it (endApply), and it returns once every
+	// change up to the last sequence is synced, as Apply does.
+	if ingested {
+		r.store.chunksIngested.Add(1)
+		if r.store.throttle != nil {
+			r.store.throttle(len(chunk)) // like Apply: outside applyMu, once written
+		}
+	} else {
+		r.store.chunksMerged.Add(1)
 	}
+	err = r.synced.wait(res.LastSeq)
 	if endErr := r.endApply(); endErr != nil {
 		return ApplyResult{}, endErr
+	}
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
 	return res, nil
 }
@@ -353,9 +359,10 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, observe func(model
 // ingestLocked is IngestChunk's write under the apply lock; ingested is
 // false (and nothing written) when a row lies in the chunk's key span,
 // and newer then lists the entries that would change a row held here
-// (the others hold nothing newer: they need no merge). An ingest begun
-// here is ended by the caller (endApply).
-func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool, newer []int, err error) {
+// (the others hold nothing newer: they need no merge). An ingest, or a
+// tie (nothing newer), is begun here as an Apply (res.LastSeq set) and
+// ended by the caller (endApply).
+func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResult, ingested bool, newer []int, err error) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if r.dropped.Load() {
@@ -374,6 +381,10 @@ func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool,
 	}
 	if !empty {
 		newer, err := r.newerEntries(pc)
+		if err == nil && len(newer) == 0 {
+			r.beginApply()
+			return ApplyResult{LastSeq: r.high.Load()}, false, nil, nil
+		}
 		return ApplyResult{}, false, newer, err
 	}
 	ixState, err := r.indexStateLocked()
@@ -381,7 +392,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk) (res ApplyResult, ingested bool,
 		return ApplyResult{}, false, nil, err
 	}
 	prev := r.high.Load()
-	files, ix, err := r.writeChunkTables(pc, prev, ixState)
+	files, ix, err := r.writeChunkTables(pc, prev, origin, ixState)
 	defer r.store.removeIngestFiles(files)
 	if err != nil {
 		return ApplyResult{}, false, nil, err
@@ -507,7 +518,7 @@ func changes(incoming, stored *rawRow) bool {
 // not rotate the memtable. It returns the files written (to remove once
 // ingested, whatever happened) and the new index entries, for the caller
 // to write and commit.
-func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexState) (files []string, ix *indexBuilder, err error) {
+func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, ixState *indexState) (files []string, ix *indexBuilder, err error) {
 	ix = &indexBuilder{}
 	ix.reset()
 	var (
@@ -551,9 +562,9 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, ixState *indexS
 		e := &pc.entries[i]
 		seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
 		if noValues {
-			seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil)
+			seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, origin)
 		} else {
-			seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, uuid.Nil, value(i))
+			seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, origin, value(i))
 		}
 		return seqKey, seqVal
 	})

@@ -30,7 +30,7 @@ func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) in
 		}
 		if c.Rows > 0 {
 			chunks++
-			if _, err := dst.IngestChunk(c.Data, c.Rows); err != nil {
+			if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); err != nil {
 				t.Fatalf("IngestChunk: %v", err)
 			}
 			pos = c.Last
@@ -208,7 +208,7 @@ func TestChunkBadInput(t *testing.T) {
 		"bad value":       {join(head, entry(k1, v1[:len(v1)-1])), 1},
 		"no fields":       {join(head, entry(k1, []byte{1, 0, 0})), 1},
 	} {
-		_, err := dst.IngestChunk(tc.chunk, tc.rows)
+		_, err := dst.IngestChunk(tc.chunk, tc.rows, uuid.Nil)
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
@@ -219,7 +219,7 @@ func TestChunkBadInput(t *testing.T) {
 		b := append([]byte(nil), c.Data...)
 		b[i] ^= 0xff
 		o := createTestReplica(t, s)
-		_, _ = o.IngestChunk(b, 2)
+		_, _ = o.IngestChunk(b, 2, uuid.Nil)
 	}
 	if h := dst.HighSeq(); h != 0 || len(scanAll(t, dst)) != 0 {
 		t.Fatalf("bad chunks wrote: high %d", h)
@@ -242,14 +242,55 @@ func TestChunkIngestRefusedWhenUnloadingOrDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst.Unload()
-	if _, err := dst.IngestChunk(c.Data, c.Rows); !errors.Is(err, ErrUnloading) {
+	if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrUnloading) {
 		t.Fatalf("unloading: %v", err)
 	}
 	dst.Resume()
 	if err := s.DropReplica(dst.Info().Placement); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.IngestChunk(c.Data, c.Rows); !errors.Is(err, ErrDropped) {
+	if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrDropped) {
 		t.Fatalf("dropped: %v", err)
+	}
+}
+
+// TestChunkIngestThenApply: right after an ingest (no reopen, so the
+// in-memory bounds the Apply's no-lookup path trusts are the ingest's),
+// an older version of an ingested row changes nothing and a newer one
+// replaces it, superseding its log entry; the ingested entries record the
+// sender as their origin.
+func TestChunkIngestThenApply(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	mustApply(t, src, row("a", 10, fl("v", 1, 10)), row("b", 20, fl("v", 1, 10)))
+	ls, err := src.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
+	ls.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := uuid.New()
+	if _, err := dst.IngestChunk(c.Data, c.Rows, from); err != nil {
+		t.Fatal(err)
+	}
+	es, err := dst.ReadLog(0, 0)
+	if err != nil || len(es) != 2 || es[0].Origin != from || es[1].Origin != from {
+		t.Fatalf("log after the ingest: %+v, %v; want 2 entries from %s", es, err, from)
+	}
+	if res := mustApply(t, dst, row("b", 20, fl("v", -1, 5))); res.Changed != 0 {
+		t.Fatalf("an older version of an ingested row changed it: %+v", res)
+	}
+	if res := mustApply(t, dst, row("b", 20, fl("v", 2, 30))); res.Changed != 1 {
+		t.Fatalf("a newer version changed %d rows", res.Changed)
+	}
+	want := []model.Row{row("a", 10, fl("v", 1, 10)), row("b", 20, fl("v", 2, 30))}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := dst.ReadLog(0, 0); err != nil || len(es) != 2 || es[1].Row.Series != "b" || es[1].Origin != uuid.Nil {
+		t.Fatalf("log after the overwrite: %+v, %v", es, err)
 	}
 }

@@ -65,6 +65,9 @@ func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
 	}
+	if errors.Is(err, replication.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", errcode.ErrBadRequest, err) // 400: the body, not this server
+	}
 	if err != nil {
 		return err
 	}
@@ -156,8 +159,8 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 
 // IngestChunk stores a row snapshot's chunk pushed here, moving the clock
 // past its versions first, like ApplyFrom.
-func (a *observingApplier) IngestChunk(chunk []byte, count int) (partition.ApplyResult, error) {
-	res, err := a.rep.IngestChunkObserved(chunk, count, a.observe)
+func (a *observingApplier) IngestChunk(chunk []byte, count int, origin uuid.UUID) (partition.ApplyResult, error) {
+	res, err := a.rep.IngestChunkObserved(chunk, count, origin, a.observe)
 	if err == nil {
 		a.changed += res.Changed
 		a.last = max(a.last, res.LastSeq)

@@ -196,8 +196,7 @@ type Config struct {
 	// RowSnapshots makes row snapshots send rows (merged by the receiver
 	// like any push) instead of snapshot chunks (ingested as sstables,
 	// partition.Replica.IngestChunk) when the snapshot can be read as
-	// chunks. For tests of the rows path and for a cluster whose servers
-	// predate chunks.
+	// chunks. For tests of the rows path.
 	RowSnapshots bool
 	// TruncateMin is the fewest log entries a truncation deletes (counted
 	// as sequences): fewer wait, so a busy replica writes one range

@@ -25,10 +25,11 @@ type Applier interface {
 
 // ChunkApplier is an Applier that stores a row snapshot's chunks
 // (partition.IsChunk) as they are: IngestChunk checks the chunk holds
-// count rows, and returns once they are synced.
+// count rows, records origin like ApplyFrom, and returns once they are
+// synced.
 type ChunkApplier interface {
 	Applier
-	IngestChunk(chunk []byte, count int) (partition.ApplyResult, error)
+	IngestChunk(chunk []byte, count int, origin uuid.UUID) (partition.ApplyResult, error)
 }
 
 // Receive decodes req.Rows and applies them to a; when it returns nil the
@@ -52,7 +53,7 @@ func Receive(a Applier, req wire.PushRequest) (int, error) {
 		if !ok {
 			return 0, fmt.Errorf("%w: push from %s holds a snapshot chunk this replica cannot ingest", ErrCorrupt, req.FromServer)
 		}
-		if _, err := ca.IngestChunk(req.Rows, req.Count); err != nil {
+		if _, err := ca.IngestChunk(req.Rows, req.Count, req.FromPlacement); err != nil {
 			if errors.Is(err, partition.ErrCorrupt) {
 				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
