@@ -279,6 +279,9 @@ type Pusher struct {
 	// loops counts running target goroutines (tests check it is 0 after
 	// Run returns).
 	loops atomic.Int64
+	// truncateChecks counts the Ticks whose truncation check returned
+	// (tests wait for some instead of sleeping).
+	truncateChecks atomic.Int64
 	// stats are the counters behind Stats.
 	stats pusherStats
 
@@ -452,6 +455,7 @@ func (p *Pusher) Run(ctx context.Context) {
 		case <-ticker.C:
 			p.tick()
 			p.truncateLog()
+			p.truncateChecks.Add(1)
 		}
 	}
 	ticker.Stop()

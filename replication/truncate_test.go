@@ -277,7 +277,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	runPusher(t, p)
 	high := src.SyncedSeq()
 	waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
-	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	waitTruncateChecks(t, p, 10) // a truncation would have happened
 	if s := src.LogStart(); s != 0 {
 		t.Fatalf("log truncated to %d while b confirmed nothing", s)
 	}
@@ -299,7 +299,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	p2.SetView(1, view(replicaTarget("s2", c.placement(), pid)))
 	runPusher(t, p2)
 	waitUntil(t, p2, "c confirmed", p2.Drained)
-	time.Sleep(50 * time.Millisecond)
+	waitTruncateChecks(t, p2, 10) // a truncation would have happened
 	if s := keep.LogStart(); s != 0 {
 		t.Fatalf("KeepLog: log truncated to %d", s)
 	}
@@ -313,10 +313,20 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	p3.SetView(1, view(replicaTarget("s2", d.placement(), pid)))
 	runPusher(t, p3)
 	waitUntil(t, p3, "d confirmed", p3.Drained)
-	time.Sleep(50 * time.Millisecond)
+	waitTruncateChecks(t, p3, 10) // a truncation would have happened
 	if s := few.LogStart(); s != 0 {
 		t.Fatalf("log of %d entries truncated to %d with TruncateMin 1000", few.HighSeq(), s)
 	}
+}
+
+// waitTruncateChecks waits until p's Run has made n more truncation
+// checks (one per Tick), so that a check that the log was not truncated
+// does not pass merely because no Tick came; the deadline is a hang
+// guard.
+func waitTruncateChecks(t *testing.T, p *Pusher, n int64) {
+	t.Helper()
+	target := p.truncateChecks.Load() + n
+	pollUntil(t, fmt.Sprintf("%d truncation checks", n), func() bool { return p.truncateChecks.Load() >= target })
 }
 
 // pollUntil polls cond until it holds (truncation wakes no waiter); the
@@ -345,7 +355,7 @@ func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: &recorder{},
 		Tick: 5 * time.Millisecond, TruncateMin: 1})
 	runPusher(t, p)
-	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	waitTruncateChecks(t, p, 10) // a truncation would have happened
 	if s := src.LogStart(); s != 0 {
 		t.Fatalf("log truncated to %d before the first view", s)
 	}
@@ -466,7 +476,7 @@ func TestLogTruncatedPastDownTarget(t *testing.T) {
 
 	// Failing for less than LaggardAfter: b still holds the log.
 	clock.advance(59 * time.Second)
-	time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+	waitTruncateChecks(t, p, 10) // a truncation would have happened
 	if s := src.LogStart(); s != 0 {
 		t.Fatalf("log truncated to %d while b had failed for less than LaggardAfter", s)
 	}
@@ -503,7 +513,7 @@ func TestLogTruncatedPastDownTarget(t *testing.T) {
 		t.Fatalf("b lags by %d only, the test needs more than MaxLogLag", high-bCursor)
 	}
 	clock.advance(45 * time.Second)
-	time.Sleep(50 * time.Millisecond)
+	waitTruncateChecks(t, p, 10) // a truncation would have happened
 	if s := src.LogStart(); s > bCursor {
 		t.Fatalf("log truncated to %d past b's cursor %d: b's failures counted from before its last success", s, bCursor)
 	}
@@ -578,7 +588,7 @@ func TestLogHeldByDownTargetWithinLag(t *testing.T) {
 		waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
 		pollUntil(t, "a failed push to b", func() bool { return failedPushTo(rec, b.placement()) })
 		clock.advance(time.Hour)
-		time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+		waitTruncateChecks(t, p, 10) // a truncation would have happened
 		if s := src.LogStart(); s != 0 {
 			t.Fatalf("log truncated to %d past b, which lags by %d of MaxLogLag 1000", s, high)
 		}
@@ -614,7 +624,7 @@ func TestLogHeldByDownTargetWithinLag(t *testing.T) {
 		waitUntil(t, p, "a confirmed", func() bool { return src.Confirmed(a.placement()) == high })
 		pollUntil(t, "a failed push to the child", func() bool { return failedPushTo(rec, child.placement()) })
 		clock.advance(time.Hour)
-		time.Sleep(50 * time.Millisecond) // ten ticks: a truncation would have happened
+		waitTruncateChecks(t, p, 10) // a truncation would have happened
 		if s, tail := src.LogStart(), src.Confirmed(tailCursor(child.placement())); s > max(tail, mark) {
 			t.Fatalf("log truncated to %d past the split tail stream (cursor %d, mark %d)", s, tail, mark)
 		}
