@@ -474,6 +474,9 @@ func (r *Replica) newerEntries(pc *parsedChunk) ([]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 		}
+		if sameButSequence(v, e.value) {
+			continue // the same fields at the same versions: a tie
+		}
 		if err := decodeRaw(v, &old); err != nil {
 			return nil, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, e.key, err)
 		}
@@ -488,6 +491,15 @@ func (r *Replica) newerEntries(pc *parsedChunk) ([]int, error) {
 		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}
 	return newer, nil
+}
+
+// sameButSequence reports whether two row values are the same bytes after
+// their leading sequences: the same fields at the same versions, which a
+// merge leaves as they are.
+func sameButSequence(a, b []byte) bool {
+	_, na := binary.Uvarint(a)
+	_, nb := binary.Uvarint(b)
+	return na > 0 && nb > 0 && bytes.Equal(a[na:], b[nb:])
 }
 
 // changes reports whether merging incoming into stored changes a field:
