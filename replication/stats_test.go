@@ -150,6 +150,9 @@ func TestRowSnapshotStatsAndHook(t *testing.T) {
 	p.SetView(1, view(replicaTarget("s2", dst.placement(), pid)))
 	runPusher(t, p)
 	waitUntil(t, p, "the target confirmed the snapshot", p.Drained)
+	// The snapshot ends (counted, hook called) just after the cursor
+	// moves: wait for it.
+	pollUntil(t, "the snapshot's end reported", func() bool { return len(ends.all()) >= 1 })
 
 	delivered := 0
 	for _, ps := range rec.all() {
