@@ -66,10 +66,10 @@ func TestMovedDataMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(m.Snapshots.WithLabelValues(replication.SnapshotDone)); got < 1 {
 		t.Fatalf("%v snapshots done, want at least 1", got)
 	}
-	var h dto.Metric
-	if err := m.SnapshotSeconds.Write(&h); err != nil || h.GetHistogram().GetSampleCount() < 1 {
-		t.Fatalf("snapshot durations: %v observed (err %v)", h.GetHistogram().GetSampleCount(), err)
-	}
+	waitFor(t, "the snapshot's duration observed", func() bool {
+		var h dto.Metric
+		return m.SnapshotSeconds.Write(&h) == nil && h.GetHistogram().GetSampleCount() >= 1
+	})
 	if got := testutil.ToFloat64(m.MovedRows.WithLabelValues("join")); got != 0 {
 		t.Fatalf("%v join rows moved from the log, want none (the log was truncated)", got)
 	}
@@ -78,9 +78,11 @@ func TestMovedDataMetrics(t *testing.T) {
 	push0 := testutil.ToFloat64(m.MovedRows.WithLabelValues("push"))
 	c.insertLP(holder, "cpu", lpBatch("post", 1_000_000, 10, 10))
 	waitFor(t, "the new rows on both", func() bool { return c.converged("cpu", rows+10, holder, joiner) })
-	if got := testutil.ToFloat64(m.MovedRows.WithLabelValues("push")) - push0; got < 10 {
-		t.Fatalf("%v rows pushed from the log, want at least 10", got)
-	}
+	// Counted by the sender once its push returned, after the joiner
+	// stored the rows: wait for it.
+	waitFor(t, "the new rows counted as pushed", func() bool {
+		return testutil.ToFloat64(m.MovedRows.WithLabelValues("push"))-push0 >= 10
+	})
 
 	// The replica state as the admin API answers it (GET …?replicas=1).
 	var resp api.TableReplicasResponse
