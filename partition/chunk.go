@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -415,8 +416,15 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 			return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: index of a snapshot chunk: %w", r.info.Placement, err)
 		}
 	}
+	began := time.Now()
 	if err := r.store.db.Ingest(context.Background(), files); err != nil {
 		return ApplyResult{}, false, nil, fmt.Errorf("partition: replica %s: ingest snapshot chunk: %w", r.info.Placement, err)
+	}
+	if took := time.Since(began); took > slowIngest {
+		// pebble holds back every commit of the store while an ingest
+		// applies: a slow one stalls the server's writes (docs/status.md).
+		r.store.log.Warn("slow ingest of a snapshot chunk", "placement", r.info.Placement,
+			"rows", len(pc.entries), "took", took.Round(time.Millisecond))
 	}
 	// Ingested, hence synced: the sequences are visible and durable at once.
 	lastSeq := prev + uint64(len(pc.entries))
@@ -588,6 +596,9 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 	}
 	return files, ix, nil
 }
+
+// slowIngest is the duration past which an ingest is logged.
+const slowIngest = 500 * time.Millisecond
 
 // ingestDir is the directory, inside the store's, of the sstables written
 // for an ingest; pebble links them into its own files, and the store
