@@ -41,6 +41,21 @@ func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) in
 	}
 }
 
+// wholeChunk reads every row src holds now as one chunk.
+func wholeChunk(t *testing.T, src *Replica) Chunk {
+	t.Helper()
+	ls, err := src.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
+	if err != nil || !c.Done {
+		t.Fatalf("chunk %+v, %v", c, err)
+	}
+	return c
+}
+
 // TestChunkIngestCopiesTheRange: rows moved by chunks into an empty
 // replica are exactly the source's rows in the range, with a log entry at
 // a fresh sequence each (the receiver pushes them on), an index that
@@ -168,14 +183,9 @@ func TestChunkBadInput(t *testing.T) {
 	s := openTestStore(t, "")
 	src, dst := createTestReplica(t, s), createTestReplica(t, s)
 	mustApply(t, src, row("a", 1, fl("v", 1, 10)), row("b", 2, fl("v", 1, 10)))
-	ls, err := src.SnapshotLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
-	ls.Close()
-	if err != nil || c.Rows != 2 || !c.Done {
-		t.Fatalf("chunk %+v, %v", c, err)
+	c := wholeChunk(t, src)
+	if c.Rows != 2 {
+		t.Fatalf("chunk of %d rows, want 2", c.Rows)
 	}
 	entry := func(key, value []byte) []byte {
 		b := binary.AppendUvarint(nil, uint64(len(key)))
@@ -232,15 +242,7 @@ func TestChunkIngestRefusedWhenUnloadingOrDropped(t *testing.T) {
 	s := openTestStore(t, "")
 	src, dst := createTestReplica(t, s), createTestReplica(t, s)
 	mustApply(t, src, row("a", 1, fl("v", 1, 10)))
-	ls, err := src.SnapshotLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
-	ls.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := wholeChunk(t, src)
 	dst.Unload()
 	if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrUnloading) {
 		t.Fatalf("unloading: %v", err)
@@ -263,15 +265,7 @@ func TestChunkIngestThenApply(t *testing.T) {
 	s := openTestStore(t, "")
 	src, dst := createTestReplica(t, s), createTestReplica(t, s)
 	mustApply(t, src, row("a", 10, fl("v", 1, 10)), row("b", 20, fl("v", 1, 10)))
-	ls, err := src.SnapshotLog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ls.ReadChunk(nil, nil, RowRange{}, 0)
-	ls.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := wholeChunk(t, src)
 	from := uuid.New()
 	if _, err := dst.IngestChunk(c.Data, c.Rows, from); err != nil {
 		t.Fatal(err)

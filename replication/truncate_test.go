@@ -265,12 +265,7 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
 	var bDown atomic.Bool
 	bDown.Store(true)
-	rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
-		if tg.PlacementID == b.placement() && bDown.Load() {
-			return errDown
-		}
-		return nil
-	}
+	failPushesTo(rec, b.placement(), &bDown)
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
 		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1})
 	p.SetView(1, view(replicaTarget("s2", a.placement(), pid), replicaTarget("s3", b.placement(), pid)))
@@ -317,6 +312,17 @@ func TestPusherTruncatesConfirmedLog(t *testing.T) {
 	if s := few.LogStart(); s != 0 {
 		t.Fatalf("log of %d entries truncated to %d with TruncateMin 1000", few.HighSeq(), s)
 	}
+}
+
+// failPushesTo makes rec fail every push to placement while down holds
+// (nil: always).
+func failPushesTo(rec *recorder, placement uuid.UUID, down *atomic.Bool) {
+	rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
+		if tg.PlacementID == placement && (down == nil || down.Load()) {
+			return errDown
+		}
+		return nil
+	})
 }
 
 // waitTruncateChecks waits until p's Run has made n more truncation
@@ -458,12 +464,7 @@ func TestLogTruncatedPastDownTarget(t *testing.T) {
 	rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
 	var bDown atomic.Bool
 	bDown.Store(true)
-	rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
-		if tg.PlacementID == b.placement() && bDown.Load() {
-			return errDown
-		}
-		return nil
-	}
+	failPushesTo(rec, b.placement(), &bDown)
 	clock := newTestClock()
 	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec, BatchRows: 16,
 		RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
@@ -572,12 +573,7 @@ func TestLogHeldByDownTargetWithinLag(t *testing.T) {
 		fillForSnapshot(t, src, 50)
 		a, b := newReplica(t, pid), newReplica(t, pid)
 		rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, b.placement(): b}}
-		rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
-			if tg.PlacementID == b.placement() {
-				return errDown
-			}
-			return nil
-		}
+		failPushesTo(rec, b.placement(), nil)
 		clock := newTestClock()
 		p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
 			RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
@@ -598,12 +594,7 @@ func TestLogHeldByDownTargetWithinLag(t *testing.T) {
 		fillForSnapshot(t, src, 50)
 		a, child := newReplica(t, pid), newReplica(t, uuid.New())
 		rec := &recorder{apply: map[uuid.UUID]Applier{a.placement(): a, child.placement(): child}}
-		rec.fail = func(tg metadata.Target, _ wire.PushRequest) error {
-			if tg.PlacementID == child.placement() {
-				return errDown
-			}
-			return nil
-		}
+		failPushesTo(rec, child.placement(), nil)
 		clock := newTestClock()
 		p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
 			RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, Tick: 5 * time.Millisecond, TruncateMin: 1,
