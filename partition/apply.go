@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -133,6 +134,9 @@ func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID) (ApplyResult, er
 	if err := validateRows(rows); err != nil {
 		return ApplyResult{}, err
 	}
+	if err := r.checkInRange(rows); err != nil {
+		return ApplyResult{}, err
+	}
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
@@ -213,6 +217,33 @@ func validateRows(rows []model.Row) error {
 		}
 	}
 	return nil
+}
+
+// checkInRange refuses rows outside the replica's range: its rows share a
+// data space with other replicas' (space.go), and a drop deletes only the
+// rows of the dropped replica's range, so a row stored outside it would
+// be another replica's, or nobody's.
+func (r *Replica) checkInRange(rows []model.Row) error {
+	b, e := r.info.Begin, r.info.End
+	if b == nil && e == nil {
+		return nil
+	}
+	for i := range rows {
+		t := rows[i].Time
+		if b != nil && t < *b || e != nil && t >= *e {
+			return fmt.Errorf("%w: row %d (%s): time %d is outside the replica's range [%s, %s)",
+				ErrInvalidRow, i, rows[i].Series, t, boundString(b), boundString(e))
+		}
+	}
+	return nil
+}
+
+// boundString formats a range bound (nil: unbounded).
+func boundString(b *int64) string {
+	if b == nil {
+		return "inf"
+	}
+	return strconv.FormatInt(*b, 10)
 }
 
 // prepare builds the row keys, sorts them and merges duplicates (step 1,
@@ -449,6 +480,11 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}
+	}
+	if r.applyMu.shared.Load() {
+		// A stored row's sequence may be another member's: its entry,
+		// if any, is not ours to delete (truncation removes ours).
+		return nil
 	}
 	slices.Sort(sc.oldSeqs)
 	for _, old := range sc.oldSeqs {

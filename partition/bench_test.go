@@ -133,7 +133,7 @@ func BenchmarkPebbleCeiling(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				s := openBenchStore(b)
-				ks := newKeyspace(uuid.New())
+				ks := newKeyspace(uuid.New(), uuid.Nil)
 				var seq atomic.Uint64
 				templates := make([][]model.Row, writers)
 				for w := range templates {

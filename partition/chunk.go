@@ -74,6 +74,7 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	if err := r.synced.wait(s.high); err != nil {
 		return Chunk{}, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
+	rr = rr.within(&r.info)
 	lower, upper, afterKey, empty := r.rowBounds(after, rr)
 	if empty {
 		return Chunk{Done: true}, nil
@@ -243,7 +244,7 @@ func keyStart(ends []int, i int) int {
 // and tombstones included, as ReadRows returns them), checked as
 // IngestChunk checks them: errors match ErrCorrupt.
 func DecodeChunk(chunk []byte) ([]model.Row, error) {
-	pc, err := parseChunk(newKeyspace(uuid.Nil).rowLo, chunk)
+	pc, err := parseChunk(newKeyspace(uuid.Nil, uuid.Nil).rowLo, chunk)
 	if err != nil {
 		return nil, err
 	}
@@ -314,6 +315,13 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, 
 	}
 	if want == 0 {
 		return ApplyResult{LastSeq: r.high.Load()}, nil
+	}
+	rr := RowRange{}.within(&r.info)
+	for i := range pc.entries {
+		if e := &pc.entries[i]; !rr.contains(e.time) {
+			return ApplyResult{}, fmt.Errorf("%w: snapshot chunk row %d (%s): time %d is outside the replica's range [%s, %s)",
+				ErrInvalidRow, i, e.series, e.time, boundString(r.info.Begin), boundString(r.info.End))
+		}
 	}
 	if observe != nil {
 		observe(pc.newest)

@@ -32,6 +32,25 @@ func testInfo(p uuid.UUID) ReplicaInfo {
 	return ReplicaInfo{Placement: p, Table: "metrics", PartitionID: uuid.New()}
 }
 
+// sharingTable is the creation time of the table of createSharingReplica:
+// replicas of a table whose creation time is known share a data space
+// when their ranges overlap (space.go).
+var sharingTable = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// createSharingReplica creates a replica of [begin, end) of the table
+// "metrics" created at sharingTable: it joins the data space of the live
+// replicas of s whose ranges overlap it.
+func createSharingReplica(t testing.TB, s *Store, begin, end *int64) *Replica {
+	t.Helper()
+	info := testInfo(uuid.New())
+	info.Begin, info.End, info.TableCreatedAt = begin, end, sharingTable
+	r, err := s.CreateReplica(info)
+	if err != nil {
+		t.Fatalf("CreateReplica: %v", err)
+	}
+	return r
+}
+
 func createTestReplica(t testing.TB, s *Store) *Replica {
 	t.Helper()
 	r, err := s.CreateReplica(testInfo(uuid.New()))

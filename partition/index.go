@@ -37,14 +37,14 @@ const (
 
 // seriesIndexKey appends prefix|'s'|measurement|0|series.
 func (ks *keyspace) appendSeriesIndexKey(dst []byte, measurement, series string) []byte {
-	dst = append(append(dst, ks.prefix...), kindSeriesIx)
+	dst = append(append(dst, ks.space...), kindSeriesIx)
 	dst = append(append(dst, measurement...), 0)
 	return append(dst, series...)
 }
 
 // appendTagIndexKey appends prefix|'i'|measurement|0|key|0|value|0|series.
 func (ks *keyspace) appendTagIndexKey(dst []byte, measurement string, tag model.Tag, series string) []byte {
-	dst = append(append(dst, ks.prefix...), kindTag)
+	dst = append(append(dst, ks.space...), kindTag)
 	dst = append(append(dst, measurement...), 0)
 	dst = append(append(dst, tag.Key...), 0)
 	dst = append(append(dst, tag.Value...), 0)
@@ -53,7 +53,7 @@ func (ks *keyspace) appendTagIndexKey(dst []byte, measurement string, tag model.
 
 // appendFieldIndexKey appends prefix|'f'|measurement|0|field|0|kind.
 func (ks *keyspace) appendFieldIndexKey(dst []byte, measurement, field string, kind model.Kind) []byte {
-	dst = append(append(dst, ks.prefix...), kindField)
+	dst = append(append(dst, ks.space...), kindField)
 	dst = append(append(dst, measurement...), 0)
 	dst = append(append(dst, field...), 0)
 	return append(dst, byte(kind))
@@ -62,7 +62,7 @@ func (ks *keyspace) appendFieldIndexKey(dst []byte, measurement, field string, k
 // kindRange returns the bounds of every key of kind k, or of those whose
 // part after the kind starts with sub.
 func (ks *keyspace) kindRange(k byte, sub []byte) (lo, hi []byte) {
-	lo = append(append(append([]byte(nil), ks.prefix...), k), sub...)
+	lo = append(append(append([]byte(nil), ks.space...), k), sub...)
 	return lo, prefixSuccessor(lo)
 }
 

@@ -21,6 +21,7 @@ const (
 	kindSeq    byte = 'q' // sequence index
 	kindRow    byte = 'r' // rows
 	kindTrunc  byte = 't' // log truncation point
+	kindShared byte = 'x' // a data space shared by several placements (space.go)
 
 	placementLen = 16
 	prefixLen    = 1 + placementLen // 0x01|placement
@@ -54,37 +55,59 @@ const maxBucket = uint32(1<<(64-bucketShift) - 1)
 
 // keyspace holds the precomputed key prefixes and bounds of one replica. It
 // is immutable after construction.
+//
+// A replica's own keys (log, cursors, truncation point) lie under its
+// placement's prefix; its rows and tag index under its data space's
+// (space.go), which is the same prefix unless the replica shares the rows
+// of another local placement.
 type keyspace struct {
 	prefix   []byte // 0x01|placement
 	dataEnd  []byte // successor of prefix
 	curLo    []byte // prefix|'c'
 	curHi    []byte // prefix|'d'
-	rowLo    []byte // prefix|'r'
-	rowHi    []byte // prefix|'s'
 	seqLo    []byte // prefix|'q'
 	seqHi    []byte // prefix|'r'
 	trunc    []byte // prefix|'t'
 	registry []byte // 0x02|placement
 	tomb     []byte // 0x03|placement
+
+	space    []byte // 0x01|data space: rows and tag index
+	spaceEnd []byte // successor of space
+	rowLo    []byte // space|'r'
+	rowHi    []byte // space|'s'
+	shared   []byte // space|'x'
 }
 
-func newKeyspace(p uuid.UUID) keyspace {
+// newKeyspace returns the keyspace of placement p whose rows lie in data
+// space d (uuid.Nil: p's own).
+func newKeyspace(p, d uuid.UUID) keyspace {
+	if d == uuid.Nil {
+		d = p
+	}
 	prefix := append([]byte{nsData}, p[:]...)
-	with := func(b byte) []byte { return append(append([]byte(nil), prefix...), b) }
+	space := append([]byte{nsData}, d[:]...)
+	with := func(pre []byte, b byte) []byte { return append(append([]byte(nil), pre...), b) }
 	return keyspace{
 		prefix:   prefix,
 		dataEnd:  prefixSuccessor(prefix),
-		curLo:    with(kindCursor),
-		curHi:    with(kindCursor + 1),
-		rowLo:    with(kindRow),
-		rowHi:    with(kindRow + 1),
-		seqLo:    with(kindSeq),
-		seqHi:    with(kindSeq + 1),
-		trunc:    with(kindTrunc),
+		curLo:    with(prefix, kindCursor),
+		curHi:    with(prefix, kindCursor+1),
+		seqLo:    with(prefix, kindSeq),
+		seqHi:    with(prefix, kindSeq+1),
+		trunc:    with(prefix, kindTrunc),
 		registry: registryKey(p),
 		tomb:     tombstoneKey(p),
+		space:    space,
+		spaceEnd: prefixSuccessor(space),
+		rowLo:    with(space, kindRow),
+		rowHi:    with(space, kindRow+1),
+		shared:   with(space, kindShared),
 	}
 }
+
+// ownsSpace reports whether the replica's placement is its data space's
+// id (its own keys and its rows share one prefix).
+func (ks *keyspace) ownsSpace() bool { return bytes.Equal(ks.prefix, ks.space) }
 
 func registryKey(p uuid.UUID) []byte  { return append([]byte{nsRegistry}, p[:]...) }
 func tombstoneKey(p uuid.UUID) []byte { return append([]byte{nsTombstone}, p[:]...) }

@@ -55,7 +55,7 @@ func randKeySeries(rng *rand.Rand) string {
 // (bucket, series, time) and that keys decode back to their parts.
 func TestRowKeyOrder(t *testing.T) {
 	rng := newSeededRand(t)
-	ks := newKeyspace(uuid.New())
+	ks := newKeyspace(uuid.New(), uuid.Nil)
 	for i := 0; i < 20000; i++ {
 		a := keyTuple{randKeySeries(rng), randKeyTime(rng)}
 		b := keyTuple{randKeySeries(rng), randKeyTime(rng)}
@@ -112,7 +112,7 @@ func TestTimeBuckets(t *testing.T) {
 }
 
 func TestSeqKeyAndValue(t *testing.T) {
-	ks := newKeyspace(uuid.New())
+	ks := newKeyspace(uuid.New(), uuid.Nil)
 	prev := []byte(nil)
 	for _, seq := range []uint64{0, 1, 2, 255, 256, 1 << 32, 1<<64 - 1} {
 		k := ks.appendSeqKey(nil, seq)
@@ -173,7 +173,7 @@ func TestSeqKeyAndValue(t *testing.T) {
 }
 
 func TestCursorKeyAndValue(t *testing.T) {
-	ks := newKeyspace(uuid.New())
+	ks := newKeyspace(uuid.New(), uuid.Nil)
 	target := uuid.New()
 	key := ks.appendCursorKey(nil, target)
 	if !bytes.HasPrefix(key, ks.curLo) || bytes.Compare(key, ks.curHi) >= 0 {
@@ -204,7 +204,7 @@ func TestKeyspaceRanges(t *testing.T) {
 		max[i] = 0xff
 	}
 	for _, p := range []uuid.UUID{uuid.New(), max, {}} {
-		ks := newKeyspace(p)
+		ks := newKeyspace(p, uuid.Nil)
 		// Every kind range lies inside the data range.
 		for _, k := range [][]byte{ks.rowLo, ks.rowHi, ks.seqLo, ks.seqHi, ks.curLo, ks.curHi} {
 			if bytes.Compare(k, ks.prefix) < 0 || bytes.Compare(k, ks.dataEnd) >= 0 {

@@ -17,19 +17,13 @@ type Replica struct {
 	info  ReplicaInfo // immutable
 	ks    keyspace    // immutable
 
-	// applyMu serializes the read-merge-write of Apply, DropReplica and
-	// the snapshot taken by ReadLog: sequences are assigned and batches
-	// made visible in sequence order under it.
-	applyMu struct {
-		sync.Mutex
-		// maxTime is an upper bound of the time of every stored row
-		// (math.MinInt64 while there is none): Apply skips the lookup of a
-		// row newer than it, which cannot exist.
-		maxTime int64
-		// index records what the tag index holds; nil until the first
-		// Apply loads it (index.go).
-		index *indexState
-	}
+	// applyMu is the apply lock: the lock of the replica's data space
+	// (space.go), shared with the other replicas whose rows are the same.
+	// It serializes the read-merge-write of Apply, DropReplica and the
+	// snapshot taken by ReadLog: sequences are assigned and batches made
+	// visible in sequence order under it. Set at creation, under the
+	// store's lock.
+	applyMu *dataSpace
 	// high is the last assigned sequence. Written under applyMu only after
 	// the batch holding it is visible; read without a lock.
 	high atomic.Uint64
@@ -85,8 +79,13 @@ type ReplicaStats struct {
 	Bytes uint64
 }
 
-func newReplica(s *Store, info ReplicaInfo) *Replica {
-	r := &Replica{store: s, info: info, ks: newKeyspace(info.Placement)}
+// newReplica returns the replica of info in data space sp (nil: a space
+// of its own that no store knows, for a drop of an unknown placement).
+func newReplica(s *Store, info ReplicaInfo, sp *dataSpace) *Replica {
+	if sp == nil {
+		sp = &dataSpace{id: info.Placement, maxTime: math.MinInt64}
+	}
+	r := &Replica{store: s, info: info, ks: newKeyspace(info.Placement, sp.id), applyMu: sp}
 	r.cursors.m = make(map[uuid.UUID]uint64)
 	r.inflight.cond.L = &r.inflight.Mutex
 	return r
@@ -145,7 +144,7 @@ func (r *Replica) markDropped() bool {
 func (r *Replica) initSeq(high uint64, maxTime int64) {
 	r.high.Store(high)
 	r.synced = newSyncTracker(high)
-	r.applyMu.maxTime = maxTime
+	r.applyMu.maxTime = max(r.applyMu.maxTime, maxTime)
 }
 
 // storedTimeBound returns an upper bound of the stored row times: the end
@@ -200,19 +199,23 @@ func (r *Replica) SyncedSeq() uint64 { return r.synced.synced.Load() }
 // HighSeq returns the last assigned sequence (possibly not yet synced).
 func (r *Replica) HighSeq() uint64 { return r.high.Load() }
 
-// DiskUsage estimates the bytes the replica's data takes on disk (pebble
-// EstimateDiskUsage over its key range; data still in the memtable counts
-// as 0).
+// DiskUsage estimates the bytes the replica's rows and log take on disk
+// (pebble EstimateDiskUsage over the storage buckets of its range and over
+// its log; data still in the memtable counts as 0).
 func (r *Replica) DiskUsage() (uint64, error) {
 	if err := r.enter(); err != nil {
 		return 0, err
 	}
 	defer r.store.gate.Exit()
-	n, err := r.store.db.EstimateDiskUsage(r.ks.prefix, r.ks.dataEnd)
+	rows, err := r.rowDiskUsage()
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
-	return n, nil
+	log, err := r.store.db.EstimateDiskUsage(r.ks.seqLo, r.ks.seqHi)
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	return rows + log, nil
 }
 
 // Stats returns the replica's sequences and estimated size.
@@ -278,7 +281,7 @@ func (r *Replica) dropLocked() error {
 }
 
 func (r *Replica) dropOps(b *pebble.Batch) error {
-	if err := b.DeleteRange(r.ks.prefix, r.ks.dataEnd, nil); err != nil {
+	if err := r.dropSpaceOps(b); err != nil {
 		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
 	}
 	if err := b.Delete(r.ks.registry, nil); err != nil {

@@ -203,6 +203,14 @@ func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker
 }
 
 func (r *Replica) newWalkerOn(db reader, from, to int64, series string, prefix bool) (*walker, error) {
+	// Only the replica's range: its data space may hold other replicas'
+	// rows around it (space.go).
+	if b := r.info.Begin; b != nil && from < *b {
+		from = *b
+	}
+	if e := r.info.End; e != nil && to > *e {
+		to = *e
+	}
 	toOpen := to == math.MaxInt64
 	if from >= to && !toOpen {
 		return nil, nil

@@ -562,9 +562,12 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 // rowDiskUsage is pebble's estimate of the disk usage of the replica's
 // rows (the 'r' keyspace): the log (whose entries carry their rows' values
 // too), the cursors and the tag index do not count towards a split, which
-// moves rows. The caller holds the store's gate.
+// moves rows. Only the storage buckets of the replica's range count (the
+// rows of its data space outside them are other replicas'). The caller
+// holds the store's gate.
 func (r *Replica) rowDiskUsage() (uint64, error) {
-	return r.store.db.EstimateDiskUsage(r.ks.rowLo, r.ks.rowHi)
+	lower, upper := r.ownRowBounds()
+	return r.store.db.EstimateDiskUsage(lower, upper)
 }
 
 // scanSize sums the uncompressed key and value bytes of the replica's rows

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -362,17 +361,16 @@ func TestSplitPointBoundedRange(t *testing.T) {
 	for _, flushed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("flushed=%v", flushed), func(t *testing.T) {
 			s := openTestStore(t, "")
-			info := testInfo(uuid.New())
-			info.Begin, info.End = &begin, &end
-			r, err := s.CreateReplica(info)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fillRows(t, r, 10, inside, func(int) int { return 30 })
+			// The rows are written through a replica of the whole table,
+			// and r shares its data space (space.go): the strays are
+			// rows of that space outside r's range.
+			wide := createSharingReplica(t, s, nil, nil)
+			r := createSharingReplica(t, s, &begin, &end)
+			fillRows(t, wide, 10, inside, func(int) int { return 30 })
 			// Strays: just before begin and at end (the edge buckets), and
 			// heavy ones far outside.
-			fillRows(t, r, 10, []int64{begin - 1, end, end + 1}, func(int) int { return 30 })
-			fillRows(t, r, 10, []int64{begin - 1000*splitStep, end + 1000*splitStep}, func(int) int { return 20000 })
+			fillRows(t, wide, 10, []int64{begin - 1, end, end + 1}, func(int) int { return 30 })
+			fillRows(t, wide, 10, []int64{begin - 1000*splitStep, end + 1000*splitStep}, func(int) int { return 20000 })
 			if flushed {
 				flush(t, s)
 			}
@@ -398,13 +396,9 @@ func TestSplitPointBoundedRange(t *testing.T) {
 func TestSplitPointBoundedRangeStraysOnly(t *testing.T) {
 	s := openTestStore(t, "")
 	begin, end := splitTime(10), splitTime(20)
-	info := testInfo(uuid.New())
-	info.Begin, info.End = &begin, &end
-	r, err := s.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillRows(t, r, 5, []int64{begin - 1, end, splitTime(0), splitTime(30)}, func(int) int { return 10 })
+	wide := createSharingReplica(t, s, nil, nil)
+	r := createSharingReplica(t, s, &begin, &end)
+	fillRows(t, wide, 5, []int64{begin - 1, end, splitTime(0), splitTime(30)}, func(int) int { return 10 })
 	if _, err := r.SplitPoint(); !errors.Is(err, ErrCannotSplit) {
 		t.Fatalf("SplitPoint: %v; want ErrCannotSplit", err)
 	}

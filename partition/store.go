@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,11 @@ type Options struct {
 	// count them. The batch holds each row's value twice (row and log
 	// entry) unless SetLogValues(false) holds.
 	Throttle func(bytes int)
+	// NoShare makes every new replica start a data space of its own, as
+	// before data spaces existed: a split child on a server holding the
+	// parent then receives a copy of the parent's rows. For comparisons
+	// (benchmarks) and tests.
+	NoShare bool
 	// CheckIndex makes Open compare every replica's tag index with its
 	// rows and repair what differs (CheckIndex(true)), logging what it
 	// found; without it Open builds the index only for a store written
@@ -63,6 +69,8 @@ type Store struct {
 	throttle func(bytes int)
 	// checkIndex is Options.CheckIndex.
 	checkIndex bool
+	// noShare is Options.NoShare.
+	noShare bool
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
@@ -85,6 +93,9 @@ type Store struct {
 		// dropping hold mu for the whole registry write, so the map and
 		// the registry agree.
 		replicas map[uuid.UUID]*Replica
+		// spaces are the data spaces of the live replicas by id
+		// (space.go); a space is removed with its last member.
+		spaces map[uuid.UUID]*dataSpace
 		// pending are the tables not settled since the store's birth.
 		pending map[string]bool
 		// lost are the placements marked lost, by placement.
@@ -119,6 +130,11 @@ type ReplicaInfo struct {
 	// the name be dropped and created again. Zero for replicas created
 	// before it was recorded (issue 18).
 	TableCreatedAt time.Time `json:"table_created_at,omitzero"`
+	// DataSpace is the data space the replica's rows lie in (space.go):
+	// the placement of the live replica whose rows it shares, chosen by
+	// CreateReplica; zero (the usual case) is its own placement. Set by
+	// the store, never by a caller.
+	DataSpace uuid.UUID `json:"data_space,omitzero"`
 }
 
 // clone returns a deep copy (Begin and End are not shared).
@@ -185,12 +201,13 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex}
+	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare}
 	if err := s.cleanIngestDir(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	s.mu.replicas = make(map[uuid.UUID]*Replica)
+	s.mu.spaces = make(map[uuid.UUID]*dataSpace)
 	s.snaps.m = make(map[*LogSnapshot]struct{})
 	if err := s.loadRegistry(); err != nil {
 		_ = db.Close()
@@ -239,7 +256,14 @@ func (s *Store) loadRegistry() error {
 		if !bytes.Equal(it.Key(), registryKey(info.Placement)) {
 			return fmt.Errorf("%w: registry key %x holds placement %s", ErrCorrupt, it.Key(), info.Placement)
 		}
-		r := newReplica(s, info)
+		sp := s.spaceLocked(spaceOf(info))
+		r := newReplica(s, info, sp)
+		if len(sp.members) == 0 {
+			if err := s.loadShared(sp, &r.ks); err != nil {
+				return err
+			}
+		}
+		sp.members[info.Placement] = r
 		high, err := r.lastSeq()
 		if err != nil {
 			return err
@@ -334,19 +358,50 @@ func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 	if _, lost := s.mu.lost[info.Placement]; lost {
 		return nil, fmt.Errorf("create replica %s: %w", info.Placement, ErrLost)
 	}
+	info.DataSpace = s.chooseSpaceLocked(info)
 	enc, err := json.Marshal(info)
 	if err != nil {
 		return nil, fmt.Errorf("partition: encode replica info: %w", err)
 	}
-	r := newReplica(s, info)
-	// A placement that was never registered has no data, so the registry
-	// entry is all there is to write.
-	if err := s.db.Set(r.ks.registry, enc, pebble.Sync); err != nil {
+	sp := s.spaceLocked(spaceOf(info))
+	r := newReplica(s, info, sp)
+	// A placement that was never registered has no data of its own, so
+	// the registry entry (and, joining a space, its shared marker) is all
+	// there is to write.
+	b := s.db.NewBatch()
+	defer b.Close()
+	err = b.Set(r.ks.registry, enc, nil)
+	var high uint64
+	if err == nil && info.DataSpace != uuid.Nil {
+		err = sp.markSharedOps(b, &r.ks)
+		// The rows it shares are in no entry of its log: the log starts
+		// truncated at 1, so a target from 0 takes a row snapshot (of the
+		// shared rows in its range) instead of an empty log.
+		high = 1
+		if err == nil {
+			err = b.Set(r.ks.trunc, binary.BigEndian.AppendUint64(nil, high), nil)
+		}
+	}
+	if err == nil {
+		err = b.Commit(pebble.Sync)
+	}
+	if err != nil {
+		if len(sp.members) == 0 {
+			delete(s.mu.spaces, sp.id)
+		}
 		return nil, fmt.Errorf("partition: register replica %s: %w", info.Placement, err)
 	}
-	r.initSeq(0, math.MinInt64)
+	if info.DataSpace != uuid.Nil {
+		sp.Lock() // the space's Applies read shared under it
+		sp.shared.Store(true)
+		sp.Unlock()
+	}
+	r.trunc.Store(high)
+	r.initSeq(high, math.MinInt64)
+	sp.members[info.Placement] = r
 	s.mu.replicas[info.Placement] = r
-	s.log.Info("replica created", "placement", info.Placement, "table", info.Table, "partition", info.PartitionID)
+	s.log.Info("replica created", "placement", info.Placement, "table", info.Table, "partition", info.PartitionID,
+		"data_space", sp.id)
 	return r, nil
 }
 
@@ -405,14 +460,53 @@ func (s *Store) DropReplica(placement uuid.UUID) error {
 	defer s.mu.Unlock()
 	r, ok := s.mu.replicas[placement]
 	if !ok {
-		r = newReplica(s, ReplicaInfo{Placement: placement})
+		// Its own keys, and its space's rows unless the space still has
+		// live members (it was theirs first).
+		var sp *dataSpace
+		if live := s.mu.spaces[placement]; live != nil {
+			sp = &dataSpace{id: placement, members: map[uuid.UUID]*Replica{}}
+			for p, m := range live.members {
+				sp.members[p] = m
+			}
+			sp.maxTime = math.MinInt64
+		}
+		r = newReplica(s, ReplicaInfo{Placement: placement}, sp)
+		if sp != nil {
+			r.info.Begin, r.info.End = new(int64), new(int64) // an empty range: no rows of its own
+			sp.members[placement] = r
+		}
 	}
 	if err := r.drop(); err != nil {
 		return err
 	}
-	delete(s.mu.replicas, placement)
+	s.forgetLocked(r)
 	s.log.Info("replica dropped", "placement", placement)
 	return nil
+}
+
+// forgetLocked removes a dropped replica from the registry maps and its
+// space. The caller holds s.mu.
+func (s *Store) forgetLocked(r *Replica) {
+	p := r.info.Placement
+	if s.mu.replicas[p] == r {
+		delete(s.mu.replicas, p)
+	}
+	sp := r.applyMu
+	if s.mu.spaces[sp.id] != sp {
+		return // a placeholder space (DropReplica of an unknown placement)
+	}
+	delete(sp.members, p)
+	if len(sp.members) == 0 {
+		delete(s.mu.spaces, sp.id)
+	}
+}
+
+// spaceOf returns the id of info's data space.
+func spaceOf(info ReplicaInfo) uuid.UUID {
+	if info.DataSpace != uuid.Nil {
+		return info.DataSpace
+	}
+	return info.Placement
 }
 
 // DropReplicaIf drops the replica like DropReplica, but only if cond,
@@ -441,7 +535,7 @@ func (s *Store) DropReplicaIf(placement uuid.UUID, cond func(*Replica) bool) (bo
 	if err != nil || !dropped {
 		return false, err
 	}
-	delete(s.mu.replicas, placement)
+	s.forgetLocked(r)
 	s.log.Info("replica dropped", "placement", placement, "conditional", true)
 	return true, nil
 }

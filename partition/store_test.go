@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := ReplicaInfo{Placement: uuid.New(), Table: "cpu", PartitionID: uuid.New(), Begin: int64p(-100), End: nil}
+	info := ReplicaInfo{Placement: uuid.New(), Table: "cpu", PartitionID: uuid.New(), Begin: int64p(math.MinInt64), End: nil}
 	r, err := s.CreateReplica(info)
 	if err != nil {
 		t.Fatal(err)

@@ -121,6 +121,18 @@ type RowRange struct {
 	Begin, End *int64
 }
 
+// within returns rr cut to the replica's own range: its data space may
+// hold other replicas' rows around it (space.go).
+func (rr RowRange) within(info *ReplicaInfo) RowRange {
+	if b := info.Begin; b != nil && (rr.Begin == nil || *rr.Begin < *b) {
+		rr.Begin = b
+	}
+	if e := info.End; e != nil && (rr.End == nil || *rr.End > *e) {
+		rr.End = e
+	}
+	return rr
+}
+
 // contains reports whether t lies in the range.
 func (rr RowRange) contains(t int64) bool {
 	return (rr.Begin == nil || t >= *rr.Begin) && (rr.End == nil || t < *rr.End)
@@ -145,6 +157,7 @@ func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model
 	if err := r.synced.wait(s.high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
+	rr = rr.within(&r.info)
 	lower, upper, afterKey, empty := r.rowBounds(after, rr)
 	if empty {
 		return nil, nil

@@ -77,6 +77,16 @@ type LogValuesLog interface {
 	SetLogValues(on bool)
 }
 
+// SharingLog is a Log that can tell whether a local replica reads the same
+// rows (*partition.Replica, through ReplicaLog: Replica.SharesData): a
+// split child or a re-added placement on this server in the replica's
+// data space. A push to such a target has nothing to carry: the Pusher
+// confirms its cursor up to the synced watermark instead (every row of
+// the log up to it is stored, synced, where the target reads it).
+type SharingLog interface {
+	SharesData(target uuid.UUID) bool
+}
+
 // RowSnapshot is a LogSnapshot whose rows can be read in key order
 // (*partition.LogSnapshot): a row snapshot of the replica at Seq.
 type RowSnapshot interface {
@@ -1004,6 +1014,9 @@ func (p *Pusher) pushState(t *target) pushState {
 // the batch was full, so more rows may follow at once.
 func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	st := p.pushState(t)
+	if err := p.confirmShared(t); err != nil {
+		return false, err
+	}
 	cursor, backfill, done, err := p.cursorOf(t, &st)
 	if done || err != nil {
 		return false, err
@@ -1070,6 +1083,29 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
 	return b.more, p.confirmStep(t, b)
+}
+
+// confirmShared confirms t up to the synced watermark when t's replica
+// shares this replica's rows (SharingLog): nothing is pushed to it. A
+// joining target still gets its Complete signal from the step (an empty
+// push).
+func (p *Pusher) confirmShared(t *target) error {
+	sl, ok := p.cfg.Log.(SharingLog)
+	if !ok {
+		return nil
+	}
+	to := t.id
+	if t.tailOf != nil {
+		to = t.tailOf.id
+	}
+	// The watermark is read first: every entry up to it is stored
+	// (synced) in the shared rows when SharesData answers.
+	synced := p.cfg.Log.SyncedSeq()
+	if synced <= p.cfg.Log.Confirmed(t.id) || !sl.SharesData(to) {
+		return nil
+	}
+	p.stats.sharedConfirms.Add(1)
+	return p.confirm(t.id, synced)
 }
 
 // belowLogStart reports whether cursor is below the log's truncation

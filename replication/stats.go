@@ -94,6 +94,9 @@ type Stats struct {
 	// SnapshotsDone, SnapshotsFailed and SnapshotsDropped count the row
 	// snapshots that ended, by result.
 	SnapshotsDone, SnapshotsFailed, SnapshotsDropped uint64
+	// SharedConfirms counts the times a target that shares this
+	// replica's rows (SharingLog) was confirmed without a push.
+	SharedConfirms uint64
 }
 
 // pusherStats are a Pusher's counters behind Stats (atomics: the target
@@ -102,6 +105,7 @@ type pusherStats struct {
 	rows, bytes           [4]atomic.Uint64 // indexed like MoveKinds
 	active                atomic.Int64
 	done, failed, dropped atomic.Uint64
+	sharedConfirms        atomic.Uint64
 }
 
 func moveIndex(k MoveKind) int {
@@ -131,6 +135,7 @@ func (p *Pusher) Stats() Stats {
 		Moved:           map[MoveKind]Moved{},
 		SnapshotsActive: int(s.active.Load()),
 		SnapshotsDone:   s.done.Load(), SnapshotsFailed: s.failed.Load(), SnapshotsDropped: s.dropped.Load(),
+		SharedConfirms: s.sharedConfirms.Load(),
 	}
 	for _, k := range MoveKinds {
 		i := moveIndex(k)

@@ -1,0 +1,335 @@
+package partition
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+)
+
+// A data space is the row keyspace (rows and tag index) that a group of
+// local replicas share: a replica created while live local replicas of the
+// same table hold an overlapping range joins their space instead of
+// starting an empty one, so a split child on a server that holds the
+// parent (or a placement re-added beside its own UNLOAD predecessor) has
+// the parent's rows at once and copies nothing (issue 16, item 3;
+// docs/storage-format.md, "Data spaces"; docs/safety.md, rule 4).
+//
+// Each replica keeps its own log, cursors and truncation point under its
+// placement's prefix, and reads only the rows of its range. A space's id
+// is the placement of the replica that created it, so a replica alone in
+// its space lays out its keys exactly as before spaces existed.
+//
+// Ranges of one table are nested or disjoint (they are all cut from the
+// table's first partitions by splits), so the replicas whose ranges
+// overlap a new one belong to at most one space in practice; when they
+// belong to several the new replica starts its own (a copy, always safe).
+type dataSpace struct {
+	// Mutex is the apply lock of every member: merges of one row by two
+	// members are serialized (rule 2), and a drop's deletes run under it
+	// (rule 3).
+	sync.Mutex
+	id uuid.UUID
+	// maxTime is an upper bound of the time of every row stored in the
+	// space (math.MinInt64 while there is none): Apply skips the lookup
+	// of a row newer than it, which cannot exist. Under the lock.
+	maxTime int64
+	// index records what the space's tag index holds; nil until the first
+	// Apply loads it (index.go). Under the lock.
+	index *indexState
+	// shared is set once a second placement joined the space, and stays
+	// set (persisted as the 'x' key): a row's stored sequence may then be
+	// another member's, so an overwrite no longer deletes the log entry
+	// of the sequence it supersedes (apply.go), and a legacy log entry's
+	// row may carry a later sequence (readlog.go). Set under the lock.
+	shared atomic.Bool
+	// members are the live replicas in the space, by placement. Guarded
+	// by Store.mu.
+	members map[uuid.UUID]*Replica
+}
+
+// spaceLocked returns the space id, created empty if unknown. The caller
+// holds s.mu.
+func (s *Store) spaceLocked(id uuid.UUID) *dataSpace {
+	sp := s.mu.spaces[id]
+	if sp == nil {
+		sp = &dataSpace{id: id, maxTime: math.MinInt64, members: map[uuid.UUID]*Replica{}}
+		s.mu.spaces[id] = sp
+	}
+	return sp
+}
+
+// chooseSpaceLocked returns the data space a new replica joins: the one
+// space of the live replicas of the same table (same creation time) whose
+// ranges overlap info's, or uuid.Nil to start its own (none overlaps,
+// several spaces do, or the table's creation time is unknown). The caller
+// holds s.mu, which every creation and drop holds: the members it sees
+// stay live until the new replica is registered.
+func (s *Store) chooseSpaceLocked(info ReplicaInfo) uuid.UUID {
+	if info.TableCreatedAt.IsZero() || s.noShare {
+		return uuid.Nil
+	}
+	var found *dataSpace
+	for _, o := range s.mu.replicas {
+		if o.info.Table != info.Table || !o.info.TableCreatedAt.Equal(info.TableCreatedAt) ||
+			!rangesOverlap(o.info.Begin, o.info.End, info.Begin, info.End) || o.dropped.Load() {
+			continue
+		}
+		if found != nil && found != o.applyMu {
+			return uuid.Nil
+		}
+		found = o.applyMu
+	}
+	if found == nil {
+		return uuid.Nil
+	}
+	return found.id
+}
+
+// rangesOverlap reports whether [b1,e1) and [b2,e2) intersect (nil is
+// unbounded).
+func rangesOverlap(b1, e1, b2, e2 *int64) bool {
+	if e1 != nil && b2 != nil && *e1 <= *b2 {
+		return false
+	}
+	if e2 != nil && b1 != nil && *e2 <= *b1 {
+		return false
+	}
+	return true
+}
+
+// span is an inclusive time interval [lo, hi].
+type span struct{ lo, hi int64 }
+
+// spanOf returns a range's times as an inclusive interval; ok is false
+// for an empty range.
+func spanOf(begin, end *int64) (sp span, ok bool) {
+	sp = span{lo: math.MinInt64, hi: math.MaxInt64}
+	if begin != nil {
+		sp.lo = *begin
+	}
+	if end != nil {
+		if *end == math.MinInt64 {
+			return span{}, false
+		}
+		sp.hi = *end - 1
+	}
+	return sp, sp.lo <= sp.hi
+}
+
+// uncovered returns the parts of own that none of others covers, in
+// order.
+func uncovered(own span, others []span) []span {
+	out := []span{own}
+	for _, o := range others {
+		var next []span
+		for _, p := range out {
+			if o.hi < p.lo || o.lo > p.hi {
+				next = append(next, p)
+				continue
+			}
+			if o.lo > p.lo {
+				next = append(next, span{p.lo, o.lo - 1})
+			}
+			if o.hi < p.hi {
+				next = append(next, span{o.hi + 1, p.hi})
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// dropSpaceOps adds to b the deletes of a drop of r (rule 3, and rule 4's
+// form with data spaces): r's own keys, and either its whole space when r
+// is its last live member, or the rows of r's range that no other live
+// member covers. The tag index stays while other members live (it may
+// list series that no longer have rows, which every reader of it
+// tolerates: it is read as a superset). The caller holds s.mu and the
+// space's lock.
+func (r *Replica) dropSpaceOps(b *pebble.Batch) error {
+	sp := r.applyMu
+	var others []span
+	alone := true
+	for p, o := range sp.members {
+		if p == r.info.Placement {
+			continue
+		}
+		alone = false
+		if os, ok := spanOf(o.info.Begin, o.info.End); ok {
+			others = append(others, os)
+		}
+	}
+	if alone {
+		if err := b.DeleteRange(r.ks.space, r.ks.spaceEnd, nil); err != nil {
+			return err
+		}
+		if r.ks.ownsSpace() {
+			return nil
+		}
+		return b.DeleteRange(r.ks.prefix, r.ks.dataEnd, nil)
+	}
+	if err := r.deleteOwnKeys(b); err != nil {
+		return err
+	}
+	own, ok := spanOf(r.info.Begin, r.info.End)
+	if !ok {
+		return nil
+	}
+	for _, u := range uncovered(own, others) {
+		if err := r.deleteRowsIn(b, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteOwnKeys adds the deletes of r's own keys: its whole prefix when
+// its rows lie elsewhere, else the kinds that are r's alone.
+func (r *Replica) deleteOwnKeys(b *pebble.Batch) error {
+	if !r.ks.ownsSpace() {
+		return b.DeleteRange(r.ks.prefix, r.ks.dataEnd, nil)
+	}
+	for _, k := range []byte{kindCursor, kindSeq, kindTrunc} {
+		lo := append(append([]byte(nil), r.ks.prefix...), k)
+		if err := b.DeleteRange(lo, prefixSuccessor(lo), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteRowsIn adds the deletes of the space's rows with a time in u:
+// one range deletion over the storage buckets u covers whole, and in a
+// bucket it covers in part one per series found there.
+func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
+	first, last := timeBucket(u.lo), timeBucket(u.hi)
+	bucketEnd := func(bk uint32) int64 {
+		if bk == maxBucket {
+			return math.MaxInt64
+		}
+		return bucketStart(bk+1) - 1
+	}
+	whole := func(bk uint32) bool { return u.lo <= bucketStart(bk) && u.hi >= bucketEnd(bk) }
+	lo, hi := first, last
+	if !whole(first) {
+		if err := r.deleteInBucket(b, first, u.lo, min(u.hi, bucketEnd(first))); err != nil {
+			return err
+		}
+		if first == last {
+			return nil
+		}
+		lo++
+	}
+	if !whole(last) {
+		if err := r.deleteInBucket(b, last, max(u.lo, bucketStart(last)), u.hi); err != nil {
+			return err
+		}
+		if last == 0 {
+			return nil
+		}
+		hi--
+	}
+	if lo > hi {
+		return nil
+	}
+	upper := r.ks.rowHi
+	if hi < maxBucket {
+		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
+	}
+	return b.DeleteRange(r.ks.appendBucketSeriesKey(nil, lo, ""), upper, nil)
+}
+
+// deleteInBucket adds, for every series stored in bucket bk, the range
+// deletion of its rows with a time in [from, to].
+func (r *Replica) deleteInBucket(b *pebble.Batch, bk uint32, from, to int64) error {
+	upper := r.ks.rowHi
+	if bk < maxBucket {
+		upper = r.ks.appendBucketSeriesKey(nil, bk+1, "")
+	}
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.appendBucketSeriesKey(nil, bk, ""), UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	var seek []byte
+	ok := it.First()
+	for ok {
+		_, series, _, err := rowKeyParts(it.Key())
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
+		lo := r.ks.appendRowKey(nil, string(series), from)
+		hi := append(r.ks.appendRowKey(nil, string(series), to), 0) // just past the row at to
+		if err := b.DeleteRange(lo, hi, nil); err != nil {
+			return errors.Join(err, it.Close())
+		}
+		// The next series: every key of this one is series|0x00|time.
+		seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
+		ok = it.SeekGE(seek)
+	}
+	return errors.Join(it.Error(), it.Close())
+}
+
+// markSharedOps adds to b the write of the space's shared marker, unless
+// the space is marked already. The caller holds s.mu.
+func (sp *dataSpace) markSharedOps(b *pebble.Batch, ks *keyspace) error {
+	if sp.shared.Load() {
+		return nil
+	}
+	return b.Set(ks.shared, nil, nil)
+}
+
+// loadShared reads whether the space was ever shared.
+func (s *Store) loadShared(sp *dataSpace, ks *keyspace) error {
+	_, closer, err := s.db.Get(ks.shared)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("partition: data space %s: read shared marker: %w", sp.id, err)
+	}
+	_ = closer.Close()
+	sp.shared.Store(true)
+	return nil
+}
+
+// DataSpace returns the id of the data space the replica's rows lie in:
+// its own placement unless it shares another local replica's rows.
+func (r *Replica) DataSpace() uuid.UUID { return r.applyMu.id }
+
+// SharesData reports whether the live local replica of placement p reads
+// the same rows as r (the same data space): every row r stores in p's
+// range is p's too, so a push from r to p has nothing to carry.
+func (r *Replica) SharesData(p uuid.UUID) bool {
+	if p == r.info.Placement {
+		return false
+	}
+	s := r.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.mu.replicas[p]
+	return o != nil && o.applyMu == r.applyMu && !o.dropped.Load()
+}
+
+// ownRowBounds returns the iterator bounds of the storage buckets r's
+// range touches (rows of other members may lie in its first and last).
+func (r *Replica) ownRowBounds() (lower, upper []byte) {
+	lower, upper = r.ks.rowLo, r.ks.rowHi
+	if r.info.Begin != nil {
+		lower = r.ks.appendBucketSeriesKey(nil, timeBucket(*r.info.Begin), "")
+	}
+	if r.info.End != nil && *r.info.End != math.MinInt64 {
+		if bk := timeBucket(*r.info.End - 1); bk < maxBucket {
+			upper = r.ks.appendBucketSeriesKey(nil, bk+1, "")
+		}
+	}
+	if bytes.Compare(lower, upper) > 0 {
+		upper = lower
+	}
+	return lower, upper
+}
