@@ -61,22 +61,6 @@ func storedRowKeys(t *testing.T, s *Store, space uuid.UUID, begin, end int64) in
 	return n
 }
 
-// spaceKeys counts every key under the prefix 0x01|space.
-func spaceKeys(t *testing.T, s *Store, space uuid.UUID) int {
-	t.Helper()
-	ks := newKeyspace(space, space)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: ks.space, UpperBound: ks.spaceEnd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
-}
-
 // TestLocalSplitSharesRowsAndDropKeepsThem is issue 16's "a drop of a
 // parent after a local split leaves the children's rows": children
 // created beside their parent read its rows at once (nothing is copied:
@@ -170,8 +154,8 @@ func TestLocalSplitSharesRowsAndDropKeepsThem(t *testing.T) {
 	if err := s.DropReplica(right.Info().Placement); err != nil {
 		t.Fatal(err)
 	}
-	if n := spaceKeys(t, s, space); n != 0 {
-		t.Fatalf("%d keys remain in the space after its last member's drop", n)
+	if ks := newKeyspace(space, space); countKeys(t, s.db, ks.space, ks.spaceEnd) != 0 {
+		t.Fatal("keys remain in the space after its last member's drop")
 	}
 }
 

@@ -461,20 +461,14 @@ func (s *Store) DropReplica(placement uuid.UUID) error {
 	r, ok := s.mu.replicas[placement]
 	if !ok {
 		// Its own keys, and its space's rows unless the space still has
-		// live members (it was theirs first).
-		var sp *dataSpace
-		if live := s.mu.spaces[placement]; live != nil {
-			sp = &dataSpace{id: placement, members: map[uuid.UUID]*Replica{}}
-			for p, m := range live.members {
-				sp.members[p] = m
-			}
-			sp.maxTime = math.MinInt64
+		// live members (it was theirs first): then it drops under the
+		// space's lock with an empty range, so no row is its own.
+		info := ReplicaInfo{Placement: placement}
+		live := s.mu.spaces[placement]
+		if live != nil {
+			info.Begin, info.End = new(int64), new(int64)
 		}
-		r = newReplica(s, ReplicaInfo{Placement: placement}, sp)
-		if sp != nil {
-			r.info.Begin, r.info.End = new(int64), new(int64) // an empty range: no rows of its own
-			sp.members[placement] = r
-		}
+		r = newReplica(s, info, live)
 	}
 	if err := r.drop(); err != nil {
 		return err
