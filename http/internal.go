@@ -34,8 +34,9 @@ type Internal interface {
 	JoinMetadata(ctx context.Context, req wire.JoinMetadataRequest) (wire.JoinMetadataResponse, error)
 	// Discover runs partition discovery for another server's replicas.
 	Discover(ctx context.Context, req wire.DiscoveryRequest) (wire.DiscoveryResponse, error)
-	// Replicate applies a push from another replica (204 once synced).
-	Replicate(ctx context.Context, req wire.PushRequest) error
+	// Replicate applies a push from another replica (answered once
+	// synced: 204, or 200 with the PushResponse when it names sharers).
+	Replicate(ctx context.Context, req wire.PushRequest) (wire.PushResponse, error)
 	// ForwardInsert coordinates an insert a front end forwarded.
 	ForwardInsert(ctx context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error)
 	// SubQuery answers one partition replica's part of a query.
@@ -118,7 +119,7 @@ func (s *Server) routeInternal(ctx *fasthttp.RequestCtx, path string) string {
 
 // serveInternal decodes a request with rpc.DecodeRequest under the server's
 // body limit, checks it, calls the backend and answers with status and its
-// result (a nil result answers with an empty body).
+// result (a nil result answers 204 with an empty body).
 func serveInternal[Req, Resp any](s *Server, ctx *fasthttp.RequestCtx, status int,
 	check func(*Req) error, call func(context.Context, Req) (Resp, error)) {
 	var req Req
@@ -135,6 +136,9 @@ func serveInternal[Req, Resp any](s *Server, ctx *fasthttp.RequestCtx, status in
 	if err != nil {
 		s.writeInternalError(ctx, err)
 		return
+	}
+	if any(resp) == nil {
+		status = http.StatusNoContent // nothing to say
 	}
 	rpc.WriteResponse(ctx, status, resp)
 }

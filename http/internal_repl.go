@@ -19,9 +19,13 @@ import (
 // the receiving placement and the sender's txnseq (DESIGN.md rule 8).
 
 func (s *Server) handleInternalReplicate(ctx *fasthttp.RequestCtx) {
-	serveInternal(s, ctx, http.StatusNoContent, checkPush,
+	serveInternal(s, ctx, http.StatusOK, checkPush,
 		func(c context.Context, req wire.PushRequest) (any, error) {
-			return nil, s.cfg.Internal.Replicate(c, req)
+			resp, err := s.cfg.Internal.Replicate(c, req)
+			if err != nil || len(resp.Shares) == 0 {
+				return nil, err // an empty body: the zero PushResponse
+			}
+			return resp, nil
 		})
 }
 

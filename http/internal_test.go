@@ -34,6 +34,8 @@ type fakeInternal struct {
 		sync.Mutex
 		got []any
 		err error
+		// shares is Replicate's answer.
+		shares wire.PushResponse
 	}
 }
 
@@ -98,8 +100,17 @@ func (f *fakeInternal) Discover(_ context.Context, req wire.DiscoveryRequest) (w
 	return wire.DiscoveryResponse{TxnID: txnA, TxnSeq: 7, Results: res}, nil
 }
 
-func (f *fakeInternal) Replicate(_ context.Context, req wire.PushRequest) error {
-	return f.record(req)
+func (f *fakeInternal) Replicate(_ context.Context, req wire.PushRequest) (wire.PushResponse, error) {
+	err := f.record(req)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.shares, err
+}
+
+func (f *fakeInternal) setShares(r wire.PushResponse) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mu.shares = r
 }
 
 func (f *fakeInternal) ForwardInsert(_ context.Context, req wire.ForwardInsertRequest) (wire.ForwardInsertResponse, error) {
@@ -268,11 +279,23 @@ func TestInternalRoutes(t *testing.T) {
 			t.Errorf("%s: backend got %+v, want %+v", tc.path, last, tc.req)
 		}
 	}
-	// A push answers 204 with no body, like the store.
+	// A push answers 204 with no body, like the store, unless it names
+	// the replicas sharing the target's rows.
 	resp := rawPost(t, "http://"+addr+wire.PathReplicate, "sec", "", string(mustJSON(t, validPush)))
 	if resp.status != http.StatusNoContent || resp.body != "" {
 		t.Errorf("replicate: %d %q, want 204 and no body", resp.status, resp.body)
 	}
+	sharer := uuid.New()
+	want := wire.PushResponse{Shares: []uuid.UUID{sharer}}
+	fake.setShares(want)
+	var answer wire.PushResponse
+	if err := c.Call(context.Background(), addr, wire.PathReplicate, validPush, &answer); err != nil {
+		t.Fatalf("replicate with sharers: %v", err)
+	}
+	if !reflect.DeepEqual(answer, want) {
+		t.Errorf("replicate with sharers: answer %+v, want %+v", answer, want)
+	}
+	fake.setShares(wire.PushResponse{})
 	// The store answers 204 with no body.
 	resp = rawPost(t, "http://"+addr+wire.PathMetadataStore, "sec", "",
 		`{"table":"metrics","txnid":"`+txnA+`","encoded":"AQID"}`)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -64,6 +65,8 @@ func BenchmarkSplit(b *testing.B) {
 		return true
 	})
 
+	logMoved(b, nodes)
+
 	w := &pacedWriter{url: nodes[1].URL() + "/write?db=bench&precision=ns"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -111,6 +114,23 @@ func BenchmarkSplit(b *testing.B) {
 	b.ReportMetric(ms(quantile(during, 0.50)), "p50-during-ms")
 	b.ReportMetric(ms(quantile(during, 0.99)), "p99-during-ms")
 	b.Logf("%d inserts before the split, %d during; %d failed %q", len(before), len(during), w.failed.Load(), w.errs)
+	logMoved(b, nodes)
+}
+
+// logMoved logs each server's moved-data counters (tsdb_moved_bytes_total
+// by kind): what the servers sent one another since they started.
+func logMoved(b *testing.B, nodes []*Node) {
+	for _, n := range nodes {
+		c := &client{t: b, base: n.URL()}
+		r := c.do("GET", "/metrics", nil)
+		var moved []string
+		for line := range strings.Lines(string(r.body)) {
+			if strings.HasPrefix(line, "tsdb_moved_bytes_total{") || strings.HasPrefix(line, "tsdb_snapshots_total{") {
+				moved = append(moved, strings.TrimSpace(line))
+			}
+		}
+		b.Logf("%s moved: %s", n.cfg.ID, strings.Join(moved, " "))
+	}
 }
 
 // envInt reads a positive integer from the environment, or def.

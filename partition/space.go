@@ -316,6 +316,33 @@ func (r *Replica) SharesData(p uuid.UUID) bool {
 	return o != nil && o.applyMu == r.applyMu && !o.dropped.Load()
 }
 
+// CoveringSharers returns the live local replicas other than r that share
+// r's data space and whose ranges cover r's, in no particular order: every
+// row such a replica holds in r's range is r's too, and stays while r
+// lives (a drop deletes only rows no live member covers), so a sender that
+// knows one of them holds its rows up to some sequence may count r as
+// holding them (replication's alias confirmation). nil when r shares with
+// none.
+func (r *Replica) CoveringSharers() []uuid.UUID {
+	own, ok := spanOf(r.info.Begin, r.info.End)
+	if !ok || !r.applyMu.shared.Load() { // never shared: no lock (every push asks)
+		return nil
+	}
+	s := r.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []uuid.UUID
+	for p, o := range r.applyMu.members {
+		if o == r || o.dropped.Load() {
+			continue
+		}
+		if sp, ok := spanOf(o.info.Begin, o.info.End); ok && sp.lo <= own.lo && own.hi <= sp.hi {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ownRowBounds returns the iterator bounds of the storage buckets r's
 // range touches (rows of other members may lie in its first and last).
 func (r *Replica) ownRowBounds() (lower, upper []byte) {

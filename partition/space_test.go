@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -360,5 +361,36 @@ func TestDropOfUnknownRootKeepsMembersRows(t *testing.T) {
 	}
 	if !bytes.Equal(member.ks.space, root.ks.prefix) {
 		t.Fatal("the member's rows are not under the root's prefix")
+	}
+}
+
+// TestCoveringSharers: a replica names the live members of its space whose
+// ranges cover its own (what a push's answer tells the sender,
+// replication's alias confirmation), never a narrower one, itself, a
+// replica of another space or a dropped one.
+func TestCoveringSharers(t *testing.T) {
+	s := openTestStore(t, "")
+	mid := int64(10)
+	parent := createSharingReplica(t, s, nil, nil)
+	if got := parent.CoveringSharers(); got != nil {
+		t.Fatalf("a replica alone in its space names %v", got)
+	}
+	child := createSharingReplica(t, s, nil, &mid)
+	createSharingReplica(t, s, &mid, nil) // the other child
+	alone := createTestReplica(t, s)
+	if got := child.CoveringSharers(); !slices.Equal(got, []uuid.UUID{parent.Info().Placement}) {
+		t.Fatalf("the child names %v; want its parent %s", got, parent.Info().Placement)
+	}
+	if got := parent.CoveringSharers(); got != nil {
+		t.Fatalf("the parent names %v; its children cover only part of its range", got)
+	}
+	if got := alone.CoveringSharers(); got != nil {
+		t.Fatalf("a replica of its own space names %v", got)
+	}
+	if err := s.DropReplica(parent.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if got := child.CoveringSharers(); got != nil {
+		t.Fatalf("the child names %v after its parent's drop", got)
 	}
 }

@@ -60,6 +60,36 @@ func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 	}
 }
 
+// inherited is replication.Config.Inherited for rep: whether the local
+// replicas whose rows rep shares and whose ranges cover its own (its
+// parent after a local split, its UNLOAD predecessor) deliver to target
+// the rows rep held when it was created. Each of them that has target in
+// its view pushes it everything it holds before it may be dropped (rule
+// 3), rows written into the shared space by others are pushed by their
+// own writers, and a LOAD replica pushes nothing, so rep's only missing
+// log entry (its truncation point 1) needs no row snapshot towards a
+// target they serve: it waits until they all confirmed their whole log
+// (InheritPending), then counts as held (InheritHeld). InheritNone when
+// none of them serves target (a joiner added after the parent's drop):
+// the target gets a row snapshot.
+func (s *Server) inherited(rep *partition.Replica, target uuid.UUID) replication.Inheritance {
+	out := replication.InheritNone
+	for _, m := range rep.CoveringSharers() {
+		rt := s.runtime(m)
+		if rt == nil {
+			continue
+		}
+		switch served, all := rt.pusher.Delivered(target); {
+		case !served:
+		case !all:
+			return replication.InheritPending
+		default:
+			out = replication.InheritHeld
+		}
+	}
+	return out
+}
+
 // catchUpBatchRows is the rows per catch-up push (split backfill, join
 // catch-up); see docs/performance.md.
 var catchUpBatchRows = 2048
@@ -80,6 +110,9 @@ func (s *Server) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		Sender:    pushSender{s},
 		Logger:    s.log.With("placement", info.Placement),
 		OnStale:   func(metadata.Target) { s.requestResync(info.Table) },
+		// A target of a split child (or re-added placement) sharing its
+		// parent's rows gets them from the parent, not a row snapshot.
+		Inherited: func(target uuid.UUID) replication.Inheritance { return s.inherited(rep, target) },
 		// Row snapshots counted in tsdb_snapshots_total and _seconds.
 		OnSnapshotEnd: s.metrics.snapshotEnded,
 		// Split backfills and join catch-ups share a few slots per server.

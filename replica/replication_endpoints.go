@@ -24,52 +24,65 @@ type pushSender struct{ s *Server }
 
 // Push sends one push; a "stale placement" answer matches
 // replication.ErrStalePlacement.
-func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRequest) error {
+func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRequest) (wire.PushResponse, error) {
 	addr, err := p.s.dir.Addr(ctx, t.ServerID)
 	if err != nil {
-		return err
+		return wire.PushResponse{}, err
 	}
 	if p.s.cfg.Knobs.BlockPush != nil && p.s.cfg.Knobs.BlockPush(t) {
-		return fmt.Errorf("push to %s blocked by the test", t.ServerID)
+		return wire.PushResponse{}, fmt.Errorf("push to %s blocked by the test", t.ServerID)
 	}
 	req.SentAt = p.s.now().UnixNano()
-	err = p.s.rpc.Call(ctx, addr, wire.PathReplicate, req, nil)
+	var resp wire.PushResponse
+	err = p.s.rpc.Call(ctx, addr, wire.PathReplicate, req, &resp)
 	p.s.metrics.countPush(t.Kind, req, err)
-	return errcode.Translate(err, replication.ErrStalePlacement)
+	return resp, errcode.Translate(err, replication.ErrStalePlacement)
 }
 
-// Replicate applies a push to the local replica it names, if this server
+// Replicate applies a push to the local replica it names (replicate) and
+// answers with the local replicas that share that replica's rows and cover
+// its range (partition.Replica.CoveringSharers): the sender may count the
+// target as holding what it confirmed to one of them.
+func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) (wire.PushResponse, error) {
+	rep, err := s.replicate(ctx, req)
+	if err != nil {
+		return wire.PushResponse{}, err
+	}
+	return wire.PushResponse{Shares: rep.CoveringSharers()}, nil
+}
+
+// replicate applies a push to the local replica it names, if this server
 // holds that placement as LOAD or SERVE (rule 4); otherwise it answers
 // "stale placement" and the sender re-runs discovery. A sender with a newer
 // METADATA than this server's makes it catch up first (rule 8).
-func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
+func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partition.Replica, error) {
 	s.clocks.Observe(req.FromServer, req.SentAt, s.now())
 	if s.store.Lost(req.ToPlacement) {
 		// Never confirmed: the sender re-checks its view and backs off
 		// until the master removed the placement (lost.go).
-		return fmt.Errorf("%w: %w", wire.ErrStalePlacement, s.errLost(req.ToPlacement))
+		return nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, s.errLost(req.ToPlacement))
 	}
 	st, ok := s.StatusOf(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
 		if err := s.syncTable(ctx, req.Table); err != nil {
-			return fmt.Errorf("%w: catching up with %q: %w", wire.ErrUnavailable, req.Table, err)
+			return nil, fmt.Errorf("%w: catching up with %q: %w", wire.ErrUnavailable, req.Table, err)
 		}
 		st, ok = s.StatusOf(req.ToPlacement)
 	}
 	rep, exists := s.store.Replica(req.ToPlacement)
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
-		return fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
+		return nil, fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
 	}
 	applier := &observingApplier{rep: rep, observe: func(v model.Version) { s.observeVersion(v, "a push from "+req.FromServer) }}
 	received, err := replication.Receive(applier, req)
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
+		return nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
 	}
 	if errors.Is(err, replication.ErrCorrupt) {
-		return fmt.Errorf("%w: %w", errcode.ErrBadRequest, err) // 400: the body, not this server
+		return nil, fmt.Errorf("%w: %w", errcode.ErrBadRequest, err) // 400: the body, not this server
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.metrics.ReceivedRows.Add(float64(received))
 	s.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
@@ -86,9 +99,9 @@ func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) error {
 			// are unknown, so wait for everything this replica holds.
 			seq = max(seq, rep.HighSeq())
 		}
-		return s.confirmSplitPush(ctx, rt, st, seq)
+		return rep, s.confirmSplitPush(ctx, rt, st, seq)
 	}
-	return nil
+	return rep, nil
 }
 
 // confirmSplitPush holds the confirmation of a push from a sender that has

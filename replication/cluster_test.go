@@ -77,7 +77,7 @@ type netSender struct {
 	from string
 }
 
-func (s netSender) Push(_ context.Context, target metadata.Target, req wire.PushRequest) error {
+func (s netSender) Push(_ context.Context, target metadata.Target, req wire.PushRequest) (wire.PushResponse, error) {
 	n := s.net
 	n.mu.Lock()
 	dst := n.nodes[target.ServerID]
@@ -87,24 +87,24 @@ func (s netSender) Push(_ context.Context, target metadata.Target, req wire.Push
 	}
 	n.mu.Unlock()
 	if dst == nil || dst.log.placement() != req.ToPlacement {
-		return fmt.Errorf("no placement %s on %s: %w", req.ToPlacement, target.ServerID, ErrStalePlacement)
+		return wire.PushResponse{}, fmt.Errorf("no placement %s on %s: %w", req.ToPlacement, target.ServerID, ErrStalePlacement)
 	}
 	if f == faultRefuse {
-		return errDown
+		return wire.PushResponse{}, errDown
 	}
 	rows, err := DecodeRows(req.Rows)
 	if err != nil {
-		return err
+		return wire.PushResponse{}, err
 	}
 	if _, err := Receive(dst.log, req); err != nil {
-		return err
+		return wire.PushResponse{}, err
 	}
 	dst.pusher.Notify()
 	n.account(s.from, target, rows, len(req.Rows))
 	if f == faultLostAck {
-		return errDown
+		return wire.PushResponse{}, errDown
 	}
-	return nil
+	return wire.PushResponse{}, nil
 }
 
 // account counts deliveries of unique rows (series "u,origin=<server>")
@@ -508,7 +508,7 @@ func BenchmarkPush(b *testing.B) {
 // benchSender applies pushes straight into a replica.
 type benchSender struct{ dst *replicaLog }
 
-func (s *benchSender) Push(_ context.Context, _ metadata.Target, req wire.PushRequest) error {
+func (s *benchSender) Push(_ context.Context, _ metadata.Target, req wire.PushRequest) (wire.PushResponse, error) {
 	_, err := Receive(s.dst, req)
-	return err
+	return wire.PushResponse{}, err
 }

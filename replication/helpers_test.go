@@ -209,7 +209,8 @@ func view(targets ...metadata.Target) metadata.Discovery {
 }
 
 // recorder is a Sender that records every push (decoded) and answers with
-// the error fail returns (nil: success).
+// the error fail returns (nil: success), and, like the node, with the
+// replicas sharing the rows of a real replica it applies to.
 type recorder struct {
 	mu     sync.Mutex
 	pushes []recordedPush
@@ -228,7 +229,7 @@ type recordedPush struct {
 	err    error
 }
 
-func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error {
+func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.PushRequest) (wire.PushResponse, error) {
 	var rows []model.Row
 	var err error
 	var chunk []byte
@@ -237,11 +238,11 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.Pu
 	case partition.IsChunk(req.Rows):
 		chunk = bytes.Clone(req.Rows)
 		if rows, err = partition.DecodeChunk(req.Rows); err != nil {
-			return fmt.Errorf("recorder: %w", err)
+			return wire.PushResponse{}, fmt.Errorf("recorder: %w", err)
 		}
 	case len(req.Rows) > 0:
 		if rows, err = DecodeRows(req.Rows); err != nil {
-			return fmt.Errorf("recorder: %w", err)
+			return wire.PushResponse{}, fmt.Errorf("recorder: %w", err)
 		}
 	}
 	req.Rows = nil // the pusher reuses the buffer
@@ -265,7 +266,11 @@ func (s *recorder) Push(ctx context.Context, target metadata.Target, req wire.Pu
 	if onPush != nil {
 		onPush(rp)
 	}
-	return err
+	var resp wire.PushResponse
+	if sh, ok := apply.(interface{ CoveringSharers() []uuid.UUID }); ok && err == nil {
+		resp.Shares = sh.CoveringSharers() // as the node's Replicate answers
+	}
+	return resp, err
 }
 
 func (s *recorder) setFail(f func(metadata.Target, wire.PushRequest) error) {

@@ -87,6 +87,23 @@ type SharingLog interface {
 	SharesData(target uuid.UUID) bool
 }
 
+// Inheritance is Config.Inherited's answer about one target.
+type Inheritance int
+
+const (
+	// InheritNone: no live replica the rows were inherited from serves
+	// the target; it gets a row snapshot.
+	InheritNone Inheritance = iota
+	// InheritPending: such a replica serves the target and has not
+	// confirmed all of its own log yet; the target waits (no push) and
+	// is asked again on the next wake.
+	InheritPending
+	// InheritHeld: every such replica serving the target confirmed its
+	// whole log to it: the target holds the inherited rows, and its
+	// cursor moves to 1 without a push.
+	InheritHeld
+)
+
 // RowSnapshot is a LogSnapshot whose rows can be read in key order
 // (*partition.LogSnapshot): a row snapshot of the replica at Seq.
 type RowSnapshot interface {
@@ -121,12 +138,13 @@ func (l partitionLog) SnapshotLog() (LogSnapshot, error) {
 	return s, nil
 }
 
-// Sender delivers one push to the target's server. It returns nil once the
-// target has synced the rows. An error matching ErrStalePlacement means the
-// target refused the push (409 stale_placement). Push must not keep
-// req.Rows after it returns: the Pusher reuses the buffer.
+// Sender delivers one push to the target's server. It returns the
+// receiver's answer once the target has synced the rows. An error matching
+// ErrStalePlacement means the target refused the push (409
+// stale_placement). Push must not keep req.Rows after it returns: the
+// Pusher reuses the buffer.
 type Sender interface {
-	Push(ctx context.Context, target metadata.Target, req wire.PushRequest) error
+	Push(ctx context.Context, target metadata.Target, req wire.PushRequest) (wire.PushResponse, error)
 }
 
 // Defaults of Config.
@@ -231,6 +249,13 @@ type Config struct {
 	// stale placement: the node re-runs discovery (and may call SetView
 	// from OnStale). nil ignores it.
 	OnStale func(metadata.Target)
+	// Inherited, if set, answers for a target whose cursor is 0 while
+	// the log's truncation point is 1 (a replica sharing a data space:
+	// the rows it held at its creation are in no entry of its log)
+	// whether the replicas it inherited those rows from deliver them to
+	// that target themselves (see Inheritance). Nil, or InheritNone,
+	// sends the target a row snapshot as for any cursor below the point.
+	Inherited func(target uuid.UUID) Inheritance
 	// OnSnapshotEnd, if set, is called on the target's goroutine when a
 	// row snapshot towards target ends: rows is what its confirmed
 	// batches delivered, elapsed the time since it began, result one of
@@ -378,6 +403,10 @@ type target struct {
 	// rs is the row snapshot the target is being sent, nil if none (see
 	// readRowSnapshot).
 	rs *rowSnap
+	// sharers is the last push answer's Shares: replicas on the target's
+	// server whose rows the target holds in its range (see
+	// confirmAliased).
+	sharers []uuid.UUID
 }
 
 // rowSnap is a row snapshot in progress towards one target: the target's
@@ -952,6 +981,7 @@ func (p *Pusher) Status() []wire.TargetStatus {
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
 	t.ahead, t.aheadOf = 0, 0
+	t.sharers = nil
 	defer p.dropRowSnap(t, "stopped")
 	for {
 		more, err := p.step(ctx, t)
@@ -1017,9 +1047,23 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if err := p.confirmShared(t); err != nil {
 		return false, err
 	}
+	if err := p.confirmAliased(t); err != nil {
+		return false, err
+	}
 	cursor, backfill, done, err := p.cursorOf(t, &st)
 	if done || err != nil {
 		return false, err
+	}
+	if cursor == 0 && t.rs == nil {
+		switch p.inherited(t) {
+		case InheritPending:
+			return false, nil // woken again by the next Notify or Tick
+		case InheritHeld:
+			if err := p.confirm(t.id, 1); err != nil {
+				return false, err
+			}
+			cursor = 1
+		}
 	}
 	if t.rs != nil && cursor >= t.rs.high {
 		p.dropRowSnap(t, "passed") // the cursor got there another way
@@ -1050,16 +1094,9 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		t.ahead, t.aheadOf = b.ahead, cursor
 		return b.more, p.confirmStep(t, b)
 	}
-	to := t.id
-	if t.tailOf != nil {
-		to = t.tailOf.id
-	}
-	req := wire.PushRequest{
-		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
-		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
-		TxnSeq: st.txnSeq, Count: len(t.rows), LastSeq: b.last, Complete: complete,
-		Snapshot: t.rs != nil, // the batch was read from t's row snapshot
-	}
+	req := p.request(t, &st)
+	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
+	req.Snapshot = t.rs != nil // the batch was read from t's row snapshot
 	switch {
 	case b.chunk.Rows > 0:
 		// A snapshot chunk needs no filter: it holds the target's range
@@ -1070,10 +1107,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		req.Rows = t.buf
 	}
 	clear(t.rows) // drop references to the entries
-	if err := p.cfg.Sender.Push(ctx, st.spec, req); err != nil {
-		if errors.Is(err, ErrStalePlacement) && p.cfg.OnStale != nil {
-			p.cfg.OnStale(st.spec)
-		}
+	if err := p.send(ctx, t, &st, req); err != nil {
 		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, b.last, err)
 	}
 	p.stats.countMoved(KindOf(st.spec.Kind, req), req)
@@ -1083,6 +1117,105 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
 	return b.more, p.confirmStep(t, b)
+}
+
+// request returns the push request of a step towards t, without rows.
+func (p *Pusher) request(t *target, st *pushState) wire.PushRequest {
+	to := t.id
+	if t.tailOf != nil {
+		to = t.tailOf.id
+	}
+	return wire.PushRequest{
+		Table: p.cfg.Table, PartitionID: st.spec.PartitionID,
+		FromServer: p.cfg.Self, FromPlacement: p.cfg.Placement, ToPlacement: to,
+		TxnSeq: st.txnSeq,
+	}
+}
+
+// send delivers req to t's server and keeps the answer's sharers (see
+// confirmAliased). A stale placement answer is reported to OnStale.
+func (p *Pusher) send(ctx context.Context, t *target, st *pushState, req wire.PushRequest) error {
+	resp, err := p.cfg.Sender.Push(ctx, st.spec, req)
+	if err != nil {
+		if errors.Is(err, ErrStalePlacement) && p.cfg.OnStale != nil {
+			p.cfg.OnStale(st.spec)
+		}
+		return err
+	}
+	t.sharers = resp.Shares
+	return nil
+}
+
+// confirmAliased raises t's cursor to this Pusher's cursor for a replica
+// the target's server named as sharing the target's rows and covering its
+// range (wire.PushResponse.Shares, kept from the last push answered since
+// the goroutine started): every row of this log up to that cursor in that
+// replica's range is stored, synced, in the rows the target reads, and
+// stays there while the target lives (a drop deletes only rows no live
+// member covers). A split child on a server that holds the parent is so
+// confirmed, after the answer to its first push, up to what the parent
+// replica there confirmed: its backfill or row snapshot stops at its
+// first batch.
+func (p *Pusher) confirmAliased(t *target) error {
+	if len(t.sharers) == 0 {
+		return nil
+	}
+	cursor := p.cfg.Log.Confirmed(t.id)
+	best := cursor
+	p.mu.Lock()
+	for _, q := range t.sharers {
+		c := p.cfg.Log.Confirmed(q)
+		if qt := p.mu.targets[q]; qt != nil {
+			c = p.confirmedLocked(qt)
+		}
+		best = max(best, c)
+	}
+	p.mu.Unlock()
+	if best <= cursor {
+		return nil
+	}
+	p.stats.aliasConfirms.Add(1)
+	return p.confirm(t.id, best)
+}
+
+// inherited asks Config.Inherited about t when the log's truncation point
+// is 1: its only missing entry stands for the rows the replica held when
+// it was created. InheritNone otherwise.
+func (p *Pusher) inherited(t *target) Inheritance {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	if !ok || p.cfg.Inherited == nil || tl.LogStart() != 1 {
+		return InheritNone
+	}
+	to := t.id
+	if t.tailOf != nil {
+		to = t.tailOf.id
+	}
+	inh := p.cfg.Inherited(to)
+	if inh == InheritHeld {
+		p.stats.inheritedConfirms.Add(1)
+	}
+	return inh
+}
+
+// Delivered reports whether target is a target of this Pusher's view
+// (served) and, if so, whether it has confirmed every row of the log up
+// to its high sequence (all): the node's Config.Inherited for a replica
+// that shares this one's rows asks it.
+func (p *Pusher) Delivered(target uuid.UUID) (served, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.mu.targets[target]
+	if t == nil {
+		return false, false
+	}
+	need := p.cfg.Log.HighSeq()
+	if tl, ok := p.cfg.Log.(TruncatingLog); ok {
+		// A log truncated above its high sequence's entries (a shared
+		// member that never wrote): the target must have had the rows
+		// that point stands for.
+		need = max(need, tl.LogStart())
+	}
+	return true, p.confirmedLocked(t) >= need
 }
 
 // confirmShared confirms t up to the synced watermark when t's replica

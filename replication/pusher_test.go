@@ -334,7 +334,7 @@ type blockingSender struct {
 	ctxErrs  []error
 }
 
-func (s *blockingSender) Push(ctx context.Context, _ metadata.Target, _ wire.PushRequest) error {
+func (s *blockingSender) Push(ctx context.Context, _ metadata.Target, _ wire.PushRequest) (wire.PushResponse, error) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	s.entered <- struct{}{}
@@ -345,7 +345,7 @@ func (s *blockingSender) Push(ctx context.Context, _ metadata.Target, _ wire.Pus
 	s.mu.Lock()
 	s.ctxErrs = append(s.ctxErrs, ctx.Err())
 	s.mu.Unlock()
-	return ctx.Err()
+	return wire.PushResponse{}, ctx.Err()
 }
 
 func TestRunReturnsOnCancelWithPushInFlight(t *testing.T) {

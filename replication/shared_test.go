@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,5 +99,134 @@ func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 	}
 	if got := parent.Confirmed(joiner.placement()); got != parent.SyncedSeq() {
 		t.Fatalf("the joiner's cursor is %d; want the synced watermark %d", got, parent.SyncedSeq())
+	}
+}
+
+// TestRemoteChildConfirmedByAlias is issue 16's item 3 seen from a parent
+// replica on another server: the split child on s2 shares the rows of the
+// parent replica there, which this Pusher already brought up to date, so
+// the answer to the child's first push names that replica and the child's
+// cursor jumps to its cursor. The child receives at most that first batch,
+// not the 50 rows of its range.
+func TestRemoteChildConfirmedByAlias(t *testing.T) {
+	pid, child := uuid.New(), uuid.New()
+	parent := createIn(t, openStore(t), pid, nil, nil)
+	for i := range 100 {
+		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
+	}
+	remote := openStore(t)
+	parentB := createIn(t, remote, pid, nil, nil)
+	rec := &recorder{apply: map[uuid.UUID]Applier{parentB.placement(): parentB.Replica}}
+	p := newTestPusher(parent, rec, func(c *Config) { c.Placement = parent.placement(); c.BatchRows = 10 })
+	peer := replicaTarget("s2", parentB.placement(), pid)
+	p.SetView(1, view(peer))
+	runPusher(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitConfirmed(ctx, parent.HighSeq(), []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	mid := int64(50)
+	childB := createIn(t, remote, child, nil, &mid)
+	rec.mu.Lock()
+	rec.apply[childB.placement()] = childB.Replica
+	rec.mu.Unlock()
+	split := metadata.Target{ServerID: "s2", PlacementID: childB.placement(), PartitionID: child, End: &mid, Kind: metadata.TargetSplit}
+	p.SetView(2, view(peer, split))
+	if err := p.WaitConfirmedChild(ctx, parent.HighSeq(), child, []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	pushed := 0
+	for _, ps := range rec.all() {
+		if ps.target.PlacementID == childB.placement() {
+			pushed += ps.req.Count
+		}
+	}
+	if pushed > 10 {
+		t.Fatalf("%d rows pushed to a child that shares a replica holding them all; want at most one batch of 10", pushed)
+	}
+	if got, want := len(scanAll(t, childB)), 50; got != want {
+		t.Fatalf("the child reads %d rows; want %d", got, want)
+	}
+	if p.Stats().AliasConfirms == 0 {
+		t.Fatal("no alias confirmation counted")
+	}
+
+	// Rows written after the split reach the child through the replica it
+	// shares: pushed to one of them, confirmed for both.
+	last := mustApply(t, parent, row("s1", "cpu", 10, 2, "w", 1)).LastSeq
+	p.Notify()
+	if err := p.WaitConfirmedChild(ctx, last, child, []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := scanAll(t, childB); len(got) != 50 || len(got[10].Fields) != 2 {
+		t.Fatalf("the child reads %d rows, row 10 with %d fields; want 50 and 2", len(got), len(got[10].Fields))
+	}
+}
+
+// TestInheritedRowsNotSnapshotted: a split child sharing its parent's rows
+// has a log truncated at 1, the rows it held at its creation being in no
+// entry. A target its parent serves (Config.Inherited) waits while the
+// parent has not delivered them (InheritPending), then gets only the
+// child's own rows, from sequence 2 (InheritHeld); a target no parent
+// serves (InheritNone) gets a row snapshot of the whole range.
+func TestInheritedRowsNotSnapshotted(t *testing.T) {
+	store := openStore(t)
+	pid, child := uuid.New(), uuid.New()
+	parent := createIn(t, store, pid, nil, nil)
+	for i := range 100 {
+		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
+	}
+	mid := int64(50)
+	c := createIn(t, store, child, nil, &mid)
+	for i := range 5 {
+		mustApply(t, c, row("s1", "cpu", int64(i), 2, "w", 1))
+	}
+	served, alone := uuid.New(), uuid.New()
+	var state atomic.Int64 // the Inheritance answered for served
+	state.Store(int64(InheritPending))
+	rec := &recorder{}
+	p := newTestPusher(c, rec, func(cfg *Config) {
+		cfg.Placement = c.placement()
+		cfg.Inherited = func(target uuid.UUID) Inheritance {
+			if target == served {
+				return Inheritance(state.Load())
+			}
+			return InheritNone
+		}
+	})
+	p.SetView(1, view(replicaTarget("s2", served, child), replicaTarget("s3", alone, child)))
+	runPusher(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s3"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	pushedTo := func(placement uuid.UUID) (rows int) {
+		for _, ps := range rec.all() {
+			if ps.target.PlacementID == placement {
+				rows += ps.req.Count
+			}
+		}
+		return rows
+	}
+	if got := pushedTo(alone); got != 50 {
+		t.Fatalf("the target no parent serves got %d rows; want the 50 of the range", got)
+	}
+	if got := pushedTo(served); got != 0 || c.Confirmed(served) != 0 {
+		t.Fatalf("a target waiting for its parent got %d rows, cursor %d", got, c.Confirmed(served))
+	}
+
+	state.Store(int64(InheritHeld))
+	p.Notify()
+	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := pushedTo(served); got != 5 {
+		t.Fatalf("the target its parent served got %d rows; want the child's own 5", got)
+	}
+	if p.Stats().InheritedConfirms == 0 {
+		t.Fatal("no inherited confirmation counted")
 	}
 }

@@ -97,6 +97,14 @@ type Stats struct {
 	// SharedConfirms counts the times a target that shares this
 	// replica's rows (SharingLog) was confirmed without a push.
 	SharedConfirms uint64
+	// AliasConfirms counts the times a target was confirmed up to this
+	// Pusher's cursor for a replica on its server that shares its rows
+	// and covers its range (wire.PushResponse.Shares), without a push.
+	AliasConfirms uint64
+	// InheritedConfirms counts the targets whose cursor moved to 1
+	// without a row snapshot: the replicas this one inherited its rows
+	// from delivered them (Config.Inherited).
+	InheritedConfirms uint64
 }
 
 // pusherStats are a Pusher's counters behind Stats (atomics: the target
@@ -106,6 +114,8 @@ type pusherStats struct {
 	active                atomic.Int64
 	done, failed, dropped atomic.Uint64
 	sharedConfirms        atomic.Uint64
+	aliasConfirms         atomic.Uint64
+	inheritedConfirms     atomic.Uint64
 }
 
 func moveIndex(k MoveKind) int {
@@ -135,7 +145,9 @@ func (p *Pusher) Stats() Stats {
 		Moved:           map[MoveKind]Moved{},
 		SnapshotsActive: int(s.active.Load()),
 		SnapshotsDone:   s.done.Load(), SnapshotsFailed: s.failed.Load(), SnapshotsDropped: s.dropped.Load(),
-		SharedConfirms: s.sharedConfirms.Load(),
+		SharedConfirms:    s.sharedConfirms.Load(),
+		AliasConfirms:     s.aliasConfirms.Load(),
+		InheritedConfirms: s.inheritedConfirms.Load(),
 	}
 	for _, k := range MoveKinds {
 		i := moveIndex(k)

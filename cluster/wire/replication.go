@@ -10,9 +10,10 @@ import (
 // Internal paths of replication and of the front end's forwarding
 // (DESIGN.md sections 5 and 10).
 const (
-	// PathReplicate takes a PushRequest; 204 once the rows are synced on
-	// the receiver (409 stale_placement when it does not hold ToPlacement
-	// as LOAD or SERVE).
+	// PathReplicate takes a PushRequest; answers PushResponse (200, or an
+	// empty 204 from an older server) once the rows are synced on the
+	// receiver (409 stale_placement when it does not hold ToPlacement as
+	// LOAD or SERVE).
 	PathReplicate = "/internal/replicate"
 	// PathInsert takes a ForwardInsertRequest from a front end to the
 	// replica that coordinates the insert; answers ForwardInsertResponse.
@@ -74,6 +75,19 @@ type PushRequest struct {
 	// sender's moved-data metrics count it as kind snapshot.
 	// Informational.
 	Snapshot bool `json:"snapshot,omitempty"`
+}
+
+// PushResponse answers a PushRequest. An empty answer (no body) reads as
+// the zero value: a receiver that names nothing.
+type PushResponse struct {
+	// Shares names the live replicas on the receiver's server that share
+	// the target's data space and whose ranges cover the target's
+	// (partition.Replica.CoveringSharers): every row one of them holds in
+	// the target's range, the target holds too. A sender whose cursor for
+	// one of them is above its cursor for the target may raise the
+	// target's to it, without a push (issue 16: a split child on a server
+	// that holds the parent receives nothing the parent has).
+	Shares []uuid.UUID `json:"shares,omitempty"`
 }
 
 // ForwardInsertRequest asks the replica ToPlacement of a partition to
