@@ -61,8 +61,9 @@ func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 }
 
 // inherited is replication.Config.Inherited for rep: whether the local
-// replicas whose rows rep shares and whose ranges cover its own (its
-// parent after a local split, its UNLOAD predecessor) deliver to target
+// replicas whose rows rep shares, whose ranges cover its own and which
+// were created before it (its parent after a local split, its UNLOAD
+// predecessor) deliver to target
 // the rows rep held when it was created. Each of them that has target in
 // its view pushes it everything it holds before it may be dropped (rule
 // 3), rows written into the shared space by others are pushed by their
@@ -73,8 +74,15 @@ func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 // none of them serves target (a joiner added after the parent's drop):
 // the target gets a row snapshot.
 func (s *Server) inherited(rep *partition.Replica, target uuid.UUID) replication.Inheritance {
+	created := rep.Info().CreatedAt
 	out := replication.InheritNone
 	for _, m := range rep.CoveringSharers() {
+		// Only the replicas created before rep can have held its
+		// inherited rows; two of one range never wait on each other.
+		mr, ok := s.store.Replica(m)
+		if !ok || !mr.Info().CreatedAt.Before(created) {
+			continue
+		}
 		rt := s.runtime(m)
 		if rt == nil {
 			continue

@@ -95,8 +95,9 @@ const (
 	// the target; it gets a row snapshot.
 	InheritNone Inheritance = iota
 	// InheritPending: such a replica serves the target and has not
-	// confirmed all of its own log yet; the target waits (no push) and
-	// is asked again on the next wake.
+	// confirmed all of its own log yet; the target waits (no push, a
+	// failed step for Status and the laggard test of truncateLog) and is
+	// asked again within a Tick.
 	InheritPending
 	// InheritHeld: every such replica serving the target confirmed its
 	// whole log to it: the target holds the inherited rows, and its
@@ -994,7 +995,11 @@ func (p *Pusher) runTarget(ctx context.Context, t *target) {
 			// the batch that failed (readRowSnapshot).
 			attempt++
 			p.noteFailure(t, attempt, err)
-			if !backoff.SleepOrWake(ctx, p.retryPolicy().Delay(attempt), t.retry) {
+			delay := p.retryPolicy().Delay(attempt)
+			if errors.Is(err, errInheritPending) {
+				delay = min(delay, p.cfg.Tick)
+			}
+			if !backoff.SleepOrWake(ctx, delay, t.retry) {
 				return
 			}
 		case more:
@@ -1057,7 +1062,10 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if cursor == 0 && t.rs == nil {
 		switch p.inherited(t) {
 		case InheritPending:
-			return false, nil // woken again by the next Notify or Tick
+			// A failure for Status and the laggard test (a target
+			// down for long no longer holds the log's truncation back,
+			// and past it takes a row snapshot); retried within a Tick.
+			return false, errInheritPending
 		case InheritHeld:
 			if err := p.confirm(t.id, 1); err != nil {
 				return false, err
@@ -1177,6 +1185,11 @@ func (p *Pusher) confirmAliased(t *target) error {
 	p.stats.aliasConfirms.Add(1)
 	return p.confirm(t.id, best)
 }
+
+// errInheritPending is a step's answer while the replicas this one
+// inherited its rows from have not delivered them to the target
+// (InheritPending).
+var errInheritPending = errors.New("waiting for the replicas this one shares its rows with to deliver them (inherited rows)")
 
 // inherited asks Config.Inherited about t when the log's truncation point
 // is 1: its only missing entry stands for the rows the replica held when
@@ -1696,7 +1709,7 @@ func (p *Pusher) noteFailure(t *target, attempt int, err error) {
 	spec := t.spec
 	p.mu.Unlock()
 	level := slog.LevelDebug
-	if attempt == 1 {
+	if attempt == 1 && !errors.Is(err, errInheritPending) { // a wait, expected after every split
 		level = slog.LevelWarn
 	}
 	p.log.Log(context.Background(), level, "push failed", "server", spec.ServerID, "target", t.id, "attempt", attempt, "err", err)

@@ -2,12 +2,14 @@ package replication
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/partition"
 )
@@ -186,11 +188,14 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	served, alone := uuid.New(), uuid.New()
 	var state atomic.Int64 // the Inheritance answered for served
 	state.Store(int64(InheritPending))
+	var asked atomic.Int64 // the questions about served
 	rec := &recorder{}
 	p := newTestPusher(c, rec, func(cfg *Config) {
 		cfg.Placement = c.placement()
+		cfg.Tick = 20 * time.Millisecond // the waiting target asks again within one
 		cfg.Inherited = func(target uuid.UUID) Inheritance {
 			if target == served {
+				asked.Add(1)
 				return Inheritance(state.Load())
 			}
 			return InheritNone
@@ -214,6 +219,15 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	if got := pushedTo(alone); got != 50 {
 		t.Fatalf("the target no parent serves got %d rows; want the 50 of the range", got)
 	}
+	// The waiting target was asked several times (so it stepped and
+	// waited) and shows why it waits.
+	deadline := time.Now().Add(30 * time.Second)
+	for asked.Load() < 3 || !strings.Contains(statusOf(p, served).LastError, "inherited") {
+		if time.Now().After(deadline) {
+			t.Fatalf("asked %d times, status %+v", asked.Load(), statusOf(p, served))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := pushedTo(served); got != 0 || c.Confirmed(served) != 0 {
 		t.Fatalf("a target waiting for its parent got %d rows, cursor %d", got, c.Confirmed(served))
 	}
@@ -228,5 +242,49 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	}
 	if p.Stats().InheritedConfirms == 0 {
 		t.Fatal("no inherited confirmation counted")
+	}
+}
+
+// statusOf returns p's status towards placement (zero if none).
+func statusOf(p *Pusher, placement uuid.UUID) wire.TargetStatus {
+	for _, st := range p.Status() {
+		if st.Placement == placement {
+			return st
+		}
+	}
+	return wire.TargetStatus{}
+}
+
+// TestDelivered: a Pusher answers for a target of its view whether it
+// confirmed its whole log (what a sharing replica's Config.Inherited
+// asks of the replica it inherited its rows from), and "not served" for
+// any other placement.
+func TestDelivered(t *testing.T) {
+	log := newFakeLog()
+	for i := range 10 {
+		log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+	}
+	rec := &recorder{}
+	p := newTestPusher(log, rec, nil)
+	pid, target := uuid.New(), uuid.New()
+	if served, _ := p.Delivered(target); served {
+		t.Fatal("a placement outside the view is served")
+	}
+	p.SetView(1, view(replicaTarget("s2", target, pid)))
+	if served, all := p.Delivered(target); !served || all {
+		t.Fatalf("before any push: served %v, all %v; want served, not all", served, all)
+	}
+	runPusher(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitConfirmed(ctx, log.HighSeq(), []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if served, all := p.Delivered(target); !served || !all {
+		t.Fatalf("after the whole log was confirmed: served %v, all %v", served, all)
+	}
+	log.add(row("s1", "cpu", 99, 1, "v", 1))
+	if _, all := p.Delivered(target); all {
+		t.Fatal("a row not confirmed yet counts as delivered")
 	}
 }

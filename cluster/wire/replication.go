@@ -11,9 +11,9 @@ import (
 // (DESIGN.md sections 5 and 10).
 const (
 	// PathReplicate takes a PushRequest; answers PushResponse (200, or an
-	// empty 204 from an older server) once the rows are synced on the
-	// receiver (409 stale_placement when it does not hold ToPlacement as
-	// LOAD or SERVE).
+	// empty 204 when it names no sharer, as every older server does) once
+	// the rows are synced on the receiver (409 stale_placement when it does
+	// not hold ToPlacement as LOAD or SERVE).
 	PathReplicate = "/internal/replicate"
 	// PathInsert takes a ForwardInsertRequest from a front end to the
 	// replica that coordinates the insert; answers ForwardInsertResponse.
