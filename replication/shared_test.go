@@ -27,6 +27,17 @@ func createIn(t *testing.T, s *partition.Store, pid uuid.UUID, begin, end *int64
 	return &replicaLog{Replica: r, store: s, cursors: make(map[uuid.UUID]uint64)}
 }
 
+// parentOf100 creates in s a replica of partition pid over the whole time
+// axis, sharing as createIn does, holding 100 rows at times 0 to 99.
+func parentOf100(t *testing.T, s *partition.Store, pid uuid.UUID) *replicaLog {
+	t.Helper()
+	parent := createIn(t, s, pid, nil, nil)
+	for i := range 100 {
+		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
+	}
+	return parent
+}
+
 // TestLocalChildConfirmedWithoutPush is issue 16's item 3 seen from the
 // parent's Pusher: a split child on the parent's server shares its rows,
 // so its backfill and tail are confirmed up to the synced watermark
@@ -35,10 +46,7 @@ func createIn(t *testing.T, s *partition.Store, pid uuid.UUID, begin, end *int64
 func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 	local := openStore(t)
 	pid, child := uuid.New(), uuid.New()
-	parent := createIn(t, local, pid, nil, nil)
-	for i := range 100 {
-		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
-	}
+	parent := parentOf100(t, local, pid)
 	mid := int64(50)
 	localChild := createIn(t, local, child, nil, &mid)
 	remoteChild := addReplica(t, openStore(t), child)
@@ -112,10 +120,7 @@ func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 // not the 50 rows of its range.
 func TestRemoteChildConfirmedByAlias(t *testing.T) {
 	pid, child := uuid.New(), uuid.New()
-	parent := createIn(t, openStore(t), pid, nil, nil)
-	for i := range 100 {
-		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
-	}
+	parent := parentOf100(t, openStore(t), pid)
 	remote := openStore(t)
 	parentB := createIn(t, remote, pid, nil, nil)
 	rec := &recorder{apply: map[uuid.UUID]Applier{parentB.placement(): parentB.Replica}}
@@ -176,10 +181,7 @@ func TestRemoteChildConfirmedByAlias(t *testing.T) {
 func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	store := openStore(t)
 	pid, child := uuid.New(), uuid.New()
-	parent := createIn(t, store, pid, nil, nil)
-	for i := range 100 {
-		mustApply(t, parent, row("s1", "cpu", int64(i), 1, "v", float64(i)))
-	}
+	parentOf100(t, store, pid) // the rows the child inherits
 	mid := int64(50)
 	c := createIn(t, store, child, nil, &mid)
 	for i := range 5 {
