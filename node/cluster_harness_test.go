@@ -11,6 +11,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
+	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 )
 
@@ -132,6 +133,24 @@ func toggle(_ metadata.TableConfig, f *metadata.File) (metadata.Op, error) {
 }
 
 // waitFor polls cond until it holds or 30 s pass.
+// waitForMaster waits until the cluster c reaches names a master and
+// returns its id.
+func waitForMaster(t testing.TB, c *client) string {
+	t.Helper()
+	master := ""
+	waitFor(t, "a master", func() bool {
+		var cl api.ClusterResponse
+		c.must(200, c.do("GET", "/api/v1/cluster", nil), &cl)
+		for _, s := range cl.Servers {
+			if s.Master {
+				master = s.ID
+			}
+		}
+		return master != ""
+	})
+	return master
+}
+
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	waitLong(t, 30*time.Second, what, cond)

@@ -264,17 +264,7 @@ func TestKill9ReReplicates(t *testing.T) {
 
 	var md metadataAnswer
 	c.must(200, c.do("GET", "/api/v1/tables/crash/metadata", nil), &md)
-	master := ""
-	waitFor(t, "a master", func() bool {
-		var cl api.ClusterResponse
-		c.must(200, c.do("GET", "/api/v1/cluster", nil), &cl)
-		for _, s := range cl.Servers {
-			if s.Master {
-				master = s.ID
-			}
-		}
-		return master != ""
-	})
+	master := waitForMaster(t, c)
 	// The master dies, and one partition server if the master is not one.
 	// At most one of the table's three metadata servers may die with them,
 	// or no METADATA change could commit (keeping the metadata servers at

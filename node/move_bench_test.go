@@ -17,7 +17,6 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
-	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
 	"github.com/tsdb/tsdb/replication"
 )
@@ -170,17 +169,7 @@ func BenchmarkReReplication(b *testing.B) {
 		}
 		return true
 	})
-	var master string
-	waitFor(b, "a master", func() bool {
-		var cl api.ClusterResponse
-		c.must(200, c.do("GET", "/api/v1/cluster", nil), &cl)
-		for _, s := range cl.Servers {
-			if s.Master {
-				master = s.ID
-			}
-		}
-		return master != ""
-	})
+	master := waitForMaster(b, c)
 	i := slices.IndexFunc(part.Servers, func(pl metadata.Placement) bool { return pl.ServerID != master })
 	victim := procs[part.Servers[i].ServerID]
 	var survivor *proc
