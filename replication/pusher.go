@@ -408,6 +408,9 @@ type target struct {
 	// server whose rows the target holds in its range (see
 	// confirmAliased).
 	sharers []uuid.UUID
+	// asked reports that a push to the target was answered since the
+	// goroutine started, so sharers is the receiver's word (see probe).
+	asked bool
 }
 
 // rowSnap is a row snapshot in progress towards one target: the target's
@@ -982,7 +985,7 @@ func (p *Pusher) Status() []wire.TargetStatus {
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
 	t.ahead, t.aheadOf = 0, 0
-	t.sharers = nil
+	t.sharers, t.asked = nil, false
 	defer p.dropRowSnap(t, "stopped")
 	for {
 		more, err := p.step(ctx, t)
@@ -1081,6 +1084,17 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
 		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
+	if catchUp && !t.asked {
+		// A bulk copy is about to start towards a target the receiver
+		// has not answered about yet: ask it first, with an empty
+		// push, whether a replica there already holds the rows (a split
+		// child beside a parent replica). The next step then confirms
+		// by alias instead of sending the first batch of the copy.
+		aliased, err := p.probe(ctx, t, &st)
+		if err != nil || aliased {
+			return aliased, err
+		}
+	}
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
@@ -1150,8 +1164,21 @@ func (p *Pusher) send(ctx context.Context, t *target, st *pushState, req wire.Pu
 		}
 		return err
 	}
-	t.sharers = resp.Shares
+	t.sharers, t.asked = resp.Shares, true
 	return nil
+}
+
+// probe sends t an empty push (no rows, nothing confirmed by it) for the
+// answer's sharers, and reports whether it named any: confirmAliased then
+// raises t's cursor at the next step. It costs one round trip per target
+// and goroutine start, against a batch of up to CatchUpBatchRows rows (a
+// 4 MiB snapshot chunk) a split child on a server holding the parent
+// would otherwise receive before the answer that names its sharer.
+func (p *Pusher) probe(ctx context.Context, t *target, st *pushState) (aliased bool, err error) {
+	if err := p.send(ctx, t, st, p.request(t, st)); err != nil {
+		return false, fmt.Errorf("ask %s for the replicas sharing its rows: %w", t.id, err)
+	}
+	return len(t.sharers) > 0, nil
 }
 
 // confirmAliased raises t's cursor to this Pusher's cursor for a replica
