@@ -1427,6 +1427,13 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
 		b.confirmTo, b.ahead = cursor, b.last
 	}
+	if synced := p.cfg.Log.SyncedSeq(); len(entries) == 0 && b.confirmTo > synced {
+		// An empty read from a tail stream's cursor, its mark, while the
+		// mark's last rows are still being synced (a mark is the log's
+		// high sequence): claim nothing yet (rule 1; SetConfirmed would
+		// refuse it). The sync's notification brings the next step.
+		b.confirmTo = min(cursor, synced)
+	}
 	return b, nil
 }
 
