@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math"
@@ -525,7 +526,9 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 	if est > limit {
 		return true, est, nil
 	}
-	if est+r.store.db.Metrics().WAL.Size <= limit {
+	if est+r.store.db.Metrics().WAL.Size <= limit && !r.applyMu.shared.Load() {
+		// (In a shared space the estimate leaves out the buckets the
+		// range covers in part, flushed or not: only the scan knows.)
 		return false, est, nil
 	}
 	n, err := r.scanSize(limit)
@@ -563,16 +566,64 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 // rows (the 'r' keyspace): the log (whose entries carry their rows' values
 // too), the cursors and the tag index do not count towards a split, which
 // moves rows. Only the storage buckets of the replica's range count (the
-// rows of its data space outside them are other replicas'). The caller
-// holds the store's gate.
+// rows of its data space outside them are other replicas'). In a shared
+// data space only the buckets the range covers whole count: a bucket it
+// covers in part also holds the rows of the members beside it (all the
+// partitions of the last 68 s at "now"), which would make every one of
+// them look as large as all of them together; the scan of SizeOver and
+// Size measures those. The caller holds the store's gate.
 func (r *Replica) rowDiskUsage() (uint64, error) {
 	lower, upper := r.ownRowBounds()
+	if r.applyMu.shared.Load() {
+		lower, upper = r.wholeBucketBounds()
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return 0, nil
+	}
 	return r.store.db.EstimateDiskUsage(lower, upper)
 }
 
+// wholeBucketBounds returns the key bounds of the storage buckets r's
+// range covers whole (lower >= upper when there is none).
+func (r *Replica) wholeBucketBounds() (lower, upper []byte) {
+	from, to, toOpen := int64(math.MinInt64), int64(math.MaxInt64), r.info.End == nil
+	if r.info.Begin != nil {
+		from = *r.info.Begin
+	}
+	if !toOpen {
+		to = *r.info.End
+	}
+	lo, hi := timeBucket(from), maxBucket
+	if !toOpen {
+		hi = timeBucket(to - 1)
+	}
+	if bucketStart(lo) < from {
+		if lo == maxBucket {
+			return r.ks.rowHi, r.ks.rowHi
+		}
+		lo++
+	}
+	if !toOpen && hi < maxBucket && bucketStart(hi+1) > to {
+		if hi == 0 {
+			return r.ks.rowLo, r.ks.rowLo
+		}
+		hi--
+	}
+	if lo > hi {
+		return r.ks.rowLo, r.ks.rowLo
+	}
+	upper = r.ks.rowHi
+	if hi < maxBucket {
+		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
+	}
+	return r.ks.appendBucketSeriesKey(nil, lo, ""), upper
+}
+
 // scanSize sums the uncompressed key and value bytes of the replica's rows
-// in its range, stopping once the sum passes limit. The caller holds the
-// store's gate.
+// in its range, stopping once the sum passes limit. It skips what lies
+// outside the range in the storage buckets at its ends (the rows of the
+// members beside it in a shared data space) with a seek per series rather
+// than reading them. The caller holds the store's gate.
 func (r *Replica) scanSize(limit uint64) (uint64, error) {
 	sr, err := r.newSplitReader()
 	if err != nil {
@@ -580,13 +631,27 @@ func (r *Replica) scanSize(limit uint64) (uint64, error) {
 	}
 	defer sr.close()
 	var n uint64
-	for valid := sr.it.First(); valid && n <= limit; valid = sr.it.Next() {
-		_, _, t, err := rowKeyParts(sr.it.Key())
+	var seek []byte
+	valid := sr.it.First()
+	for valid && n <= limit {
+		bk, series, t, err := rowKeyParts(sr.it.Key())
 		if err != nil {
 			return 0, r.splitErr(err)
 		}
-		if sr.inRange(t) {
+		switch {
+		case t < sr.from:
+			// Only in the first bucket: on to this series' first row in
+			// the range.
+			seek = r.ks.appendRowKey(seek[:0], string(series), sr.from)
+			valid = sr.it.SeekGE(seek)
+		case !sr.inRange(t):
+			// Past the range's end (only in the last bucket): on to the
+			// next series, whose keys follow series|0x00|time.
+			seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
+			valid = sr.it.SeekGE(seek)
+		default:
 			n += sr.rowBytes()
+			valid = sr.it.Next()
 		}
 	}
 	if err := sr.it.Error(); err != nil {

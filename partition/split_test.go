@@ -686,3 +686,57 @@ func TestSize(t *testing.T) {
 		t.Fatalf("flushed: Size(%d) = %d, %v; want the estimate", est, n, err)
 	}
 }
+
+// TestSizeOfSiblingsInOneBucket: pre-split children at "now" share their
+// parent's data space and one storage bucket (68 s wide, the children
+// 1 s). Each is measured by its own rows only: the bucket's estimate,
+// flushed or not, would make every child as large as all of them together
+// and set off a split of each (and the master's rate estimate ten times
+// over). A child that does hold more than the limit is still over it once
+// its rows are flushed and the WAL is gone.
+func TestSizeOfSiblingsInOneBucket(t *testing.T) {
+	s := openTestStore(t, "")
+	base := int64(1) << 40 // a bucket's start
+	parent := createSharingReplica(t, s, nil, nil)
+	const children = 10
+	var kids []*Replica
+	for i := range int64(children) {
+		begin, end := base+i*1e9, base+(i+1)*1e9
+		kids = append(kids, createSharingReplica(t, s, &begin, &end))
+	}
+	// 50 series x 20 rows in each child's second; child 0 three times as
+	// many times.
+	for i, k := range kids {
+		n := 20
+		if i == 0 {
+			n = 60
+		}
+		var times []int64
+		for j := range int64(n) {
+			times = append(times, base+int64(i)*1e9+j*1e9/int64(n))
+		}
+		spaceRows(t, k, 50, times, 1)
+	}
+	_ = parent // the space the children share
+	one, err := kids[1].Size(1 << 30)
+	if err != nil || one == 0 {
+		t.Fatalf("Size of a child = %d, %v", one, err)
+	}
+	for _, flushed := range []bool{false, true} {
+		if flushed {
+			flush(t, s)
+		}
+		for i, k := range kids {
+			limit := 2 * one // above every child's rows but child 0's
+			over, n, err := k.SizeOver(limit)
+			if err != nil || over != (i == 0) {
+				t.Fatalf("flushed=%v: child %d: SizeOver(%d) = %v, %d, %v; want over=%v (one child's rows: %d bytes)",
+					flushed, i, limit, over, n, err, i == 0, one)
+			}
+			sz, err := k.Size(1 << 30)
+			if err != nil || i > 0 && sz > one+one/2 {
+				t.Fatalf("flushed=%v: child %d: Size = %d, %v; want about one child's %d bytes", flushed, i, sz, err, one)
+			}
+		}
+	}
+}
