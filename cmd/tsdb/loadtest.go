@@ -150,7 +150,7 @@ func (lf *loadtestFlags) registerLocal(f *pflag.FlagSet) {
 	f.StringArrayVar(&l.ExtraFlags, "server-flag", nil, "local cluster: an extra flag for every server, repeatable (e.g. --server-flag=--dead-after=10s)")
 	f.DurationVar(&l.PresplitMinWidth, "presplit-min-width", time.Second, "local cluster: the servers' --presplit-min-width")
 	f.DurationVar(&l.PresplitMaxWidth, "presplit-max-width", 5*time.Second, "local cluster: the servers' --presplit-max-width (also the width before the rate is known; below --keyrange-threshold, so inserts at now are smeared from the start)")
-	f.DurationVar(&l.PresplitHorizon, "presplit-horizon", 15*time.Second, "local cluster: the servers' --presplit-horizon (short, so a narrower width applies soon)")
+	f.DurationVar(&l.PresplitHorizon, "presplit-horizon", 45*time.Second, "local cluster: the servers' --presplit-horizon (short, so a narrower width applies soon, but longer than a master pass takes on a saturated machine, 10-35 s measured on 2 cores: else \"now\" outruns the pre-split into the open-ended last partition, which is never smeared)")
 	f.DurationVar(&l.PresplitInterval, "presplit-interval", 2*time.Second, "local cluster: the servers' --presplit-interval")
 }
 
