@@ -1,0 +1,398 @@
+package colcodec
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// An integer stream is how timestamps, ints, decimal float mantissas,
+// string lengths, dictionary indices and version walls are written. Its
+// value count is known to the caller (it is in the column header). The
+// encoder picks, per stream, the order of differences and the packing of
+// the residuals that give the fewest bytes (doc.go).
+
+// Orders of difference.
+const (
+	order0 = 0 // residual = v[i]
+	order1 = 1 // residual = v[i] - v[i-1]
+	order2 = 2 // residual = (v[i] - v[i-1]) - (v[i-1] - v[i-2])
+)
+
+// Packings of the zigzagged residuals.
+const (
+	packVarint  = 0 // one uvarint each
+	packBits    = 1 // a width byte w, then w bits each
+	packBuckets = 2 // Gorilla/Prometheus-style prefix buckets of 0/14/17/20/64 bits
+	packRuns    = 3 // runs of equal residuals: (value uvarint, length uvarint)
+	numPackings = 4
+)
+
+const maxScale = 18
+
+// streamCost is the size in bytes of the residuals under each packing.
+type streamCost [numPackings]int
+
+// costAcc accumulates the costs of a residual sequence.
+type costAcc struct {
+	varint  int
+	or      uint64 // OR of all zigzagged residuals: the bit width
+	bucket  int    // bits
+	runs    int    // bytes of closed runs
+	nruns   int
+	prev    uint64
+	runLen  uint64
+	started bool
+	count   int
+}
+
+func (a *costAcc) add(z uint64) {
+	a.count++
+	a.varint += uvarintLen(z)
+	a.or |= z
+	a.bucket += bucketBits(z)
+	if a.started && z == a.prev {
+		a.runLen++
+		return
+	}
+	if a.started {
+		a.runs += uvarintLen(a.prev) + uvarintLen(a.runLen)
+	}
+	a.started, a.prev, a.runLen = true, z, 1
+	a.nruns++
+}
+
+func (a *costAcc) result() streamCost {
+	runs := uvarintLen(uint64(a.nruns)) + a.runs
+	if a.started {
+		runs += uvarintLen(a.prev) + uvarintLen(a.runLen)
+	}
+	return streamCost{
+		packVarint:  a.varint,
+		packBits:    1 + (a.count*int(bitLen(a.or))+7)/8,
+		packBuckets: (a.bucket + 7) / 8,
+		packRuns:    runs,
+	}
+}
+
+// bucketBits is the size of z in the bucket packing.
+func bucketBits(z uint64) int {
+	switch {
+	case z == 0:
+		return 1
+	case z < 1<<14:
+		return 2 + 14
+	case z < 1<<17:
+		return 3 + 17
+	case z < 1<<20:
+		return 4 + 20
+	}
+	return 4 + 64
+}
+
+// residual returns the order-o residual at i ≥ o, with wrapping arithmetic.
+func residual(v []int64, o uint8, i int) int64 {
+	switch o {
+	case order1:
+		return v[i] - v[i-1]
+	case order2:
+		return (v[i] - v[i-1]) - (v[i-1] - v[i-2])
+	}
+	return v[i]
+}
+
+// heads is the number of values written whole before the residuals.
+func heads(o uint8, n int) int { return min(int(o), n) }
+
+// scaleOf returns the largest s ≤ maxScale such that 10^s divides every
+// order-o residual, or 0 when all residuals are zero.
+func scaleOf(v []int64, o uint8) uint8 {
+	s, nonzero := uint8(maxScale), false
+	for i := heads(o, len(v)); i < len(v); i++ {
+		r := residual(v, o, i)
+		if r == 0 {
+			continue
+		}
+		nonzero = true
+		for s > 0 && !divisible(r, s) {
+			s--
+		}
+		if s == 0 {
+			return 0
+		}
+	}
+	if !nonzero {
+		return 0
+	}
+	return s
+}
+
+// costOf returns the residual costs of order o at scale s.
+func costOf(v []int64, o, s uint8) streamCost {
+	var a costAcc
+	for i := heads(o, len(v)); i < len(v); i++ {
+		a.add(zigzag(divPow10(residual(v, o, i), s)))
+	}
+	return a.result()
+}
+
+// streamChoice is an encoding decision: order, scale and packing.
+type streamChoice struct {
+	order, scale, packing uint8
+	size                  int // bytes of the residuals
+}
+
+// chooseStream tries orders 0, 1 and 2 (each at its own largest scale) and
+// every packing, and returns the smallest.
+func chooseStream(v []int64) streamChoice {
+	best := streamChoice{size: -1}
+	for o := uint8(0); o <= order2; o++ {
+		if o > 0 && len(v) <= int(o) {
+			break // no residuals: a higher order only adds head bytes
+		}
+		s := uint8(0)
+		if o > 0 {
+			s = scaleOf(v, o)
+		}
+		c := costOf(v, o, s)
+		// Heads cost roughly the same in every order; count them so that
+		// order 0 wins ties on short streams.
+		headCost := 0
+		for i := 0; i < heads(o, len(v)); i++ {
+			headCost += uvarintLen(zigzag(residual(v, 0, i)))
+		}
+		for p := uint8(0); p < numPackings; p++ {
+			if size := c[p] + headCost; best.size < 0 || size < best.size {
+				best = streamChoice{order: o, scale: s, packing: p, size: size}
+			}
+		}
+	}
+	return best
+}
+
+// appendStream appends v as an integer stream, choosing the encoding.
+func appendStream(dst []byte, v []int64) []byte {
+	return appendStreamAs(dst, v, chooseStream(v))
+}
+
+// appendStreamAs appends v as an integer stream with the given order,
+// scale and packing. The scale must divide every residual (scaleOf).
+func appendStreamAs(dst []byte, v []int64, c streamChoice) []byte {
+	dst = append(dst, c.order|c.packing<<2, c.scale)
+	h := heads(c.order, len(v))
+	if h >= 1 {
+		dst = binary.AppendUvarint(dst, zigzag(v[0]))
+	}
+	if h >= 2 {
+		dst = binary.AppendUvarint(dst, zigzag(v[1]-v[0]))
+	}
+	o, s := c.order, c.scale
+	switch c.packing {
+	case packVarint:
+		for i := h; i < len(v); i++ {
+			dst = binary.AppendUvarint(dst, zigzag(divPow10(residual(v, o, i), s)))
+		}
+	case packBits:
+		var or uint64
+		for i := h; i < len(v); i++ {
+			or |= zigzag(divPow10(residual(v, o, i), s))
+		}
+		w := bitLen(or)
+		dst = append(dst, byte(w))
+		if w == 0 {
+			return dst
+		}
+		bw := bitWriter{buf: dst}
+		for i := h; i < len(v); i++ {
+			bw.write(zigzag(divPow10(residual(v, o, i), s)), w)
+		}
+		dst = bw.finish()
+	case packBuckets:
+		bw := bitWriter{buf: dst}
+		for i := h; i < len(v); i++ {
+			z := zigzag(divPow10(residual(v, o, i), s))
+			switch {
+			case z == 0:
+				bw.write(0, 1)
+			case z < 1<<14:
+				bw.write(0b01|z<<2, 2+14) // prefix bits 1,0 (first bit first)
+			case z < 1<<17:
+				bw.write(0b011|z<<3, 3+17)
+			case z < 1<<20:
+				bw.write(0b0111|z<<4, 4+20)
+			default:
+				bw.write(0b1111, 4)
+				bw.write(z, 64)
+			}
+		}
+		dst = bw.finish()
+	case packRuns:
+		nruns := 0
+		for i := h; i < len(v); i++ {
+			if i == h || residual(v, o, i) != residual(v, o, i-1) {
+				nruns++
+			}
+		}
+		dst = binary.AppendUvarint(dst, uint64(nruns))
+		for i := h; i < len(v); {
+			r := residual(v, o, i)
+			j := i + 1
+			for j < len(v) && residual(v, o, j) == r {
+				j++
+			}
+			dst = binary.AppendUvarint(dst, zigzag(divPow10(r, s)))
+			dst = binary.AppendUvarint(dst, uint64(j-i))
+			i = j
+		}
+	}
+	return dst
+}
+
+// decodeStream decodes an integer stream of len(dst) values from src at
+// *pos into dst.
+func decodeStream(dst []int64, src []byte, pos *int) error {
+	n := len(dst)
+	if *pos+2 > len(src) {
+		return fmt.Errorf("%w: truncated integer stream header", ErrCorrupt)
+	}
+	shape, s := src[*pos], src[*pos+1]
+	*pos += 2
+	o, p := shape&3, shape>>2
+	if o > order2 || p >= numPackings || s > maxScale {
+		return fmt.Errorf("%w: integer stream shape 0x%02x scale %d", ErrCorrupt, shape, s)
+	}
+	h := heads(o, n)
+	for i := 0; i < h; i++ {
+		u, err := readUvarint(src, pos, "integer stream head")
+		if err != nil {
+			return err
+		}
+		dst[i] = unzigzag(u)
+	}
+	if h == 2 {
+		dst[1] += dst[0]
+	}
+	m := n - h
+	res := dst[h:] // residuals are decoded in place, then integrated
+	mul := pow10[s]
+	switch p {
+	case packVarint:
+		if m > len(src)-*pos {
+			return fmt.Errorf("%w: %d varints in %d bytes", ErrCorrupt, m, len(src)-*pos)
+		}
+		for i := range res {
+			u, err := readUvarint(src, pos, "integer stream residual")
+			if err != nil {
+				return err
+			}
+			res[i] = unzigzag(u)
+		}
+	case packBits:
+		if *pos >= len(src) {
+			return fmt.Errorf("%w: truncated bit width", ErrCorrupt)
+		}
+		w := uint(src[*pos])
+		*pos++
+		if w > 64 {
+			return fmt.Errorf("%w: bit width %d", ErrCorrupt, w)
+		}
+		nbytes := (m*int(w) + 7) / 8
+		if nbytes > len(src)-*pos {
+			return fmt.Errorf("%w: %d values of %d bits in %d bytes", ErrCorrupt, m, w, len(src)-*pos)
+		}
+		br := newBitReader(src[*pos : *pos+nbytes])
+		for i := range res {
+			res[i] = unzigzag(br.read(w))
+		}
+		if !br.clean() {
+			return fmt.Errorf("%w: stray bits after packed values", ErrCorrupt)
+		}
+		*pos += nbytes
+	case packBuckets:
+		if m > 8*(len(src)-*pos) {
+			return fmt.Errorf("%w: %d bucket values in %d bytes", ErrCorrupt, m, len(src)-*pos)
+		}
+		br := newBitReader(src[*pos:])
+		for i := range res {
+			var z uint64
+			switch {
+			case br.bit() == 0:
+			case br.bit() == 0:
+				z = br.read(14)
+			case br.bit() == 0:
+				z = br.read(17)
+			case br.bit() == 0:
+				z = br.read(20)
+			default:
+				z = br.read(64)
+			}
+			res[i] = unzigzag(z)
+		}
+		if br.over {
+			return fmt.Errorf("%w: truncated bucket-packed values", ErrCorrupt)
+		}
+		*pos += int((br.pos + 7) / 8)
+		if br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
+			return fmt.Errorf("%w: stray bits after bucket-packed values", ErrCorrupt)
+		}
+	case packRuns:
+		nruns, err := readUvarint(src, pos, "run count")
+		if err != nil {
+			return err
+		}
+		if nruns > uint64(m) || (nruns == 0) != (m == 0) {
+			return fmt.Errorf("%w: %d runs for %d values", ErrCorrupt, nruns, m)
+		}
+		i := 0
+		for range nruns {
+			z, err := readUvarint(src, pos, "run value")
+			if err != nil {
+				return err
+			}
+			l, err := readUvarint(src, pos, "run length")
+			if err != nil {
+				return err
+			}
+			if l == 0 || l > uint64(m-i) {
+				return fmt.Errorf("%w: run of %d at value %d of %d", ErrCorrupt, l, i, m)
+			}
+			r := unzigzag(z)
+			for k := range int(l) {
+				res[i+k] = r
+			}
+			i += int(l)
+		}
+		if i != m {
+			return fmt.Errorf("%w: runs cover %d of %d values", ErrCorrupt, i, m)
+		}
+	}
+	integrate(dst, o, h, mul)
+	return nil
+}
+
+// integrate turns residuals dst[h:] (scaled by mul) back into values.
+func integrate(dst []int64, o uint8, h int, mul int64) {
+	if h >= len(dst) && o != order0 {
+		return // only heads (a short stream)
+	}
+	switch o {
+	case order0:
+		if mul != 1 {
+			for i := range dst {
+				dst[i] *= mul
+			}
+		}
+	case order1:
+		prev := dst[0]
+		for i := h; i < len(dst); i++ {
+			prev += dst[i] * mul
+			dst[i] = prev
+		}
+	case order2:
+		prev, d := dst[1], dst[1]-dst[0]
+		for i := h; i < len(dst); i++ {
+			d += dst[i] * mul
+			prev += d
+			dst[i] = prev
+		}
+	}
+}
