@@ -2,6 +2,7 @@ package colcodec
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -21,25 +22,31 @@ func benchCodec[T any](b *testing.B, vals []T,
 		b.Fatal(err)
 	}
 	n := float64(len(vals))
-	report := func(b *testing.B) {
+	// The loop runs on one locked OS thread, whose CPU time is reported
+	// beside the wall time: on a shared machine the wall time includes
+	// the waits for a core.
+	run := func(b *testing.B, body func()) {
+		b.ReportAllocs()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c0, cpuOK := threadCPU()
+		for b.Loop() {
+			body()
+		}
+		c1, _ := threadCPU()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/point")
+		if cpuOK {
+			b.ReportMetric(float64((c1-c0).Nanoseconds())/float64(b.N)/n, "cpu-ns/point")
+		}
 		b.ReportMetric(float64(len(col))/n, "B/point")
 	}
 	b.Run("op=encode", func(b *testing.B) {
-		b.ReportAllocs()
 		dst := make([]byte, 0, 2*len(col)+64)
-		for b.Loop() {
-			dst, _ = enc(dst[:0], vals)
-		}
-		report(b)
+		run(b, func() { dst, _ = enc(dst[:0], vals) })
 	})
 	b.Run("op=decode", func(b *testing.B) {
-		b.ReportAllocs()
 		dst := make([]T, 0, len(vals))
-		for b.Loop() {
-			dst, _ = dec(dst[:0], col)
-		}
-		report(b)
+		run(b, func() { dst, _ = dec(dst[:0], col) })
 	})
 }
 

@@ -3,6 +3,7 @@ package colcodec
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // Codec is the first byte of every encoded column: it names the layout of
@@ -131,12 +132,7 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // uvarintLen is the length of binary.AppendUvarint(nil, u).
 func uvarintLen(u uint64) int {
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
+	return (bits.Len64(u|1) + 6) / 7
 }
 
 // readUvarint reads one uvarint from src at *pos.

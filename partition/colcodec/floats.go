@@ -10,13 +10,20 @@ import (
 // maxDecimals is the largest shared decimal exponent of CodecFloatDecimal.
 const maxDecimals = 15
 
+// xorTryAbove is the decimal form's size in bytes per value above which
+// EncodeFloats also tries the XOR form. Below it XOR never won on the test
+// shapes (sizes_test.go: 2-decimal walks 1.3 bytes/value decimal, 7.5 XOR;
+// a constant 0.004 and 0.13), and writing it costs about 7 ns per value.
+const xorTryAbove = 2
+
 // maxMantissa bounds |mantissa| so that float64(m) is exact.
 const maxMantissa = 1 << 53
 
 // EncodeFloats appends the column of float64 values src to dst and returns
 // the extended slice. When every value is m / 10^e for one e ≤ 15 and
 // integers |m| < 2^53 (bit for bit: -0, NaN and ±Inf are not), it writes
-// both CodecFloatDecimal and CodecFloatXOR and keeps the smaller; otherwise
+// CodecFloatDecimal, or CodecFloatXOR when the decimal form takes more than
+// xorTryAbove bytes per value and the XOR form is smaller; otherwise
 // CodecFloatXOR. Every value round-trips bit for bit. It allocates only
 // when dst must grow (its scratch buffer of mantissas comes from a pool).
 func EncodeFloats(dst []byte, src []float64) ([]byte, error) {
@@ -58,8 +65,10 @@ func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
 		dst = appendStream(dst, mant)
 	}
 	decLen := len(dst) - start
-	// The XOR form is smaller only for series whose mantissas jump widely
-	// while XORs stay narrow (rare); write it after and keep the smaller.
+	if decLen <= xorTryAbove*len(src) {
+		return dst, nil
+	}
+	// Write the XOR form after the decimal one and keep the smaller.
 	dst = appendXOR(dst, src)
 	if xorLen := len(dst) - start - decLen; xorLen < decLen {
 		copy(dst[start:], dst[start+decLen:])
@@ -69,27 +78,29 @@ func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
 }
 
 // decimalMantissas returns m[i] and e with src[i] == float64(m[i]) / 10^e
-// bit for bit, or ok false.
+// bit for bit, or ok false. One pass at the exponent found so far; a
+// value that needs a larger one restarts it (at most maxDecimals times).
 func decimalMantissas(m []int64, src []float64) ([]int64, uint8, bool) {
 	e := uint8(0)
-	for _, v := range src {
-		for !decimalExact(v, e) {
-			if e++; e > maxDecimals {
-				return m, 0, false
-			}
-		}
-	}
+restart:
+	m = m[:0]
 	p := float64(pow10[e])
 	for _, v := range src {
 		f := math.Round(v * p)
-		if !(math.Abs(f) < maxMantissa) {
-			return m, 0, false // too many digits at the shared exponent
+		if math.Abs(f) < maxMantissa {
+			if mi := int64(f); math.Float64bits(float64(mi)/p) == math.Float64bits(v) {
+				m = append(m, mi)
+				continue
+			}
 		}
-		mi := int64(f)
-		if math.Float64bits(float64(mi)/p) != math.Float64bits(v) {
-			return m, 0, false // not exact at the shared exponent
+		for {
+			if e++; e > maxDecimals {
+				return m, 0, false
+			}
+			if decimalExact(v, e) {
+				goto restart
+			}
 		}
-		m = append(m, mi)
 	}
 	return m, e, true
 }

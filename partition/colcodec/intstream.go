@@ -3,6 +3,7 @@ package colcodec
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // An integer stream is how timestamps, ints, decimal float mantissas,
@@ -32,25 +33,21 @@ const maxScale = 18
 // streamCost is the size in bytes of the residuals under each packing.
 type streamCost [numPackings]int
 
-// costAcc accumulates the costs of a residual sequence.
+// costAcc accumulates the costs of a residual sequence: a histogram of
+// the bit lengths of the zigzagged residuals gives the varint, bits and
+// bucket sizes; runs are counted as they close.
 type costAcc struct {
-	varint  int
-	or      uint64 // OR of all zigzagged residuals: the bit width
-	bucket  int    // bits
-	runs    int    // bytes of closed runs
+	hist    [65]int32 // hist[l]: residuals of bit length l
+	runs    int       // bytes of closed runs
 	nruns   int
 	prev    uint64
 	runLen  uint64
 	started bool
-	count   int
 }
 
 func (a *costAcc) add(z uint64) {
-	a.count++
-	a.varint += uvarintLen(z)
-	a.or |= z
-	a.bucket += bucketBits(z)
-	if a.started && z == a.prev {
+	a.hist[bits.Len64(z)]++
+	if z == a.prev && a.started {
 		a.runLen++
 		return
 	}
@@ -66,24 +63,36 @@ func (a *costAcc) result() streamCost {
 	if a.started {
 		runs += uvarintLen(a.prev) + uvarintLen(a.runLen)
 	}
+	varint, bucket, count, width := 0, 0, 0, 0
+	for l, c := range a.hist {
+		if c == 0 {
+			continue
+		}
+		n := int(c)
+		count += n
+		width = l
+		varint += n * max(1, (l+6)/7)
+		bucket += n * bucketBitsOfLen(l)
+	}
 	return streamCost{
-		packVarint:  a.varint,
-		packBits:    1 + (a.count*int(bitLen(a.or))+7)/8,
-		packBuckets: (a.bucket + 7) / 8,
+		packVarint:  varint,
+		packBits:    1 + (count*width+7)/8,
+		packBuckets: (bucket + 7) / 8,
 		packRuns:    runs,
 	}
 }
 
-// bucketBits is the size of z in the bucket packing.
-func bucketBits(z uint64) int {
+// bucketBitsOfLen is the size in the bucket packing of a value of bit
+// length l.
+func bucketBitsOfLen(l int) int {
 	switch {
-	case z == 0:
+	case l == 0:
 		return 1
-	case z < 1<<14:
+	case l <= 14:
 		return 2 + 14
-	case z < 1<<17:
+	case l <= 17:
 		return 3 + 17
-	case z < 1<<20:
+	case l <= 20:
 		return 4 + 20
 	}
 	return 4 + 64
@@ -106,24 +115,54 @@ func heads(o uint8, n int) int { return min(int(o), n) }
 // scaleOf returns the largest s ≤ maxScale such that 10^s divides every
 // order-o residual, or 0 when all residuals are zero.
 func scaleOf(v []int64, o uint8) uint8 {
-	s, nonzero := uint8(maxScale), false
-	for i := heads(o, len(v)); i < len(v); i++ {
-		r := residual(v, o, i)
-		if r == 0 {
-			continue
-		}
-		nonzero = true
-		for s > 0 && !divisible(r, s) {
-			s--
-		}
-		if s == 0 {
-			return 0
+	s1, s2 := scales(v)
+	switch o {
+	case order1:
+		return s1
+	case order2:
+		return s2
+	}
+	return 0
+}
+
+// scales returns scaleOf for orders 1 and 2 in one pass, which ends as
+// soon as both are 0 (at once on most data but timestamps).
+func scales(v []int64) (s1, s2 uint8) {
+	if len(v) < 2 {
+		return 0, 0
+	}
+	s1, s2 = maxScale, maxScale
+	nz1, nz2 := false, false
+	prev := v[1] - v[0]
+	if prev != 0 {
+		nz1 = true
+		for s1 > 0 && !divisible(prev, s1) {
+			s1--
 		}
 	}
-	if !nonzero {
-		return 0
+	for i := 2; i < len(v) && (s1 > 0 || s2 > 0); i++ {
+		d := v[i] - v[i-1]
+		if d != 0 && s1 > 0 {
+			nz1 = true
+			for s1 > 0 && !divisible(d, s1) {
+				s1--
+			}
+		}
+		if dd := d - prev; dd != 0 && s2 > 0 {
+			nz2 = true
+			for s2 > 0 && !divisible(dd, s2) {
+				s2--
+			}
+		}
+		prev = d
 	}
-	return s
+	if !nz1 {
+		s1 = 0
+	}
+	if !nz2 {
+		s2 = 0
+	}
+	return s1, s2
 }
 
 // costOf returns the residual costs of order o at scale s.
@@ -138,28 +177,45 @@ func costOf(v []int64, o, s uint8) streamCost {
 // streamChoice is an encoding decision: order, scale and packing.
 type streamChoice struct {
 	order, scale, packing uint8
-	size                  int // bytes of the residuals
+	size                  int // bytes of the residuals and heads (heads estimated)
 }
 
-// chooseStream tries orders 0, 1 and 2 (each at its own largest scale) and
-// every packing, and returns the smallest.
+// chooseStream costs orders 0, 1 and 2 (each at its own largest scale)
+// under every packing in one pass and returns the smallest.
 func chooseStream(v []int64) streamChoice {
+	if regularStream(v) {
+		// Every delta equal (regular timestamps, a constant): order 2
+		// with zero-width residuals, the heads alone.
+		return streamChoice{order: order2, packing: packBits, size: 1 + uvarintLen(zigzag(v[0])) + uvarintLen(zigzag(v[1]-v[0]))}
+	}
+	s1, s2 := scales(v)
+	var a [3]costAcc
+	var prev int64
+	for i, x := range v {
+		a[0].add(zigzag(x))
+		if i == 0 {
+			continue
+		}
+		d := x - v[i-1]
+		a[1].add(zigzag(divPow10(d, s1)))
+		if i >= 2 {
+			a[2].add(zigzag(divPow10(d-prev, s2)))
+		}
+		prev = d
+	}
 	best := streamChoice{size: -1}
 	for o := uint8(0); o <= order2; o++ {
 		if o > 0 && len(v) <= int(o) {
 			break // no residuals: a higher order only adds head bytes
 		}
-		s := uint8(0)
-		if o > 0 {
-			s = scaleOf(v, o)
-		}
-		c := costOf(v, o, s)
-		// Heads cost roughly the same in every order; count them so that
+		c := a[o].result()
+		// Heads cost about the same in every order; count them so that
 		// order 0 wins ties on short streams.
 		headCost := 0
 		for i := 0; i < heads(o, len(v)); i++ {
-			headCost += uvarintLen(zigzag(residual(v, 0, i)))
+			headCost += uvarintLen(zigzag(v[i]))
 		}
+		s := [3]uint8{0, s1, s2}[o]
 		for p := uint8(0); p < numPackings; p++ {
 			if size := c[p] + headCost; best.size < 0 || size < best.size {
 				best = streamChoice{order: o, scale: s, packing: p, size: size}
@@ -167,6 +223,21 @@ func chooseStream(v []int64) streamChoice {
 		}
 	}
 	return best
+}
+
+// regularStream reports whether v has more than two values and all its
+// deltas are equal.
+func regularStream(v []int64) bool {
+	if len(v) <= 2 {
+		return false
+	}
+	d := v[1] - v[0]
+	for i := 2; i < len(v); i++ {
+		if v[i]-v[i-1] != d {
+			return false
+		}
+	}
+	return true
 }
 
 // appendStream appends v as an integer stream, choosing the encoding.

@@ -11,6 +11,9 @@ var pow10 = [19]int64{
 // divPow10 returns r / 10^s with a constant divisor per case (a multiply,
 // not a division instruction).
 func divPow10(r int64, s uint8) int64 {
+	if s == 0 {
+		return r
+	}
 	switch s {
 	case 1:
 		return r / 1e1
