@@ -82,6 +82,34 @@ func (r *bitReader) read(nb uint) uint64 {
 	return v
 }
 
+// peek returns the next 64 bits without consuming them, zeros past the
+// end.
+func (r *bitReader) peek() uint64 {
+	i, off := r.pos>>3, r.pos&7
+	var v uint64
+	if i+8 <= uint(len(r.src)) {
+		v = binary.LittleEndian.Uint64(r.src[i:]) >> off
+		if off > 0 && i+8 < uint(len(r.src)) {
+			v |= uint64(r.src[i+8]) << (64 - off)
+		}
+		return v
+	}
+	for k := uint(0); i+k < uint(len(r.src)); k++ {
+		v |= uint64(r.src[i+k]) << (8 * k)
+	}
+	return v >> off
+}
+
+// skip consumes n bits.
+func (r *bitReader) skip(n uint) {
+	if r.pos+n > r.end {
+		r.over = true
+		r.pos = r.end
+		return
+	}
+	r.pos += n
+}
+
 // bit returns the next bit.
 func (r *bitReader) bit() uint64 {
 	if r.pos >= r.end {

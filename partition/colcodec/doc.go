@@ -51,7 +51,7 @@
 // # Integer streams
 //
 // stream(n) holds n int64 values; n comes from the enclosing layout. The
-// encoder tries every order and packing below on the block and writes the
+// encoder costs every order and packing below on the block and writes the
 // smallest:
 //
 //	shape(1) | scale(1) | heads | residuals
@@ -80,6 +80,17 @@
 //     bits; 1,1,0 and 17 bits; 1,1,1,0 and 20 bits; or 1,1,1,1 and 64 bits.
 //   - p = 3, runs: a run count r:uvarint, then r × (z:uvarint,
 //     length:uvarint ≥ 1), the lengths summing to m.
+//   - p = 4, Rice (Golomb-Rice with parameter 2^k): a byte k (0..63), then
+//     a bit stream with, per value, q = z >> k: when q < 24, q one bits, a
+//     zero bit and the k low bits of z; else 24 one bits and z in 64 bits.
+//     On the harness's 2-decimal random walks it takes 11% less than the
+//     bits packing (about 9.8 bits per value, their entropy is about 9.7).
+//
+// Sizes are computed exactly for packings 0-3 from a histogram of the
+// residuals' bit lengths, in one pass over the block for all three
+// orders; Rice's is estimated from it and measured (for k−1, k, k+1) only
+// when it may win. A stream whose deltas are all equal is written at order
+// 2, bits, w = 0 without costing the others.
 //
 // Arithmetic wraps (two's complement), so any int64 sequence round-trips,
 // MinInt64 − MaxInt64 included. Decoding: v = r·10^s for o = 0;

@@ -25,13 +25,23 @@ const (
 	packBits    = 1 // a width byte w, then w bits each
 	packBuckets = 2 // Gorilla/Prometheus-style prefix buckets of 0/14/17/20/64 bits
 	packRuns    = 3 // runs of equal residuals: (value uvarint, length uvarint)
-	numPackings = 4
+	packRice    = 4 // Golomb-Rice: a parameter byte k, then z>>k in unary and k low bits
+	numPackings = 5
 )
+
+// riceEscape is the unary length at which a Rice-coded value is written
+// whole instead: riceEscape one bits, then its 64 bits.
+const riceEscape = 24
 
 const maxScale = 18
 
 // streamCost is the size in bytes of the residuals under each packing.
-type streamCost [numPackings]int
+// From costAcc, the packRice entry is an estimate (from bit lengths, with
+// riceK its best parameter); riceExact measures it.
+type streamCost struct {
+	size  [numPackings]int
+	riceK uint8
+}
 
 // costAcc accumulates the costs of a residual sequence: a histogram of
 // the bit lengths of the zigzagged residuals gives the varint, bits and
@@ -74,12 +84,80 @@ func (a *costAcc) result() streamCost {
 		varint += n * max(1, (l+6)/7)
 		bucket += n * bucketBitsOfLen(l)
 	}
-	return streamCost{
+	riceK, rice := a.riceEstimate(width)
+	return streamCost{size: [numPackings]int{
 		packVarint:  varint,
 		packBits:    1 + (count*width+7)/8,
 		packBuckets: (bucket + 7) / 8,
 		packRuns:    runs,
+		packRice:    rice,
+	}, riceK: riceK}
+}
+
+// riceEstimate returns the Rice parameter k ≤ width of least estimated
+// size, and that size in bytes: a value of bit length l > k is taken as
+// z>>k = 0.75·2^(l−k).
+func (a *costAcc) riceEstimate(width int) (uint8, int) {
+	bestK, best := 0, -1.0
+	for k := 0; k <= width; k++ {
+		bits := 0.0
+		for l := 0; l <= width; l++ {
+			c := float64(a.hist[l])
+			if c == 0 {
+				continue
+			}
+			bits += c * riceBitsEst(l, k)
+		}
+		if best < 0 || bits < best {
+			bestK, best = k, bits
+		}
 	}
+	return uint8(bestK), 1 + int(best+7)/8
+}
+
+// riceBitsEst is the estimated Rice size in bits of a value of bit length
+// l at parameter k.
+func riceBitsEst(l, k int) float64 {
+	if l <= k {
+		return float64(1 + k)
+	}
+	if l-k > 6 {
+		return riceEscape + 64
+	}
+	q := 0.75 * float64(uint64(1)<<(l-k))
+	if q >= riceEscape {
+		return riceEscape + 64
+	}
+	return q + 1 + float64(k)
+}
+
+// riceBits is the exact Rice size in bits of z at parameter k.
+func riceBits(z uint64, k uint8) int {
+	if q := z >> k; q < riceEscape {
+		return int(q) + 1 + int(k)
+	}
+	return riceEscape + 64
+}
+
+// riceExact returns, among k−1, k and k+1, the parameter of least exact
+// size for the order-o residuals at scale s, and that size in bytes.
+func riceExact(v []int64, o, s, k uint8) (uint8, int) {
+	lo := max(int(k), 1) - 1
+	hi := min(int(k)+1, 63)
+	var sum [3]int
+	for i := heads(o, len(v)); i < len(v); i++ {
+		z := zigzag(divPow10(residual(v, o, i), s))
+		for j := lo; j <= hi; j++ {
+			sum[j-lo] += riceBits(z, uint8(j))
+		}
+	}
+	bestK, best := lo, sum[0]
+	for j := lo + 1; j <= hi; j++ {
+		if sum[j-lo] < best {
+			bestK, best = j, sum[j-lo]
+		}
+	}
+	return uint8(bestK), 1 + (best+7)/8
 }
 
 // bucketBitsOfLen is the size in the bucket packing of a value of bit
@@ -165,19 +243,23 @@ func scales(v []int64) (s1, s2 uint8) {
 	return s1, s2
 }
 
-// costOf returns the residual costs of order o at scale s.
+// costOf returns the exact residual costs of order o at scale s, the
+// Rice parameter chosen as chooseStream does.
 func costOf(v []int64, o, s uint8) streamCost {
 	var a costAcc
 	for i := heads(o, len(v)); i < len(v); i++ {
 		a.add(zigzag(divPow10(residual(v, o, i), s)))
 	}
-	return a.result()
+	c := a.result()
+	c.riceK, c.size[packRice] = riceExact(v, o, s, c.riceK)
+	return c
 }
 
 // streamChoice is an encoding decision: order, scale and packing.
 type streamChoice struct {
 	order, scale, packing uint8
-	size                  int // bytes of the residuals and heads (heads estimated)
+	riceK                 uint8 // the Rice parameter, for packRice
+	size                  int   // bytes of the residuals and heads (heads estimated)
 }
 
 // chooseStream costs orders 0, 1 and 2 (each at its own largest scale)
@@ -204,6 +286,7 @@ func chooseStream(v []int64) streamChoice {
 		prev = d
 	}
 	best := streamChoice{size: -1}
+	var bestCost streamCost
 	for o := uint8(0); o <= order2; o++ {
 		if o > 0 && len(v) <= int(o) {
 			break // no residuals: a higher order only adds head bytes
@@ -217,11 +300,32 @@ func chooseStream(v []int64) streamChoice {
 		}
 		s := [3]uint8{0, s1, s2}[o]
 		for p := uint8(0); p < numPackings; p++ {
-			if size := c[p] + headCost; best.size < 0 || size < best.size {
+			if size := c.size[p] + headCost; best.size < 0 || size < best.size {
 				best = streamChoice{order: o, scale: s, packing: p, size: size}
+				bestCost = c
 			}
 		}
 	}
+	// The Rice size is estimated: measure it when it may win, and keep
+	// it only if it does.
+	if best.size < 0 {
+		return streamChoice{}
+	}
+	c := bestCost
+	other := -1
+	for p := uint8(0); p < numPackings; p++ {
+		if p != packRice && (other < 0 || c.size[p] < c.size[other]) {
+			other = int(p)
+		}
+	}
+	if c.size[packRice] <= c.size[other]+c.size[other]/8 {
+		k, size := riceExact(v, best.order, best.scale, c.riceK)
+		if size < c.size[other] {
+			best.packing, best.riceK = packRice, k
+			return best
+		}
+	}
+	best.packing = uint8(other)
 	return best
 }
 
@@ -292,6 +396,21 @@ func appendStreamAs(dst []byte, v []int64, c streamChoice) []byte {
 				bw.write(0b0111|z<<4, 4+20)
 			default:
 				bw.write(0b1111, 4)
+				bw.write(z, 64)
+			}
+		}
+		dst = bw.finish()
+	case packRice:
+		k := uint(c.riceK)
+		dst = append(dst, byte(k))
+		bw := bitWriter{buf: dst}
+		for i := h; i < len(v); i++ {
+			z := zigzag(divPow10(residual(v, o, i), s))
+			if q := z >> k; q < riceEscape {
+				bw.write(1<<q-1, uint(q)+1) // q one bits, then a zero
+				bw.write(z, k)
+			} else {
+				bw.write(1<<riceEscape-1, riceEscape)
 				bw.write(z, 64)
 			}
 		}
@@ -404,6 +523,36 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 		*pos += int((br.pos + 7) / 8)
 		if br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
 			return fmt.Errorf("%w: stray bits after bucket-packed values", ErrCorrupt)
+		}
+	case packRice:
+		if *pos >= len(src) {
+			return fmt.Errorf("%w: truncated Rice parameter", ErrCorrupt)
+		}
+		k := uint(src[*pos])
+		*pos++
+		if k > 63 {
+			return fmt.Errorf("%w: Rice parameter %d", ErrCorrupt, k)
+		}
+		if (int(k)+1)*m > 8*(len(src)-*pos) {
+			return fmt.Errorf("%w: %d Rice values of at least %d bits in %d bytes", ErrCorrupt, m, k+1, len(src)-*pos)
+		}
+		br := newBitReader(src[*pos:])
+		for i := range res {
+			q := uint(bits.TrailingZeros64(^br.peek()))
+			if q >= riceEscape {
+				br.skip(riceEscape)
+				res[i] = unzigzag(br.read(64))
+				continue
+			}
+			br.skip(q + 1)
+			res[i] = unzigzag(uint64(q)<<k | br.read(k))
+		}
+		if br.over {
+			return fmt.Errorf("%w: truncated Rice-coded values", ErrCorrupt)
+		}
+		*pos += int((br.pos + 7) / 8)
+		if br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
+			return fmt.Errorf("%w: stray bits after Rice-coded values", ErrCorrupt)
 		}
 	case packRuns:
 		nruns, err := readUvarint(src, pos, "run count")

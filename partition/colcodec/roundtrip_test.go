@@ -292,7 +292,7 @@ func TestStreamCost(t *testing.T) {
 				}
 				cost := costOf(v, o, s)
 				for p := uint8(0); p < numPackings; p++ {
-					c := streamChoice{order: o, scale: s, packing: p}
+					c := streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK}
 					out := appendStreamAs(nil, v, c)
 					hdr := 2
 					for i := 0; i < heads(o, n); i++ {
@@ -302,8 +302,8 @@ func TestStreamCost(t *testing.T) {
 							hdr += uvarintLen(zigzag(v[1] - v[0]))
 						}
 					}
-					if got := len(out) - hdr; got != cost[p] {
-						t.Errorf("%s n=%d order %d packing %d: wrote %d bytes, estimated %d", sh.name, n, o, p, got, cost[p])
+					if got := len(out) - hdr; got != cost.size[p] {
+						t.Errorf("%s n=%d order %d packing %d: wrote %d bytes, estimated %d", sh.name, n, o, p, got, cost.size[p])
 					}
 					got := make([]int64, n)
 					pos := 0
