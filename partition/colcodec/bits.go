@@ -83,21 +83,23 @@ func (r *bitReader) read(nb uint) uint64 {
 }
 
 // peek returns the next 64 bits without consuming them, zeros past the
-// end.
+// end. Small enough to inline: the tail is peekSlow.
 func (r *bitReader) peek() uint64 {
 	i, off := r.pos>>3, r.pos&7
-	var v uint64
-	if i+8 <= uint(len(r.src)) {
-		v = binary.LittleEndian.Uint64(r.src[i:]) >> off
-		if off > 0 && i+8 < uint(len(r.src)) {
-			v |= uint64(r.src[i+8]) << (64 - off)
-		}
-		return v
+	if i+9 <= uint(len(r.src)) {
+		return binary.LittleEndian.Uint64(r.src[i:])>>off | uint64(r.src[i+8])<<(64-off)
 	}
-	for k := uint(0); i+k < uint(len(r.src)); k++ {
+	return r.peekSlow()
+}
+
+//go:noinline
+func (r *bitReader) peekSlow() uint64 {
+	i, off := r.pos>>3, r.pos&7
+	var v uint64
+	for k := uint(0); k < 8 && i+k < uint(len(r.src)); k++ {
 		v |= uint64(r.src[i+k]) << (8 * k)
 	}
-	return v >> off
+	return v >> off // fewer than 9 bytes left: nothing past them
 }
 
 // skip consumes n bits.

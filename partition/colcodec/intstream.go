@@ -536,22 +536,12 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 		if (int(k)+1)*m > 8*(len(src)-*pos) {
 			return fmt.Errorf("%w: %d Rice values of at least %d bits in %d bytes", ErrCorrupt, m, k+1, len(src)-*pos)
 		}
-		br := newBitReader(src[*pos:])
-		for i := range res {
-			q := uint(bits.TrailingZeros64(^br.peek()))
-			if q >= riceEscape {
-				br.skip(riceEscape)
-				res[i] = unzigzag(br.read(64))
-				continue
-			}
-			br.skip(q + 1)
-			res[i] = unzigzag(uint64(q)<<k | br.read(k))
-		}
-		if br.over {
+		used, ok := decodeRice(res, src[*pos:], k)
+		if !ok {
 			return fmt.Errorf("%w: truncated Rice-coded values", ErrCorrupt)
 		}
-		*pos += int((br.pos + 7) / 8)
-		if br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
+		*pos += int((used + 7) / 8)
+		if used%8 != 0 && src[*pos-1]>>(used%8) != 0 {
 			return fmt.Errorf("%w: stray bits after Rice-coded values", ErrCorrupt)
 		}
 	case packRuns:
@@ -587,6 +577,61 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 	}
 	integrate(dst, o, h, mul)
 	return nil
+}
+
+// decodeRice decodes len(res) Rice-coded values of parameter k from src
+// and returns the number of bits read, or ok false if src ends first. It
+// keeps the unread bits in a local 64-bit buffer refilled 8 bytes at a
+// time; escapes, values longer than the buffer and the end of src go
+// through a bitReader.
+func decodeRice(res []int64, src []byte, k uint) (used uint, ok bool) {
+	var acc uint64 // bits not yet consumed, the next in the low end
+	var n uint     // how many of acc's low bits are loaded
+	p := 0         // next byte of src to load
+	mask := uint64(1)<<k - 1
+	for i := range res {
+		if n <= 55 {
+			if p+8 <= len(src) {
+				// Bits past n+8·adv are loaded too but not counted: the
+				// next refill writes the same bytes there again.
+				acc |= binary.LittleEndian.Uint64(src[p:]) << n
+				adv := (63 - n) >> 3
+				p += int(adv)
+				n += adv * 8
+			} else {
+				for n <= 56 && p < len(src) {
+					acc |= uint64(src[p]) << n
+					p++
+					n += 8
+				}
+			}
+		}
+		q := uint(bits.TrailingZeros64(^acc))
+		if q < riceEscape && q+1+k <= n {
+			res[i] = unzigzag(uint64(q)<<k | (acc>>(q+1))&mask)
+			acc >>= q + 1 + k
+			n -= q + 1 + k
+			continue
+		}
+		br := bitReader{src: src, pos: uint(p)*8 - n, end: uint(len(src)) * 8}
+		q = uint(bits.TrailingZeros64(^br.peek()))
+		if q >= riceEscape {
+			br.skip(riceEscape)
+			res[i] = unzigzag(br.read(64))
+		} else {
+			br.skip(q + 1)
+			res[i] = unzigzag(uint64(q)<<k | br.read(k))
+		}
+		if br.over {
+			return 0, false
+		}
+		p, acc, n = int(br.pos>>3), 0, 0
+		if off := br.pos & 7; off > 0 {
+			acc, n = uint64(src[p])>>off, 8-off
+			p++
+		}
+	}
+	return uint(p)*8 - n, true
 }
 
 // integrate turns residuals dst[h:] (scaled by mul) back into values.
