@@ -174,13 +174,16 @@ func DecodeFloats(dst []float64, src []byte) ([]float64, error) {
 		return dst[:0], fmt.Errorf("%w: %s column: exponent %d", ErrCorrupt, c, exp)
 	}
 	rest = rest[1:]
-	dst = grow(dst, n)
 	if n == 0 {
 		if len(rest) != 0 {
 			return dst[:0], fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
 		}
-		return dst, nil
+		return dst[:0], nil
 	}
+	if err := checkStream(rest, 0, n); err != nil {
+		return dst[:0], fmt.Errorf("%s column: %w", c, err)
+	}
+	dst = grow(dst, n)
 	// Decode the mantissas in place: an int64 and a float64 have the
 	// same size, and each slot is converted once, after it is final.
 	mant := int64View(dst)

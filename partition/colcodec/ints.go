@@ -46,13 +46,16 @@ func decodeInt64s(dst []int64, src []byte, kind string, c Codec) ([]int64, error
 	if err != nil {
 		return dst[:0], err
 	}
-	dst = grow(dst, n)
 	if n == 0 {
 		if len(rest) != 0 {
 			return dst[:0], fmt.Errorf("%w: %s column: %d trailing bytes", ErrCorrupt, c, len(rest))
 		}
-		return dst, nil
+		return dst[:0], nil
 	}
+	if err := checkStream(rest, 0, n); err != nil {
+		return dst[:0], fmt.Errorf("%s column: %w", c, err)
+	}
+	dst = grow(dst, n)
 	pos := 0
 	if err := decodeStream(dst, rest, &pos); err != nil {
 		return dst[:0], fmt.Errorf("%s column: %w", c, err)

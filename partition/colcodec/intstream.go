@@ -437,6 +437,45 @@ func appendStreamAs(dst []byte, v []int64, c streamChoice) []byte {
 	return dst
 }
 
+// checkStream reports whether the integer stream at src[pos:] can hold n
+// values, from its header alone, so that a decoder refuses a count its
+// input cannot hold before allocating for it. Only the zero-width bits
+// packing and runs can hold many values in few bytes.
+func checkStream(src []byte, pos, n int) error {
+	if pos+2 > len(src) {
+		return fmt.Errorf("%w: truncated integer stream header", ErrCorrupt)
+	}
+	shape := src[pos]
+	pos += 2
+	o, p := shape&3, shape>>2
+	for range heads(o, n) {
+		if _, err := readUvarint(src, &pos, "integer stream head"); err != nil {
+			return err
+		}
+	}
+	m, left := n-heads(o, n), len(src)-pos
+	var minBits int
+	switch p {
+	case packVarint:
+		minBits = 8 * m
+	case packBits, packRice:
+		if pos >= len(src) {
+			return fmt.Errorf("%w: truncated integer stream parameter", ErrCorrupt)
+		}
+		w := int(src[pos])
+		if p == packRice {
+			w++
+		}
+		minBits, left = m*w, left-1
+	case packBuckets:
+		minBits = m
+	}
+	if minBits > 8*left {
+		return fmt.Errorf("%w: %d values in %d bytes", ErrCorrupt, n, left)
+	}
+	return nil
+}
+
 // decodeStream decodes an integer stream of len(dst) values from src at
 // *pos into dst.
 func decodeStream(dst []int64, src []byte, pos *int) error {

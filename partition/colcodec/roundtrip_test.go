@@ -264,11 +264,38 @@ func TestCountBounds(t *testing.T) {
 	if b := allocBytes(func() { _, _ = DecodeInts(nil, col) }); b > 4096 { // the error itself
 		t.Errorf("refusing a count above MaxCount allocated %d bytes", b)
 	}
-	// Varints: a count larger than the bytes can hold.
-	col = appendHeader(nil, CodecInts, 1000)
-	col = append(col, order0|packVarint<<2, 0, 1, 2, 3)
-	if _, err := DecodeInts(nil, col); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("1000 varints in 3 bytes: %v, want ErrCorrupt", err)
+	// A count larger than the stream's bytes can hold is refused before
+	// the values are allocated, in every packing but zero-width bits and
+	// runs.
+	for _, stream := range [][]byte{
+		{order0 | packVarint<<2, 0, 1, 2, 3},
+		{order1 | packBits<<2, 0, 2, 1, 0xff},
+		{order2 | packBuckets<<2, 0, 2, 2, 0xff},
+		{order1 | packRice<<2, 0, 2, 0, 0xff},
+	} {
+		decoders := map[string]func([]byte) error{
+			"ints":     func(b []byte) error { _, err := DecodeInts(nil, b); return err },
+			"floats":   func(b []byte) error { _, err := DecodeFloats(nil, b); return err },
+			"versions": func(b []byte) error { _, err := DecodeVersions(nil, b); return err },
+		}
+		for name, dec := range decoders {
+			var col []byte
+			switch name {
+			case "ints":
+				col = appendHeader(nil, CodecInts, MaxCount)
+			case "floats":
+				col = append(appendHeader(nil, CodecFloatDecimal, MaxCount), 2)
+			case "versions":
+				col = appendHeader(nil, CodecVersions, MaxCount)
+			}
+			col = append(col, stream...)
+			if err := dec(col); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: MaxCount values in stream % x: %v, want ErrCorrupt", name, stream, err)
+			}
+			if b := allocBytes(func() { _ = dec(col) }); b > 4096 {
+				t.Errorf("%s: refusing MaxCount values in stream % x allocated %d bytes", name, stream, b)
+			}
+		}
 	}
 	if _, err := EncodeInts(nil, make([]int64, MaxCount+1)); !errors.Is(err, ErrTooMany) {
 		t.Errorf("encode of MaxCount+1 ints: %v, want ErrTooMany", err)

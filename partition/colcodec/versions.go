@@ -116,13 +116,16 @@ func decodeVersions(dst []model.Version, src []byte, scratch []int64) ([]model.V
 	if err != nil {
 		return dst[:0], scratch, err
 	}
-	dst = grow(dst, n)
 	if n == 0 {
 		if len(rest) != 0 {
 			return dst[:0], scratch, fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
 		}
-		return dst, scratch, nil
+		return dst[:0], scratch, nil
 	}
+	if err := checkStream(rest, 0, n); err != nil {
+		return dst[:0], scratch, fmt.Errorf("%s column walls: %w", c, err)
+	}
+	dst = grow(dst, n)
 	scratch = grow(scratch, n)
 	pos := 0
 	if err := decodeStream(scratch, rest, &pos); err != nil {
