@@ -8,18 +8,32 @@
 //
 // # API
 //
-// Encoders append to a caller's buffer and return it
-// (EncodeFloats(dst, src) (dst', error)); decoders fill dst[:0], reusing
-// its array when large enough (DecodeFloats(dst, src) (dst', error)). With
-// reused buffers neither allocates, except DecodeStrings (one string
-// holding the column's bytes) and string dictionaries. Encoders fail only
-// with ErrTooMany (more than MaxCount values, more than MaxStringBytes of
-// strings). Decoders never panic and never trust a count: a count above
-// MaxCount, or larger than the bytes that follow can hold, a truncated
-// column, trailing bytes, stray padding bits, a reserved value are
+// For each column type an encoder appends to a caller's buffer and returns
+// it, and a decoder fills dst[:0], reusing its array when large enough:
+//
+//	EncodeTimestamps / DecodeTimestamps  []int64 (ns, any order)
+//	EncodeInts       / DecodeInts        []int64
+//	EncodeFloats     / DecodeFloats      []float64
+//	EncodeBools      / DecodeBools       []bool
+//	EncodeStrings    / DecodeStrings     []string
+//	EncodeVersions   / DecodeVersions    []model.Version
+//
+// With reused buffers none of them allocates per call (scratch buffers
+// come from pools; FloatEncoder, StringEncoder and VersionEncoder hold
+// their own for a caller that keeps one per goroutine), except
+// DecodeStrings: one string holds the column's bytes and the values are
+// its substrings. Encoders fail only with ErrTooMany (more than MaxCount
+// values, more than MaxStringBytes of strings).
+//
+// Decoders never panic and never trust a count. A count above MaxCount or
+// larger than the bytes that follow can hold, a truncated column, trailing
+// bytes, stray padding bits, an index out of range or a reserved value is
 // ErrCorrupt; a column of another type or of an unknown codec is
-// ErrUnknownCodec. Every value round-trips exactly; floats bit for bit
-// (NaN payloads, ±Inf, -0 included).
+// ErrUnknownCodec. A count is checked against the bytes before the values
+// are allocated, except in the forms that hold many values in a few bytes
+// (zero-width bits, runs, a constant bool, a one-entry dictionary, zstd),
+// where MaxCount and MaxStringBytes bound the allocation. Every value
+// round-trips exactly, floats bit for bit (NaN payloads, ±Inf, -0).
 //
 // # Column layout
 //

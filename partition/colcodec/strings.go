@@ -191,13 +191,18 @@ func decodeStringBody(dst []string, src []byte, owned bool) ([]string, error) {
 	if err != nil {
 		return dst[:0], err
 	}
-	dst = grow(dst, n)
 	if n == 0 {
 		if len(rest) != 0 {
 			return dst[:0], fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
 		}
-		return dst, nil
+		return dst[:0], nil
 	}
+	if c == CodecStringRaw {
+		if err := checkStream(rest, 0, n); err != nil {
+			return dst[:0], fmt.Errorf("%s column lengths: %w", c, err)
+		}
+	}
+	dst = grow(dst, n)
 	pos := 0
 	entries := dst // CodecStringRaw: one entry per value
 	if c == CodecStringDict {
