@@ -42,7 +42,8 @@
 //	codec(1) | count:uvarint
 //
 // codec is a Codec id (below; a decoder refuses any other) and count the
-// number of values, at most MaxCount (2^20). A column of count 0 is the
+// number of values, at most MaxCount (2^20; for string-zstd, the length of
+// the compressed body). A column of count 0 is the
 // header alone (CodecBoolConst adds its value byte). uvarint is
 // encoding/binary's (7 bits per byte, low first); zigzag(x) is
 // (x << 1) ^ (x >> 63), so 0, -1, 1, -2 → 0, 1, 2, 3. Bit streams are
@@ -113,7 +114,7 @@
 //
 // Timestamps and ints share this layout under two ids. For one harness
 // series (2,000 points 300 ms apart) the timestamps stream is order 2,
-// bits, w = 0: about 18 bytes for the whole column.
+// bits, w = 0: 20 bytes for the whole column.
 //
 // # Floats
 //
@@ -146,8 +147,9 @@
 //
 // # Versions
 //
-// A version is (Wall int64, Node uint64). The walls are a stream (one
-// write batch: all equal, order 1 bits w = 0; many batches: ascending).
+// A version is (Wall int64, Node uint64). The walls are a stream (all
+// equal, one write batch: a few bytes; one batch per point, as the harness
+// writes: ascending by a few ms, about 2.7 bytes per value).
 // The nodes are a dictionary of the k (1 ≤ k ≤ count) distinct nodes in
 // order of first appearance, 8 bytes little-endian each, then, when
 // k > 1, each value's index (< k) as a stream.
