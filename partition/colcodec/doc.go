@@ -43,8 +43,8 @@
 //
 // codec is a Codec id (below; a decoder refuses any other) and count the
 // number of values, at most MaxCount (2^20; for string-zstd, the length of
-// the compressed body). A column of count 0 is the
-// header alone (CodecBoolConst adds its value byte). uvarint is
+// the body before compression). A column of count 0 is the header alone
+// (CodecBoolConst adds its value byte). uvarint is
 // encoding/binary's (7 bits per byte, low first); zigzag(x) is
 // (x << 1) ^ (x >> 63), so 0, -1, 1, -2 → 0, 1, 2, 3. Bit streams are
 // written least significant bit first: bit i of a stream is bit i%8 of its
