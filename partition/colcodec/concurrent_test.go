@@ -2,6 +2,7 @@ package colcodec
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -54,5 +55,21 @@ func TestConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Errorf("%s: a concurrent round trip failed", e)
+	}
+}
+
+// TestZstdStartsNoGoroutine checks the claim of zstdCodec: EncodeAll and
+// DecodeAll run on the caller's goroutine, so the package owns none.
+func TestZstdStartsNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	col, err := EncodeStrings(nil, stringShapes[3].gen(newRand(t), 500))
+	if err != nil || Codec(col[0]) != CodecStringZstd {
+		t.Fatalf("want a %v column, have %v (%v)", CodecStringZstd, Codec(col[0]), err)
+	}
+	if _, err := DecodeStrings(nil, col); err != nil {
+		t.Fatal(err)
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("goroutines: %d before zstd, %d after", before, after)
 	}
 }
