@@ -59,7 +59,8 @@ func TestConcurrent(t *testing.T) {
 }
 
 // TestZstdStartsNoGoroutine checks the claim of zstdCodec: EncodeAll and
-// DecodeAll run on the caller's goroutine, so the package owns none.
+// DecodeAll run on the caller's goroutine, so the package owns none. (Run
+// alone, -run TestZstd, it covers the construction of the codec too.)
 func TestZstdStartsNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	col, err := EncodeStrings(nil, stringShapes[3].gen(newRand(t), 500))
