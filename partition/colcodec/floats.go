@@ -1,0 +1,242 @@
+package colcodec
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+)
+
+// maxDecimals is the largest shared decimal exponent of CodecFloatDecimal.
+const maxDecimals = 15
+
+// xorTryAbove is the decimal form's size in bytes per value above which
+// EncodeFloats also tries the XOR form. Below it XOR never won on the test
+// shapes (sizes_test.go: 2-decimal walks 1.3 bytes/value decimal, 7.5 XOR;
+// a constant 0.004 and 0.13), and writing it costs about 7 ns per value.
+const xorTryAbove = 2
+
+// maxMantissa bounds |mantissa| so that float64(m) is exact.
+const maxMantissa = 1 << 53
+
+// EncodeFloats appends the column of float64 values src to dst and returns
+// the extended slice. When every value is m / 10^e for one e ≤ 15 and
+// integers |m| < 2^53 (bit for bit: -0, NaN and ±Inf are not), it writes
+// CodecFloatDecimal, or CodecFloatXOR when the decimal form takes more than
+// xorTryAbove bytes per value and the XOR form is smaller; otherwise
+// CodecFloatXOR. Every value round-trips bit for bit. It allocates only
+// when dst must grow (its scratch buffer of mantissas comes from a pool).
+func EncodeFloats(dst []byte, src []float64) ([]byte, error) {
+	e := floatEncoders.Get().(*FloatEncoder)
+	dst, err := e.Encode(dst, src)
+	if cap(e.mant) <= 64<<10 { // keep pooled buffers small
+		floatEncoders.Put(e)
+	}
+	return dst, err
+}
+
+var floatEncoders = sync.Pool{New: func() any { return new(FloatEncoder) }}
+
+// FloatEncoder encodes float columns reusing one scratch buffer of
+// mantissas, so repeated calls do not allocate. Not safe for concurrent
+// use; the zero value is ready.
+type FloatEncoder struct {
+	mant []int64
+}
+
+// Encode is EncodeFloats with the encoder's scratch buffer.
+func (e *FloatEncoder) Encode(dst []byte, src []float64) ([]byte, error) {
+	return encodeFloats(dst, src, e)
+}
+
+func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
+	if len(src) > MaxCount {
+		return dst, fmt.Errorf("%w: %d float values", ErrTooMany, len(src))
+	}
+	start := len(dst)
+	mant, exp, ok := decimalMantissas(e.mant[:0], src)
+	e.mant = mant
+	if !ok {
+		return appendXOR(dst, src), nil
+	}
+	dst = appendHeader(dst, CodecFloatDecimal, len(src))
+	dst = append(dst, exp)
+	if len(src) > 0 {
+		dst = appendStream(dst, mant)
+	}
+	decLen := len(dst) - start
+	if decLen <= xorTryAbove*len(src) {
+		return dst, nil
+	}
+	// Write the XOR form after the decimal one and keep the smaller.
+	dst = appendXOR(dst, src)
+	if xorLen := len(dst) - start - decLen; xorLen < decLen {
+		copy(dst[start:], dst[start+decLen:])
+		return dst[:start+xorLen], nil
+	}
+	return dst[:start+decLen], nil
+}
+
+// decimalMantissas returns m[i] and e with src[i] == float64(m[i]) / 10^e
+// bit for bit, or ok false. One pass at the exponent found so far; a
+// value that needs a larger one restarts it (at most maxDecimals times).
+func decimalMantissas(m []int64, src []float64) ([]int64, uint8, bool) {
+	e := uint8(0)
+restart:
+	m = m[:0]
+	p := float64(pow10[e])
+	for _, v := range src {
+		f := math.Round(v * p)
+		if math.Abs(f) < maxMantissa {
+			if mi := int64(f); math.Float64bits(float64(mi)/p) == math.Float64bits(v) {
+				m = append(m, mi)
+				continue
+			}
+		}
+		for {
+			if e++; e > maxDecimals {
+				return m, 0, false
+			}
+			if decimalExact(v, e) {
+				goto restart
+			}
+		}
+	}
+	return m, e, true
+}
+
+// decimalExact reports whether v == float64(round(v·10^e)) / 10^e bit for
+// bit with a mantissa below 2^53.
+func decimalExact(v float64, e uint8) bool {
+	p := float64(pow10[e])
+	f := math.Round(v * p)
+	if !(math.Abs(f) < maxMantissa) { // also false for NaN
+		return false
+	}
+	d := float64(int64(f)) / p
+	return math.Float64bits(d) == math.Float64bits(v)
+}
+
+// appendXOR appends a CodecFloatXOR column (Gorilla, VLDB 2015): the first
+// value whole, then per value a 0 bit when it equals the previous one, or
+// 1 and its XOR with the previous one: 0 and the meaningful bits when they
+// fit in the previous window, or 1, the leading zero count (5 bits), the
+// meaningful bit count (6 bits, 0 meaning 64) and the meaningful bits.
+func appendXOR(dst []byte, src []float64) []byte {
+	dst = appendHeader(dst, CodecFloatXOR, len(src))
+	if len(src) == 0 {
+		return dst
+	}
+	bw := bitWriter{buf: dst}
+	prev := math.Float64bits(src[0])
+	bw.write(prev, 64)
+	lead, trail := uint(0xff), uint(0)
+	for _, f := range src[1:] {
+		cur := math.Float64bits(f)
+		x := cur ^ prev
+		prev = cur
+		if x == 0 {
+			bw.write(0, 1)
+			continue
+		}
+		l, t := uint(bits.LeadingZeros64(x)), uint(bits.TrailingZeros64(x))
+		if l > 31 {
+			l = 31
+		}
+		if lead != 0xff && l >= lead && t >= trail {
+			bw.write(0b01, 2) // 1, then 0: same window
+			bw.write(x>>trail, 64-lead-trail)
+			continue
+		}
+		lead, trail = l, t
+		sig := 64 - l - t
+		bw.write(0b11|uint64(l)<<2|uint64(sig&63)<<7, 2+5+6)
+		bw.write(x>>t, sig)
+	}
+	return bw.finish()
+}
+
+// DecodeFloats decodes a column written by EncodeFloats into dst[:0]
+// (reused when large enough) and returns it.
+func DecodeFloats(dst []float64, src []byte) ([]float64, error) {
+	c, n, rest, err := readHeader(src, "float", CodecFloatDecimal, CodecFloatXOR)
+	if err != nil {
+		return dst[:0], err
+	}
+	if c == CodecFloatXOR {
+		return decodeXOR(dst, n, rest)
+	}
+	if len(rest) == 0 {
+		return dst[:0], fmt.Errorf("%w: %s column: no exponent", ErrCorrupt, c)
+	}
+	exp := rest[0]
+	if exp > maxDecimals {
+		return dst[:0], fmt.Errorf("%w: %s column: exponent %d", ErrCorrupt, c, exp)
+	}
+	rest = rest[1:]
+	if n == 0 {
+		if len(rest) != 0 {
+			return dst[:0], fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
+		}
+		return dst[:0], nil
+	}
+	if err := checkStream(rest, 0, n); err != nil {
+		return dst[:0], fmt.Errorf("%s column: %w", c, err)
+	}
+	dst = grow(dst, n)
+	// Decode the mantissas in place: an int64 and a float64 have the
+	// same size, and each slot is converted once, after it is final.
+	mant := int64View(dst)
+	pos := 0
+	if err := decodeStream(mant, rest, &pos); err != nil {
+		return dst[:0], fmt.Errorf("%s column: %w", c, err)
+	}
+	if pos != len(rest) {
+		return dst[:0], fmt.Errorf("%w: %s column: %d trailing bytes", ErrCorrupt, c, len(rest)-pos)
+	}
+	p := float64(pow10[exp])
+	for i, m := range mant {
+		dst[i] = float64(m) / p
+	}
+	return dst, nil
+}
+
+func decodeXOR(dst []float64, n int, src []byte) ([]float64, error) {
+	if n == 0 {
+		if len(src) != 0 {
+			return dst[:0], fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, CodecFloatXOR)
+		}
+		return grow(dst, 0), nil
+	}
+	if 64+(n-1) > 8*len(src) {
+		return dst[:0], fmt.Errorf("%w: %s column: %d values in %d bytes", ErrCorrupt, CodecFloatXOR, n, len(src))
+	}
+	dst = grow(dst, n)
+	br := newBitReader(src)
+	prev := br.read(64)
+	dst[0] = math.Float64frombits(prev)
+	lead, trail := uint(0xff), uint(0)
+	for i := 1; i < n; i++ {
+		if br.bit() == 1 {
+			if br.bit() == 1 {
+				lead = uint(br.read(5))
+				sig := uint(br.read(6))
+				if sig == 0 {
+					sig = 64
+				}
+				if lead+sig > 64 {
+					return dst[:0], fmt.Errorf("%w: %s column: window %d+%d bits", ErrCorrupt, CodecFloatXOR, lead, sig)
+				}
+				trail = 64 - lead - sig
+			} else if lead == 0xff {
+				return dst[:0], fmt.Errorf("%w: %s column: window reused before one was set", ErrCorrupt, CodecFloatXOR)
+			}
+			prev ^= br.read(64-lead-trail) << trail
+		}
+		dst[i] = math.Float64frombits(prev)
+	}
+	if !br.clean() {
+		return dst[:0], fmt.Errorf("%w: %s column: truncated or trailing bytes", ErrCorrupt, CodecFloatXOR)
+	}
+	return dst, nil
+}

@@ -1,0 +1,344 @@
+package colcodec
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+var seedFlag = flag.Uint64("colcodec.seed", 0, "seed of the randomized tests (0: from the clock)")
+
+// newRand returns the test's random source and logs its seed.
+func newRand(t testing.TB) *rand.Rand {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -colcodec.seed=%d)", seed, seed)
+	return rand.New(rand.NewPCG(seed, 0x5eed))
+}
+
+// checkRoundTrip encodes vals after a prefix, decodes them (into nil and
+// into a dirty reused slice) and compares; re-encodes and compares bytes;
+// and checks that every strict prefix and one trailing byte are refused.
+func checkRoundTrip[T any](t *testing.T, r *rand.Rand, vals []T,
+	enc func([]byte, []T) ([]byte, error),
+	dec func([]T, []byte) ([]T, error),
+	eq func(a, b T) bool) []byte {
+	t.Helper()
+	prefix := []byte("prefix")
+	out, err := enc(slices.Clone(prefix), vals)
+	if err != nil {
+		t.Fatalf("encode %d values: %v", len(vals), err)
+	}
+	if !bytes.HasPrefix(out, prefix) {
+		t.Fatalf("encode overwrote dst's prefix")
+	}
+	col := out[len(prefix):]
+	again, err := enc(nil, vals)
+	if err != nil || !bytes.Equal(again, col) {
+		t.Fatalf("encode is not deterministic: %v", err)
+	}
+	compare := func(got []T, how string) {
+		t.Helper()
+		if len(got) != len(vals) {
+			t.Fatalf("%s: decoded %d values, want %d (codec %v)", how, len(got), len(vals), Codec(col[0]))
+		}
+		for i := range vals {
+			if !eq(got[i], vals[i]) {
+				t.Fatalf("%s: value %d of %d: got %v, want %v (codec %v)", how, i, len(vals), got[i], vals[i], Codec(col[0]))
+			}
+		}
+	}
+	got, err := dec(nil, col)
+	if err != nil {
+		t.Fatalf("decode %d values (codec %v): %v", len(vals), Codec(col[0]), err)
+	}
+	compare(got, "into nil")
+	dirty := make([]T, len(vals)+5, len(vals)+10)
+	if len(vals) > 0 {
+		for i := range dirty {
+			dirty[i] = vals[r.IntN(len(vals))]
+		}
+	}
+	got, err = dec(dirty[:3], col)
+	if err != nil {
+		t.Fatalf("decode into a reused slice: %v", err)
+	}
+	compare(got, "into a reused slice")
+	if len(vals) > 0 && &got[0] != &dirty[0] {
+		t.Fatalf("decode did not reuse dst's array")
+	}
+	// Every strict prefix is refused (a sample of them on long columns).
+	for k := 0; k < min(len(col), 48); k++ {
+		l := k
+		if len(col) > 48 {
+			l = r.IntN(len(col))
+		}
+		if _, err := dec(nil, col[:l]); err == nil {
+			t.Fatalf("decode of %d of %d bytes (codec %v) succeeded", l, len(col), Codec(col[0]))
+		} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownCodec) {
+			t.Fatalf("decode of a prefix: error %v is neither ErrCorrupt nor ErrUnknownCodec", err)
+		}
+	}
+	if _, err := dec(nil, append(slices.Clone(col), 0)); err == nil {
+		t.Fatalf("decode with a trailing byte (codec %v) succeeded", Codec(col[0]))
+	}
+	return col
+}
+
+// allocBytes returns the bytes f allocates (averaged over 10 runs).
+func allocBytes(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / 10
+}
+
+func eqInt(a, b int64) bool             { return a == b }
+func eqFloat(a, b float64) bool         { return math.Float64bits(a) == math.Float64bits(b) }
+func eqBool(a, b bool) bool             { return a == b }
+func eqString(a, b string) bool         { return a == b }
+func eqVersion(a, b model.Version) bool { return a == b }
+
+func TestTimestampsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range timestampShapes {
+		for _, n := range append(testSizes, 1+r.IntN(5000)) {
+			checkRoundTrip(t, r, sh.gen(r, n), EncodeTimestamps, DecodeTimestamps, eqInt)
+		}
+	}
+}
+
+func TestIntsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range intShapes {
+		for _, n := range append(testSizes, 1+r.IntN(5000)) {
+			checkRoundTrip(t, r, sh.gen(r, n), EncodeInts, DecodeInts, eqInt)
+		}
+	}
+	// Mixtures of shapes in one column.
+	for range 200 {
+		var v []int64
+		for range 1 + r.IntN(4) {
+			sh := intShapes[r.IntN(len(intShapes))]
+			v = append(v, sh.gen(r, r.IntN(50))...)
+		}
+		checkRoundTrip(t, r, v, EncodeInts, DecodeInts, eqInt)
+	}
+}
+
+func TestFloatsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range floatShapes {
+		for _, n := range append(testSizes, 1+r.IntN(5000)) {
+			checkRoundTrip(t, r, sh.gen(r, n), EncodeFloats, DecodeFloats, eqFloat)
+		}
+	}
+	for range 200 {
+		var v []float64
+		for range 1 + r.IntN(4) {
+			sh := floatShapes[r.IntN(len(floatShapes))]
+			v = append(v, sh.gen(r, r.IntN(50))...)
+		}
+		checkRoundTrip(t, r, v, EncodeFloats, DecodeFloats, eqFloat)
+	}
+}
+
+// TestFloatsCodecChoice checks which form EncodeFloats picks: the decimal
+// form for the harness's 2-decimal walks, XOR when a value is not exact.
+func TestFloatsCodecChoice(t *testing.T) {
+	r := newRand(t)
+	for _, tc := range []struct {
+		shape string
+		want  Codec
+	}{
+		{"harness-user", CodecFloatDecimal},
+		{"constant", CodecFloatDecimal},
+		{"integers", CodecFloatDecimal},
+		{"specials", CodecFloatXOR},
+		{"decimals-then-nan", CodecFloatXOR},
+		{"negzero-only", CodecFloatXOR},
+		{"random-bits", CodecFloatXOR},
+	} {
+		i := slices.IndexFunc(floatShapes, func(s floatShape) bool { return s.name == tc.shape })
+		col, err := EncodeFloats(nil, floatShapes[i].gen(r, 2000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Codec(col[0]) != tc.want {
+			t.Errorf("%s: codec %v, want %v", tc.shape, Codec(col[0]), tc.want)
+		}
+	}
+}
+
+func TestBoolsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	for _, p := range []float64{0, 1, 0.5, 0.01} {
+		for _, n := range append(testSizes, 1+r.IntN(5000)) {
+			checkRoundTrip(t, r, randBools(r, n, p), EncodeBools, DecodeBools, eqBool)
+		}
+	}
+}
+
+func TestStringsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	seen := map[Codec]bool{}
+	for _, sh := range stringShapes {
+		for _, n := range append(testSizes, 1+r.IntN(3000)) {
+			col := checkRoundTrip(t, r, sh.gen(r, n), EncodeStrings, DecodeStrings, eqString)
+			seen[Codec(col[0])] = true
+		}
+	}
+	for _, c := range []Codec{CodecStringRaw, CodecStringDict, CodecStringZstd} {
+		if !seen[c] {
+			t.Errorf("no shape was encoded with %v", c)
+		}
+	}
+}
+
+func TestVersionsRoundTrip(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range versionShapes {
+		for _, n := range append(testSizes, 1+r.IntN(5000)) {
+			checkRoundTrip(t, r, sh.gen(r, n), EncodeVersions, DecodeVersions, eqVersion)
+		}
+	}
+}
+
+// TestWrongDecoder checks that each decoder refuses the columns of the
+// others and unknown codec ids with ErrUnknownCodec.
+func TestWrongDecoder(t *testing.T) {
+	ts, _ := EncodeTimestamps(nil, []int64{1, 2})
+	in, _ := EncodeInts(nil, []int64{1, 2})
+	fl, _ := EncodeFloats(nil, []float64{1, 2})
+	bo, _ := EncodeBools(nil, []bool{true})
+	st, _ := EncodeStrings(nil, []string{"a"})
+	ve, _ := EncodeVersions(nil, []model.Version{{Wall: 1, Node: 1}})
+	unknown := []byte{0xee, 1, 0}
+	decoders := map[string]func([]byte) error{
+		"timestamps": func(b []byte) error { _, err := DecodeTimestamps(nil, b); return err },
+		"ints":       func(b []byte) error { _, err := DecodeInts(nil, b); return err },
+		"floats":     func(b []byte) error { _, err := DecodeFloats(nil, b); return err },
+		"bools":      func(b []byte) error { _, err := DecodeBools(nil, b); return err },
+		"strings":    func(b []byte) error { _, err := DecodeStrings(nil, b); return err },
+		"versions":   func(b []byte) error { _, err := DecodeVersions(nil, b); return err },
+	}
+	cols := map[string][]byte{"timestamps": ts, "ints": in, "floats": fl, "bools": bo, "strings": st, "versions": ve, "unknown": unknown}
+	for dn, dec := range decoders {
+		for cn, col := range cols {
+			err := dec(col)
+			if cn == dn {
+				if err != nil {
+					t.Errorf("%s decoder on its own column: %v", dn, err)
+				}
+				continue
+			}
+			if !errors.Is(err, ErrUnknownCodec) {
+				t.Errorf("%s decoder on a %s column: error %v, want ErrUnknownCodec", dn, cn, err)
+			}
+		}
+	}
+}
+
+// TestCountBounds checks that a claimed count above MaxCount is refused
+// before anything is allocated, and that encoders refuse more than
+// MaxCount values.
+func TestCountBounds(t *testing.T) {
+	col := appendHeader(nil, CodecInts, MaxCount+1)
+	col = append(col, 1, 0, 0) // order 1, bits, scale 0, width 0
+	if _, err := DecodeInts(nil, col); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("count above MaxCount: %v, want ErrCorrupt", err)
+	}
+	if b := allocBytes(func() { _, _ = DecodeInts(nil, col) }); b > 4096 { // the error itself
+		t.Errorf("refusing a count above MaxCount allocated %d bytes", b)
+	}
+	// A count larger than the stream's bytes can hold is refused before
+	// the values are allocated, in every packing but zero-width bits and
+	// runs.
+	for _, stream := range [][]byte{
+		{order0 | packVarint<<2, 0, 1, 2, 3},
+		{order1 | packBits<<2, 0, 2, 1, 0xff},
+		{order2 | packBuckets<<2, 0, 2, 2, 0xff},
+		{order1 | packRice<<2, 0, 2, 0, 0xff},
+	} {
+		decoders := map[string]func([]byte) error{
+			"ints":     func(b []byte) error { _, err := DecodeInts(nil, b); return err },
+			"floats":   func(b []byte) error { _, err := DecodeFloats(nil, b); return err },
+			"versions": func(b []byte) error { _, err := DecodeVersions(nil, b); return err },
+		}
+		for name, dec := range decoders {
+			var col []byte
+			switch name {
+			case "ints":
+				col = appendHeader(nil, CodecInts, MaxCount)
+			case "floats":
+				col = append(appendHeader(nil, CodecFloatDecimal, MaxCount), 2)
+			case "versions":
+				col = appendHeader(nil, CodecVersions, MaxCount)
+			}
+			col = append(col, stream...)
+			if err := dec(col); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s: MaxCount values in stream % x: %v, want ErrCorrupt", name, stream, err)
+			}
+			if b := allocBytes(func() { _ = dec(col) }); b > 4096 {
+				t.Errorf("%s: refusing MaxCount values in stream % x allocated %d bytes", name, stream, b)
+			}
+		}
+	}
+	if _, err := EncodeInts(nil, make([]int64, MaxCount+1)); !errors.Is(err, ErrTooMany) {
+		t.Errorf("encode of MaxCount+1 ints: %v, want ErrTooMany", err)
+	}
+	if _, err := EncodeFloats(nil, make([]float64, MaxCount+1)); !errors.Is(err, ErrTooMany) {
+		t.Errorf("encode of MaxCount+1 floats: %v, want ErrTooMany", err)
+	}
+}
+
+// TestStreamCost checks the encoder's size estimates against the bytes it
+// writes, for every order and packing, on every int shape.
+func TestStreamCost(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range intShapes {
+		for _, n := range []int{3, 9, 2000} {
+			v := sh.gen(r, n)
+			for o := uint8(0); o <= order2; o++ {
+				s := uint8(0)
+				if o > 0 {
+					s = scaleOf(v, o)
+				}
+				cost := costOf(v, o, s)
+				for p := uint8(0); p < numPackings; p++ {
+					c := streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK}
+					out := appendStreamAs(nil, v, c)
+					hdr := 2
+					for i := 0; i < heads(o, n); i++ {
+						if i == 0 {
+							hdr += uvarintLen(zigzag(v[0]))
+						} else {
+							hdr += uvarintLen(zigzag(v[1] - v[0]))
+						}
+					}
+					if got := len(out) - hdr; got != cost.size[p] {
+						t.Errorf("%s n=%d order %d packing %d: wrote %d bytes, estimated %d", sh.name, n, o, p, got, cost.size[p])
+					}
+					got := make([]int64, n)
+					pos := 0
+					if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
+						t.Fatalf("%s n=%d order %d packing %d: round trip failed (err %v)", sh.name, n, o, p, err)
+					}
+				}
+			}
+		}
+	}
+}
