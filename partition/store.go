@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/internal/gate"
+	"github.com/tsdb/tsdb/internal/pebbleclose"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -52,6 +53,12 @@ type Options struct {
 	// found; without it Open builds the index only for a store written
 	// before the index existed (tsdb server --check-index).
 	CheckIndex bool
+	// CloseFlushTimeout bounds the memtable flush Close does before it
+	// closes pebble, so that the WAL does not outlive the memtables at rest
+	// (internal/pebbleclose); 0 means pebbleclose.DefaultFlushTimeout (10 s)
+	// and a negative value skips the flush (the WAL is then kept as pebble
+	// leaves it, replayed at the next Open).
+	CloseFlushTimeout time.Duration
 }
 
 const (
@@ -71,6 +78,8 @@ type Store struct {
 	checkIndex bool
 	// noShare is Options.NoShare.
 	noShare bool
+	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
+	closeFlushTimeout time.Duration
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
@@ -201,7 +210,11 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare}
+	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
+		closeFlushTimeout: opts.CloseFlushTimeout}
+	if s.closeFlushTimeout == 0 {
+		s.closeFlushTimeout = pebbleclose.DefaultFlushTimeout
+	}
 	if err := s.cleanIngestDir(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -282,8 +295,13 @@ func (s *Store) loadRegistry() error {
 }
 
 // Close waits for in-flight operations (an Apply returns only after its
-// sync) and closes the DB. Later calls return nil; every other method
-// fails with ErrClosed once Close has begun.
+// sync), flushes the memtables (at most Options.CloseFlushTimeout), closes
+// the DB and removes the WAL files the flush made obsolete
+// (internal/pebbleclose), so that the directory at rest holds about the
+// size of the data. A flush that fails or times out is logged and the DB
+// closed with its WAL, which the next Open replays: nothing synced is
+// lost. Later calls return nil; every other method fails with ErrClosed
+// once Close has begun.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.gate.Close()
@@ -296,7 +314,7 @@ func (s *Store) Close() error {
 		for _, ls := range open {
 			ls.Close()
 		}
-		if err := s.db.Close(); err != nil {
+		if _, err := pebbleclose.Close(s.db, s.dir, s.fs, s.closeFlushTimeout, s.log); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}
 		s.log.Info("partition store closed")
