@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tsdb/tsdb/internal/gate"
+	"github.com/tsdb/tsdb/internal/pebbleclose"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -165,6 +166,7 @@ func (o *Options) Validate() error {
 // guarantees. All methods are safe for concurrent use.
 type Queue struct {
 	db      *pebble.DB
+	dir     string
 	opts    Options // defaults filled
 	log     *slog.Logger
 	metrics *Metrics
@@ -231,6 +233,7 @@ func Open(dir string, opts Options) (*Queue, error) {
 	}
 	q := &Queue{
 		db:      db,
+		dir:     dir,
 		opts:    opts,
 		log:     opts.Logger,
 		metrics: opts.Metrics,
@@ -314,12 +317,17 @@ func (q *Queue) quarantine(bad []kv) error {
 	return nil
 }
 
-// Close waits for operations in flight and closes the DB. Later calls
-// return nil; every other method fails with ErrClosed once Close began.
+// Close waits for operations in flight, flushes the memtable (at most
+// pebbleclose.DefaultFlushTimeout), closes the DB and removes the WAL
+// files the flush made obsolete (internal/pebbleclose), so that no WAL of
+// up to 110% of MemTableSize stays behind at rest. A flush that fails or
+// times out is logged and the DB closed with its WAL, which the next Open
+// replays. Later calls return nil; every other method fails with
+// ErrClosed once Close began.
 func (q *Queue) Close() error {
 	q.closeOnce.Do(func() {
 		q.gate.Close()
-		if err := q.db.Close(); err != nil {
+		if _, err := pebbleclose.Close(q.db, q.dir, q.opts.FS, pebbleclose.DefaultFlushTimeout, q.log); err != nil {
 			q.closeErr = fmt.Errorf("smear: close pebble: %w", err)
 		}
 	})
