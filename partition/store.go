@@ -192,6 +192,9 @@ func (i ReplicaInfo) validate() error {
 }
 
 // Open opens or creates the DB in opts.Dir and loads the replica registry.
+// It refuses a store whose format marker (format.go) names a version this
+// build does not support with ErrUnknownFormat, and marks a new store, or
+// one written before the marker existed, with the current version.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("partition: Options.Dir is required")
@@ -205,6 +208,11 @@ func Open(opts Options) (*Store, error) {
 	db, err := pebble.Open(opts.Dir, pebbleOptions(opts, cache, log))
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
+	}
+	format, err := readFormat(db, opts.Dir)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	fs := opts.FS
 	if fs == nil {
@@ -237,6 +245,12 @@ func Open(opts Options) (*Store, error) {
 	if err := s.upgradeLog(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if format == 0 {
+		if err := s.writeFormat(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
 	return s, nil
