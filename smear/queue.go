@@ -213,8 +213,9 @@ type Queue struct {
 // maxPooledBuf is the largest encode buffer kept for reuse.
 const maxPooledBuf = 4 << 20
 
-// Open opens (creating if needed) the queue's pebble DB in dir, replays it
-// to rebuild the depth, and returns the queue. Entries that do not decode
+// Open opens (creating if needed) the queue's pebble DB in dir, checks its
+// format marker (format.go: a queue of an unknown version is refused with
+// ErrUnknownFormat), replays it to rebuild the depth, and returns the queue. Entries that do not decode
 // are quarantined (doc.go). The caller closes the queue after its
 // forwarder's Run has returned.
 func Open(dir string, opts Options) (*Queue, error) {
@@ -230,6 +231,10 @@ func Open(dir string, opts Options) (*Queue, error) {
 	db, err := pebble.Open(dir, pebbleOptions(&opts, cache, opts.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("smear: open pebble in %s: %w", dir, err)
+	}
+	if err := checkFormat(db, dir); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	q := &Queue{
 		db:      db,
