@@ -17,6 +17,9 @@ import (
 func diskUsage(t testing.TB, dir, suffix string) (apparent, allocated int64, files int) {
 	t.Helper()
 	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
+		if os.IsNotExist(err) {
+			return nil // removed by pebble while we walk
+		}
 		if err != nil {
 			return err
 		}
@@ -103,5 +106,40 @@ func TestCloseLeavesNoWAL(t *testing.T) {
 				t.Fatalf("rows after reopen: %v", err)
 			}
 		})
+	}
+}
+
+// TestWALBoundedWhileRunning: while a store takes writes, its WAL files
+// (live ones, recycled ones, preallocation included) stay within pebble's
+// bound, (MemTableStopWritesThreshold + 1 live + MemTableStopWritesThreshold
+// + 1 recycled) × 110% of MemTableSize, whatever was written.
+func TestWALBoundedWhileRunning(t *testing.T) {
+	const memtable = 1 << 20
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, MemTableSize: memtable, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := createTestReplica(t, s)
+	const stop = 4 // pebbleOptions' MemTableStopWritesThreshold
+	bound := int64((stop+1)*2) * memtable * 11 / 10
+	var peak int64
+	for i := range 400 {
+		var rows []model.Row
+		for j := range 1000 {
+			rows = append(rows, row(fmt.Sprintf("cpu,host=h%03d", j), int64(i)*1e9, fl("a", float64(i), 1), fl("b", 2, 1)))
+		}
+		mustApply(t, r, rows...)
+		_, alloc, _ := diskUsage(t, dir, ".log")
+		peak = max(peak, alloc)
+	}
+	written := int64(s.Metrics().WAL.BytesWritten)
+	t.Logf("WAL bytes written %d; peak WAL blocks on disk %d (bound %d)", written, peak, bound)
+	if written < 3*bound {
+		t.Fatalf("only %d WAL bytes written: the test tests nothing against a bound of %d", written, bound)
+	}
+	if peak > bound {
+		t.Fatalf("WAL files reached %d B on disk, over the bound %d", peak, bound)
 	}
 }
