@@ -67,7 +67,7 @@ func TestFormatMarkerLegacy(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := createTestReplica(t, s)
-	want := walRows(t, r, 2000)
+	want := walRows(t, r, 0, 2000)
 	setMarker(t, s, "")
 
 	s = openTestStore(t, dir)

@@ -80,6 +80,9 @@ type Store struct {
 	noShare bool
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
+	// walFS is the FS pebble runs on: fs, noting a failed WAL write for
+	// Close (pebbleclose.WatchedFS).
+	walFS *pebbleclose.WatchedFS
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
@@ -205,7 +208,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(orDefault(opts.CacheSize, defaultCacheSize))
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(opts.Dir, pebbleOptions(opts, cache, log))
+	walFS := pebbleclose.WatchWAL(opts.FS)
+	popts := opts
+	popts.FS = walFS
+	db, err := pebble.Open(opts.Dir, pebbleOptions(popts, cache, log))
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
 	}
@@ -219,7 +225,7 @@ func Open(opts Options) (*Store, error) {
 		fs = vfs.Default
 	}
 	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
-		closeFlushTimeout: opts.CloseFlushTimeout}
+		closeFlushTimeout: opts.CloseFlushTimeout, walFS: walFS}
 	if s.closeFlushTimeout == 0 {
 		s.closeFlushTimeout = pebbleclose.DefaultFlushTimeout
 	}
@@ -328,7 +334,7 @@ func (s *Store) Close() error {
 		for _, ls := range open {
 			ls.Close()
 		}
-		if _, err := pebbleclose.Close(s.db, s.dir, s.fs, s.closeFlushTimeout, s.log); err != nil {
+		if _, err := pebbleclose.Close(s.db, s.dir, s.walFS, s.closeFlushTimeout, s.log); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}
 		s.log.Info("partition store closed")

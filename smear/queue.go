@@ -167,7 +167,8 @@ func (o *Options) Validate() error {
 type Queue struct {
 	db      *pebble.DB
 	dir     string
-	opts    Options // defaults filled
+	walFS   *pebbleclose.WatchedFS // the FS pebble runs on (Close)
+	opts    Options                // defaults filled
 	log     *slog.Logger
 	metrics *Metrics
 	gate    gate.Gate
@@ -228,7 +229,10 @@ func Open(dir string, opts Options) (*Queue, error) {
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB keeps its own reference
-	db, err := pebble.Open(dir, pebbleOptions(&opts, cache, opts.Logger))
+	walFS := pebbleclose.WatchWAL(opts.FS)
+	popts := opts
+	popts.FS = walFS
+	db, err := pebble.Open(dir, pebbleOptions(&popts, cache, opts.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("smear: open pebble in %s: %w", dir, err)
 	}
@@ -239,6 +243,7 @@ func Open(dir string, opts Options) (*Queue, error) {
 	q := &Queue{
 		db:      db,
 		dir:     dir,
+		walFS:   walFS,
 		opts:    opts,
 		log:     opts.Logger,
 		metrics: opts.Metrics,
@@ -332,7 +337,7 @@ func (q *Queue) quarantine(bad []kv) error {
 func (q *Queue) Close() error {
 	q.closeOnce.Do(func() {
 		q.gate.Close()
-		if _, err := pebbleclose.Close(q.db, q.dir, q.opts.FS, pebbleclose.DefaultFlushTimeout, q.log); err != nil {
+		if _, err := pebbleclose.Close(q.db, q.dir, q.walFS, pebbleclose.DefaultFlushTimeout, q.log); err != nil {
 			q.closeErr = fmt.Errorf("smear: close pebble: %w", err)
 		}
 	})

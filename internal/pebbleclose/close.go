@@ -24,6 +24,12 @@
 //
 // When the flush fails or times out nothing is removed: the DB is closed as
 // it is, its WAL is valid for recovery and nothing acknowledged is lost.
+// The flush is not even tried on a DB whose WAL write or sync failed
+// before (seen by the WatchedFS it runs on): pebble's WAL rotation would
+// panic holding its mutexes, a fatal error. The WAL rotation of a flush
+// also panics inside pebble if a new WAL file cannot be created (as it
+// does when a memtable fills during writes); that crashes the shutdown,
+// with the WAL intact for the next Open.
 package pebbleclose
 
 import (
@@ -60,7 +66,9 @@ type Stats struct {
 // timeout skips the flush), closes db, and, when the flush completed,
 // removes the WAL files it made obsolete from dir (package comment). db
 // must take no write from the moment Close is called (its owner has
-// stopped its writers). fs is the FS db was opened with (nil: vfs.Default).
+// stopped its writers). fs is the FS db was opened with (nil: vfs.Default);
+// when it is a WatchedFS that saw a WAL write or sync fail, Close skips
+// the flush (WatchedFS).
 // The error is the close's; a failed flush or cleanup is logged and leaves
 // the WAL as pebble left it.
 func Close(db *pebble.DB, dir string, fs vfs.FS, flushTimeout time.Duration, log *slog.Logger) (Stats, error) {
@@ -68,7 +76,14 @@ func Close(db *pebble.DB, dir string, fs vfs.FS, flushTimeout time.Duration, log
 		fs = vfs.Default
 	}
 	var st Stats
-	if flushTimeout >= 0 {
+	var walErr error
+	if w, ok := fs.(*WatchedFS); ok {
+		walErr = w.WALFailed()
+	}
+	switch {
+	case walErr != nil:
+		log.Warn("pebble: no flush at close after a failed WAL write; closing with the WAL kept for recovery", "err", walErr)
+	case flushTimeout >= 0:
 		st.Flushed = flush(db, flushTimeout, log)
 	}
 	if err := db.Close(); err != nil {

@@ -95,9 +95,14 @@ func logFiles(t *testing.T, dir string) (n int, size int64) {
 func TestCloseTrimsWAL(t *testing.T) {
 	dir := t.TempDir()
 	db := openDB(t, dir, vfs.Default)
-	fill(t, db)
-	if m := db.Metrics(); m.WAL.ObsoleteFiles == 0 {
-		t.Fatalf("no recycled WAL file before Close: the test tests nothing")
+	// Write on until pebble holds a recycled WAL (a rotation takes it
+	// back, a flush adds one): nothing writes between the last check and
+	// Close.
+	for i := 0; i == 0 || db.Metrics().WAL.ObsoleteFiles == 0; i++ {
+		if i == 100 {
+			t.Fatal("no recycled WAL file after 100 rounds: the test tests nothing")
+		}
+		fill(t, db)
 	}
 	st, err := Close(db, dir, nil, DefaultFlushTimeout, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -177,5 +182,47 @@ func TestHasNoRecord(t *testing.T) {
 	empty, err := hasNoRecord(logs[len(logs)-1])
 	if err != nil || empty {
 		t.Fatalf("hasNoRecord of a WAL with a record = %v, %v", empty, err)
+	}
+}
+
+// TestCloseAfterFailedWALSync: after a WAL sync failed, the flush at
+// close would rotate the broken WAL, which panics inside pebble while it
+// holds its mutexes (a fatal error that kills the process); Close skips
+// the flush instead.
+func TestCloseAfterFailedWALSync(t *testing.T) {
+	dir := t.TempDir()
+	var fail atomic.Bool
+	wfs := WatchWAL(errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if !fail.Load() || !strings.HasSuffix(op.Path, ".log") {
+			return nil
+		}
+		switch op.Kind {
+		case errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo:
+			return errorfs.ErrInjected
+		}
+		return nil
+	})))
+	db := openDB(t, dir, wfs)
+	if err := db.Set([]byte("a"), []byte("1"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	fail.Store(true)
+	func() {
+		defer func() { _ = recover() }() // pebble may panic on a failed WAL sync
+		if err := db.Set([]byte("b"), []byte("2"), pebble.Sync); err == nil {
+			t.Error("a synced write succeeded over a failing WAL sync")
+		}
+	}()
+	fail.Store(false)
+	if wfs.WALFailed() == nil {
+		t.Fatal("WatchedFS did not see the failed WAL sync")
+	}
+	var st Stats
+	func() {
+		defer func() { _ = recover() }() // pebble may refuse to close cleanly
+		st, _ = Close(db, dir, wfs, DefaultFlushTimeout, slog.New(slog.DiscardHandler))
+	}()
+	if st.Flushed || st.Removed != 0 {
+		t.Fatalf("Close after a failed WAL sync = %+v; want no flush, nothing removed", st)
 	}
 }
