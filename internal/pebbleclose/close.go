@@ -27,9 +27,10 @@
 // The flush is not even tried on a DB whose WAL write or sync failed
 // before (seen by the WatchedFS it runs on): pebble's WAL rotation would
 // panic holding its mutexes, a fatal error. The WAL rotation of a flush
-// also panics inside pebble if a new WAL file cannot be created (as it
-// does when a memtable fills during writes); that crashes the shutdown,
-// with the WAL intact for the next Open.
+// also panics inside pebble if the current WAL cannot be closed and synced
+// or a new one cannot be created (as it does when a memtable fills during
+// writes); that crashes the shutdown, with the WAL intact for the next
+// Open.
 package pebbleclose
 
 import (
