@@ -110,7 +110,13 @@
 // whose synced change was superseded by an unsynced one.
 //
 // Close refuses new operations with ErrClosed, waits for those in flight,
-// then closes the DB. The DB escape hatch (Store.DB) is for benchmarks and
+// flushes the memtables (bounded by Options.CloseFlushTimeout), closes the
+// DB and removes the WAL files the flush made obsolete
+// (internal/pebbleclose): a store at rest holds its data, not WAL files
+// sized to the memtable. A flush that fails or times out leaves the WAL
+// for the next Open to replay. Open checks the store's format marker
+// first (format.go): a store of a version this build does not know is
+// refused with ErrUnknownFormat. The DB escape hatch (Store.DB) is for benchmarks and
 // diagnostics only: writes through it bypass every invariant above.
 // RegisterMetrics exports the DB's pebble statistics and the replica count
 // to a Prometheus registry, read at scrape time (metrics.go).

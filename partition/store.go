@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/internal/gate"
+	"github.com/tsdb/tsdb/internal/pebbleclose"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -52,6 +53,12 @@ type Options struct {
 	// found; without it Open builds the index only for a store written
 	// before the index existed (tsdb server --check-index).
 	CheckIndex bool
+	// CloseFlushTimeout bounds the memtable flush Close does before it
+	// closes pebble, so that the WAL does not outlive the memtables at rest
+	// (internal/pebbleclose); 0 means pebbleclose.DefaultFlushTimeout (10 s)
+	// and a negative value skips the flush (the WAL is then kept as pebble
+	// leaves it, replayed at the next Open).
+	CloseFlushTimeout time.Duration
 }
 
 const (
@@ -71,6 +78,11 @@ type Store struct {
 	checkIndex bool
 	// noShare is Options.NoShare.
 	noShare bool
+	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
+	closeFlushTimeout time.Duration
+	// walFS is the FS pebble runs on: fs, noting a failed WAL write for
+	// Close (pebbleclose.WatchedFS).
+	walFS *pebbleclose.WatchedFS
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
@@ -183,6 +195,9 @@ func (i ReplicaInfo) validate() error {
 }
 
 // Open opens or creates the DB in opts.Dir and loads the replica registry.
+// It refuses a store whose format marker (format.go) names a version this
+// build does not support with ErrUnknownFormat, and marks a new store, or
+// one written before the marker existed, with the current version.
 func Open(opts Options) (*Store, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("partition: Options.Dir is required")
@@ -193,15 +208,27 @@ func Open(opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(orDefault(opts.CacheSize, defaultCacheSize))
 	defer cache.Unref() // the DB holds its own reference
-	db, err := pebble.Open(opts.Dir, pebbleOptions(opts, cache, log))
+	walFS := pebbleclose.WatchWAL(opts.FS)
+	popts := opts
+	popts.FS = walFS
+	db, err := pebble.Open(opts.Dir, pebbleOptions(popts, cache, log))
 	if err != nil {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
+	}
+	format, err := readFormat(db, opts.Dir)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	fs := opts.FS
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare}
+	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
+		closeFlushTimeout: opts.CloseFlushTimeout, walFS: walFS}
+	if s.closeFlushTimeout == 0 {
+		s.closeFlushTimeout = pebbleclose.DefaultFlushTimeout
+	}
 	if err := s.cleanIngestDir(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -224,6 +251,12 @@ func Open(opts Options) (*Store, error) {
 	if err := s.upgradeLog(); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if format == 0 {
+		if err := s.writeFormat(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
 	return s, nil
@@ -282,8 +315,13 @@ func (s *Store) loadRegistry() error {
 }
 
 // Close waits for in-flight operations (an Apply returns only after its
-// sync) and closes the DB. Later calls return nil; every other method
-// fails with ErrClosed once Close has begun.
+// sync), flushes the memtables (at most Options.CloseFlushTimeout), closes
+// the DB and removes the WAL files the flush made obsolete
+// (internal/pebbleclose), so that the directory at rest holds about the
+// size of the data. A flush that fails or times out is logged and the DB
+// closed with its WAL, which the next Open replays: nothing synced is
+// lost. Later calls return nil; every other method fails with ErrClosed
+// once Close has begun.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.gate.Close()
@@ -296,7 +334,7 @@ func (s *Store) Close() error {
 		for _, ls := range open {
 			ls.Close()
 		}
-		if err := s.db.Close(); err != nil {
+		if _, err := pebbleclose.Close(s.db, s.dir, s.walFS, s.closeFlushTimeout, s.log); err != nil {
 			s.closeErr = fmt.Errorf("partition: close pebble: %w", err)
 		}
 		s.log.Info("partition store closed")

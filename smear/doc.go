@@ -44,10 +44,15 @@
 // # Key layout
 //
 // The queue has its own pebble DB (never shared with the partition store),
-// holding two namespaces:
+// holding a format marker and two namespaces:
 //
+//	0x00               → "1"           (format marker, format.go)
 //	0x01 | due | seq   → entry         (queued rows)
 //	0x02 | due | seq   → entry         (quarantined, see below)
+//
+// Open refuses a queue whose marker names a version other than 1
+// (ErrUnknownFormat) and marks a queue that has none (new, or written
+// before the marker existed).
 //
 // due is the due time in ns since the epoch as 8 big-endian bytes with the
 // sign bit flipped (so the unsigned byte order is the time order), seq an

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tsdb/tsdb/internal/gate"
+	"github.com/tsdb/tsdb/internal/pebbleclose"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -165,7 +166,9 @@ func (o *Options) Validate() error {
 // guarantees. All methods are safe for concurrent use.
 type Queue struct {
 	db      *pebble.DB
-	opts    Options // defaults filled
+	dir     string
+	walFS   *pebbleclose.WatchedFS // the FS pebble runs on (Close)
+	opts    Options                // defaults filled
 	log     *slog.Logger
 	metrics *Metrics
 	gate    gate.Gate
@@ -211,8 +214,9 @@ type Queue struct {
 // maxPooledBuf is the largest encode buffer kept for reuse.
 const maxPooledBuf = 4 << 20
 
-// Open opens (creating if needed) the queue's pebble DB in dir, replays it
-// to rebuild the depth, and returns the queue. Entries that do not decode
+// Open opens (creating if needed) the queue's pebble DB in dir, checks its
+// format marker (format.go: a queue of an unknown version is refused with
+// ErrUnknownFormat), replays it to rebuild the depth, and returns the queue. Entries that do not decode
 // are quarantined (doc.go). The caller closes the queue after its
 // forwarder's Run has returned.
 func Open(dir string, opts Options) (*Queue, error) {
@@ -225,12 +229,21 @@ func Open(dir string, opts Options) (*Queue, error) {
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB keeps its own reference
-	db, err := pebble.Open(dir, pebbleOptions(&opts, cache, opts.Logger))
+	walFS := pebbleclose.WatchWAL(opts.FS)
+	popts := opts
+	popts.FS = walFS
+	db, err := pebble.Open(dir, pebbleOptions(&popts, cache, opts.Logger))
 	if err != nil {
 		return nil, fmt.Errorf("smear: open pebble in %s: %w", dir, err)
 	}
+	if err := checkFormat(db, dir); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	q := &Queue{
 		db:      db,
+		dir:     dir,
+		walFS:   walFS,
 		opts:    opts,
 		log:     opts.Logger,
 		metrics: opts.Metrics,
@@ -314,12 +327,17 @@ func (q *Queue) quarantine(bad []kv) error {
 	return nil
 }
 
-// Close waits for operations in flight and closes the DB. Later calls
-// return nil; every other method fails with ErrClosed once Close began.
+// Close waits for operations in flight, flushes the memtable (at most
+// pebbleclose.DefaultFlushTimeout), closes the DB and removes the WAL
+// files the flush made obsolete (internal/pebbleclose), so that no WAL of
+// up to 110% of MemTableSize stays behind at rest. A flush that fails or
+// times out is logged and the DB closed with its WAL, which the next Open
+// replays. Later calls return nil; every other method fails with
+// ErrClosed once Close began.
 func (q *Queue) Close() error {
 	q.closeOnce.Do(func() {
 		q.gate.Close()
-		if err := q.db.Close(); err != nil {
+		if _, err := pebbleclose.Close(q.db, q.dir, q.walFS, pebbleclose.DefaultFlushTimeout, q.log); err != nil {
 			q.closeErr = fmt.Errorf("smear: close pebble: %w", err)
 		}
 	})

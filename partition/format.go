@@ -1,0 +1,96 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// The store's format marker (issue 17, item 6): the single-byte key 0x00,
+// whose value is the layout version of the whole store in ASCII decimal
+// ("1"). It sorts before every other key, and no namespace scan reaches
+// it. A build reads only the versions it knows (supportedFormats): Open
+// refuses a store marked with any other version with ErrUnknownFormat,
+// naming the path, the version found and the versions supported, before
+// it reads or writes anything else. Open writes the marker (synced) when
+// it is absent: in a store created empty, and in a store written before
+// the marker existed, which has today's layout (version 1; its older
+// parts, the tag index and the log entries, have markers of their own,
+// 0x07 and 0x08, and are upgraded by Open as before).
+//
+// A change of the stored layout that an older build would misread bumps
+// storeFormat (and teaches Open to read or upgrade the older versions it
+// still supports).
+const nsFormat byte = 0x00
+
+var formatKey = []byte{nsFormat}
+
+// storeFormat is the version this build writes in a new store.
+const storeFormat = 1
+
+// supportedFormats are the versions this build opens.
+var supportedFormats = []int{storeFormat}
+
+// ErrUnknownFormat is returned by Open for a store whose format marker
+// names a version this build does not support (written by a newer build).
+// Nothing in the store was changed.
+var ErrUnknownFormat = errors.New("partition: unknown store format")
+
+// readFormat returns the store's format version, 0 when the marker is
+// absent. A marker of an unsupported version is ErrUnknownFormat, one that
+// is not a positive decimal number ErrCorrupt.
+func readFormat(db *pebble.DB, dir string) (int, error) {
+	v, closer, err := db.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("partition: read the format marker of %s: %w", dir, err)
+	}
+	defer closer.Close()
+	ver, perr := strconv.Atoi(string(v))
+	if perr != nil || ver <= 0 || strconv.Itoa(ver) != string(v) {
+		return 0, fmt.Errorf("%w: format marker of %s is %q, not a version number", ErrCorrupt, dir, v)
+	}
+	for _, s := range supportedFormats {
+		if ver == s {
+			return ver, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: the store in %s has format version %d; this build supports version %s only: open it with a tsdb build that supports version %d",
+		ErrUnknownFormat, dir, ver, formatList(supportedFormats), ver)
+}
+
+func formatList(vs []int) string {
+	s := ""
+	for i, v := range vs {
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Itoa(v)
+	}
+	return s
+}
+
+// writeFormat writes the marker of storeFormat, synced, in a store that
+// had none; legacy tells a store written before the marker existed (it
+// holds keys) from a new one, for the log.
+func (s *Store) writeFormat() error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsFormat + 1}})
+	if err != nil {
+		return fmt.Errorf("partition: write the format marker: %w", err)
+	}
+	legacy := it.First()
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return fmt.Errorf("partition: write the format marker: %w", err)
+	}
+	if err := s.db.Set(formatKey, []byte(strconv.Itoa(storeFormat)), pebble.Sync); err != nil {
+		return fmt.Errorf("partition: write the format marker: %w", err)
+	}
+	if legacy {
+		s.log.Info("partition store written before the format marker: marked format version 1", "dir", s.dir)
+	}
+	return nil
+}

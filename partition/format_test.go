@@ -1,0 +1,134 @@
+package partition
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/internal/pebblelog"
+)
+
+// formatMarker returns the raw format marker of s, "" when absent.
+func formatMarker(t *testing.T, s *Store) string {
+	t.Helper()
+	v, closer, err := s.DB().Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	return string(v)
+}
+
+// setMarker sets (or, for "", deletes) the format marker of the store in
+// dir behind the store's back and closes it.
+func setMarker(t *testing.T, s *Store, v string) {
+	t.Helper()
+	var err error
+	if v == "" {
+		err = s.DB().Delete(formatKey, pebble.Sync)
+	} else {
+		err = s.DB().Set(formatKey, []byte(v), pebble.Sync)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFormatMarkerFresh(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	if got := formatMarker(t, s); got != "1" {
+		t.Fatalf("format marker of a new store = %q, want \"1\"", got)
+	}
+	_ = s.Close()
+	s = openTestStore(t, dir)
+	if got := formatMarker(t, s); got != "1" {
+		t.Fatalf("format marker after reopen = %q, want \"1\"", got)
+	}
+}
+
+// TestFormatMarkerLegacy: a store written before the marker existed (the
+// previous build: replicas, rows, a birth record, no marker) opens as
+// version 1, keeps its rows and gets the marker.
+func TestFormatMarkerLegacy(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	if err := s.RecordBirth(nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := createTestReplica(t, s)
+	want := walRows(t, r, 0, 2000)
+	setMarker(t, s, "")
+
+	s = openTestStore(t, dir)
+	if got := formatMarker(t, s); got != "1" {
+		t.Fatalf("format marker of a legacy store after Open = %q, want \"1\"", got)
+	}
+	r2, ok := s.Replica(r.Info().Placement)
+	if !ok {
+		t.Fatal("replica missing after reopen")
+	}
+	sortRows(want)
+	if err := sameRows(scanAll(t, r2), want); err != nil {
+		t.Fatalf("rows of the legacy store: %v", err)
+	}
+}
+
+// TestFormatMarkerUnknown: a store marked with a version this build does
+// not support is refused with an error naming the path and both versions,
+// and left marked as it was; a marker that is not a version is corrupt.
+func TestFormatMarkerUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		marker string
+		want   error
+		text   []string
+	}{
+		{"2", ErrUnknownFormat, []string{"format version 2", "supports version 1 only"}},
+		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1 only"}},
+		{"x", ErrCorrupt, []string{`"x"`, "not a version"}},
+		{"01", ErrCorrupt, []string{`"01"`}},
+		{"0", ErrCorrupt, []string{`"0"`}},
+	} {
+		t.Run(tc.marker, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTestStore(t, dir)
+			createTestReplica(t, s)
+			setMarker(t, s, tc.marker)
+
+			s, err := Open(Options{Dir: dir, CacheSize: 8 << 20})
+			if err == nil {
+				_ = s.Close()
+				t.Fatalf("Open of a store marked %q succeeded", tc.marker)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), dir) {
+				t.Fatalf("Open = %v; want %v naming %s", err, tc.want, dir)
+			}
+			for _, w := range tc.text {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("Open = %v; want it to say %q", err, w)
+				}
+			}
+			t.Logf("marker %q: %v", tc.marker, err)
+			db, err := pebble.Open(dir, &pebble.Options{Logger: pebblelog.Logger{Log: slog.New(slog.DiscardHandler)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			v, closer, err := db.Get(formatKey)
+			if err != nil || string(v) != tc.marker {
+				t.Fatalf("marker after the refused Open = %q, %v; want %q", v, err, tc.marker)
+			}
+			_ = closer.Close()
+		})
+	}
+}
