@@ -2,6 +2,9 @@ package embedetcd
 
 import (
 	"context"
+	"io/fs"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -28,5 +31,35 @@ func TestStartPutGet(t *testing.T) {
 	}
 	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "v" {
 		t.Fatalf("got %v", resp.Kvs)
+	}
+}
+
+// TestWALSegmentsSmall: the data directory of an idle embedded etcd holds
+// WAL segments of walSegmentBytes, not etcd's 64 MB (counted in allocated
+// blocks, as du does: etcd preallocates them).
+func TestWALSegmentsSmall(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Start(Config{Dir: dir, Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	var blocks int64
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".wal" {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			return err
+		}
+		blocks += st.Blocks * 512
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blocks == 0 || blocks > 2*walSegmentBytes {
+		t.Fatalf("the WAL takes %d bytes on disk; want some, at most two segments of %d", blocks, walSegmentBytes)
 	}
 }
