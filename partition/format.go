@@ -74,18 +74,25 @@ func formatList(vs []int) string {
 	return s
 }
 
-// writeFormat writes the marker of storeFormat, synced, in a store that
-// had none; legacy tells a store written before the marker existed (it
-// holds keys) from a new one, for the log.
-func (s *Store) writeFormat() error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsFormat + 1}})
+// holdsKeys reports whether db holds any key besides the marker: read
+// before Open writes anything, it tells a store written before the marker
+// existed from a new one.
+func holdsKeys(db *pebble.DB) (bool, error) {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{nsFormat + 1}})
 	if err != nil {
-		return fmt.Errorf("partition: write the format marker: %w", err)
+		return false, fmt.Errorf("partition: read the store for its format: %w", err)
 	}
-	legacy := it.First()
+	held := it.First()
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return fmt.Errorf("partition: write the format marker: %w", err)
+		return false, fmt.Errorf("partition: read the store for its format: %w", err)
 	}
+	return held, nil
+}
+
+// writeFormat writes the marker of storeFormat, synced, in a store that
+// had none; legacy (holdsKeys before Open wrote anything) tells a store
+// written before the marker existed from a new one, for the log.
+func (s *Store) writeFormat(legacy bool) error {
 	if err := s.db.Set(formatKey, []byte(strconv.Itoa(storeFormat)), pebble.Sync); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)
 	}

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
@@ -44,11 +45,28 @@ func setMarker(t *testing.T, s *Store, v string) {
 	}
 }
 
+// openLogged opens the store in dir with its log in the returned buffer.
+func openLogged(t *testing.T, dir string) (*Store, *bytes.Buffer) {
+	t.Helper()
+	var buf bytes.Buffer
+	s, err := Open(Options{Dir: dir, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, &buf
+}
+
+const legacyMarkLog = "written before the format marker"
+
 func TestFormatMarkerFresh(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s, log := openLogged(t, dir)
 	if got := formatMarker(t, s); got != "1" {
 		t.Fatalf("format marker of a new store = %q, want \"1\"", got)
+	}
+	if strings.Contains(log.String(), legacyMarkLog) {
+		t.Fatalf("a new store logged as written before the marker:\n%s", log)
 	}
 	_ = s.Close()
 	s = openTestStore(t, dir)
@@ -70,9 +88,12 @@ func TestFormatMarkerLegacy(t *testing.T) {
 	want := walRows(t, r, 0, 2000)
 	setMarker(t, s, "")
 
-	s = openTestStore(t, dir)
+	s, log := openLogged(t, dir)
 	if got := formatMarker(t, s); got != "1" {
 		t.Fatalf("format marker of a legacy store after Open = %q, want \"1\"", got)
+	}
+	if !strings.Contains(log.String(), legacyMarkLog) {
+		t.Fatalf("a legacy store not logged as written before the marker:\n%s", log)
 	}
 	r2, ok := s.Replica(r.Info().Placement)
 	if !ok {

@@ -216,6 +216,10 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("partition: open pebble in %s: %w", opts.Dir, err)
 	}
 	format, err := readFormat(db, opts.Dir)
+	legacy := false
+	if err == nil && format == 0 {
+		legacy, err = holdsKeys(db)
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, err
@@ -253,7 +257,7 @@ func Open(opts Options) (*Store, error) {
 		return nil, err
 	}
 	if format == 0 {
-		if err := s.writeFormat(); err != nil {
+		if err := s.writeFormat(legacy); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
