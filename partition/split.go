@@ -519,6 +519,9 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 		return false, 0, err
 	}
 	defer r.store.gate.Exit()
+	if r.applyMu.shared.Load() {
+		return r.sharedSizeOver(limit)
+	}
 	est, err := r.rowDiskUsage()
 	if err != nil {
 		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
@@ -526,9 +529,7 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 	if est > limit {
 		return true, est, nil
 	}
-	if est+r.store.db.Metrics().WAL.Size <= limit && !r.applyMu.shared.Load() {
-		// (In a shared space the estimate leaves out the buckets the
-		// range covers in part, flushed or not: only the scan knows.)
+	if est+r.store.db.Metrics().WAL.Size <= limit {
 		return false, est, nil
 	}
 	n, err := r.scanSize(limit)
@@ -536,6 +537,36 @@ func (r *Replica) SizeOver(limit uint64) (bool, uint64, error) {
 		return false, 0, err
 	}
 	return n > limit, max(n, est), nil
+}
+
+// sharedSizeOver is SizeOver in a shared data space, whose storage
+// buckets at the range's ends also hold the rows of the members beside
+// it: the buckets the range covers whole decide alone when they are over
+// the limit, and the estimate of every bucket it touches (an upper bound
+// of its rows on disk) with the WAL when even that stays under it; only
+// in between (near the limit, or beside large siblings) the range's rows
+// are counted by the scan, which stops past the limit.
+func (r *Replica) sharedSizeOver(limit uint64) (bool, uint64, error) {
+	whole, err := r.wholeBucketUsage()
+	if err != nil {
+		return false, 0, err
+	}
+	if whole > limit {
+		return true, whole, nil
+	}
+	lower, upper := r.ownRowBounds()
+	cover, err := r.store.db.EstimateDiskUsage(lower, upper)
+	if err != nil {
+		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	if cover+r.store.db.Metrics().WAL.Size <= limit {
+		return false, whole, nil
+	}
+	n, err := r.scanSize(limit)
+	if err != nil {
+		return false, 0, err
+	}
+	return n > limit, max(n, whole), nil
 }
 
 // Size measures the replica for a rate estimate (pre-split): pebble's
@@ -548,7 +579,14 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 		return 0, err
 	}
 	defer r.store.gate.Exit()
-	est, err := r.rowDiskUsage()
+	var est uint64
+	var err error
+	if r.applyMu.shared.Load() {
+		// The buckets the range covers whole: exact, a lower bound.
+		est, err = r.wholeBucketUsage()
+	} else {
+		est, err = r.rowDiskUsage()
+	}
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
@@ -567,20 +605,96 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 // too), the cursors and the tag index do not count towards a split, which
 // moves rows. Only the storage buckets of the replica's range count (the
 // rows of its data space outside them are other replicas'). In a shared
-// data space only the buckets the range covers whole count: a bucket it
-// covers in part also holds the rows of the members beside it (all the
-// partitions of the last 68 s at "now"), which would make every one of
-// them look as large as all of them together; the scan of SizeOver and
-// Size measures those. The caller holds the store's gate.
+// data space a bucket the range covers in part also holds the rows of the
+// members beside it (all the partitions of the last 68 s at "now"), which
+// would make every one of them look as large as all of them together: the
+// buckets it covers whole count whole, and of a bucket it covers in part
+// the share of the bucket's time span its range covers, up to the newest
+// row stored (an estimate; SizeOver and Size count those rows by a scan
+// when it matters). The caller holds the store's gate.
 func (r *Replica) rowDiskUsage() (uint64, error) {
-	lower, upper := r.ownRowBounds()
-	if r.applyMu.shared.Load() {
-		lower, upper = r.wholeBucketBounds()
+	if !r.applyMu.shared.Load() {
+		lower, upper := r.ownRowBounds()
+		return r.store.db.EstimateDiskUsage(lower, upper)
 	}
+	whole, err := r.wholeBucketUsage()
+	if err != nil {
+		return 0, err
+	}
+	r.applyMu.Lock()
+	newest := r.applyMu.maxTime
+	r.applyMu.Unlock()
+	sr := r.rangeBounds()
+	seen := map[uint32]bool{}
+	for _, b := range []uint32{sr.lo, sr.hi} {
+		if seen[b] {
+			continue
+		}
+		seen[b] = true
+		first, last := bucketStart(b), bucketLast(b)
+		if sr.from <= first && (sr.toOpen || sr.to > last) {
+			continue // covered whole: counted above
+		}
+		last = min(last, newest)
+		lo, hi := max(first, sr.from), last
+		if !sr.toOpen {
+			hi = min(hi, sr.to-1)
+		}
+		if last < first || hi < lo {
+			continue // nothing stored in the range's part of the bucket
+		}
+		usage, err := r.store.db.EstimateDiskUsage(r.ks.appendBucketSeriesKey(nil, b, ""), bucketUpper(&r.ks, b))
+		if err != nil {
+			return 0, err
+		}
+		share := float64(uint64(hi)-uint64(lo)+1) / float64(uint64(last)-uint64(first)+1)
+		whole += uint64(float64(usage) * share)
+	}
+	return whole, nil
+}
+
+// wholeBucketUsage is pebble's estimate of the buckets r's range covers
+// whole (0 when there is none); every row there is in the range.
+func (r *Replica) wholeBucketUsage() (uint64, error) {
+	lower, upper := r.wholeBucketBounds()
 	if bytes.Compare(lower, upper) >= 0 {
 		return 0, nil
 	}
-	return r.store.db.EstimateDiskUsage(lower, upper)
+	n, err := r.store.db.EstimateDiskUsage(lower, upper)
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+	}
+	return n, nil
+}
+
+// rangeBounds returns r's range as a splitReader's bounds (no iterator).
+func (r *Replica) rangeBounds() splitReader {
+	sr := splitReader{ks: &r.ks, from: math.MinInt64, to: math.MaxInt64, toOpen: r.info.End == nil, hi: maxBucket}
+	if r.info.Begin != nil {
+		sr.from = *r.info.Begin
+	}
+	if !sr.toOpen {
+		sr.to = *r.info.End
+		sr.hi = timeBucket(sr.to - 1)
+	}
+	sr.lo = timeBucket(sr.from)
+	return sr
+}
+
+// bucketLast returns the largest time in bucket b.
+func bucketLast(b uint32) int64 {
+	if b == maxBucket {
+		return math.MaxInt64
+	}
+	return bucketStart(b+1) - 1
+}
+
+// bucketUpper returns the key just past bucket b's rows in ks.
+func bucketUpper(ks *keyspace, b uint32) []byte {
+	if b == maxBucket {
+		return ks.rowHi
+	}
+	return ks.appendBucketSeriesKey(nil, b+1, "")
 }
 
 // wholeBucketBounds returns the key bounds of the storage buckets r's
@@ -603,7 +717,7 @@ func (r *Replica) wholeBucketBounds() (lower, upper []byte) {
 		}
 		lo++
 	}
-	if !toOpen && hi < maxBucket && bucketStart(hi+1) > to {
+	if !toOpen && (hi == maxBucket || bucketStart(hi+1) > to) {
 		if hi == 0 {
 			return r.ks.rowLo, r.ks.rowLo
 		}
@@ -643,16 +757,21 @@ func (r *Replica) scanSize(limit uint64) (uint64, error) {
 			// Only in the first bucket: on to this series' first row in
 			// the range.
 			seek = r.ks.appendRowKey(seek[:0], string(series), sr.from)
-			valid = sr.it.SeekGE(seek)
 		case !sr.inRange(t):
 			// Past the range's end (only in the last bucket): on to the
 			// next series, whose keys follow series|0x00|time.
 			seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
-			valid = sr.it.SeekGE(seek)
 		default:
 			n += sr.rowBytes()
 			valid = sr.it.Next()
+			continue
 		}
+		if bytes.Compare(seek, sr.it.Key()) <= 0 {
+			// A key whose bucket does not match its time: the seek would
+			// not move forward.
+			return 0, r.splitErr(fmt.Errorf("%w: row key %x in the wrong storage bucket", ErrCorrupt, sr.it.Key()))
+		}
+		valid = sr.it.SeekGE(seek)
 	}
 	if err := sr.it.Error(); err != nil {
 		return 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)

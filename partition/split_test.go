@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -739,4 +740,57 @@ func TestSizeOfSiblingsInOneBucket(t *testing.T) {
 			}
 		}
 	}
+	// The disk estimate (DiskUsage, the replicas API) gives each child the
+	// share of the bucket its second covers: neither the whole bucket nor
+	// nothing.
+	bk := timeBucket(base)
+	bucket, err := s.db.EstimateDiskUsage(kids[0].ks.appendBucketSeriesKey(nil, bk, ""), bucketUpper(&kids[0].ks, bk))
+	if err != nil || bucket == 0 {
+		t.Fatalf("the bucket's estimate = %d, %v", bucket, err)
+	}
+	for i, k := range kids {
+		if err := s.gate.Enter(ErrClosed); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := k.rowDiskUsage()
+		s.gate.Exit()
+		if err != nil || rows == 0 || rows > bucket/4 {
+			t.Fatalf("child %d: row disk usage %d, %v; want a share of the bucket's %d bytes (1 s of 10)", i, rows, err, bucket)
+		}
+	}
+}
+
+// TestSizeScanRefusesKeyInWrongBucket: a row key whose storage bucket does
+// not match its time would make the size scan's seek go backwards (an
+// endless loop); the scan reports it as corrupt instead.
+func TestSizeScanRefusesKeyInWrongBucket(t *testing.T) {
+	s := openTestStore(t, "")
+	base := int64(1) << 40               // a bucket's start
+	createSharingReplica(t, s, nil, nil) // the space the child shares
+	// The child's range spans two buckets, in part each.
+	begin, end := base+1e9, base+1<<bucketShift+1e9
+	child := createSharingReplica(t, s, &begin, &end)
+	spaceRows(t, child, 3, []int64{begin, begin + 1}, 1)
+	if n, err := scanSizeOf(s, child); err != nil || n == 0 {
+		t.Fatalf("scanSize before the bad key = %d, %v", n, err)
+	}
+	// A key of the child's second bucket holding a time before its range.
+	key := child.ks.appendBucketSeriesKey(nil, timeBucket(begin)+1, "cpu,host=h00")
+	key = append(key, 0)
+	key = binary.BigEndian.AppendUint64(key, orderedTime(base))
+	if err := s.db.Set(key, []byte{0}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scanSizeOf(s, child); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("scanSize over a key in the wrong bucket: %v, want ErrCorrupt", err)
+	}
+}
+
+// scanSizeOf runs r.scanSize inside the store's gate, as its callers do.
+func scanSizeOf(s *Store, r *Replica) (uint64, error) {
+	if err := s.gate.Enter(ErrClosed); err != nil {
+		return 0, err
+	}
+	defer s.gate.Exit()
+	return r.scanSize(1 << 30)
 }
