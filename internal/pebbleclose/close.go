@@ -81,11 +81,12 @@ func Close(db *pebble.DB, dir string, fs vfs.FS, flushTimeout time.Duration, log
 	if w, ok := fs.(*WatchedFS); ok {
 		walErr = w.WALFailed()
 	}
+	var flushedTo wal.NumWAL
 	switch {
 	case walErr != nil:
 		log.Warn("pebble: no flush at close after a failed WAL write; closing with the WAL kept for recovery", "err", walErr)
 	case flushTimeout >= 0:
-		st.Flushed = flush(db, flushTimeout, log)
+		flushedTo, st.Flushed = flush(db, fs, dir, flushTimeout, log)
 	}
 	if err := db.Close(); err != nil {
 		return st, err
@@ -93,7 +94,7 @@ func Close(db *pebble.DB, dir string, fs vfs.FS, flushTimeout time.Duration, log
 	if !st.Flushed {
 		return st, nil
 	}
-	if err := trimWAL(fs, dir, &st); err != nil {
+	if err := trimWAL(fs, dir, flushedTo, &st); err != nil {
 		log.Warn("pebble: could not remove the WAL files the flush at close made obsolete; pebble removes them at the next open",
 			"dir", dir, "err", err)
 	}
@@ -105,27 +106,38 @@ func Close(db *pebble.DB, dir string, fs vfs.FS, flushTimeout time.Duration, log
 }
 
 // flush flushes db's memtables and reports whether it completed within
-// timeout.
-func flush(db *pebble.DB, timeout time.Duration, log *slog.Logger) bool {
+// timeout, with the newest WAL right after the flush began (the one its
+// rotation created): every WAL below it holds only rows the flush wrote
+// to sstables. Should a write slip in after Close was called (its owner's
+// contract forbids it) and rotate the WAL again, the WALs from that one on
+// are kept.
+func flush(db *pebble.DB, fs vfs.FS, dir string, timeout time.Duration, log *slog.Logger) (wal.NumWAL, bool) {
 	done, err := db.AsyncFlush()
 	if err != nil {
 		log.Warn("pebble: flush at close failed; closing with the WAL kept for recovery", "err", err)
-		return false
+		return 0, false
 	}
+	logs, err := wal.Scan(wal.Dir{FS: fs, Dirname: dir})
+	if err != nil || len(logs) == 0 {
+		log.Warn("pebble: no WAL found after the flush at close began; the WAL is left as it is", "dir", dir, "err", err)
+		return 0, false
+	}
+	newest := logs[len(logs)-1].Num
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
-		return true
+		return newest, true
 	case <-t.C:
 		log.Warn("pebble: flush at close did not finish in time; closing with the WAL kept for recovery", "timeout", timeout)
-		return false
+		return 0, false
 	}
 }
 
-// trimWAL removes every WAL of dir below the newest and empties the newest
-// when it holds no record. It runs after the DB's close, on a flushed DB.
-func trimWAL(fs vfs.FS, dir string, st *Stats) error {
+// trimWAL removes every WAL of dir below flushedTo (the newest WAL when
+// the flush began) and empties flushedTo when it is still the newest and
+// holds no record. It runs after the DB's close, on a flushed DB.
+func trimWAL(fs vfs.FS, dir string, flushedTo wal.NumWAL, st *Stats) error {
 	logs, err := wal.Scan(wal.Dir{FS: fs, Dirname: dir})
 	if err != nil {
 		return err
@@ -134,7 +146,10 @@ func trimWAL(fs vfs.FS, dir string, st *Stats) error {
 		return nil
 	}
 	var errs []error
-	for _, ll := range logs[:len(logs)-1] {
+	for _, ll := range logs {
+		if ll.Num >= flushedTo {
+			break
+		}
 		for i := range ll.NumSegments() {
 			sfs, path := ll.SegmentLocation(i)
 			size := int64(0)
@@ -150,6 +165,10 @@ func trimWAL(fs vfs.FS, dir string, st *Stats) error {
 		}
 	}
 	newest := logs[len(logs)-1]
+	if newest.Num != flushedTo {
+		errs = append(errs, fmt.Errorf("WAL %s is newer than the flush at close: kept", newest))
+		return errors.Join(append(errs, syncDir(fs, dir))...)
+	}
 	empty, err := hasNoRecord(newest)
 	switch {
 	case err != nil:
@@ -166,12 +185,16 @@ func trimWAL(fs vfs.FS, dir string, st *Stats) error {
 			st.Emptied = true
 		}
 	}
-	if d, err := fs.OpenDir(dir); err == nil {
-		errs = append(errs, d.Sync(), d.Close())
-	} else {
-		errs = append(errs, err)
+	return errors.Join(append(errs, syncDir(fs, dir))...)
+}
+
+// syncDir syncs the directory dir, so the removals are durable.
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	return errors.Join(d.Sync(), d.Close())
 }
 
 // hasNoRecord reports whether recovery would replay nothing from ll.
