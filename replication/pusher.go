@@ -1432,7 +1432,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 		// mark's last rows are still being synced (a mark is the log's
 		// high sequence): claim nothing yet (rule 1; SetConfirmed would
 		// refuse it). The sync's notification brings the next step.
-		b.confirmTo = min(cursor, synced)
+		b.confirmTo = p.cfg.Log.Confirmed(t.id)
 	}
 	return b, nil
 }
