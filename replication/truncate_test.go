@@ -545,7 +545,11 @@ func TestLogTruncatedPastDownTarget(t *testing.T) {
 	}
 	got := map[string]int{}
 	for _, ps := range rec.all()[snapFrom:] {
-		if ps.err != nil || ps.req.ToPlacement != b.placement() {
+		// Snapshot pushes only: a log batch b's goroutine read before the
+		// truncation may still go out once b is back (a descheduled step,
+		// seen once under make test's load), and its rows then come again
+		// in the snapshot, where they tie.
+		if ps.err != nil || ps.req.ToPlacement != b.placement() || !ps.req.Snapshot {
 			continue
 		}
 		for _, r := range ps.rows {
