@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/internal/formatmark"
 )
 
 // The store's format marker (issue 17, item 6): the single-byte key 0x00,
@@ -42,17 +44,14 @@ var ErrUnknownFormat = errors.New("partition: unknown store format")
 // absent. A marker of an unsupported version is ErrUnknownFormat, one that
 // is not a positive decimal number ErrCorrupt.
 func readFormat(db *pebble.DB, dir string) (int, error) {
-	v, closer, err := db.Get(formatKey)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	ver, raw, err := formatmark.Read(db, formatKey)
+	switch {
+	case errors.Is(err, formatmark.ErrNotANumber):
+		return 0, fmt.Errorf("%w: format marker of %s is %q, not a version number", ErrCorrupt, dir, raw)
+	case err != nil:
 		return 0, fmt.Errorf("partition: read the format marker of %s: %w", dir, err)
-	}
-	defer closer.Close()
-	ver, perr := strconv.Atoi(string(v))
-	if perr != nil || ver <= 0 || strconv.Itoa(ver) != string(v) {
-		return 0, fmt.Errorf("%w: format marker of %s is %q, not a version number", ErrCorrupt, dir, v)
+	case ver == 0:
+		return 0, nil
 	}
 	for _, s := range supportedFormats {
 		if ver == s {
@@ -93,7 +92,7 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 // had none; legacy (holdsKeys before Open wrote anything) tells a store
 // written before the marker existed from a new one, for the log.
 func (s *Store) writeFormat(legacy bool) error {
-	if err := s.db.Set(formatKey, []byte(strconv.Itoa(storeFormat)), pebble.Sync); err != nil {
+	if err := formatmark.Write(s.db, formatKey, storeFormat); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)
 	}
 	if legacy {

@@ -209,16 +209,10 @@ func (r *Replica) deleteOwnKeys(b *pebble.Batch) error {
 // bucket it covers in part one per series found there.
 func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
 	first, last := timeBucket(u.lo), timeBucket(u.hi)
-	bucketEnd := func(bk uint32) int64 {
-		if bk == maxBucket {
-			return math.MaxInt64
-		}
-		return bucketStart(bk+1) - 1
-	}
-	whole := func(bk uint32) bool { return u.lo <= bucketStart(bk) && u.hi >= bucketEnd(bk) }
+	whole := func(bk uint32) bool { return u.lo <= bucketStart(bk) && u.hi >= bucketLast(bk) }
 	lo, hi := first, last
 	if !whole(first) {
-		if err := r.deleteInBucket(b, first, u.lo, min(u.hi, bucketEnd(first))); err != nil {
+		if err := r.deleteInBucket(b, first, u.lo, min(u.hi, bucketLast(first))); err != nil {
 			return err
 		}
 		if first == last {

@@ -391,21 +391,13 @@ type splitReader struct {
 }
 
 func (r *Replica) newSplitReader() (*splitReader, error) {
-	sr := &splitReader{ks: &r.ks, from: math.MinInt64, to: math.MaxInt64, toOpen: r.info.End == nil, hi: maxBucket}
-	if r.info.Begin != nil {
-		sr.from = *r.info.Begin
-	}
-	if !sr.toOpen {
-		sr.to = *r.info.End
-		sr.hi = timeBucket(sr.to - 1) // validate keeps begin < end, so to > MinInt64
-	}
-	sr.lo = timeBucket(sr.from)
+	sr := r.rangeBounds()
 	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: sr.bucketKey(sr.lo), UpperBound: sr.bucketEnd(sr.hi)})
 	if err != nil {
 		return nil, r.splitErr(err)
 	}
 	sr.it = it
-	return sr, nil
+	return &sr, nil
 }
 
 func (sr *splitReader) close() { _ = sr.it.Close() }
@@ -625,12 +617,11 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 	newest := r.applyMu.maxTime
 	r.applyMu.Unlock()
 	sr := r.rangeBounds()
-	seen := map[uint32]bool{}
-	for _, b := range []uint32{sr.lo, sr.hi} {
-		if seen[b] {
-			continue
-		}
-		seen[b] = true
+	edges := []uint32{sr.lo}
+	if sr.hi != sr.lo {
+		edges = append(edges, sr.hi)
+	}
+	for _, b := range edges {
 		first, last := bucketStart(b), bucketLast(b)
 		if sr.from <= first && (sr.toOpen || sr.to > last) {
 			continue // covered whole: counted above
@@ -643,7 +634,7 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 		if last < first || hi < lo {
 			continue // nothing stored in the range's part of the bucket
 		}
-		usage, err := r.store.db.EstimateDiskUsage(r.ks.appendBucketSeriesKey(nil, b, ""), bucketUpper(&r.ks, b))
+		usage, err := r.store.db.EstimateDiskUsage(sr.bucketKey(b), sr.bucketEnd(b))
 		if err != nil {
 			return 0, err
 		}
@@ -675,7 +666,7 @@ func (r *Replica) rangeBounds() splitReader {
 	}
 	if !sr.toOpen {
 		sr.to = *r.info.End
-		sr.hi = timeBucket(sr.to - 1)
+		sr.hi = timeBucket(sr.to - 1) // validate keeps begin < end, so to > MinInt64
 	}
 	sr.lo = timeBucket(sr.from)
 	return sr
@@ -689,35 +680,18 @@ func bucketLast(b uint32) int64 {
 	return bucketStart(b+1) - 1
 }
 
-// bucketUpper returns the key just past bucket b's rows in ks.
-func bucketUpper(ks *keyspace, b uint32) []byte {
-	if b == maxBucket {
-		return ks.rowHi
-	}
-	return ks.appendBucketSeriesKey(nil, b+1, "")
-}
-
 // wholeBucketBounds returns the key bounds of the storage buckets r's
 // range covers whole (lower >= upper when there is none).
 func (r *Replica) wholeBucketBounds() (lower, upper []byte) {
-	from, to, toOpen := int64(math.MinInt64), int64(math.MaxInt64), r.info.End == nil
-	if r.info.Begin != nil {
-		from = *r.info.Begin
-	}
-	if !toOpen {
-		to = *r.info.End
-	}
-	lo, hi := timeBucket(from), maxBucket
-	if !toOpen {
-		hi = timeBucket(to - 1)
-	}
-	if bucketStart(lo) < from {
+	sr := r.rangeBounds()
+	lo, hi := sr.lo, sr.hi
+	if bucketStart(lo) < sr.from {
 		if lo == maxBucket {
 			return r.ks.rowHi, r.ks.rowHi
 		}
 		lo++
 	}
-	if !toOpen && (hi == maxBucket || bucketStart(hi+1) > to) {
+	if !sr.toOpen && bucketLast(hi) >= sr.to {
 		if hi == 0 {
 			return r.ks.rowLo, r.ks.rowLo
 		}
@@ -726,11 +700,7 @@ func (r *Replica) wholeBucketBounds() (lower, upper []byte) {
 	if lo > hi {
 		return r.ks.rowLo, r.ks.rowLo
 	}
-	upper = r.ks.rowHi
-	if hi < maxBucket {
-		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
-	}
-	return r.ks.appendBucketSeriesKey(nil, lo, ""), upper
+	return sr.bucketKey(lo), sr.bucketEnd(hi)
 }
 
 // scanSize sums the uncompressed key and value bytes of the replica's rows

@@ -744,7 +744,8 @@ func TestSizeOfSiblingsInOneBucket(t *testing.T) {
 	// share of the bucket its second covers: neither the whole bucket nor
 	// nothing.
 	bk := timeBucket(base)
-	bucket, err := s.db.EstimateDiskUsage(kids[0].ks.appendBucketSeriesKey(nil, bk, ""), bucketUpper(&kids[0].ks, bk))
+	edge := kids[0].rangeBounds()
+	bucket, err := s.db.EstimateDiskUsage(edge.bucketKey(bk), edge.bucketEnd(bk))
 	if err != nil || bucket == 0 {
 		t.Fatalf("the bucket's estimate = %d, %v", bucket, err)
 	}

@@ -1427,7 +1427,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	if cut && !reachedMark && (from != cursor || !contiguous(entries, from)) {
 		b.confirmTo, b.ahead = cursor, b.last
 	}
-	if synced := p.cfg.Log.SyncedSeq(); len(entries) == 0 && b.confirmTo > synced {
+	if len(entries) == 0 && b.confirmTo > p.cfg.Log.SyncedSeq() {
 		// An empty read from a tail stream's cursor, its mark, while the
 		// mark's last rows are still being synced (a mark is the log's
 		// high sequence): claim nothing yet (rule 1; SetConfirmed would

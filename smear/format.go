@@ -3,9 +3,10 @@ package smear
 import (
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/internal/formatmark"
 )
 
 // The queue's format marker (issue 17, item 6; doc.go, "Key layout"): the
@@ -31,22 +32,18 @@ var ErrUnknownFormat = errors.New("smear: unknown queue format")
 // checkFormat refuses a queue of another version and marks an unmarked
 // one.
 func checkFormat(db *pebble.DB, dir string) error {
-	v, closer, err := db.Get(formatKey)
+	ver, raw, err := formatmark.Read(db, formatKey)
 	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-		if err := db.Set(formatKey, []byte(strconv.Itoa(queueFormat)), pebble.Sync); err != nil {
+	case errors.Is(err, formatmark.ErrNotANumber):
+		return fmt.Errorf("%w: format marker of the queue in %s is %q, not a version number", ErrCorrupt, dir, raw)
+	case err != nil:
+		return fmt.Errorf("smear: read the format marker in %s: %w", dir, err)
+	case ver == 0:
+		if err := formatmark.Write(db, formatKey, queueFormat); err != nil {
 			return fmt.Errorf("smear: write the format marker in %s: %w", dir, err)
 		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("smear: read the format marker in %s: %w", dir, err)
-	}
-	defer closer.Close()
-	ver, perr := strconv.Atoi(string(v))
-	if perr != nil || ver <= 0 || strconv.Itoa(ver) != string(v) {
-		return fmt.Errorf("%w: format marker of the queue in %s is %q, not a version number", ErrCorrupt, dir, v)
-	}
-	if ver != queueFormat {
+	case ver != queueFormat:
 		return fmt.Errorf("%w: the smear queue in %s has format version %d; this build supports version %d only: open it with a tsdb build that supports version %d",
 			ErrUnknownFormat, dir, ver, queueFormat, ver)
 	}
