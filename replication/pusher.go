@@ -1084,17 +1084,6 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
 		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
-	if catchUp && !t.asked {
-		// A bulk copy is about to start towards a target the receiver
-		// has not answered about yet: ask it first, with an empty
-		// push, whether a replica there already holds the rows (a split
-		// child beside a parent replica). The next step then confirms
-		// by alias instead of sending the first batch of the copy.
-		aliased, err := p.probe(ctx, t, &st)
-		if err != nil || aliased {
-			return aliased, err
-		}
-	}
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
@@ -1115,6 +1104,21 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
 		return b.more, p.confirmStep(t, b)
+	}
+	if catchUp && !t.asked && (len(t.rows) > 0 || b.chunk.Rows > 0) {
+		// The first batch of a bulk copy, towards a target the receiver
+		// has not answered about yet: ask it first, with an empty push,
+		// whether a replica there already holds the rows (a split child
+		// beside a parent replica). The next step then confirms by alias
+		// instead of sending the batch (read again if still needed: the
+		// snapshot's position moves only once a batch is delivered). A
+		// target with nothing to receive (a pre-split child's empty
+		// range) is not asked: its cursor advances without contact, as
+		// before.
+		aliased, err := p.probe(ctx, t, &st)
+		if err != nil || aliased {
+			return aliased, err
+		}
 	}
 	req := p.request(t, &st)
 	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
