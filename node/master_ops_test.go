@@ -211,12 +211,18 @@ func TestDrainOfflineAndStale(t *testing.T) {
 	clean := func(what string) api.HealthResponse {
 		t.Helper()
 		var h api.HealthResponse
-		waitLong(t, 3*time.Minute, what, func() bool {
-			time.Sleep(200 * time.Millisecond)
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
 			h = c.health("s1")
-			return len(h.Problems) == 0 && h.Balanced
-		})
-		return h
+			if len(h.Problems) == 0 && h.Balanced {
+				return h
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after 3m waiting for %s: balanced=%v problems=%+v servers=%+v\npartitions=%+v",
+					what, h.Balanced, h.Problems, h.Servers, c.currentFile("s1", "st").Partitions)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 	h := clean("a clean, balanced report")
 	want := int64(600)

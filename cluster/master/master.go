@@ -69,6 +69,11 @@ func (m *Master) IsMaster() bool { return m.isMaster.Load() }
 // tick is one pass of the master's duties over a fresh read of the
 // cluster. Nothing is assigned while fewer than MinServers are live.
 func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error {
+	// The operator's rebalance request is read before the view: a request
+	// this pass acts on is then weighed against a view at least as new as
+	// it, so a change made just before it (an undrain) is seen. Read after
+	// the view, the request could be used up on the older view.
+	reqRev, reqErr := m.cfg.Marks.RebalanceRequest(ctx)
 	v, err := m.readView(ctx, false)
 	if err != nil {
 		return err
@@ -86,8 +91,8 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 			delete(st.absent, id) // back within the grace period
 		}
 	}
-	if rev, err := m.cfg.Marks.RebalanceRequest(ctx); err == nil && rev != st.rebalanceRev {
-		st.rebalanceRev, rebalance = rev, true
+	if reqErr == nil && reqRev != st.rebalanceRev {
+		st.rebalanceRev, rebalance = reqRev, true
 		m.log.Info("master: rebalance requested by an operator")
 	}
 	if rebalance && !st.balancing {

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,12 @@ type fakeCluster struct {
 	cfg  metadata.TableConfig
 	file *metadata.File
 	ops  []metadata.Op
+	// draining and rebalanceRev are the operator's marks; afterDraining,
+	// when set, runs once after a read of the drain marks (an operator
+	// acting in the middle of a master's pass).
+	draining      map[string]time.Time
+	rebalanceRev  int64
+	afterDraining func()
 }
 
 func (f *fakeCluster) RequestChange(_ context.Context, _ string, plan Planner) (*metadata.File, error) {
@@ -40,12 +47,20 @@ func (f *fakeCluster) ReplicasOn(context.Context, string, wire.ReplicasRequest) 
 }
 func (f *fakeCluster) Leader(context.Context) (string, error) { return "a", nil }
 func (f *fakeCluster) Draining(context.Context) (map[string]time.Time, error) {
-	return map[string]time.Time{}, nil
+	marks := maps.Clone(f.draining)
+	if marks == nil {
+		marks = map[string]time.Time{}
+	}
+	if act := f.afterDraining; act != nil {
+		f.afterDraining = nil
+		act()
+	}
+	return marks, nil
 }
 func (f *fakeCluster) Lost(context.Context) (map[uuid.UUID]operator.LostMark, error) {
 	return map[uuid.UUID]operator.LostMark{}, nil
 }
-func (f *fakeCluster) RebalanceRequest(context.Context) (int64, error) { return 0, nil }
+func (f *fakeCluster) RebalanceRequest(context.Context) (int64, error) { return f.rebalanceRev, nil }
 func (f *fakeCluster) ListTables(context.Context) ([]metadata.TableConfig, error) {
 	return []metadata.TableConfig{f.cfg}, nil
 }
@@ -125,5 +140,37 @@ func TestBelowMinServers(t *testing.T) {
 	st := &masterState{absent: map[string]time.Time{"c": time.Unix(0, 0)}, noMajority: map[uuid.UUID]time.Time{}}
 	if err := m.tick(context.Background(), st, time.Unix(1000, 0)); err != nil || len(f.ops) != 0 {
 		t.Fatalf("ops %+v, err %v; want none", f.ops, err)
+	}
+}
+
+// TestRebalanceRequestSeesTheUndrain: an operator who undrains a server
+// and then asks for a rebalance while a master pass is reading the cluster
+// gets a rebalance that uses the undrained server. The request is read
+// before the view, so a request the pass sees is weighed against a view at
+// least as new; read after it, the request was used up on a view in which
+// the server still drained, and nothing moved to it (node's
+// TestDrainOfflineAndStale timed out that way).
+func TestRebalanceRequestSeesTheUndrain(t *testing.T) {
+	m, f := newFake(t, []string{"a", "b", "c", "d"}, "a", "b", "c")
+	m.cfg.NoRebalance = false
+	for range 3 {
+		f.file.Partitions = append(f.file.Partitions, metadata.Partition{ID: uuid.New(), Servers: placements("a", "b", "c")})
+	}
+	f.draining = map[string]time.Time{"d": time.Unix(900, 0)}
+	f.afterDraining = func() { f.draining, f.rebalanceRev = nil, 7 }
+	st := &masterState{absent: map[string]time.Time{}, noMajority: map[uuid.UUID]time.Time{}, lastLive: map[string]bool{"a": true, "b": true, "c": true, "d": true}}
+	for i, now := range []time.Time{time.Unix(1000, 0), time.Unix(1001, 0)} {
+		if err := m.tick(context.Background(), st, now); err != nil {
+			t.Fatalf("pass %d: %v", i, err)
+		}
+	}
+	joins := 0
+	for _, op := range f.ops {
+		if op.Type == metadata.OpJoinServer && op.JoinServer.Placement.ServerID == "d" {
+			joins++
+		}
+	}
+	if joins == 0 {
+		t.Fatalf("no partition moved to the undrained server d after the rebalance request: ops %+v", f.ops)
 	}
 }
