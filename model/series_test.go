@@ -102,12 +102,45 @@ func TestClockMonotonic(t *testing.T) {
 	if v := c.Now(); v.Wall <= 1000 {
 		t.Fatalf("after observing 1000 got %v", v)
 	}
-	wall = 5000
-	if v := c.Now(); v.Wall != 5000 {
+	wall = 5_000_000
+	if v := c.Now(); v.Wall != 5_000_000 {
 		t.Fatalf("wall clock ahead: got %v", v)
+	}
+	wall = 7_654_321
+	if v := c.Now(); v.Wall != 7_000_000 {
+		t.Fatalf("wall clock 7.654321 ms: got %v, want the whole millisecond 7000000", v)
 	}
 	if NodeID("s1") == NodeID("s2") {
 		t.Fatal("node ids collide")
+	}
+}
+
+// TestClockMillisecondAfterNanosecond: a version stored with a nanosecond
+// wall (before the clock read whole milliseconds), then observed, is
+// followed by readings that order after it, though its millisecond
+// truncated is below it: a later write still wins (rule 2's inputs).
+func TestClockMillisecondAfterNanosecond(t *testing.T) {
+	wall := int64(1_700_000_000_123_456_789)
+	c := NewClock("s1", func() int64 { return wall })
+	old := Version{Wall: wall - 1000, Node: NodeID("s2")} // written this millisecond, in nanoseconds
+	if !c.Observe(old) {
+		t.Fatal("a version in the past was refused")
+	}
+	for range 3 {
+		v := c.Now()
+		if !old.Less(v) {
+			t.Fatalf("reading %v after observing %v does not win", v, old)
+		}
+		old = v
+	}
+	wall += 1e6
+	if v := c.Now(); v.Wall != 1_700_000_000_124_000_000 {
+		t.Fatalf("in the next millisecond: %v, want its whole millisecond", v)
+	}
+	for _, tc := range [][2]int64{{0, 0}, {999_999, 0}, {1e6, 1e6}, {-1, -1e6}, {-1e6, -1e6}, {-1_500_000, -2_000_000}} {
+		if got := TruncateToMillisecond(tc[0]); got != tc[1] {
+			t.Errorf("TruncateToMillisecond(%d) = %d, want %d", tc[0], got, tc[1])
+		}
 	}
 }
 

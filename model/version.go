@@ -37,8 +37,14 @@ func NodeID(serverID string) uint64 {
 	return 1
 }
 
-// Clock is a hybrid logical clock: each reading is max(wall ns, last + 1),
-// and Observe moves it past every version the server receives, so versions a
+// Clock is a hybrid logical clock: each reading is max(wall, last + 1),
+// where wall is the wall clock truncated to the millisecond (in nanosecond
+// units): the nanosecond digits then count the readings of one millisecond,
+// and a version column compresses like millisecond timestamps
+// (docs/storage-plan.md). Readings stay comparable with nanosecond versions
+// stored before: a reading is never below last + 1.
+//
+// Observe moves it past every version the server receives, so versions a
 // server assigns always order after everything it has seen — except a
 // version more than the clock's max ahead (SetMaxAhead) beyond its wall
 // clock, which Observe refuses: one far-future version must not drag every
@@ -65,7 +71,7 @@ func NewClock(serverID string, now func() int64) *Clock {
 
 // Now returns a fresh version, strictly greater than every earlier reading.
 func (c *Clock) Now() Version {
-	wall := c.now()
+	wall := TruncateToMillisecond(c.now())
 	c.mu.Lock()
 	if wall <= c.mu.last {
 		wall = c.mu.last + 1
@@ -73,6 +79,16 @@ func (c *Clock) Now() Version {
 	c.mu.last = wall
 	c.mu.Unlock()
 	return Version{Wall: wall, Node: c.node}
+}
+
+// TruncateToMillisecond rounds the nanosecond reading ns down to a whole
+// millisecond (towards minus infinity, so a negative reading rounds down too).
+func TruncateToMillisecond(ns int64) int64 {
+	r := ns % 1e6
+	if r < 0 {
+		r += 1e6
+	}
+	return ns - r
 }
 
 // SetMaxAhead bounds how far Observe may move the clock ahead of its wall

@@ -256,12 +256,35 @@ var versionShapes = []versionShape{
 			return model.Version{Wall: w, Node: nodes[r.IntN(3)]}
 		})
 	}},
+	// The same arrivals versioned by the millisecond clock of today's
+	// servers (model.Clock): walls are whole milliseconds, plus a count
+	// when two readings fall in one millisecond.
+	{"harness-ms-1node", func(r *rand.Rand, n int) []model.Version {
+		return clockVersions(r, n, 1)
+	}},
+	{"harness-ms-3nodes", func(r *rand.Rand, n int) []model.Version {
+		return clockVersions(r, n, 3)
+	}},
 	{"random", func(r *rand.Rand, n int) []model.Version {
 		return fillV(n, func(int) model.Version { return model.Version{Wall: int64(r.Uint64()), Node: r.Uint64()} })
 	}},
 	{"many-nodes", func(r *rand.Rand, n int) []model.Version {
 		return fillV(n, func(int) model.Version { return model.Version{Wall: t0, Node: uint64(r.IntN(40))} })
 	}},
+}
+
+// clockVersions are the versions of n writes arriving 1–3 ms apart at
+// servers (model.Clock readings), each at one of the first servers.
+func clockVersions(r *rand.Rand, n, servers int) []model.Version {
+	arrival := t0
+	clocks := make([]*model.Clock, servers)
+	for i := range clocks {
+		clocks[i] = model.NewClock(fmt.Sprint("s", i), func() int64 { return arrival })
+	}
+	return fillV(n, func(int) model.Version {
+		arrival += 1e6 + r.Int64N(2e6)
+		return clocks[r.IntN(servers)].Now()
+	})
 }
 
 func fillV(n int, f func(int) model.Version) []model.Version {
