@@ -131,3 +131,28 @@ func TestCorruptColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionRemainderOutOfRange: a wall remainder outside [0, 1e6) is
+// corrupt (an encoder never writes one), not a wall made up from it.
+func TestVersionRemainderOutOfRange(t *testing.T) {
+	for _, rem := range []int64{-1, 1e6, 5e6} {
+		col := appendHeader(nil, CodecVersions, 2)
+		col = appendStream(col, []int64{1_700_000_000_000, 1_700_000_000_001})
+		col = appendStream(col, []int64{0, rem})
+		col = append(col, 1)
+		col = binary.LittleEndian.AppendUint64(col, 42)
+		if _, err := DecodeVersions(nil, col); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("remainder %d: %v, want ErrCorrupt", rem, err)
+		}
+	}
+	// The same column with an in-range remainder decodes.
+	col := appendHeader(nil, CodecVersions, 2)
+	col = appendStream(col, []int64{1_700_000_000_000, 1_700_000_000_001})
+	col = appendStream(col, []int64{0, 999_999})
+	col = append(col, 1)
+	col = binary.LittleEndian.AppendUint64(col, 42)
+	got, err := DecodeVersions(nil, col)
+	if err != nil || len(got) != 2 || got[1].Wall != 1_700_000_000_001_999_999 || got[0].Node != 42 {
+		t.Fatalf("in range: %v, %v", got, err)
+	}
+}

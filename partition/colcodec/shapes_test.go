@@ -1,9 +1,11 @@
 package colcodec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -265,6 +267,13 @@ var versionShapes = []versionShape{
 	{"harness-ms-3nodes", func(r *rand.Rand, n int) []model.Version {
 		return clockVersions(r, n, 3)
 	}},
+	// As the peer harness writes: 4 clients send batches of many series,
+	// so a series' points arrive out of time order (±10 ms around 2.5 ms
+	// apart) and other requests read the clock in the same millisecond
+	// (the nanosecond digits count them).
+	{"harness-ms-shared", func(r *rand.Rand, n int) []model.Version {
+		return sharedClockVersions(r, n)
+	}},
 	{"random", func(r *rand.Rand, n int) []model.Version {
 		return fillV(n, func(int) model.Version { return model.Version{Wall: int64(r.Uint64()), Node: r.Uint64()} })
 	}},
@@ -285,6 +294,32 @@ func clockVersions(r *rand.Rand, n, servers int) []model.Version {
 		arrival += 1e6 + r.Int64N(2e6)
 		return clocks[r.IntN(servers)].Now()
 	})
+}
+
+// sharedClockVersions are the versions of n points of one series written
+// through one server's clock that other requests read too (see
+// versionShapes).
+func sharedClockVersions(r *rand.Rand, n int) []model.Version {
+	type arrival struct {
+		at    int64
+		point int
+	}
+	arrivals := make([]arrival, n)
+	for i := range arrivals {
+		arrivals[i] = arrival{at: t0 + int64(i)*25e5 + r.Int64N(20e6) - 10e6, point: i}
+	}
+	slices.SortFunc(arrivals, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+	var now int64
+	clock := model.NewClock("s0", func() int64 { return now })
+	out := make([]model.Version, n)
+	for _, a := range arrivals {
+		now = a.at
+		for range r.IntN(3) {
+			clock.Now() // another request in the same millisecond
+		}
+		out[a.point] = clock.Now()
+	}
+	return out
 }
 
 func fillV(n int, f func(int) model.Version) []model.Version {

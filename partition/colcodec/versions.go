@@ -12,7 +12,8 @@ import (
 // repeated calls do not allocate. Not safe for concurrent use; the zero
 // value is ready.
 type VersionEncoder struct {
-	walls  []int64
+	walls  []int64 // whole milliseconds
+	rems   []int64 // nanoseconds within the millisecond
 	idx    []int64
 	nodes  []uint64
 	lookup map[uint64]int // node → index, once nodes is long
@@ -23,10 +24,12 @@ type VersionEncoder struct {
 const linearNodes = 8
 
 // Encode appends the column of versions src to dst and returns the
-// extended slice: the walls as an integer stream (all equal or ascending
-// cost little), the nodes as a dictionary of distinct values in order of
-// first appearance and, when it has more than one entry, an integer
-// stream of indices.
+// extended slice: the walls as two integer streams, their whole
+// milliseconds and the nanoseconds within the millisecond (the clock reads
+// whole milliseconds, model.Clock, so the first compresses like
+// millisecond timestamps and the second is almost all 0), then the nodes
+// as a dictionary of distinct values in order of first appearance and,
+// when it has more than one entry, an integer stream of indices.
 func (e *VersionEncoder) Encode(dst []byte, src []model.Version) ([]byte, error) {
 	if len(src) > MaxCount {
 		return dst, fmt.Errorf("%w: %d versions", ErrTooMany, len(src))
@@ -35,12 +38,15 @@ func (e *VersionEncoder) Encode(dst []byte, src []model.Version) ([]byte, error)
 	if len(src) == 0 {
 		return dst, nil
 	}
-	e.walls, e.idx, e.nodes = e.walls[:0], e.idx[:0], e.nodes[:0]
+	e.walls, e.rems, e.idx, e.nodes = e.walls[:0], e.rems[:0], e.idx[:0], e.nodes[:0]
 	for _, v := range src {
-		e.walls = append(e.walls, v.Wall)
+		ms, rem := splitWall(v.Wall)
+		e.walls = append(e.walls, ms)
+		e.rems = append(e.rems, rem)
 		e.idx = append(e.idx, int64(e.nodeIndex(v.Node)))
 	}
 	dst = appendStream(dst, e.walls)
+	dst = appendStream(dst, e.rems)
 	dst = binary.AppendUvarint(dst, uint64(len(e.nodes)))
 	for _, n := range e.nodes {
 		dst = binary.LittleEndian.AppendUint64(dst, n)
@@ -49,6 +55,16 @@ func (e *VersionEncoder) Encode(dst []byte, src []model.Version) ([]byte, error)
 		dst = appendStream(dst, e.idx)
 	}
 	return dst, nil
+}
+
+// splitWall splits a version wall (ns) into whole milliseconds (rounded
+// towards minus infinity) and the nanoseconds above them, in [0, 1e6).
+func splitWall(wall int64) (ms, rem int64) {
+	ms, rem = wall/1e6, wall%1e6
+	if rem < 0 {
+		ms, rem = ms-1, rem+1e6
+	}
+	return ms, rem
 }
 
 // nodeIndex returns the dictionary index of node, adding it if new.
@@ -86,7 +102,7 @@ func (e *VersionEncoder) nodeIndex(node uint64) int {
 func EncodeVersions(dst []byte, src []model.Version) ([]byte, error) {
 	e := versionEncoders.Get().(*VersionEncoder)
 	dst, err := e.Encode(dst, src)
-	if cap(e.walls) <= 64<<10 && len(e.nodes) <= linearNodes {
+	if cap(e.walls) <= 64<<10 && cap(e.rems) <= 64<<10 && len(e.nodes) <= linearNodes {
 		versionEncoders.Put(e)
 	}
 	return dst, err
@@ -131,8 +147,17 @@ func decodeVersions(dst []model.Version, src []byte, scratch []int64) ([]model.V
 	if err := decodeStream(scratch, rest, &pos); err != nil {
 		return dst[:0], scratch, fmt.Errorf("%s column walls: %w", c, err)
 	}
-	for i, w := range scratch {
-		dst[i].Wall = w
+	for i, ms := range scratch {
+		dst[i].Wall = ms * 1e6 // wraps for the extreme walls; the remainder below wraps it back
+	}
+	if err := decodeStream(scratch, rest, &pos); err != nil {
+		return dst[:0], scratch, fmt.Errorf("%s column wall remainders: %w", c, err)
+	}
+	for i, rem := range scratch {
+		if rem < 0 || rem >= 1e6 {
+			return dst[:0], scratch, fmt.Errorf("%w: %s column: wall remainder %d outside [0, 1e6)", ErrCorrupt, c, rem)
+		}
+		dst[i].Wall += rem
 	}
 	k, err := readUvarint(rest, &pos, "node count")
 	if err != nil {
