@@ -58,8 +58,9 @@ type applyScratch struct {
 	// whole[i] reports that written row i's new value is its incoming
 	// fields alone (nothing kept from the stored row), so origin holds it.
 	whole []bool
-	// origin is ApplyFrom's origin placement.
-	origin uuid.UUID
+	// origin is ApplyFrom's origin placement, originSeq its bound.
+	origin    uuid.UUID
+	originSeq uint64
 	// ix collects the tag index entries of the batch (index.go).
 	ix indexBuilder
 }
@@ -82,7 +83,7 @@ func (sc *applyScratch) release() {
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
-	sc.origin = uuid.Nil
+	sc.origin, sc.originSeq = uuid.Nil, 0
 	sc.ix.reset()
 	clear(sc.fields) // drop references to the caller's fields
 	sc.fields = sc.fields[:0]
@@ -121,7 +122,7 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 // they are never reported stored), with ErrUnloading after Unload (until
 // Resume) and with ErrClosed after Close.
 func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
-	return r.ApplyFrom(rows, uuid.Nil)
+	return r.ApplyFrom(rows, uuid.Nil, 0)
 }
 
 // ApplyFrom is Apply for rows pushed from the replica placement origin
@@ -130,7 +131,14 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 // index entry (LogEntry.Origin): origin already holds that value, so the
 // pushes of this replica need not send it back there ("rows are not pushed
 // back to where they came from", DESIGN.md section 5).
-func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID) (ApplyResult, error) {
+//
+// originSeq, when not 0, is a sequence of origin's log at or above the
+// ones that hold the pushed rows there (the push's LastSeq). The replica
+// remembers it, in memory, for the rows that record origin, and ReadLog
+// reports it as LogEntry.OriginSeq: a receiver of this replica's relay of
+// such a row that has applied origin's log up to originSeq holds the row
+// already (replication.Applied).
+func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (ApplyResult, error) {
 	if err := validateRows(rows); err != nil {
 		return ApplyResult{}, err
 	}
@@ -144,7 +152,7 @@ func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID) (ApplyResult, er
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
-	sc.origin = origin
+	sc.origin, sc.originSeq = origin, originSeq
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
@@ -369,6 +377,7 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	}
 	r.beginApply()
 	sc.ix.commit(r.applyMu.index)
+	r.hints.add(prev+1, last, sc.origin, sc.originSeq)
 	r.synced.add(prev+1, last)
 	r.high.Store(last)
 	for i := range rows {

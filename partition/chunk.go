@@ -340,7 +340,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, 
 		if err != nil {
 			return ApplyResult{}, err
 		}
-		return r.ApplyFrom(rows, origin)
+		return r.ApplyFrom(rows, origin, 0)
 	}
 	// Ingested, or everything held here already at the same or newer
 	// versions (the same snapshot from another replica of the source): a

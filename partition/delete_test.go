@@ -146,7 +146,7 @@ func TestTombstonesPushed(t *testing.T) {
 	for _, e := range entries {
 		pushed = append(pushed, e.Row)
 	}
-	if _, err := c.ApplyFrom(pushed, a.Info().Placement); err != nil {
+	if _, err := c.ApplyFrom(pushed, a.Info().Placement, 0); err != nil {
 		t.Fatal(err)
 	}
 	want := []model.Row{row("cpu", 20, fl("a", 4, 7))}

@@ -91,7 +91,7 @@ func logTestRows(t *testing.T, r *Replica) map[string]uuid.UUID {
 	if _, err := r.ApplyFrom([]model.Row{
 		row("pushed", 7, f("a", model.Deleted(), 4), f("z", model.Int(1), 4)),
 		row("mixed", 5, f("a", model.Float(3), 4)), // b kept from here: no origin
-	}, o); err != nil {
+	}, o, 0); err != nil {
 		t.Fatal(err)
 	}
 	return map[string]uuid.UUID{"pushed": o}

@@ -20,7 +20,7 @@ func TestApplyFromRecordsOrigin(t *testing.T) {
 	o := uuid.New()
 	applyFrom := func(rows ...model.Row) {
 		t.Helper()
-		if _, err := r.ApplyFrom(rows, o); err != nil {
+		if _, err := r.ApplyFrom(rows, o, 0); err != nil {
 			t.Fatalf("ApplyFrom: %v", err)
 		}
 	}

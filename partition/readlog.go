@@ -22,6 +22,10 @@ type LogEntry struct {
 	// Replica.ApplyFrom), uuid.Nil if the value was written here or merged
 	// from several writes: that placement holds the value already.
 	Origin uuid.UUID
+	// OriginSeq, when not 0 (and Origin is set), is a sequence of
+	// Origin's log at or above the one holding the pushed value there
+	// (ApplyFrom's originSeq, remembered in memory only).
+	OriginSeq uint64
 }
 
 // ReadLog returns, in ascending sequence order, the live rows whose
@@ -254,7 +258,11 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			// rule.
 			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
-		out = append(out, LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin})
+		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
+		if le.Origin != uuid.Nil {
+			le.OriginSeq = r.hints.lookup(seq, le.Origin)
+		}
+		out = append(out, le)
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)

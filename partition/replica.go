@@ -34,6 +34,8 @@ type Replica struct {
 	unloading atomic.Bool
 	// synced tracks the synced watermark.
 	synced *syncTracker
+	// hints are the relay hints of this replica's log (relayhints.go).
+	hints relayHints
 	// inflight counts the Applies in flight: past their checks under
 	// applyMu and not returned yet (a batch made visible but not synced,
 	// or a tie waiting for an earlier sync). A drop marks the replica

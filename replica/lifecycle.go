@@ -237,6 +237,7 @@ func (s *Server) forgetDropped(rt *replicaRuntime, st Status) {
 	delete(s.mu.unsplittable, st.Placement)
 	s.mu.Unlock()
 	s.joins.Forget(st.Placement)
+	s.applied.Forget(st.Placement)
 }
 
 // tryFinalizeJoin commits JOIN_FINALIZE for a joining replica once a

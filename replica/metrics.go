@@ -19,6 +19,7 @@ import (
 type Metrics struct {
 	PushRows, PushBytes, PushErrors prometheus.Counter
 	ReceivedRows                    prometheus.Counter
+	RelayRowsDropped                prometheus.Counter
 	CoordinatedRows                 prometheus.Counter
 	// The split trigger's outcomes.
 	SplitsStarted, SplitsFollowed, SplitsImpossible, SplitsFinalized prometheus.Counter
@@ -39,10 +40,12 @@ func NewMetrics() *Metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &Metrics{
-		PushRows:        c("tsdb_replication_push_rows_total", "Rows this server's replicas pushed to others (confirmed or not)."),
-		PushBytes:       c("tsdb_replication_push_bytes_total", "Encoded row bytes this server's replicas pushed (before the transport's zstd)."),
-		PushErrors:      c("tsdb_replication_push_errors_total", "Pushes that failed (unreachable, refused, timed out)."),
-		ReceivedRows:    c("tsdb_replication_received_rows_total", "Rows received by pushes and applied."),
+		PushRows:     c("tsdb_replication_push_rows_total", "Rows this server's replicas pushed to others (confirmed or not)."),
+		PushBytes:    c("tsdb_replication_push_bytes_total", "Encoded row bytes this server's replicas pushed (before the transport's zstd)."),
+		PushErrors:   c("tsdb_replication_push_errors_total", "Pushes that failed (unreachable, refused, timed out)."),
+		ReceivedRows: c("tsdb_replication_received_rows_total", "Rows received by pushes and applied."),
+		RelayRowsDropped: c("tsdb_replication_relay_rows_dropped_total",
+			"Rows received by pushes as relayed copies of rows this replica held already (their origin's own push had delivered them), dropped without a lookup; they count in received rows too."),
 		CoordinatedRows: c("tsdb_insert_coordinated_rows_total", "Rows of client inserts this server coordinated (wrote first)."),
 
 		SplitsStarted:    c("tsdb_splits_started_total", "SPLIT_BEGIN transactions this server committed (size trigger or manual)."),
@@ -102,7 +105,7 @@ func (m *Metrics) snapshotEnded(_ uuid.UUID, _ int, elapsed time.Duration, resul
 // to follow.
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) {
 	m := s.metrics
-	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.CoordinatedRows)
+	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.RelayRowsDropped, m.CoordinatedRows)
 	reg.MustRegister(m.SplitsStarted, m.SplitsFollowed, m.SplitsImpossible, m.SplitsFinalized)
 	reg.MustRegister(m.MovedRows, m.MovedBytes, m.Snapshots, m.SnapshotSeconds)
 	reg.MustRegister(s.farVersions.rejected)

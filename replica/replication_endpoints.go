@@ -74,7 +74,8 @@ func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partitio
 		return nil, fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
 	}
 	applier := &observingApplier{rep: rep, observe: func(v model.Version) { s.observeVersion(v, "a push from "+req.FromServer) }}
-	received, err := replication.Receive(applier, req)
+	got, err := replication.ReceiveWith(applier, req, &s.applied)
+	received := got.Rows
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
 		return nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
 	}
@@ -85,6 +86,7 @@ func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partitio
 		return nil, err
 	}
 	s.metrics.ReceivedRows.Add(float64(received))
+	s.metrics.RelayRowsDropped.Add(float64(got.Dropped))
 	s.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
 	rt := s.runtime(req.ToPlacement)
 	if rt != nil {
@@ -152,7 +154,7 @@ type observingApplier struct {
 }
 
 // ApplyFrom applies rows pushed from the placement origin.
-func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error) {
+func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error) {
 	var newest model.Version
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -162,7 +164,7 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partit
 		}
 	}
 	a.observe(newest)
-	res, err := a.rep.ApplyFrom(rows, origin)
+	res, err := a.rep.ApplyFrom(rows, origin, originSeq)
 	if err == nil {
 		a.changed += res.Changed
 		a.last = max(a.last, res.LastSeq)

@@ -127,6 +127,9 @@ type Server struct {
 	router    *router.Router
 	metrics   *Metrics
 	joins     *replication.JoinProgress
+	// applied is the relay filter of this server's receiving replicas
+	// (replication.Applied): what each sender's pushes delivered.
+	applied replication.Applied
 	// farVersions counts the versions the clock refused to follow.
 	farVersions *farVersions
 	// resync asks the resync loop to re-sync a table (a push was refused

@@ -64,6 +64,11 @@ type testNet struct {
 	violations []string
 	pushes     int
 	bytes      int
+	// applied is the receivers' relay filter (one per server in
+	// production; keyed by receiving placement, so one serves all);
+	// dropped counts the relayed rows it dropped.
+	applied Applied
+	dropped int
 }
 
 type testNode struct {
@@ -96,9 +101,13 @@ func (s netSender) Push(_ context.Context, target metadata.Target, req wire.Push
 	if err != nil {
 		return wire.PushResponse{}, err
 	}
-	if _, err := Receive(dst.log, req); err != nil {
+	res, err := ReceiveWith(dst.log, req, &n.applied)
+	if err != nil {
 		return wire.PushResponse{}, err
 	}
+	n.mu.Lock()
+	n.dropped += res.Dropped
+	n.mu.Unlock()
 	dst.pusher.Notify()
 	n.account(s.from, target, rows, len(req.Rows))
 	if f == faultLostAck {
@@ -296,8 +305,8 @@ func testConverge(t *testing.T, kind fault, rate float64, exact, truncate bool, 
 			t.Fatalf("row %s delivered %d times; want exactly 4 (origin→2 peers, each peer→the other)", key, n)
 		}
 	}
-	t.Logf("%d pushes, %d bytes, %.1f bytes/row delivered", net.pushes, net.bytes,
-		float64(net.bytes)/float64(sumValues(net.shipped)))
+	t.Logf("%d pushes, %d bytes, %.1f bytes/row delivered, %d relayed rows dropped unread", net.pushes, net.bytes,
+		float64(net.bytes)/float64(sumValues(net.shipped)), net.dropped)
 }
 
 func sumValues(m map[string]int) int {

@@ -395,7 +395,10 @@ type target struct {
 
 	// Owned by the target's goroutine:
 	rows []model.Row
-	buf  []byte
+	// relayed are the runs of rows that carry their origin's sequence
+	// (wire.PushRequest.Relayed).
+	relayed []wire.RelaySpan
+	buf     []byte
 	// ahead is how far reads got past the cursor aheadOf without the
 	// cursor moving: a batch cut by its size that skips a sequence (a row
 	// overwritten since, now at a higher sequence, maybe beyond the batch)
@@ -1099,7 +1102,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
-	t.rows = filterRows(t.rows[:0], b.entries, &st)
+	t.rows, t.relayed = filterRows(t.rows[:0], t.relayed[:0], b.entries, &st)
 	if len(t.rows) == 0 && b.chunk.Rows == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
@@ -1123,6 +1126,11 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	req := p.request(t, &st)
 	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
 	req.Snapshot = t.rs != nil // the batch was read from t's row snapshot
+	if st.spec.Kind == metadata.TargetReplica && t.tailOf == nil && b.confirmTo > cursor {
+		// What the receiver holds of this log once the push is applied:
+		// its copies relayed by third replicas are then dropped there.
+		req.ClaimsTo = b.confirmTo
+	}
 	switch {
 	case b.chunk.Rows > 0:
 		// A snapshot chunk needs no filter: it holds the target's range
@@ -1131,6 +1139,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	case len(t.rows) > 0:
 		t.buf = AppendRows(t.buf[:0], t.rows)
 		req.Rows = t.buf
+		req.Relayed = t.relayed
 	}
 	clear(t.rows) // drop references to the entries
 	if err := p.send(ctx, t, &st, req); err != nil {
@@ -1693,11 +1702,16 @@ func rowSize(r *model.Row) int {
 //   - split: the rows inside the child's range;
 //   - joining (and any other kind): all.
 //
+// For a replica target it also appends to spans the runs of those rows
+// that another replica pushed here with its log's sequence
+// (LogEntry.OriginSeq): the receiver drops them if that replica's own
+// push has delivered them (wire.PushRequest.Relayed).
+//
 // The skip rule is keyed on the placement that sent a row, never on the
 // server whose node id its versions carry: a row stamped by a front end
 // (a smeared insert) may be stored first by another replica, and the
 // stamping server's own replica may lack it.
-func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []model.Row {
+func filterRows(dst []model.Row, spans []wire.RelaySpan, entries []partition.LogEntry, st *pushState) ([]model.Row, []wire.RelaySpan) {
 	for i := range entries {
 		r := &entries[i].Row
 		// Every target gets only the rows of its own range: a split child
@@ -1709,9 +1723,17 @@ func filterRows(dst []model.Row, entries []partition.LogEntry, st *pushState) []
 		if st.spec.Kind == metadata.TargetReplica && entries[i].Origin == st.spec.PlacementID {
 			continue
 		}
+		if e := &entries[i]; st.spec.Kind == metadata.TargetReplica && e.Origin != uuid.Nil && e.OriginSeq > 0 {
+			n := len(dst)
+			if k := len(spans) - 1; k >= 0 && spans[k].End == n && spans[k].Origin == e.Origin && spans[k].Seq == e.OriginSeq {
+				spans[k].End++
+			} else {
+				spans = append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
+			}
+		}
 		dst = append(dst, *r)
 	}
-	return dst
+	return dst, spans
 }
 
 func inRange(t int64, begin, end *int64) bool {

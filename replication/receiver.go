@@ -20,7 +20,11 @@ type Applier interface {
 	// origin with each row whose stored value it alone wrote (see
 	// partition.Replica.ApplyFrom), so that this replica's pushes do not
 	// send the row back there.
-	ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error)
+	//
+	// originSeq, when not 0, bounds the sequences of origin's log that
+	// hold the rows there (the push's LastSeq): the replica reports it
+	// when it relays those rows (partition.LogEntry.OriginSeq).
+	ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error)
 }
 
 // ChunkApplier is an Applier that stores a row snapshot's chunks
@@ -42,39 +46,167 @@ type ChunkApplier interface {
 // anything is applied. Checking that the receiver holds req.ToPlacement as
 // LOAD or SERVE (else stale placement) is the caller's job.
 func Receive(a Applier, req wire.PushRequest) (int, error) {
+	res, err := ReceiveWith(a, req, nil)
+	return res.Rows, err
+}
+
+// ReceiveResult is what ReceiveWith received.
+type ReceiveResult struct {
+	// Rows is the number of rows the push held.
+	Rows int
+	// Dropped is the number of them dropped as relayed copies of rows the
+	// receiver held already (not applied).
+	Dropped int
+}
+
+// ReceiveWith is Receive with the relay filter of the receiving replica:
+// applied, when not nil, remembers what each sender's pushes delivered
+// (their ClaimsTo, once applied), and the rows of req.Relayed that it
+// shows the receiver holds already are dropped before the apply (no row
+// lookup). A Relayed span out of the rows' bounds, or out of order, is
+// ErrCorrupt before anything is applied.
+func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResult, error) {
 	if len(req.Rows) == 0 {
 		if req.Count != 0 {
-			return 0, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
+			return ReceiveResult{}, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
 		}
-		return 0, nil
+		return ReceiveResult{}, nil
 	}
+	n, dropped, err := receive(a, req, applied)
+	if err != nil {
+		return ReceiveResult{}, err
+	}
+	applied.note(req.ToPlacement, req.FromPlacement, req.ClaimsTo)
+	return ReceiveResult{Rows: n, Dropped: dropped}, nil
+}
+
+// receive applies a push that holds rows and returns their number and how
+// many of them were dropped as relayed copies.
+func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error) {
 	if partition.IsChunk(req.Rows) {
 		ca, ok := a.(ChunkApplier)
 		if !ok {
-			return 0, fmt.Errorf("%w: push from %s holds a snapshot chunk this replica cannot ingest", ErrCorrupt, req.FromServer)
+			return 0, 0, fmt.Errorf("%w: push from %s holds a snapshot chunk this replica cannot ingest", ErrCorrupt, req.FromServer)
 		}
 		if _, err := ca.IngestChunk(req.Rows, req.Count, req.FromPlacement); err != nil {
 			if errors.Is(err, partition.ErrCorrupt) {
 				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
-			return 0, fmt.Errorf("replication: ingest push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
+			return 0, 0, fmt.Errorf("replication: ingest push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
 		}
-		return req.Count, nil
+		return req.Count, 0, nil
 	}
 	rows, err := DecodeRows(req.Rows)
 	if err != nil {
-		return 0, fmt.Errorf("replication: push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
+		return 0, 0, fmt.Errorf("replication: push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
 	}
 	if len(rows) != req.Count {
-		return 0, fmt.Errorf("%w: push from %s claims %d rows and holds %d", ErrCorrupt, req.FromServer, req.Count, len(rows))
+		return 0, 0, fmt.Errorf("%w: push from %s claims %d rows and holds %d", ErrCorrupt, req.FromServer, req.Count, len(rows))
 	}
 	if len(rows) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
-	if _, err := a.ApplyFrom(rows, req.FromPlacement); err != nil {
-		return 0, fmt.Errorf("replication: apply push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
+	keep, err := applied.dropHeld(rows, req)
+	if err != nil {
+		return 0, 0, err
 	}
-	return len(rows), nil
+	if len(keep) > 0 {
+		if _, err := a.ApplyFrom(keep, req.FromPlacement, req.LastSeq); err != nil {
+			return 0, 0, fmt.Errorf("replication: apply push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
+		}
+	}
+	return len(rows), len(rows) - len(keep), nil
+}
+
+// Applied is the relay filter of a server's receiving replicas: per
+// receiving placement and sending placement, the highest ClaimsTo of a
+// push from that sender that the receiver applied (synced). The receiver
+// then holds every row of the sender's log up to it (the sender's cursor
+// means exactly that), so a copy of such a row that a third replica
+// relays (wire.RelaySpan, Seq at most that) can be dropped unread: this
+// is the relayed half of DESIGN.md section 5's pushes, which before
+// cost a row lookup each at every receiver.
+//
+// It is memory only: after a restart it is empty and relayed rows are
+// applied (looked up) as before. The zero value is ready; a nil *Applied
+// drops nothing and remembers nothing. Safe for concurrent use.
+type Applied struct {
+	mu sync.Mutex
+	// seqs maps receiving placement → sending placement → ClaimsTo.
+	seqs map[uuid.UUID]map[uuid.UUID]uint64
+}
+
+// note records that to applied from's log up to seq (0: nothing known).
+func (a *Applied) note(to, from uuid.UUID, seq uint64) {
+	if a == nil || seq == 0 || from == uuid.Nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seqs == nil {
+		a.seqs = make(map[uuid.UUID]map[uuid.UUID]uint64)
+	}
+	m := a.seqs[to]
+	if m == nil {
+		m = make(map[uuid.UUID]uint64)
+		a.seqs[to] = m
+	}
+	m[from] = max(m[from], seq)
+}
+
+// Level returns how far to is known to hold from's log (0: unknown).
+func (a *Applied) Level(to, from uuid.UUID) uint64 {
+	if a == nil {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.seqs[to][from]
+}
+
+// Forget drops what is known of placement to (its replica was dropped).
+func (a *Applied) Forget(to uuid.UUID) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	delete(a.seqs, to)
+	a.mu.Unlock()
+}
+
+// dropHeld returns rows without the runs of req.Relayed that the
+// receiver is known to hold (rows itself when none is dropped), after
+// checking every span lies within rows, in order.
+func (a *Applied) dropHeld(rows []model.Row, req wire.PushRequest) ([]model.Row, error) {
+	if len(req.Relayed) == 0 {
+		return rows, nil
+	}
+	prevEnd := 0
+	for _, sp := range req.Relayed {
+		if sp.Start < prevEnd || sp.End <= sp.Start || sp.End > len(rows) {
+			return nil, fmt.Errorf("%w: push from %s: relayed rows [%d, %d) out of order or beyond its %d rows", ErrCorrupt, req.FromServer, sp.Start, sp.End, len(rows))
+		}
+		prevEnd = sp.End
+	}
+	if a == nil {
+		return rows, nil
+	}
+	var keep []model.Row
+	next := 0 // rows before next are in keep or dropped
+	for _, sp := range req.Relayed {
+		if sp.Seq == 0 || sp.Origin == uuid.Nil || a.Level(req.ToPlacement, sp.Origin) < sp.Seq {
+			continue
+		}
+		if keep == nil {
+			keep = make([]model.Row, 0, len(rows))
+		}
+		keep = append(keep, rows[next:sp.Start]...)
+		next = sp.End
+	}
+	if keep == nil {
+		return rows, nil
+	}
+	return append(keep, rows[next:]...), nil
 }
 
 // JoinProgress records, per receiving placement, which sending servers

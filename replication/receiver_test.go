@@ -15,14 +15,17 @@ import (
 
 // countingApplier records ApplyFrom calls and fails with err.
 type countingApplier struct {
-	calls  int
-	origin uuid.UUID
-	err    error
+	calls     int
+	origin    uuid.UUID
+	originSeq uint64
+	rows      []model.Row
+	err       error
 }
 
-func (a *countingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID) (partition.ApplyResult, error) {
+func (a *countingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error) {
 	a.calls++
-	a.origin = origin
+	a.origin, a.originSeq = origin, originSeq
+	a.rows = append(a.rows, rows...)
 	return partition.ApplyResult{Changed: len(rows)}, a.err
 }
 

@@ -75,6 +75,30 @@ type PushRequest struct {
 	// sender's moved-data metrics count it as kind snapshot.
 	// Informational.
 	Snapshot bool `json:"snapshot,omitempty"`
+	// ClaimsTo, when not 0, is the sequence the sender's cursor for the
+	// receiving placement moves to once this push is confirmed: with it
+	// applied, the receiver holds every row of the sender's log up to
+	// ClaimsTo (those of its range, and those it sent the sender). The
+	// receiver remembers it (replication.Applied) to drop the relayed
+	// copies of those rows (Relayed). An older sender leaves it 0.
+	ClaimsTo uint64 `json:"claims_to,omitempty"`
+	// Relayed lists the runs of rows that the sender holds as another
+	// replica pushed them (partition.LogEntry.Origin), with a sequence of
+	// that replica's log at or above theirs there: a receiver that holds
+	// that replica's log up to it (an earlier ClaimsTo from it) drops
+	// those rows without looking them up. Optional; an older receiver
+	// ignores it and applies every row.
+	Relayed []RelaySpan `json:"relayed,omitempty"`
+}
+
+// RelaySpan is a run of rows of a push, Rows[Start:End] in the order of
+// the push's rows, relayed from the replica placement Origin, whose log
+// holds each of them at a sequence at most Seq.
+type RelaySpan struct {
+	Start  int       `json:"start"`
+	End    int       `json:"end"`
+	Origin uuid.UUID `json:"origin"`
+	Seq    uint64    `json:"seq"`
 }
 
 // PushResponse answers a PushRequest. An empty answer (no body) reads as

@@ -1,0 +1,45 @@
+package partition
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+// TestRelayHints: a hint answers for the sequences of its span and its
+// origin only; a full list forgets its oldest half, never a newer span;
+// a span that would overlap the last one is not recorded.
+func TestRelayHints(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	var h relayHints
+	h.add(1, 3, a, 10)
+	h.add(4, 4, uuid.Nil, 11) // written here: not recorded
+	h.add(5, 9, b, 12)
+	h.add(9, 12, a, 13) // overlaps: not recorded
+	for _, tc := range []struct {
+		seq    uint64
+		origin uuid.UUID
+		want   uint64
+	}{
+		{1, a, 10}, {3, a, 10}, {3, b, 0}, {4, a, 0}, {5, b, 12}, {9, b, 12}, {10, a, 0}, {0, a, 0},
+	} {
+		if got := h.lookup(tc.seq, tc.origin); got != tc.want {
+			t.Errorf("lookup(%d, %v) = %d, want %d", tc.seq, tc.origin == a, got, tc.want)
+		}
+	}
+	var full relayHints
+	for i := range uint64(maxHintSpans + 1) {
+		full.add(2*i+1, 2*i+2, a, i+1)
+	}
+	if got := full.lookup(1, a); got != 0 {
+		t.Errorf("the oldest span is still known after the list filled: %d", got)
+	}
+	last := uint64(maxHintSpans)
+	if got := full.lookup(2*last+2, a); got != last+1 {
+		t.Errorf("the newest span: %d, want %d", got, last+1)
+	}
+	mid := uint64(maxHintSpans/2 + 1)
+	if got := full.lookup(2*mid+1, a); got != mid+1 {
+		t.Errorf("a span of the newer half: %d, want %d", got, mid+1)
+	}
+}
