@@ -84,11 +84,22 @@ type Encoder struct {
 	excIdx  []int64
 	excVers []model.Version
 	col     []byte
+	rowCol  []byte // the block-level version column
+
+	// forceVersions overrides the choice of the version form in tests:
+	// 0 weighs them, forceRow keeps the block column, forceOwn drops it.
+	forceVersions int
 
 	fenc colcodec.FloatEncoder
 	senc colcodec.StringEncoder
 	venc colcodec.VersionEncoder
 }
+
+// Values of Encoder.forceVersions.
+const (
+	forceRow = 1
+	forceOwn = 2
+)
 
 var encoders = sync.Pool{New: func() any { return new(Encoder) }}
 
@@ -124,13 +135,19 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 		anyExc = anyExc || f.e > 0
 	}
 	var err error
-	e.col, err = e.venc.Encode(e.col[:0], e.rowVers)
+	e.rowCol, err = e.venc.Encode(e.rowCol[:0], e.rowVers)
 	if err != nil {
 		return dst, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	rowCol := len(e.col)
+	rowCol := len(e.rowCol) + uvarintLen(len(e.rowCol))
 	useRow := true
-	if anyExc {
+	switch {
+	case !anyExc && len(e.fields) == 1:
+		// The field's own column is the block column: save the
+		// exception count.
+		useRow = false
+		e.fields[0].own = appendBytes(e.fields[0].own[:0], e.rowCol)
+	case anyExc:
 		// Weigh the block-level column against one column per field.
 		withRow += rowCol
 		for j := range e.fields {
@@ -146,6 +163,19 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 			}
 		}
 		useRow = withRow < withoutRow
+	}
+	switch e.forceVersions {
+	case forceRow:
+		useRow = true
+	case forceOwn:
+		useRow = false
+		for j := range e.fields {
+			if f := &e.fields[j]; f.e == 0 {
+				if f.own, err = e.ownVersions(f.own[:0], rows, j); err != nil {
+					return dst, err
+				}
+			}
+		}
 	}
 
 	dst = append(dst, FormatVersion)
@@ -163,11 +193,9 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 		return dst[:start], fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	dst = appendBytes(dst, tcol)
+	e.col = tcol
 	if useRow {
-		e.col, _ = e.venc.Encode(tcol[:0], e.rowVers) // encoded above: cannot fail
-		dst = appendBytes(dst, e.col)
-	} else {
-		e.col = tcol
+		dst = appendBytes(dst, e.rowCol)
 	}
 	for j := range e.fields {
 		f := &e.fields[j]
@@ -527,6 +555,15 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 		return dst, err
 	}
 	return appendBytes(dst, col), nil
+}
+
+// uvarintLen returns the size of n as a uvarint.
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
 }
 
 // appendBytes appends b with its length as a uvarint.

@@ -49,6 +49,7 @@ type Reader struct {
 	flat      []model.Field
 	flatRows  []int32
 	backing   []model.Field // the field array of the rows of the last Rows call
+	names     []string      // the field names of the last block
 }
 
 // Open checks b and returns a Reader of it. The Reader refers to b, which
@@ -68,6 +69,10 @@ func corrupt(format string, args ...any) error {
 
 // Reset makes r read b, reusing r's buffers.
 func (r *Reader) Reset(b []byte) error {
+	r.names = r.names[:0]
+	for i := range r.fields {
+		r.names = append(r.names, r.fields[i].info.Name)
+	}
 	r.fields = r.fields[:0]
 	r.n = 0
 	r.rowVersOK = false
@@ -119,7 +124,11 @@ func (r *Reader) Reset(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("field %q: %w", name, err)
 		}
-		fd.info.Name = string(name)
+		if int(i) < len(r.names) && r.names[i] == string(name) {
+			fd.info.Name = r.names[i] // a block of the same fields: no allocation
+		} else {
+			fd.info.Name = string(name)
+		}
 		prev = fd.info.Name
 		r.fields = append(r.fields, fd)
 	}
