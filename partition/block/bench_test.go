@@ -71,6 +71,23 @@ func BenchmarkColumn(b *testing.B) {
 	perPoint(b, len(rows))
 }
 
+// BenchmarkColumnValues decodes one field without its versions.
+func BenchmarkColumnValues(b *testing.B) {
+	rows, blk := harnessBlock(b)
+	var rd Reader
+	var col Column
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rd.Reset(blk); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := rd.ColumnValues("usage_user", &col); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	perPoint(b, len(rows))
+}
+
 // BenchmarkOpenSummary opens a block and reads one field's summary (the
 // path of a block wholly inside one aggregation bucket).
 func BenchmarkOpenSummary(b *testing.B) {

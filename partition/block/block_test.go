@@ -220,6 +220,23 @@ func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column) {
 			}
 		}
 	}
+	for _, info := range infos {
+		w := byName[info.Name]
+		if ok, err := rd.ColumnValues(info.Name, col); !ok || err != nil {
+			t.Fatalf("values of %q: %v %v", info.Name, ok, err)
+		}
+		if len(col.Versions) != 0 || len(col.Rows) != len(w.rows) || len(col.Values) != len(w.rows) {
+			t.Fatalf("values of %q: %d/%d/%d, want %d values and no versions", info.Name, len(col.Rows), len(col.Values), len(col.Versions), len(w.rows))
+		}
+		for i := range w.rows {
+			if col.Rows[i] != w.rows[i] || !col.Values[i].Equal(w.vals[i]) {
+				t.Fatalf("values of %q, value %d: row %d %+v, want row %d %+v", info.Name, i, col.Rows[i], col.Values[i], w.rows[i], w.vals[i])
+			}
+		}
+	}
+	if ok, err := rd.ColumnValues("no such field", col); ok || err != nil {
+		t.Fatalf("missing column: %v %v", ok, err)
+	}
 	if ok, err := rd.Column("no such field", col); ok || err != nil {
 		t.Fatalf("missing column: %v %v", ok, err)
 	}
@@ -351,6 +368,9 @@ func decodeAll(b []byte) error {
 	var col Column
 	for i := range rd.NumFields() {
 		rd.Summary(rd.Field(i).Name, "s")
+		if _, err := rd.ColumnValues(rd.Field(i).Name, &col); err != nil {
+			return err
+		}
 		if _, err := rd.Column(rd.Field(i).Name, &col); err != nil {
 			return err
 		}

@@ -43,13 +43,26 @@ func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
 	if i < 0 {
 		return false, nil
 	}
-	if err := r.column(&r.fields[i], dst); err != nil {
+	if err := r.column(&r.fields[i], dst, true); err != nil {
 		return true, fmt.Errorf("field %q: %w", field, err)
 	}
 	return true, nil
 }
 
-func (r *Reader) column(fd *fieldDir, c *Column) error {
+// ColumnValues is Column without the versions (dst.Versions is left
+// empty): what an aggregate over a block with no head row over it needs.
+func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
+	i := r.find(field)
+	if i < 0 {
+		return false, nil
+	}
+	if err := r.column(&r.fields[i], dst, false); err != nil {
+		return true, fmt.Errorf("field %q: %w", field, err)
+	}
+	return true, nil
+}
+
+func (r *Reader) column(fd *fieldDir, c *Column, withVersions bool) error {
 	d := decoder{b: fd.body}
 	if err := r.presence(&d, fd.flags, c); err != nil {
 		return err
@@ -83,6 +96,10 @@ func (r *Reader) column(fd *fieldDir, c *Column) error {
 	}
 	if err := c.values(&d, &counts); err != nil {
 		return err
+	}
+	if !withVersions {
+		c.Versions = c.Versions[:0]
+		return nil
 	}
 	if err := r.versions(&d, fd.flags, c); err != nil {
 		return err
@@ -337,35 +354,47 @@ func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 	if err != nil {
 		return dst[:0], err
 	}
+	// Count the fields of each row from the presences, so that the values
+	// go straight to their place.
 	n := r.n
 	r.counts = grow(r.counts, n+1)
 	clear(r.counts)
-	r.flat, r.flatRows = r.flat[:0], r.flatRows[:0]
 	c := &r.scratch
+	all, total := 0, 0 // fields every row has; fields in all
 	for i := range r.fields {
 		fd := &r.fields[i]
-		if err := r.column(fd, c); err != nil {
+		if fd.flags&presenceMask == presenceAll {
+			all++
+			total += n
+			continue
+		}
+		d := decoder{b: fd.body}
+		if err := r.presence(&d, fd.flags, c); err != nil {
 			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
 		}
-		for j, row := range c.Rows {
-			r.flat = append(r.flat, model.Field{Name: fd.info.Name, Value: c.Values[j], Version: c.Versions[j]})
-			r.flatRows = append(r.flatRows, row)
+		for _, row := range c.Rows {
 			r.counts[row+1]++
 		}
+		total += len(c.Rows)
 	}
 	for i := 1; i <= n; i++ {
-		r.counts[i] += r.counts[i-1] // counts[i] is now where row i starts
+		r.counts[i] += r.counts[i-1] + all // counts[i] is now where row i starts
 	}
-	total := len(r.flat)
 	if cap(backing) < total {
 		backing = make([]model.Field, total)
 	}
 	r.backing = backing[:cap(backing)]
 	backing = backing[:total]
 	cursor := r.counts[:n]
-	for j, row := range r.flatRows {
-		backing[cursor[row]] = r.flat[j]
-		cursor[row]++
+	for i := range r.fields {
+		fd := &r.fields[i]
+		if err := r.column(fd, c, true); err != nil {
+			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
+		}
+		for j, row := range c.Rows {
+			backing[cursor[row]] = model.Field{Name: fd.info.Name, Value: c.Values[j], Version: c.Versions[j]}
+			cursor[row]++
+		}
 	}
 	// cursor[i] is now the end of row i, the start of row i+1.
 	dst = grow(dst, n)
@@ -375,6 +404,5 @@ func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 		dst[i] = model.Row{Time: times[i], Series: series, Fields: backing[start:end:end]}
 		start = end
 	}
-	clear(r.flat) // keep no reference to the strings
 	return dst, nil
 }

@@ -46,8 +46,6 @@ type Reader struct {
 	rowVersOK bool // rowVersS holds the decoded rowVers
 	timesS    []int64
 	counts    []int
-	flat      []model.Field
-	flatRows  []int32
 	backing   []model.Field // the field array of the rows of the last Rows call
 	names     []string      // the field names of the last block
 }
@@ -67,8 +65,17 @@ func corrupt(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
-// Reset makes r read b, reusing r's buffers.
+// Reset makes r read b, reusing r's buffers. After an error r holds no
+// block (Len is 0, no fields).
 func (r *Reader) Reset(b []byte) error {
+	if err := r.reset(b); err != nil {
+		r.fields, r.n, r.times, r.rowVers = r.fields[:0], 0, nil, nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) reset(b []byte) error {
 	r.names = r.names[:0]
 	for i := range r.fields {
 		r.names = append(r.names, r.fields[i].info.Name)
