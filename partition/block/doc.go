@@ -16,6 +16,7 @@
 //	(*Reader).Times(dst)                    the timestamps
 //	(*Reader).Column(field, *Column)        one field: rows that have it, values,
 //	                                        versions; no other field is decoded
+//	(*Reader).ColumnValues(field, *Column)  the same without the versions
 //	(*Reader).Rows(dst, series)             every row back (exact round trip)
 //
 // Encode takes the rows of one series (every Series equal) by strictly
@@ -37,7 +38,17 @@
 // rows Rows returned) the paths do not allocate per point: Rows allocates
 // only the string columns' backing strings (colcodec.DecodeStrings), and
 // Open one string per field name unless the Reader's last block had the
-// same names. A Reader and an Encoder are for one goroutine at a time.
+// same names. A Reader and an Encoder are for one goroutine at a time. A
+// Reader refers to the block's bytes until the next Reset; the values it
+// returns do not (strings are copied out of the block).
+//
+// Preliminary figures on one harness series (BenchmarkEncode, ...:
+// -benchtime=200ms, 2 shared cores; a point is a row of 3 float fields):
+// Encode 215 ns per point (of which the colcodec encoders take about 85
+// and the summaries' AggState.Add about 55), Rows 59, Column of one field
+// 13.5, ColumnValues 7.9 (both including Reset), Open and one Summary
+// 0.5 µs per block (the CRC), Summary on an open Reader 12 ns; no
+// allocation with reused buffers.
 //
 // # Summaries
 //
