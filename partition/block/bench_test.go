@@ -1,0 +1,120 @@
+package block
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// The benchmarks run on one harness series (2,000 points of 3 float
+// fields, one version per row) and report ns per point (a point is one
+// row of 3 fields) with b.ReportMetric.
+
+func harnessBlock(b *testing.B) ([]model.Row, []byte) {
+	rows := harnessRows(rand.New(rand.NewPCG(6, 17)), harnessPoints, 1)
+	blk, err := Encode(nil, rows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rows, blk
+}
+
+func perPoint(b *testing.B, points int) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(points), "ns/point")
+}
+
+func BenchmarkEncode(b *testing.B) {
+	rows, blk := harnessBlock(b)
+	var e Encoder
+	buf := make([]byte, 0, 2*len(blk))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = e.Encode(buf[:0], rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perPoint(b, len(rows))
+}
+
+func BenchmarkRows(b *testing.B) {
+	rows, blk := harnessBlock(b)
+	rd, err := Open(blk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got []model.Row
+	b.ReportAllocs()
+	for b.Loop() {
+		if got, err = rd.Rows(got, testSeries); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perPoint(b, len(rows))
+}
+
+// BenchmarkColumn decodes one field (the aggregate path).
+func BenchmarkColumn(b *testing.B) {
+	rows, blk := harnessBlock(b)
+	var rd Reader
+	var col Column
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rd.Reset(blk); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := rd.Column("usage_user", &col); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	perPoint(b, len(rows))
+}
+
+// BenchmarkColumnValues decodes one field without its versions.
+func BenchmarkColumnValues(b *testing.B) {
+	rows, blk := harnessBlock(b)
+	var rd Reader
+	var col Column
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rd.Reset(blk); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := rd.ColumnValues("usage_user", &col); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	perPoint(b, len(rows))
+}
+
+// BenchmarkOpenSummary opens a block and reads one field's summary (the
+// path of a block wholly inside one aggregation bucket).
+func BenchmarkOpenSummary(b *testing.B) {
+	_, blk := harnessBlock(b)
+	var rd Reader
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := rd.Reset(blk); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := rd.Summary("usage_user", testSeries); !ok {
+			b.Fatal("no summary")
+		}
+	}
+}
+
+// BenchmarkSummary reads a summary from an open block.
+func BenchmarkSummary(b *testing.B) {
+	_, blk := harnessBlock(b)
+	rd, err := Open(blk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := rd.Summary("usage_user", testSeries); !ok {
+			b.Fatal("no summary")
+		}
+	}
+}

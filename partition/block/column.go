@@ -1,0 +1,408 @@
+package block
+
+import (
+	"fmt"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/colcodec"
+)
+
+// Column is one field of a block, decoded: its values in time order with
+// the rows that hold them and their versions. Reuse a Column across calls
+// so that decoding does not allocate.
+type Column struct {
+	// Kind is the kind of every value, or 0 when they differ (see
+	// Values[i].Kind).
+	Kind model.Kind
+	// Rows are the indices (0 ≤ i < Len) of the rows that have the field,
+	// ascending; Values and Versions are parallel to it.
+	Rows     []int32
+	Values   []model.Value
+	Versions []model.Version
+	// Floats holds the float values in order (all of Values when Kind is
+	// model.KindFloat): the aggregate path can read them without the
+	// Values.
+	Floats []float64
+
+	ints    []int64
+	bools   []bool
+	strs    []string
+	kinds   []int64
+	excIdx  []int64
+	excVers []model.Version
+}
+
+// kinds with a values column, in the order of the columns.
+var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool, model.KindString}
+
+// Column decodes field into dst. ok is false when the block has no such
+// field. Only the field's own columns are decoded (plus the block-level
+// version column when the field refers to it, once per Reset).
+func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
+	i := r.find(field)
+	if i < 0 {
+		return false, nil
+	}
+	if err := r.column(&r.fields[i], dst, true); err != nil {
+		return true, fmt.Errorf("field %q: %w", field, err)
+	}
+	return true, nil
+}
+
+// ColumnValues is Column without the versions (dst.Versions is left
+// empty): what an aggregate over a block with no head row over it needs.
+func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
+	i := r.find(field)
+	if i < 0 {
+		return false, nil
+	}
+	if err := r.column(&r.fields[i], dst, false); err != nil {
+		return true, fmt.Errorf("field %q: %w", field, err)
+	}
+	return true, nil
+}
+
+func (r *Reader) column(fd *fieldDir, c *Column, withVersions bool) error {
+	d := decoder{b: fd.body}
+	if err := r.presence(&d, fd.flags, c); err != nil {
+		return err
+	}
+	m := len(c.Rows)
+	var counts [model.KindDeleted + 1]int
+	c.Kind = fd.info.Kind
+	if fd.flags&flagMixed != 0 {
+		col := d.bytes()
+		if d.err != nil {
+			return d.err
+		}
+		var err error
+		if c.kinds, err = colcodec.DecodeInts(c.kinds[:0], col); err != nil {
+			return fmt.Errorf("%w: kinds: %w", ErrCorrupt, err)
+		}
+		if len(c.kinds) != m {
+			return corrupt("%d kinds for %d values", len(c.kinds), m)
+		}
+		for _, k := range c.kinds {
+			if k < int64(model.KindFloat) || k > int64(model.KindDeleted) {
+				return corrupt("kind %d", k)
+			}
+			counts[k]++
+		}
+	} else {
+		counts[c.Kind] = m
+	}
+	if int64(m-counts[model.KindDeleted]) != fd.sum.Count || int64(counts[model.KindFloat]+counts[model.KindInt]+counts[model.KindBool]) != fd.sum.N {
+		return corrupt("summary counts %d, %d numeric, do not match the values", fd.sum.Count, fd.sum.N)
+	}
+	if err := c.values(&d, &counts); err != nil {
+		return err
+	}
+	if !withVersions {
+		c.Versions = c.Versions[:0]
+		return nil
+	}
+	if err := r.versions(&d, fd.flags, c); err != nil {
+		return err
+	}
+	if len(d.b) != 0 {
+		return corrupt("%d trailing bytes", len(d.b))
+	}
+	return nil
+}
+
+// presence fills c.Rows.
+func (r *Reader) presence(d *decoder, flags byte, c *Column) error {
+	n := r.n
+	c.Rows = c.Rows[:0]
+	switch flags & presenceMask {
+	case presenceAll:
+		c.Rows = grow(c.Rows, n)
+		for i := range c.Rows {
+			c.Rows[i] = int32(i)
+		}
+	case presenceBits:
+		bm := (n + 7) / 8
+		if len(d.b) < bm {
+			return corrupt("truncated presence bitmap")
+		}
+		if n&7 != 0 && d.b[bm-1]>>(n&7) != 0 {
+			return corrupt("presence bitmap padding")
+		}
+		for i, b := range d.b[:bm] {
+			for b != 0 {
+				k := 0
+				for b&(1<<k) == 0 {
+					k++
+				}
+				c.Rows = append(c.Rows, int32(i*8+k))
+				b &^= 1 << k
+			}
+		}
+		d.b = d.b[bm:]
+	case presenceRuns:
+		k := d.uvarint()
+		if d.err != nil {
+			return d.err
+		}
+		if k > uint64(len(d.b)) {
+			return corrupt("%d presence runs in %d bytes", k, len(d.b))
+		}
+		row := uint64(0)
+		for j := uint64(0); j < k; j++ {
+			l := d.uvarint()
+			if d.err != nil {
+				return d.err
+			}
+			if (l == 0 && j > 0) || l > uint64(n)-row {
+				return corrupt("presence run %d of %d rows at row %d of %d", j, l, row, n)
+			}
+			if j&1 == 1 {
+				for x := row; x < row+l; x++ {
+					c.Rows = append(c.Rows, int32(x))
+				}
+			}
+			row += l
+		}
+		if row != uint64(n) {
+			return corrupt("presence runs cover %d of %d rows", row, n)
+		}
+	}
+	if len(c.Rows) == 0 {
+		return corrupt("a field without values")
+	}
+	return nil
+}
+
+// values decodes the value columns and fills c.Values.
+func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int) error {
+	m := len(c.Rows)
+	c.Floats, c.ints, c.bools, c.strs = c.Floats[:0], c.ints[:0], c.bools[:0], c.strs[:0]
+	for _, k := range valueKinds {
+		if counts[k] == 0 {
+			continue
+		}
+		col := d.bytes()
+		if d.err != nil {
+			return d.err
+		}
+		var got int
+		var err error
+		switch k {
+		case model.KindFloat:
+			c.Floats, err = colcodec.DecodeFloats(c.Floats, col)
+			got = len(c.Floats)
+		case model.KindInt:
+			c.ints, err = colcodec.DecodeInts(c.ints, col)
+			got = len(c.ints)
+		case model.KindBool:
+			c.bools, err = colcodec.DecodeBools(c.bools, col)
+			got = len(c.bools)
+		case model.KindString:
+			c.strs, err = colcodec.DecodeStrings(c.strs, col)
+			got = len(c.strs)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s values: %w", ErrCorrupt, k, err)
+		}
+		if got != counts[k] {
+			return corrupt("%d %s values, the kinds say %d", got, k, counts[k])
+		}
+	}
+	c.Values = grow(c.Values, m)
+	if c.Kind != 0 {
+		for i := range c.Values {
+			c.Values[i] = model.Value{Kind: c.Kind}
+		}
+		switch c.Kind {
+		case model.KindFloat:
+			for i, f := range c.Floats {
+				c.Values[i].F = f
+			}
+		case model.KindInt:
+			for i, v := range c.ints {
+				c.Values[i].I = v
+			}
+		case model.KindBool:
+			for i, b := range c.bools {
+				c.Values[i].I = b2i(b)
+			}
+		case model.KindString:
+			for i, s := range c.strs {
+				c.Values[i].S = s
+			}
+		}
+		return nil
+	}
+	var fi, ii, bi, si int
+	for i, k := range c.kinds {
+		v := model.Value{Kind: model.Kind(k)}
+		switch v.Kind {
+		case model.KindFloat:
+			v.F = c.Floats[fi]
+			fi++
+		case model.KindInt:
+			v.I = c.ints[ii]
+			ii++
+		case model.KindBool:
+			v.I = b2i(c.bools[bi])
+			bi++
+		case model.KindString:
+			v.S = c.strs[si]
+			si++
+		}
+		c.Values[i] = v
+	}
+	return nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// versions fills c.Versions.
+func (r *Reader) versions(d *decoder, flags byte, c *Column) error {
+	m := len(c.Rows)
+	if flags&flagOwnVers != 0 {
+		col := d.bytes()
+		if d.err != nil {
+			return d.err
+		}
+		var err error
+		if c.Versions, err = colcodec.DecodeVersions(c.Versions[:0], col); err != nil {
+			return fmt.Errorf("%w: versions: %w", ErrCorrupt, err)
+		}
+		if len(c.Versions) != m {
+			return corrupt("%d versions for %d values", len(c.Versions), m)
+		}
+		return nil
+	}
+	rv, err := r.rowVersions()
+	if err != nil {
+		return err
+	}
+	c.Versions = grow(c.Versions, m)
+	for i, row := range c.Rows {
+		c.Versions[i] = rv[row]
+	}
+	e := d.uvarint()
+	if d.err != nil {
+		return d.err
+	}
+	if e > uint64(m) {
+		return corrupt("%d version exceptions for %d values", e, m)
+	}
+	if e == 0 {
+		return nil
+	}
+	idx, vers := d.bytes(), d.bytes()
+	if d.err != nil {
+		return d.err
+	}
+	if c.excIdx, err = colcodec.DecodeInts(c.excIdx[:0], idx); err != nil {
+		return fmt.Errorf("%w: exception indices: %w", ErrCorrupt, err)
+	}
+	if c.excVers, err = colcodec.DecodeVersions(c.excVers[:0], vers); err != nil {
+		return fmt.Errorf("%w: exception versions: %w", ErrCorrupt, err)
+	}
+	if uint64(len(c.excIdx)) != e || uint64(len(c.excVers)) != e {
+		return corrupt("%d exception indices and %d versions, want %d", len(c.excIdx), len(c.excVers), e)
+	}
+	for j, x := range c.excIdx {
+		if x < 0 || x >= int64(m) || (j > 0 && x <= c.excIdx[j-1]) {
+			return corrupt("exception index %d", x)
+		}
+		c.Versions[x] = c.excVers[j]
+	}
+	return nil
+}
+
+// rowVersions decodes the block-level version column once per Reset.
+func (r *Reader) rowVersions() ([]model.Version, error) {
+	if r.rowVersOK {
+		return r.rowVersS, nil
+	}
+	v, err := colcodec.DecodeVersions(r.rowVersS[:0], r.rowVers)
+	r.rowVersS = v
+	if err != nil {
+		return nil, fmt.Errorf("%w: block versions: %w", ErrCorrupt, err)
+	}
+	if len(v) != r.n {
+		return nil, corrupt("%d block versions for %d rows", len(v), r.n)
+	}
+	r.rowVersOK = true
+	return v, nil
+}
+
+// Rows decodes every row of the block into dst[:0], reusing its array.
+// The rows of one call share one array of fields; when dst holds the rows
+// the last call of this Reader returned, their field array is reused too
+// (so they are overwritten), and Rows allocates nothing but the string
+// columns. Every row gets series; its fields are
+// sorted by name, each with its value and version.
+func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
+	var backing []model.Field
+	if cap(dst) > 0 && len(r.backing) > 0 {
+		if fs := dst[:1][0].Fields; len(fs) > 0 && &fs[0] == &r.backing[0] {
+			backing = r.backing // dst holds the rows of the last call
+		}
+	}
+	times, err := r.Times(r.timesS)
+	r.timesS = times
+	if err != nil {
+		return dst[:0], err
+	}
+	// Count the fields of each row from the presences, so that the values
+	// go straight to their place.
+	n := r.n
+	r.counts = grow(r.counts, n+1)
+	clear(r.counts)
+	c := &r.scratch
+	all, total := 0, 0 // fields every row has; fields in all
+	for i := range r.fields {
+		fd := &r.fields[i]
+		if fd.flags&presenceMask == presenceAll {
+			all++
+			total += n
+			continue
+		}
+		d := decoder{b: fd.body}
+		if err := r.presence(&d, fd.flags, c); err != nil {
+			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
+		}
+		for _, row := range c.Rows {
+			r.counts[row+1]++
+		}
+		total += len(c.Rows)
+	}
+	for i := 1; i <= n; i++ {
+		r.counts[i] += r.counts[i-1] + all // counts[i] is now where row i starts
+	}
+	if cap(backing) < total {
+		backing = make([]model.Field, total)
+	}
+	r.backing = backing[:cap(backing)]
+	backing = backing[:total]
+	cursor := r.counts[:n]
+	for i := range r.fields {
+		fd := &r.fields[i]
+		if err := r.column(fd, c, true); err != nil {
+			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
+		}
+		for j, row := range c.Rows {
+			backing[cursor[row]] = model.Field{Name: fd.info.Name, Value: c.Values[j], Version: c.Versions[j]}
+			cursor[row]++
+		}
+	}
+	// cursor[i] is now the end of row i, the start of row i+1.
+	dst = grow(dst, n)
+	start := 0
+	for i := range dst {
+		end := cursor[i]
+		dst[i] = model.Row{Time: times[i], Series: series, Fields: backing[start:end:end]}
+		start = end
+	}
+	return dst, nil
+}

@@ -1,0 +1,581 @@
+package block
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"sync"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/colcodec"
+)
+
+// Sentinel errors; callers test them with errors.Is.
+var (
+	// ErrInvalid is returned by Encode for rows it cannot seal: none,
+	// too many, unsorted or duplicate times, rows of several series, a
+	// row without fields, unsorted or duplicate field names, an unknown
+	// kind, a bool that is not 0 or 1.
+	ErrInvalid = errors.New("block: invalid rows")
+	// ErrCorrupt is returned by the decoder for bytes that are not a
+	// block it wrote: a bad checksum, a truncated or inconsistent layout,
+	// an unknown format version.
+	ErrCorrupt = errors.New("block: corrupt block")
+)
+
+// FormatVersion is the first byte of every block.
+const FormatVersion = 1
+
+// MaxRows bounds the rows of one block (a column holds at most
+// colcodec.MaxCount values).
+const MaxRows = colcodec.MaxCount
+
+// Header flags.
+const flagRowVersions = 1 << 0 // the block-level version column is present
+
+// Field flags.
+const (
+	presenceMask  = 0x3
+	presenceAll   = 0      // every row has the field
+	presenceBits  = 1      // a bitmap of ceil(n/8) bytes
+	presenceRuns  = 2      // alternating absent/present run lengths
+	flagMixed     = 1 << 2 // a kinds column follows; else one kind byte
+	flagOwnVers   = 1 << 3 // the field has its own version column
+	fieldFlagsAll = presenceMask | flagMixed | flagOwnVers
+)
+
+// summarySize is the fixed part of a summary written when N > 0: Sum,
+// Min, Max, FirstTime, First, LastTime, Last, Mean, M2.
+const summarySize = 9 * 8
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// fieldEnc is the encoder's state for one field of the block.
+type fieldEnc struct {
+	name string
+	body []byte // presence, kinds, values (after flags, kind and summary)
+	exc  []byte // the exceptions form of the versions
+	own  []byte // the own-column form, built when needed
+	e    int    // exceptions against the row versions
+	head []byte // flags, kind, summary
+}
+
+// Encoder encodes blocks reusing its scratch buffers, so that repeated
+// calls do not allocate once warm. The zero value is ready; not safe for
+// concurrent use.
+type Encoder struct {
+	times   []int64
+	rowVers []model.Version
+	names   []string
+	merged  []string
+	pos     []int
+	fields  []fieldEnc
+
+	rows    []int32 // row index of each present value of the field
+	vals    []model.Value
+	vers    []model.Version
+	floats  []float64
+	ints    []int64
+	bools   []bool
+	strs    []string
+	kinds   []int64
+	excIdx  []int64
+	excVers []model.Version
+	col     []byte
+	rowCol  []byte // the block-level version column
+
+	// forceVersions overrides the choice of the version form in tests:
+	// 0 weighs them, forceRow keeps the block column, forceOwn drops it.
+	forceVersions int
+
+	fenc colcodec.FloatEncoder
+	senc colcodec.StringEncoder
+	venc colcodec.VersionEncoder
+}
+
+// Values of Encoder.forceVersions.
+const (
+	forceRow = 1
+	forceOwn = 2
+)
+
+var encoders = sync.Pool{New: func() any { return new(Encoder) }}
+
+// Encode appends the block of rows to dst with a pooled Encoder.
+func Encode(dst []byte, rows []model.Row) ([]byte, error) {
+	e := encoders.Get().(*Encoder)
+	defer encoders.Put(e)
+	return e.Encode(dst, rows)
+}
+
+// Encode appends the block of rows to dst and returns the extended slice.
+// The rows are those of one series (every Series equal), by strictly
+// ascending time, each with at least one field and its fields sorted by
+// name with no name twice (model.Row.Normalize). On error dst is returned
+// unchanged in length.
+func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
+	start := len(dst)
+	if err := e.check(rows); err != nil {
+		return dst, err
+	}
+	n := len(rows)
+	e.collect(rows)
+	e.fields = grow(e.fields, len(e.names))
+	withRow, withoutRow := 0, 0
+	anyExc := false
+	for j := range e.fields {
+		f := &e.fields[j]
+		f.name = e.names[j]
+		if err := e.encodeField(f, rows, j); err != nil {
+			return dst, err
+		}
+		withRow += len(f.exc)
+		anyExc = anyExc || f.e > 0
+	}
+	var err error
+	e.rowCol, err = e.venc.Encode(e.rowCol[:0], e.rowVers)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	rowCol := len(e.rowCol) + uvarintLen(len(e.rowCol))
+	useRow := true
+	switch {
+	case !anyExc && len(e.fields) == 1:
+		// The field's own column is the block column: save the
+		// exception count.
+		useRow = false
+		e.fields[0].own = appendBytes(e.fields[0].own[:0], e.rowCol)
+	case anyExc:
+		// Weigh the block-level column against one column per field.
+		withRow += rowCol
+		for j := range e.fields {
+			f := &e.fields[j]
+			if f.e == 0 {
+				if f.own, err = e.ownVersions(f.own[:0], rows, j); err != nil {
+					return dst, err
+				}
+			}
+			withoutRow += len(f.own)
+			if len(f.own) < len(f.exc) {
+				withRow += len(f.own) - len(f.exc)
+			}
+		}
+		useRow = withRow < withoutRow
+	}
+	switch e.forceVersions {
+	case forceRow:
+		useRow = true
+	case forceOwn:
+		useRow = false
+		for j := range e.fields {
+			if f := &e.fields[j]; f.e == 0 {
+				if f.own, err = e.ownVersions(f.own[:0], rows, j); err != nil {
+					return dst, err
+				}
+			}
+		}
+	}
+
+	dst = append(dst, FormatVersion)
+	flags := byte(0)
+	if useRow {
+		flags |= flagRowVersions
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.times[0]))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.times[n-1]))
+	dst = binary.AppendUvarint(dst, uint64(len(e.fields)))
+	tcol, err := colcodec.EncodeTimestamps(e.col[:0], e.times)
+	if err != nil {
+		return dst[:start], fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	dst = appendBytes(dst, tcol)
+	e.col = tcol
+	if useRow {
+		dst = appendBytes(dst, e.rowCol)
+	}
+	for j := range e.fields {
+		f := &e.fields[j]
+		vers := f.exc
+		own := !useRow || (f.e > 0 && len(f.own) < len(f.exc))
+		if own {
+			vers = f.own
+			f.head[0] |= flagOwnVers
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(f.name)))
+		dst = append(dst, f.name...)
+		dst = binary.AppendUvarint(dst, uint64(len(f.head)+len(f.body)+len(vers)))
+		dst = append(dst, f.head...)
+		dst = append(dst, f.body...)
+		dst = append(dst, vers...)
+	}
+	clear(e.vals)
+	clear(e.names) // keep no reference to the caller's strings
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
+}
+
+// check validates rows.
+func (e *Encoder) check(rows []model.Row) error {
+	switch {
+	case len(rows) == 0:
+		return fmt.Errorf("%w: no rows", ErrInvalid)
+	case len(rows) > MaxRows:
+		return fmt.Errorf("%w: %d rows, the limit is %d", ErrInvalid, len(rows), MaxRows)
+	}
+	for i := range rows {
+		r := &rows[i]
+		if i > 0 {
+			if r.Time <= rows[i-1].Time {
+				return fmt.Errorf("%w: row %d: time %d after %d (times must be strictly ascending)", ErrInvalid, i, r.Time, rows[i-1].Time)
+			}
+			if r.Series != rows[0].Series {
+				return fmt.Errorf("%w: row %d: series %q in a block of %q", ErrInvalid, i, r.Series, rows[0].Series)
+			}
+		}
+		if len(r.Fields) == 0 {
+			return fmt.Errorf("%w: row %d (time %d) has no fields", ErrInvalid, i, r.Time)
+		}
+		for k := range r.Fields {
+			f := &r.Fields[k]
+			if f.Name == "" || len(f.Name) > model.MaxFieldNameLen {
+				return fmt.Errorf("%w: row %d: field name of %d bytes", ErrInvalid, i, len(f.Name))
+			}
+			if k > 0 && f.Name <= r.Fields[k-1].Name {
+				return fmt.Errorf("%w: row %d: field %q after %q (names must be sorted, unique)", ErrInvalid, i, f.Name, r.Fields[k-1].Name)
+			}
+			switch f.Value.Kind {
+			case model.KindFloat, model.KindInt, model.KindString, model.KindDeleted:
+			case model.KindBool:
+				if f.Value.I != 0 && f.Value.I != 1 {
+					return fmt.Errorf("%w: row %d: bool field %q holds %d", ErrInvalid, i, f.Name, f.Value.I)
+				}
+			default:
+				return fmt.Errorf("%w: row %d: field %q has %s", ErrInvalid, i, f.Name, f.Value.Kind)
+			}
+		}
+	}
+	return nil
+}
+
+// collect fills the times, the row versions (the version most fields of
+// each row carry: Boyer-Moore's majority vote, so a row of one write has
+// its version) and the sorted union of the field names.
+func (e *Encoder) collect(rows []model.Row) {
+	e.times, e.rowVers, e.names = e.times[:0], e.rowVers[:0], e.names[:0]
+	for i := range rows {
+		r := &rows[i]
+		e.times = append(e.times, r.Time)
+		cand, cnt := r.Fields[0].Version, 0
+		for k := range r.Fields {
+			v := r.Fields[k].Version
+			switch {
+			case v == cand:
+				cnt++
+			case cnt == 0:
+				cand, cnt = v, 1
+			default:
+				cnt--
+			}
+		}
+		e.rowVers = append(e.rowVers, cand)
+		if !sameNames(e.names, r.Fields) {
+			e.mergeNames(r.Fields)
+		}
+	}
+}
+
+func sameNames(names []string, fs []model.Field) bool {
+	if len(names) != len(fs) {
+		return false
+	}
+	for k := range fs {
+		if names[k] != fs[k].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// mergeNames merges the (sorted) names of fs into e.names.
+func (e *Encoder) mergeNames(fs []model.Field) {
+	out := e.merged[:0]
+	a, b := 0, 0
+	for a < len(e.names) || b < len(fs) {
+		switch {
+		case b == len(fs) || (a < len(e.names) && e.names[a] < fs[b].Name):
+			out = append(out, e.names[a])
+			a++
+		case a == len(e.names) || fs[b].Name < e.names[a]:
+			out = append(out, fs[b].Name)
+			b++
+		default:
+			out = append(out, e.names[a])
+			a, b = a+1, b+1
+		}
+	}
+	e.merged, e.names = e.names, out
+}
+
+// gather fills e.rows, e.vals and e.vers with field j's present values.
+// Fields are visited in name order, so e.pos[i] is the next unvisited
+// field of row i.
+func (e *Encoder) gather(rows []model.Row, j int) {
+	if j == 0 {
+		e.pos = grow(e.pos, len(rows))
+		clear(e.pos)
+	}
+	name := e.names[j]
+	e.rows, e.vals, e.vers = e.rows[:0], e.vals[:0], e.vers[:0]
+	for i := range rows {
+		fs := rows[i].Fields
+		if p := e.pos[i]; p < len(fs) && fs[p].Name == name {
+			e.rows = append(e.rows, int32(i))
+			e.vals = append(e.vals, fs[p].Value)
+			e.vers = append(e.vers, fs[p].Version)
+			e.pos[i] = p + 1
+		}
+	}
+}
+
+// encodeField writes field j's head, body and the exceptions form of its
+// versions.
+func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
+	e.gather(rows, j)
+	n, m := len(rows), len(e.rows)
+	kind, mixed := e.vals[0].Kind, false
+	for _, v := range e.vals {
+		mixed = mixed || v.Kind != kind
+	}
+	var sum model.AggState
+	for i, v := range e.vals {
+		if v.Kind != model.KindDeleted {
+			sum.Add(rows[e.rows[i]].Time, "", v)
+		}
+	}
+
+	// Head: flags, kind, summary.
+	flags := byte(0)
+	body := f.body[:0]
+	if m < n {
+		var bitmap bool
+		body, bitmap = e.appendPresence(body, n)
+		if bitmap {
+			flags |= presenceBits
+		} else {
+			flags |= presenceRuns
+		}
+	}
+	if mixed {
+		flags |= flagMixed
+		kind = 0
+	}
+	h := append(f.head[:0], flags, byte(kind))
+	h = binary.AppendUvarint(h, uint64(sum.Count))
+	h = binary.AppendUvarint(h, uint64(sum.N))
+	if sum.N > 0 {
+		for _, x := range [...]uint64{
+			math.Float64bits(sum.Sum), math.Float64bits(sum.Min), math.Float64bits(sum.Max),
+			uint64(sum.FirstTime), math.Float64bits(sum.First),
+			uint64(sum.LastTime), math.Float64bits(sum.Last),
+			math.Float64bits(sum.Mean), math.Float64bits(sum.M2),
+		} {
+			h = binary.LittleEndian.AppendUint64(h, x)
+		}
+	}
+	f.head = h
+
+	// Body: presence (above), kinds, values.
+	var err error
+	if mixed {
+		e.kinds = e.kinds[:0]
+		for _, v := range e.vals {
+			e.kinds = append(e.kinds, int64(v.Kind))
+		}
+		if e.col, err = colcodec.EncodeInts(e.col[:0], e.kinds); err != nil {
+			return fmt.Errorf("%w: field %q: %w", ErrInvalid, f.name, err)
+		}
+		body = appendBytes(body, e.col)
+	}
+	for _, k := range [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool, model.KindString} {
+		if body, err = e.appendValues(body, k); err != nil {
+			return fmt.Errorf("%w: field %q: %w", ErrInvalid, f.name, err)
+		}
+	}
+	f.body = body
+
+	// Versions: the exceptions to the row versions.
+	e.excIdx, e.excVers = e.excIdx[:0], e.excVers[:0]
+	for i, v := range e.vers {
+		if v != e.rowVers[e.rows[i]] {
+			e.excIdx = append(e.excIdx, int64(i))
+			e.excVers = append(e.excVers, v)
+		}
+	}
+	f.e = len(e.excIdx)
+	f.exc = binary.AppendUvarint(f.exc[:0], uint64(f.e))
+	f.own = f.own[:0]
+	if f.e > 0 {
+		e.col, _ = colcodec.EncodeInts(e.col[:0], e.excIdx) // m ≤ MaxCount: cannot fail
+		f.exc = appendBytes(f.exc, e.col)
+		e.col, _ = e.venc.Encode(e.col[:0], e.excVers)
+		f.exc = appendBytes(f.exc, e.col)
+		e.col, _ = e.venc.Encode(e.col[:0], e.vers)
+		f.own = appendBytes(f.own, e.col)
+	}
+	return nil
+}
+
+// ownVersions appends field j's own version column (length-prefixed).
+func (e *Encoder) ownVersions(dst []byte, rows []model.Row, j int) ([]byte, error) {
+	e.vers = e.vers[:0]
+	// The values' versions were overwritten by later fields: gather them
+	// again without disturbing e.pos.
+	name := e.names[j]
+	for i := range rows {
+		for _, f := range rows[i].Fields {
+			if f.Name == name {
+				e.vers = append(e.vers, f.Version)
+				break
+			}
+		}
+	}
+	col, err := e.venc.Encode(e.col[:0], e.vers)
+	e.col = col
+	if err != nil {
+		return dst, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return appendBytes(dst, col), nil
+}
+
+// appendPresence appends the smaller of the bitmap and the run list of
+// e.rows among n rows. A bitmap is exactly ceil(n/8) bytes; a run list
+// of that size is written as a bitmap.
+func (e *Encoder) appendPresence(dst []byte, n int) ([]byte, bool) {
+	// Run list: k, then k lengths alternating absent, present, absent...
+	// starting with an absent run (the first may be 0, the others ≥ 1).
+	start := len(dst)
+	runs := 0
+	prev := int32(-1)
+	for i, r := range e.rows {
+		if i == 0 || r != prev+1 {
+			runs += 2
+		}
+		prev = r
+	}
+	if last := e.rows[len(e.rows)-1]; int(last) < n-1 {
+		runs++
+	}
+	dst = binary.AppendUvarint(dst, uint64(runs))
+	next := int32(0) // the first row not yet covered
+	for i := 0; i < len(e.rows); {
+		j := i + 1
+		for j < len(e.rows) && e.rows[j] == e.rows[j-1]+1 {
+			j++
+		}
+		dst = binary.AppendUvarint(dst, uint64(e.rows[i]-next))
+		dst = binary.AppendUvarint(dst, uint64(j-i))
+		next = e.rows[j-1] + 1
+		i = j
+	}
+	if int(next) < n {
+		dst = binary.AppendUvarint(dst, uint64(int32(n)-next))
+	}
+	bm := (n + 7) / 8
+	if len(dst)-start < bm {
+		return dst, false
+	}
+	dst = dst[:start]
+	for range bm {
+		dst = append(dst, 0)
+	}
+	for _, r := range e.rows {
+		dst[start+int(r>>3)] |= 1 << (r & 7)
+	}
+	return dst, true
+}
+
+// appendValues appends the length-prefixed column of the values of kind
+// k, if there are any.
+func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
+	var err error
+	col := e.col[:0]
+	switch k {
+	case model.KindFloat:
+		e.floats = e.floats[:0]
+		for _, v := range e.vals {
+			if v.Kind == k {
+				e.floats = append(e.floats, v.F)
+			}
+		}
+		if len(e.floats) == 0 {
+			return dst, nil
+		}
+		col, err = e.fenc.Encode(col, e.floats)
+	case model.KindInt:
+		e.ints = e.ints[:0]
+		for _, v := range e.vals {
+			if v.Kind == k {
+				e.ints = append(e.ints, v.I)
+			}
+		}
+		if len(e.ints) == 0 {
+			return dst, nil
+		}
+		col, err = colcodec.EncodeInts(col, e.ints)
+	case model.KindBool:
+		e.bools = e.bools[:0]
+		for _, v := range e.vals {
+			if v.Kind == k {
+				e.bools = append(e.bools, v.I != 0)
+			}
+		}
+		if len(e.bools) == 0 {
+			return dst, nil
+		}
+		col, err = colcodec.EncodeBools(col, e.bools)
+	case model.KindString:
+		e.strs = e.strs[:0]
+		for _, v := range e.vals {
+			if v.Kind == k {
+				e.strs = append(e.strs, v.S)
+			}
+		}
+		if len(e.strs) == 0 {
+			clear(e.strs[:cap(e.strs)])
+			return dst, nil
+		}
+		col, err = e.senc.Encode(col, e.strs)
+		clear(e.strs) // do not keep the caller's strings alive
+	}
+	e.col = col
+	if err != nil {
+		return dst, err
+	}
+	return appendBytes(dst, col), nil
+}
+
+// uvarintLen returns the size of n as a uvarint.
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
+}
+
+// appendBytes appends b with its length as a uvarint.
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// grow returns s[:n], reusing its array when large enough.
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}

@@ -1,0 +1,332 @@
+package block
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/colcodec"
+)
+
+// FieldInfo names a field of a block and its kind.
+type FieldInfo struct {
+	Name string
+	// Kind is the kind of every value of the field in the block, or 0
+	// when the block holds values of several kinds for it (tombstones
+	// count as a kind: a float field with a tombstone is mixed).
+	Kind model.Kind
+}
+
+// fieldDir is what Open learns of a field: enough to answer Fields and
+// Summary and to find its columns without reading the other fields.
+type fieldDir struct {
+	info  FieldInfo
+	flags byte
+	sum   model.AggState
+	body  []byte // presence, kinds, values, versions
+}
+
+// Reader reads one block. Open checks the checksum and reads the header,
+// the field names, kinds and summaries; the columns are decoded on
+// demand. A Reader is not safe for concurrent use (it keeps scratch
+// buffers); Reset lets one be reused for another block without
+// allocating.
+type Reader struct {
+	n        int
+	min, max int64
+	times    []byte // the timestamps column
+	rowVers  []byte // the block-level versions column, nil when absent
+	fields   []fieldDir
+
+	// Scratch buffers.
+	scratch   Column
+	rowVersS  []model.Version
+	rowVersOK bool // rowVersS holds the decoded rowVers
+	timesS    []int64
+	counts    []int
+	backing   []model.Field // the field array of the rows of the last Rows call
+	names     []string      // the field names of the last block
+}
+
+// Open checks b and returns a Reader of it. The Reader refers to b, which
+// must not change while it is used.
+func Open(b []byte) (*Reader, error) {
+	r := new(Reader)
+	if err := r.Reset(b); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// corrupt returns an ErrCorrupt error.
+func corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}
+
+// Reset makes r read b, reusing r's buffers. After an error r holds no
+// block (Len is 0, no fields).
+func (r *Reader) Reset(b []byte) error {
+	if err := r.reset(b); err != nil {
+		r.fields, r.n, r.times, r.rowVers = r.fields[:0], 0, nil, nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) reset(b []byte) error {
+	r.names = r.names[:0]
+	for i := range r.fields {
+		r.names = append(r.names, r.fields[i].info.Name)
+	}
+	r.fields = r.fields[:0]
+	r.n = 0
+	r.rowVersOK = false
+	if len(b) < 4 {
+		return corrupt("%d bytes", len(b))
+	}
+	body := b[:len(b)-4]
+	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(b[len(b)-4:]); got != want {
+		return corrupt("checksum %08x, the block says %08x", got, want)
+	}
+	d := decoder{b: body}
+	if v := d.byte(); v != FormatVersion {
+		return corrupt("format version %d (this build reads %d)", v, FormatVersion)
+	}
+	flags := d.byte()
+	n := d.uvarint()
+	r.min, r.max = int64(d.uint64()), int64(d.uint64())
+	nf := d.uvarint()
+	if d.err != nil {
+		return d.err
+	}
+	switch {
+	case flags&^flagRowVersions != 0:
+		return corrupt("header flags %#x", flags)
+	case n == 0 || n > MaxRows:
+		return corrupt("%d rows", n)
+	case r.min > r.max || (n == 1 && r.min != r.max) || (n > 1 && r.min == r.max):
+		return corrupt("time range [%d, %d] of %d rows", r.min, r.max, n)
+	case nf > uint64(len(d.b)):
+		return corrupt("%d fields in %d bytes", nf, len(d.b))
+	}
+	r.n = int(n)
+	r.times = d.bytes()
+	r.rowVers = nil
+	if flags&flagRowVersions != 0 {
+		r.rowVers = d.bytes()
+	}
+	prev := ""
+	for i := uint64(0); i < nf && d.err == nil; i++ {
+		name := d.bytes()
+		sec := d.bytes()
+		if d.err != nil {
+			break
+		}
+		if len(name) == 0 || len(name) > model.MaxFieldNameLen || (i > 0 && string(name) <= prev) {
+			return corrupt("field %d: name %q after %q", i, name, prev)
+		}
+		fd, err := r.parseField(sec, flags)
+		if err != nil {
+			return fmt.Errorf("field %q: %w", name, err)
+		}
+		if int(i) < len(r.names) && r.names[i] == string(name) {
+			fd.info.Name = r.names[i] // a block of the same fields: no allocation
+		} else {
+			fd.info.Name = string(name)
+		}
+		prev = fd.info.Name
+		r.fields = append(r.fields, fd)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return corrupt("%d trailing bytes", len(d.b))
+	}
+	return nil
+}
+
+// parseField reads a field's flags, kind and summary.
+func (r *Reader) parseField(sec []byte, blockFlags byte) (fieldDir, error) {
+	d := decoder{b: sec}
+	var fd fieldDir
+	fd.flags = d.byte()
+	kind := model.Kind(d.byte())
+	cnt, num := d.uvarint(), d.uvarint()
+	if d.err != nil {
+		return fd, d.err
+	}
+	switch {
+	case fd.flags&^fieldFlagsAll != 0 || fd.flags&presenceMask > presenceRuns:
+		return fd, corrupt("field flags %#x", fd.flags)
+	case fd.flags&flagMixed != 0 && kind != 0, fd.flags&flagMixed == 0 && (kind < model.KindFloat || kind > model.KindDeleted):
+		return fd, corrupt("kind %d with flags %#x", kind, fd.flags)
+	case fd.flags&flagOwnVers == 0 && blockFlags&flagRowVersions == 0:
+		return fd, corrupt("version exceptions without a block version column")
+	case num > cnt || cnt > uint64(r.n):
+		return fd, corrupt("summary of %d values, %d numeric, in %d rows", cnt, num, r.n)
+	}
+	fd.info.Kind = kind
+	fd.sum.Count, fd.sum.N = int64(cnt), int64(num)
+	if num > 0 {
+		if len(d.b) < summarySize {
+			return fd, corrupt("truncated summary")
+		}
+		var x [9]uint64
+		for i := range x {
+			x[i] = d.uint64()
+		}
+		s := &fd.sum
+		s.Sum, s.Min, s.Max = math.Float64frombits(x[0]), math.Float64frombits(x[1]), math.Float64frombits(x[2])
+		s.FirstTime, s.First = int64(x[3]), math.Float64frombits(x[4])
+		s.LastTime, s.Last = int64(x[5]), math.Float64frombits(x[6])
+		s.Mean, s.M2 = math.Float64frombits(x[7]), math.Float64frombits(x[8])
+		if s.FirstTime < r.min || s.LastTime > r.max || s.FirstTime > s.LastTime {
+			return fd, corrupt("summary times [%d, %d] outside [%d, %d]", s.FirstTime, s.LastTime, r.min, r.max)
+		}
+	}
+	fd.body = d.b
+	return fd, nil
+}
+
+// Len returns the number of rows.
+func (r *Reader) Len() int { return r.n }
+
+// MinTime returns the time of the first row.
+func (r *Reader) MinTime() int64 { return r.min }
+
+// MaxTime returns the time of the last row.
+func (r *Reader) MaxTime() int64 { return r.max }
+
+// NumFields returns the number of fields.
+func (r *Reader) NumFields() int { return len(r.fields) }
+
+// Field returns the name and kind of field i (0 ≤ i < NumFields), in name
+// order.
+func (r *Reader) Field(i int) FieldInfo { return r.fields[i].info }
+
+// Fields appends the names and kinds of the fields, sorted by name, to
+// dst.
+func (r *Reader) Fields(dst []FieldInfo) []FieldInfo {
+	for i := range r.fields {
+		dst = append(dst, r.fields[i].info)
+	}
+	return dst
+}
+
+// find returns the index of field name, or -1.
+func (r *Reader) find(name string) int {
+	lo, hi := 0, len(r.fields)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if r.fields[m].info.Name < name {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(r.fields) && r.fields[lo].info.Name == name {
+		return lo
+	}
+	return -1
+}
+
+// Summary returns the aggregate state of field's values in the block, as
+// model.AggState.Add computes it over the field's values in time order
+// with the given series (FirstSeries and LastSeries are series when N >
+// 0). Tombstones are not counted: Count is the number of values of other
+// kinds, N of the numeric ones (float, int, bool as 0 or 1). ok is false
+// when the block has no such field.
+func (r *Reader) Summary(field, series string) (s model.AggState, ok bool) {
+	i := r.find(field)
+	if i < 0 {
+		return s, false
+	}
+	s = r.fields[i].sum
+	if s.N > 0 {
+		s.FirstSeries, s.LastSeries = series, series
+	}
+	return s, true
+}
+
+// Times decodes the timestamps into dst[:0] (reusing its array when large
+// enough) and returns it.
+func (r *Reader) Times(dst []int64) ([]int64, error) {
+	t, err := colcodec.DecodeTimestamps(dst[:0], r.times)
+	if err != nil {
+		return t, fmt.Errorf("%w: timestamps: %w", ErrCorrupt, err)
+	}
+	if len(t) != r.n {
+		return t, corrupt("%d timestamps in a block of %d rows", len(t), r.n)
+	}
+	for i := 1; i < len(t); i++ {
+		if t[i] <= t[i-1] {
+			return t, corrupt("timestamp %d: %d after %d", i, t[i], t[i-1])
+		}
+	}
+	if t[0] != r.min || t[len(t)-1] != r.max {
+		return t, corrupt("timestamps [%d, %d], the header says [%d, %d]", t[0], t[len(t)-1], r.min, r.max)
+	}
+	return t, nil
+}
+
+// decoder reads the block's primitive fields; the first error sticks and
+// every later read returns zero.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = corrupt("truncated %s", what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail("byte")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uint64() uint64 {
+	if len(d.b) < 8 {
+		d.fail("integer")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[k:]
+	return v
+}
+
+// bytes reads a uvarint length and that many bytes.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("section")
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
