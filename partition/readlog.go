@@ -259,7 +259,10 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
 		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
-		if le.Origin != uuid.Nil {
+		if le.Origin != uuid.Nil && e.rowValue != nil {
+			// Only for the value the entry carries, as written: a legacy
+			// entry's row is read as it is now, which in a shared space
+			// may hold fields of other members' writes.
 			le.OriginSeq = r.hints.lookup(seq, le.Origin)
 		}
 		out = append(out, le)

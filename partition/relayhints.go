@@ -31,10 +31,13 @@ type hintSpan struct {
 	bound  uint64
 }
 
-// maxHintSpans bounds the spans kept: one per Apply call of a push, so the
-// newest pushes of the last minutes at least. When full, the oldest half
-// is forgotten: pushes read the newest entries.
-const maxHintSpans = 1 << 14
+// maxHintSpans bounds the spans kept (40 bytes each, so 160 KiB for a
+// replica that receives pushes): one per Apply call of a push. Spans of
+// different pushes are not merged, though a merged span could keep the
+// larger bound safely: the bound of the newest push would then hold back
+// the drops of all the earlier ones until the receiver has it too. When
+// full, the oldest half is forgotten: pushes read the newest entries.
+const maxHintSpans = 1 << 12
 
 // add records that the entries lo..hi with origin came from origin's log
 // up to bound. Calls come in ascending order of sequence (under the apply
@@ -48,6 +51,10 @@ func (h *relayHints) add(lo, hi uint64, origin uuid.UUID, bound uint64) {
 	if n := len(h.spans); n > 0 && h.spans[n-1].hi >= lo {
 		// Never expected (sequences only grow); a span that would
 		// overlap is not recorded rather than recorded wrong.
+		return
+	}
+	if n := len(h.spans); n > 0 && h.spans[n-1].hi+1 == lo && h.spans[n-1].origin == origin && h.spans[n-1].bound == bound {
+		h.spans[n-1].hi = hi // the same push applied in parts
 		return
 	}
 	if len(h.spans) == maxHintSpans {

@@ -27,18 +27,33 @@ func TestRelayHints(t *testing.T) {
 			t.Errorf("lookup(%d, %v) = %d, want %d", tc.seq, tc.origin == a, got, tc.want)
 		}
 	}
+	// Consecutive applies of one push (same origin and bound) make one
+	// span; another bound, origin or a gap, a new one.
+	var m relayHints
+	m.add(1, 2, a, 5)
+	m.add(3, 4, a, 5)
+	m.add(5, 5, a, 7)
+	m.add(6, 6, b, 8)
+	m.add(8, 8, b, 8)
+	if len(m.spans) != 4 || m.lookup(1, a) != 5 || m.lookup(4, a) != 5 || m.lookup(5, a) != 7 || m.lookup(6, b) != 8 || m.lookup(7, b) != 0 || m.lookup(8, b) != 8 {
+		t.Errorf("merged spans %+v", m.spans)
+	}
 	var full relayHints
 	for i := range uint64(maxHintSpans + 1) {
-		full.add(2*i+1, 2*i+2, a, i+1)
+		origin := a
+		if i%2 == 1 {
+			origin = b
+		}
+		full.add(2*i+1, 2*i+2, origin, i+1)
 	}
 	if got := full.lookup(1, a); got != 0 {
 		t.Errorf("the oldest span is still known after the list filled: %d", got)
 	}
-	last := uint64(maxHintSpans)
+	last := uint64(maxHintSpans) // even: origin a
 	if got := full.lookup(2*last+2, a); got != last+1 {
 		t.Errorf("the newest span: %d, want %d", got, last+1)
 	}
-	mid := uint64(maxHintSpans/2 + 1)
+	mid := uint64(maxHintSpans/2 + 2) // even: origin a
 	if got := full.lookup(2*mid+1, a); got != mid+1 {
 		t.Errorf("a span of the newer half: %d, want %d", got, mid+1)
 	}

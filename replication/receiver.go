@@ -76,7 +76,10 @@ func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResu
 	if err != nil {
 		return ReceiveResult{}, err
 	}
-	applied.note(req.ToPlacement, req.FromPlacement, req.ClaimsTo)
+	// A claim is never above the push's own reach (every sender path has
+	// ClaimsTo <= LastSeq); a sender bug that breaks that costs drops,
+	// not rows.
+	applied.note(req.ToPlacement, req.FromPlacement, min(req.ClaimsTo, req.LastSeq))
 	return ReceiveResult{Rows: n, Dropped: dropped}, nil
 }
 
@@ -110,8 +113,16 @@ func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error
 	if err != nil {
 		return 0, 0, err
 	}
+	// The rows' bound in the sender's log, remembered for relaying them:
+	// a row snapshot's batch holds rows as read from the sender's data
+	// space, which may hold rows of other replicas sharing it that are in
+	// no entry of the sender's log, so its rows get none.
+	originSeq := req.LastSeq
+	if req.Snapshot {
+		originSeq = 0
+	}
 	if len(keep) > 0 {
-		if _, err := a.ApplyFrom(keep, req.FromPlacement, req.LastSeq); err != nil {
+		if _, err := a.ApplyFrom(keep, req.FromPlacement, originSeq); err != nil {
 			return 0, 0, fmt.Errorf("replication: apply push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
 		}
 	}

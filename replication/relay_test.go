@@ -127,4 +127,18 @@ func TestRelaySpansChecked(t *testing.T) {
 	if _, err := ReceiveWith(&a, req, &Applied{}); err != nil || a.originSeq != 5 || a.origin != origin {
 		t.Fatalf("%v: origin %s seq %d", err, a.origin, a.originSeq)
 	}
+	// A row snapshot's batch hands on no sequence: its rows, read from
+	// the sender's data space, need not be in the sender's log.
+	req.Snapshot = true
+	if _, err := ReceiveWith(&a, req, &Applied{}); err != nil || a.originSeq != 0 {
+		t.Fatalf("snapshot batch: %v, origin seq %d; want 0", err, a.originSeq)
+	}
+	// A claim above the push's LastSeq (a sender bug) is recorded as
+	// LastSeq.
+	var applied Applied
+	to := uuid.New()
+	req = wire.PushRequest{Rows: AppendRows(nil, rows), Count: 2, LastSeq: 5, ClaimsTo: 9, FromPlacement: origin, ToPlacement: to}
+	if _, err := ReceiveWith(&a, req, &applied); err != nil || applied.Level(to, origin) != 5 {
+		t.Fatalf("claim above LastSeq: %v, level %d; want 5", err, applied.Level(to, origin))
+	}
 }

@@ -80,14 +80,16 @@ type PushRequest struct {
 	// applied, the receiver holds every row of the sender's log up to
 	// ClaimsTo (those of its range, and those it sent the sender). The
 	// receiver remembers it (replication.Applied) to drop the relayed
-	// copies of those rows (Relayed). An older sender leaves it 0.
+	// copies of those rows (Relayed). Never above LastSeq; an older
+	// sender leaves it 0.
 	ClaimsTo uint64 `json:"claims_to,omitempty"`
 	// Relayed lists the runs of rows that the sender holds as another
 	// replica pushed them (partition.LogEntry.Origin), with a sequence of
 	// that replica's log at or above theirs there: a receiver that holds
 	// that replica's log up to it (an earlier ClaimsTo from it) drops
-	// those rows without looking them up. Optional; an older receiver
-	// ignores it and applies every row.
+	// those rows without looking them up. Optional: a receiver without
+	// the filter applies every row. (A server from before it refuses
+	// pushes carrying it: its JSON decoding is strict.)
 	Relayed []RelaySpan `json:"relayed,omitempty"`
 }
 
