@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
 )
 
 // TestRelayHints: a hint answers for the sequences of its span and its
@@ -56,5 +58,31 @@ func TestRelayHints(t *testing.T) {
 	mid := uint64(maxHintSpans/2 + 2) // even: origin a
 	if got := full.lookup(2*mid+1, a); got != mid+1 {
 		t.Errorf("a span of the newer half: %d, want %d", got, mid+1)
+	}
+}
+
+// TestOriginSeqOnlyForCarriedValues: ReadLog reports a push's origin
+// sequence for an entry that carries the value written, and not for a
+// legacy entry (SetLogValues(false)), whose row is read as it is now.
+func TestOriginSeqOnlyForCarriedValues(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	origin := uuid.New()
+	for _, values := range []bool{true, false} {
+		r := createTestReplica(t, s)
+		r.SetLogValues(values)
+		if _, err := r.ApplyFrom([]model.Row{row("cpu", 1, model.Field{Name: "v", Value: model.Float(1), Version: model.Version{Wall: 1, Node: 1}})}, origin, 42); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := r.ReadLog(0, 0)
+		if err != nil || len(entries) != 1 || entries[0].Origin != origin {
+			t.Fatalf("values=%v: %+v, %v", values, entries, err)
+		}
+		want := uint64(42)
+		if !values {
+			want = 0
+		}
+		if got := entries[0].OriginSeq; got != want {
+			t.Errorf("values=%v: OriginSeq %d, want %d", values, got, want)
+		}
 	}
 }
