@@ -28,9 +28,21 @@ var (
 // FormatVersion is the first byte of every block.
 const FormatVersion = 1
 
-// MaxRows bounds the rows of one block (a column holds at most
-// colcodec.MaxCount values).
-const MaxRows = colcodec.MaxCount
+// Limits of one block, checked by Encode (ErrInvalid) and by the decoder
+// (ErrCorrupt), so that a small block with a valid checksum cannot make
+// the decoder allocate much more than a legitimate block would.
+const (
+	// MaxRows bounds the rows of one block: twice a 68.7 s window
+	// (2^36 ns, the partition window) at one row per millisecond.
+	MaxRows = 1 << 17
+	// MaxFields bounds the fields of one block (the union of its rows'
+	// field names), so a row's too: model.MaxFields.
+	MaxFields = model.MaxFields
+	// MaxValues bounds the values of one block, the sum over its rows of
+	// their field counts (tombstones included): the model.Field array
+	// Rows allocates (72 bytes a value, so at most 72 MiB).
+	MaxValues = colcodec.MaxCount
+)
 
 // Header flags.
 const flagRowVersions = 1 << 0 // the block-level version column is present
@@ -122,6 +134,9 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 	}
 	n := len(rows)
 	e.collect(rows)
+	if len(e.names) > MaxFields {
+		return dst, fmt.Errorf("%w: %d field names, the limit is %d", ErrInvalid, len(e.names), MaxFields)
+	}
 	e.fields = grow(e.fields, len(e.names))
 	withRow, withoutRow := 0, 0
 	anyExc := false
@@ -225,6 +240,7 @@ func (e *Encoder) check(rows []model.Row) error {
 	case len(rows) > MaxRows:
 		return fmt.Errorf("%w: %d rows, the limit is %d", ErrInvalid, len(rows), MaxRows)
 	}
+	values := 0
 	for i := range rows {
 		r := &rows[i]
 		if i > 0 {
@@ -237,6 +253,12 @@ func (e *Encoder) check(rows []model.Row) error {
 		}
 		if len(r.Fields) == 0 {
 			return fmt.Errorf("%w: row %d (time %d) has no fields", ErrInvalid, i, r.Time)
+		}
+		if len(r.Fields) > MaxFields {
+			return fmt.Errorf("%w: row %d: %d fields, the limit is %d", ErrInvalid, i, len(r.Fields), MaxFields)
+		}
+		if values += len(r.Fields); values > MaxValues {
+			return fmt.Errorf("%w: more than %d values (fields of all rows), the limit", ErrInvalid, MaxValues)
 		}
 		for k := range r.Fields {
 			f := &r.Fields[k]
