@@ -302,7 +302,7 @@ func TestSummaries(t *testing.T) {
 				if !sameFloat(g.Min, w.Min) || !sameFloat(g.Max, w.Max) ||
 					g.FirstTime != w.FirstTime || !sameFloat(g.First, w.First) ||
 					g.LastTime != w.LastTime || !sameFloat(g.Last, w.Last) ||
-					!approx(g.Sum, w.Sum) || !approx(g.Mean, w.Mean) || !approx(g.M2, w.M2) {
+					!sameFloat(g.Sum, w.Sum) || !sameFloat(g.Mean, w.Mean) || !sameFloat(g.M2, w.M2) {
 					t.Fatalf("mode %d n %d field %q: %+v, want %+v", mi, n, name, g, *w)
 				}
 			}
@@ -311,17 +311,6 @@ func TestSummaries(t *testing.T) {
 			}
 		}
 	}
-}
-
-// approx compares within float rounding (NaN equals NaN).
-func approx(a, b float64) bool {
-	if math.IsNaN(a) || math.IsNaN(b) {
-		return math.IsNaN(a) && math.IsNaN(b)
-	}
-	if a == b {
-		return true
-	}
-	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
 
 func TestEncodeInvalid(t *testing.T) {
