@@ -75,8 +75,10 @@ type fieldEnc struct {
 }
 
 // Encoder encodes blocks reusing its scratch buffers, so that repeated
-// calls do not allocate once warm. The zero value is ready; not safe for
-// concurrent use.
+// calls do not allocate once warm. Encode clears every reference to the
+// caller's strings (names, string values) from them before it returns,
+// on success and on error, so a kept or pooled Encoder pins none of the
+// caller's memory. The zero value is ready; not safe for concurrent use.
 type Encoder struct {
 	times   []int64
 	rowVers []model.Version
@@ -128,6 +130,7 @@ func Encode(dst []byte, rows []model.Row) ([]byte, error) {
 // name with no name twice (model.Row.Normalize). On error dst is returned
 // unchanged in length.
 func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
+	defer e.release()
 	start := len(dst)
 	if err := e.check(rows); err != nil {
 		return dst, err
@@ -227,9 +230,21 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 		dst = append(dst, f.body...)
 		dst = append(dst, vers...)
 	}
-	clear(e.vals)
-	clear(e.names) // keep no reference to the caller's strings
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
+}
+
+// release drops every reference to the caller's strings (field names,
+// string values) that the scratch buffers hold, up to their capacity, so
+// that a pooled Encoder does not keep them alive.
+func (e *Encoder) release() {
+	fs := e.fields[:cap(e.fields)]
+	for j := range fs {
+		fs[j].name = ""
+	}
+	clear(e.names[:cap(e.names)])
+	clear(e.merged[:cap(e.merged)])
+	clear(e.vals[:cap(e.vals)])
+	clear(e.strs[:cap(e.strs)])
 }
 
 // check validates rows.
@@ -566,11 +581,9 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 			}
 		}
 		if len(e.strs) == 0 {
-			clear(e.strs[:cap(e.strs)])
 			return dst, nil
 		}
 		col, err = e.senc.Encode(col, e.strs)
-		clear(e.strs) // do not keep the caller's strings alive
 	}
 	e.col = col
 	if err != nil {
