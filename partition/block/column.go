@@ -37,7 +37,9 @@ var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool,
 
 // Column decodes field into dst. ok is false when the block has no such
 // field. Only the field's own columns are decoded (plus the block-level
-// version column when the field refers to it, once per Reset).
+// version column when the field refers to it, once per Reset). The
+// string values are substrings of one string per column: keeping one
+// keeps the column's bytes alive.
 func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
 	i := r.find(field)
 	if i < 0 {
@@ -360,11 +362,17 @@ func (r *Reader) rowVersions() ([]model.Version, error) {
 }
 
 // Rows decodes every row of the block into dst[:0], reusing its array.
-// The rows of one call share one array of fields; when dst holds the rows
-// the last call of this Reader returned, their field array is reused too
-// (so they are overwritten), and Rows allocates nothing but the string
-// columns. Every row gets series; its fields are
-// sorted by name, each with its value and version.
+// Every row gets series; its fields are sorted by name, each with its
+// value and version.
+//
+// Reuse rule: the rows of one call share one array of fields. When dst
+// holds the rows this Reader's previous Rows call returned (even for
+// another block), that field array is reused too, so those rows' fields
+// are overwritten, and Rows allocates nothing but the string columns.
+// To keep earlier rows, pass a dst that does not hold them. A string
+// value is a substring of its column's one backing string (see the
+// package doc). A block of more than MaxValues values or with a row
+// without fields is ErrCorrupt.
 func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 	var backing []model.Field
 	if cap(dst) > 0 && len(r.backing) > 0 {
