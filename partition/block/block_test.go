@@ -283,6 +283,13 @@ func TestSummaries(t *testing.T) {
 			}
 			for name, w := range brute {
 				g, ok := rd.Summary(name, testSeries)
+				if w.Count == 0 {
+					// Only tombstones: no state, as the row aggregator.
+					if ok {
+						t.Fatalf("mode %d n %d field %q of tombstones: %+v, ok", mi, n, name, g)
+					}
+					continue
+				}
 				if !ok {
 					t.Fatalf("no summary of %q", name)
 				}
@@ -295,7 +302,7 @@ func TestSummaries(t *testing.T) {
 				if !sameFloat(g.Min, w.Min) || !sameFloat(g.Max, w.Max) ||
 					g.FirstTime != w.FirstTime || !sameFloat(g.First, w.First) ||
 					g.LastTime != w.LastTime || !sameFloat(g.Last, w.Last) ||
-					!approx(g.Sum, w.Sum) || !approx(g.Mean, w.Mean) || !approx(g.M2, w.M2) {
+					!sameFloat(g.Sum, w.Sum) || !sameFloat(g.Mean, w.Mean) || !sameFloat(g.M2, w.M2) {
 					t.Fatalf("mode %d n %d field %q: %+v, want %+v", mi, n, name, g, *w)
 				}
 			}
@@ -304,17 +311,6 @@ func TestSummaries(t *testing.T) {
 			}
 		}
 	}
-}
-
-// approx compares within float rounding (NaN equals NaN).
-func approx(a, b float64) bool {
-	if math.IsNaN(a) || math.IsNaN(b) {
-		return math.IsNaN(a) && math.IsNaN(b)
-	}
-	if a == b {
-		return true
-	}
-	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
 }
 
 func TestEncodeInvalid(t *testing.T) {
@@ -359,27 +355,94 @@ func TestEncodeInvalid(t *testing.T) {
 	}
 }
 
-// decodeAll runs every decoder of the Reader; it reports the first error.
+// errMalformed reports a decoded block that is not one Encode could have
+// written although no decoder returned an error.
+var errMalformed = errors.New("decoded without error but malformed")
+
+// decodeAll runs every decoder of the Reader; it reports the first error,
+// or errMalformed (not ErrCorrupt) when what they return without error is
+// not well-formed: every row with at least one field, sorted, counts that
+// agree with the header, the columns and the summaries.
 func decodeAll(b []byte) error {
 	rd, err := Open(b)
 	if err != nil {
 		return err
 	}
-	var col Column
-	for i := range rd.NumFields() {
-		rd.Summary(rd.Field(i).Name, "s")
-		if _, err := rd.ColumnValues(rd.Field(i).Name, &col); err != nil {
-			return err
-		}
-		if _, err := rd.Column(rd.Field(i).Name, &col); err != nil {
-			return err
-		}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{errMalformed}, args...)...)
 	}
-	if _, err := rd.Times(nil); err != nil {
+	n := rd.Len()
+	if n < 1 || n > MaxRows || rd.NumFields() < 1 || rd.NumFields() > MaxFields {
+		return bad("%d rows, %d fields", n, rd.NumFields())
+	}
+	var col Column
+	perField := make([]int, rd.NumFields())
+	for i := range rd.NumFields() {
+		name := rd.Field(i).Name
+		if _, err := rd.ColumnValues(name, &col); err != nil {
+			return err
+		}
+		if _, err := rd.Column(name, &col); err != nil {
+			return err
+		}
+		m := len(col.Rows)
+		if m == 0 || len(col.Values) != m || len(col.Versions) != m {
+			return bad("field %q: %d rows, %d values, %d versions", name, m, len(col.Values), len(col.Versions))
+		}
+		count := 0
+		for j, row := range col.Rows {
+			if row < 0 || int(row) >= n || (j > 0 && row <= col.Rows[j-1]) {
+				return bad("field %q: row %d", name, row)
+			}
+			if k := col.Values[j].Kind; k < model.KindFloat || k > model.KindDeleted || (col.Kind != 0 && k != col.Kind) {
+				return bad("field %q: kind %d in a column of %d", name, k, col.Kind)
+			}
+			if col.Values[j].Kind != model.KindDeleted {
+				count++
+			}
+		}
+		s, ok := rd.Summary(name, "s")
+		if ok != (count > 0) || s.Count != int64(count) {
+			return bad("field %q: summary %v of %d values, %d not tombstones", name, ok, s.Count, count)
+		}
+		perField[i] = m
+	}
+	times, err := rd.Times(nil)
+	if err != nil {
 		return err
 	}
-	_, err = rd.Rows(nil, "s")
-	return err
+	if len(times) != n || times[0] != rd.MinTime() || times[n-1] != rd.MaxTime() {
+		return bad("%d times in [%d, %d]", len(times), rd.MinTime(), rd.MaxTime())
+	}
+	rows, err := rd.Rows(nil, "s")
+	if err != nil {
+		return err
+	}
+	if len(rows) != n {
+		return bad("%d rows of %d", len(rows), n)
+	}
+	seen := make([]int, rd.NumFields())
+	for i, row := range rows {
+		if row.Time != times[i] || len(row.Fields) == 0 || len(row.Fields) > MaxFields {
+			return bad("row %d: time %d, %d fields", i, row.Time, len(row.Fields))
+		}
+		for k, f := range row.Fields {
+			if k > 0 && f.Name <= row.Fields[k-1].Name {
+				return bad("row %d: field %q after %q", i, f.Name, row.Fields[k-1].Name)
+			}
+			j := rd.find(f.Name)
+			if j < 0 {
+				return bad("row %d: field %q not in the block", i, f.Name)
+			}
+			seen[j]++
+		}
+	}
+	for j := range seen {
+		if seen[j] != perField[j] {
+			return bad("field %d: in %d rows, its column has %d", j, seen[j], perField[j])
+		}
+	}
+	return nil
 }
 
 // corruptionBlocks are small blocks of every mode.

@@ -37,7 +37,9 @@ var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool,
 
 // Column decodes field into dst. ok is false when the block has no such
 // field. Only the field's own columns are decoded (plus the block-level
-// version column when the field refers to it, once per Reset).
+// version column when the field refers to it, once per Reset). The
+// string values are substrings of one string per column: keeping one
+// keeps the column's bytes alive.
 func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
 	i := r.find(field)
 	if i < 0 {
@@ -99,9 +101,10 @@ func (r *Reader) column(fd *fieldDir, c *Column, withVersions bool) error {
 	}
 	if !withVersions {
 		c.Versions = c.Versions[:0]
-		return nil
-	}
-	if err := r.versions(&d, fd.flags, c); err != nil {
+		if err := skipVersions(&d, fd.flags, m); err != nil {
+			return err
+		}
+	} else if err := r.versions(&d, fd.flags, c); err != nil {
 		return err
 	}
 	if len(d.b) != 0 {
@@ -319,6 +322,28 @@ func (r *Reader) versions(d *decoder, flags byte, c *Column) error {
 	return nil
 }
 
+// skipVersions reads the versions section's layout (its lengths and
+// exception count) without decoding the columns, so that ColumnValues
+// checks what follows the values as Column does.
+func skipVersions(d *decoder, flags byte, m int) error {
+	if flags&flagOwnVers != 0 {
+		d.bytes()
+		return d.err
+	}
+	e := d.uvarint()
+	if d.err != nil {
+		return d.err
+	}
+	if e > uint64(m) {
+		return corrupt("%d version exceptions for %d values", e, m)
+	}
+	if e > 0 {
+		d.bytes()
+		d.bytes()
+	}
+	return d.err
+}
+
 // rowVersions decodes the block-level version column once per Reset.
 func (r *Reader) rowVersions() ([]model.Version, error) {
 	if r.rowVersOK {
@@ -337,11 +362,17 @@ func (r *Reader) rowVersions() ([]model.Version, error) {
 }
 
 // Rows decodes every row of the block into dst[:0], reusing its array.
-// The rows of one call share one array of fields; when dst holds the rows
-// the last call of this Reader returned, their field array is reused too
-// (so they are overwritten), and Rows allocates nothing but the string
-// columns. Every row gets series; its fields are
-// sorted by name, each with its value and version.
+// Every row gets series; its fields are sorted by name, each with its
+// value and version.
+//
+// Reuse rule: the rows of one call share one array of fields. When dst
+// holds the rows this Reader's previous Rows call returned (even for
+// another block), that field array is reused too, so those rows' fields
+// are overwritten, and Rows allocates nothing but the string columns.
+// To keep earlier rows, pass a dst that does not hold them. A string
+// value is a substring of its column's one backing string (see the
+// package doc). A block of more than MaxValues values or with a row
+// without fields is ErrCorrupt.
 func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 	var backing []model.Field
 	if cap(dst) > 0 && len(r.backing) > 0 {
@@ -366,18 +397,26 @@ func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 		if fd.flags&presenceMask == presenceAll {
 			all++
 			total += n
-			continue
+		} else {
+			d := decoder{b: fd.body}
+			if err := r.presence(&d, fd.flags, c); err != nil {
+				return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
+			}
+			for _, row := range c.Rows {
+				r.counts[row+1]++
+			}
+			total += len(c.Rows)
 		}
-		d := decoder{b: fd.body}
-		if err := r.presence(&d, fd.flags, c); err != nil {
-			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
+		// Checked as it grows: no more work than the limit before the
+		// error, and no allocation that MaxValues does not bound.
+		if total > MaxValues {
+			return dst[:0], corrupt("more than %d values", MaxValues)
 		}
-		for _, row := range c.Rows {
-			r.counts[row+1]++
-		}
-		total += len(c.Rows)
 	}
 	for i := 1; i <= n; i++ {
+		if all == 0 && r.counts[i] == 0 {
+			return dst[:0], corrupt("row %d has no field", i-1)
+		}
 		r.counts[i] += r.counts[i-1] + all // counts[i] is now where row i starts
 	}
 	if cap(backing) < total {

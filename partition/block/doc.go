@@ -13,24 +13,44 @@
 //	(*Reader).Len, MinTime, MaxTime         rows, first and last time
 //	(*Reader).Fields, NumFields, Field      names (sorted) and kinds (0: mixed)
 //	(*Reader).Summary(field, series)        model.AggState of the field's values
+//	                                        (ok false for tombstones only)
 //	(*Reader).Times(dst)                    the timestamps
 //	(*Reader).Column(field, *Column)        one field: rows that have it, values,
 //	                                        versions; no other field is decoded
 //	(*Reader).ColumnValues(field, *Column)  the same without the versions
-//	(*Reader).Rows(dst, series)             every row back (exact round trip)
+//	(*Reader).Rows(dst, series)             every row back (exact round trip);
+//	                                        reuses dst's field array, see below
 //
 // Encode takes the rows of one series (every Series equal) by strictly
-// ascending time, at most MaxRows (colcodec.MaxCount), each with at least
-// one field, fields sorted by name without duplicates (model.Row.Normalize),
+// ascending time, at most MaxRows, each with at least one field, at most
+// MaxFields names in the block and MaxValues values (fields of all rows),
+// fields sorted by name without duplicates (model.Row.Normalize),
 // kinds float, int, bool (I 0 or 1), string or deleted (a tombstone,
 // kept with its version for last-writer-wins merges). Anything else is
 // ErrInvalid. A field may have values of several kinds in one block.
 //
+// # Limits
+//
+// Blocks travel between servers, so a block with a valid checksum may
+// still be hostile; the limits keep what decoding it allocates in
+// proportion to a legitimate block's. MaxRows is 2^17 (131,072): twice a
+// 68.7 s window (2^36 ns) at one row per millisecond, a column's values
+// at most 8 MiB. MaxFields is model.MaxFields (1,024), checked by Open.
+// MaxValues is 2^20 values (fields of all rows, tombstones included):
+// Rows checks it from the presences before it allocates its field array
+// (72 bytes a value, at most 72 MiB), since tombstones of every row cost
+// the block almost no bytes. Strings are bounded by colcodec.
+//
 // Decoding never panics: bytes that are not a block Encode wrote are
 // ErrCorrupt. Open verifies the checksum over the whole block (every
-// single-bit flip and truncation is caught there), then the layout; the
-// column decoders check counts, order and consistency again, so a block
-// with a valid checksum but a bad layout is an error too (FuzzOpen).
+// single-bit flip and truncation is caught there), then the layout: the
+// header, the field count, names, flags and summaries, and the timestamps
+// column's own count against the header's. The column decoders check
+// counts, order and consistency again (ColumnValues checks the layout of
+// the versions it skips and that nothing trails), and Rows that every
+// row has a field, so a block with a valid checksum but a layout Encode
+// never writes is an error too, and what decodes without error is
+// well-formed (TestCorruptionBehindChecksum, FuzzOpen).
 // Floats round-trip bit for bit (NaN payloads, ±Inf, -0), strings and
 // versions exactly.
 //
@@ -40,7 +60,22 @@
 // Open one string per field name unless the Reader's last block had the
 // same names. A Reader and an Encoder are for one goroutine at a time. A
 // Reader refers to the block's bytes until the next Reset; the values it
-// returns do not (strings are copied out of the block).
+// returns do not (strings are copied out of the block). An Encoder (and
+// Encode's pooled ones) keeps no reference to the caller's strings once
+// Encode returns.
+//
+// Memory the results pin: the string values Rows and Column return for
+// a field are substrings of one string per string column (the column's
+// decoded bytes), so keeping any one of them keeps that whole column
+// alive; copy it (strings.Clone) to keep it alone.
+//
+// Rows' reuse rule: the rows of one Rows call share one array of fields.
+// When the dst passed to Rows holds the rows this Reader's previous Rows
+// call returned (its first row's Fields start that array), the array is
+// reused: the earlier rows' fields are overwritten, even if the Reader
+// was Reset to another block in between. To keep rows across calls,
+// pass a dst that does not hold them (nil, or another slice) or copy
+// their fields first. A Column is overwritten by the next call given it.
 //
 // Preliminary figures on one harness series (BenchmarkEncode, ...:
 // -benchtime=200ms, 2 shared cores; a point is a row of 3 float fields):
@@ -58,7 +93,10 @@
 // Count only), Sum, Min, Max, first and last (time, value) and Welford's
 // Mean and M2 (stddev). Summary sets FirstSeries and LastSeries to the
 // series the caller names (a block holds one series and does not store
-// it). The summaries describe the block alone: a reader that merges head
+// it). A field of tombstones only has Count 0 and no summary: Summary
+// returns ok false, as the row aggregator creates no field state (and
+// no bucket) for rows whose only values are tombstones. The summaries
+// describe the block alone: a reader that merges head
 // rows over the block cannot use them for the rows it merges.
 //
 // # Layout
@@ -78,9 +116,11 @@
 //
 // The header: flags bit 0 says the block-level version column is present,
 // the other bits are 0; n (1..MaxRows) is the row count; min and max are
-// the first and last row's times (int64). Fields are sorted by name (bytes),
+// the first and last row's times (int64); nfields is 1..MaxFields; the
+// timestamps column's count is n. Fields are sorted by name (bytes),
 // names 1..256 bytes (model.MaxFieldNameLen), each present in at least
-// one row.
+// one row, every row has at least one field, and the fields' present
+// values number at most MaxValues.
 //
 // A field's section:
 //

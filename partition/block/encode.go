@@ -28,9 +28,21 @@ var (
 // FormatVersion is the first byte of every block.
 const FormatVersion = 1
 
-// MaxRows bounds the rows of one block (a column holds at most
-// colcodec.MaxCount values).
-const MaxRows = colcodec.MaxCount
+// Limits of one block, checked by Encode (ErrInvalid) and by the decoder
+// (ErrCorrupt), so that a small block with a valid checksum cannot make
+// the decoder allocate much more than a legitimate block would.
+const (
+	// MaxRows bounds the rows of one block: twice a 68.7 s window
+	// (2^36 ns, the partition window) at one row per millisecond.
+	MaxRows = 1 << 17
+	// MaxFields bounds the fields of one block (the union of its rows'
+	// field names), so a row's too: model.MaxFields.
+	MaxFields = model.MaxFields
+	// MaxValues bounds the values of one block, the sum over its rows of
+	// their field counts (tombstones included): the model.Field array
+	// Rows allocates (72 bytes a value, so at most 72 MiB).
+	MaxValues = colcodec.MaxCount
+)
 
 // Header flags.
 const flagRowVersions = 1 << 0 // the block-level version column is present
@@ -63,8 +75,10 @@ type fieldEnc struct {
 }
 
 // Encoder encodes blocks reusing its scratch buffers, so that repeated
-// calls do not allocate once warm. The zero value is ready; not safe for
-// concurrent use.
+// calls do not allocate once warm. Encode clears every reference to the
+// caller's strings (names, string values) from them before it returns,
+// on success and on error, so a kept or pooled Encoder pins none of the
+// caller's memory. The zero value is ready; not safe for concurrent use.
 type Encoder struct {
 	times   []int64
 	rowVers []model.Version
@@ -116,12 +130,16 @@ func Encode(dst []byte, rows []model.Row) ([]byte, error) {
 // name with no name twice (model.Row.Normalize). On error dst is returned
 // unchanged in length.
 func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
+	defer e.release()
 	start := len(dst)
 	if err := e.check(rows); err != nil {
 		return dst, err
 	}
 	n := len(rows)
 	e.collect(rows)
+	if len(e.names) > MaxFields {
+		return dst, fmt.Errorf("%w: %d field names, the limit is %d", ErrInvalid, len(e.names), MaxFields)
+	}
 	e.fields = grow(e.fields, len(e.names))
 	withRow, withoutRow := 0, 0
 	anyExc := false
@@ -212,9 +230,21 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 		dst = append(dst, f.body...)
 		dst = append(dst, vers...)
 	}
-	clear(e.vals)
-	clear(e.names) // keep no reference to the caller's strings
 	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli)), nil
+}
+
+// release drops every reference to the caller's strings (field names,
+// string values) that the scratch buffers hold, up to their capacity, so
+// that a pooled Encoder does not keep them alive.
+func (e *Encoder) release() {
+	fs := e.fields[:cap(e.fields)]
+	for j := range fs {
+		fs[j].name = ""
+	}
+	clear(e.names[:cap(e.names)])
+	clear(e.merged[:cap(e.merged)])
+	clear(e.vals[:cap(e.vals)])
+	clear(e.strs[:cap(e.strs)])
 }
 
 // check validates rows.
@@ -225,6 +255,7 @@ func (e *Encoder) check(rows []model.Row) error {
 	case len(rows) > MaxRows:
 		return fmt.Errorf("%w: %d rows, the limit is %d", ErrInvalid, len(rows), MaxRows)
 	}
+	values := 0
 	for i := range rows {
 		r := &rows[i]
 		if i > 0 {
@@ -237,6 +268,12 @@ func (e *Encoder) check(rows []model.Row) error {
 		}
 		if len(r.Fields) == 0 {
 			return fmt.Errorf("%w: row %d (time %d) has no fields", ErrInvalid, i, r.Time)
+		}
+		if len(r.Fields) > MaxFields {
+			return fmt.Errorf("%w: row %d: %d fields, the limit is %d", ErrInvalid, i, len(r.Fields), MaxFields)
+		}
+		if values += len(r.Fields); values > MaxValues {
+			return fmt.Errorf("%w: more than %d values (fields of all rows), the limit", ErrInvalid, MaxValues)
 		}
 		for k := range r.Fields {
 			f := &r.Fields[k]
@@ -544,11 +581,9 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 			}
 		}
 		if len(e.strs) == 0 {
-			clear(e.strs[:cap(e.strs)])
 			return dst, nil
 		}
 		col, err = e.senc.Encode(col, e.strs)
-		clear(e.strs) // do not keep the caller's strings alive
 	}
 	e.col = col
 	if err != nil {

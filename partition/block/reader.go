@@ -108,11 +108,23 @@ func (r *Reader) reset(b []byte) error {
 		return corrupt("%d rows", n)
 	case r.min > r.max || (n == 1 && r.min != r.max) || (n > 1 && r.min == r.max):
 		return corrupt("time range [%d, %d] of %d rows", r.min, r.max, n)
+	case nf == 0 || nf > MaxFields:
+		return corrupt("%d fields", nf)
 	case nf > uint64(len(d.b)):
 		return corrupt("%d fields in %d bytes", nf, len(d.b))
 	}
 	r.n = int(n)
 	r.times = d.bytes()
+	if d.err == nil {
+		// The timestamps column's own count (after its codec byte) must be
+		// the header's: the column decoders trust it for their sizes.
+		if len(r.times) < 2 {
+			return corrupt("timestamps column of %d bytes", len(r.times))
+		}
+		if c, k := binary.Uvarint(r.times[1:]); k <= 0 || c != n {
+			return corrupt("timestamps column of %d values in a block of %d rows", c, n)
+		}
+	}
 	r.rowVers = nil
 	if flags&flagRowVersions != 0 {
 		r.rowVers = d.bytes()
@@ -238,10 +250,11 @@ func (r *Reader) find(name string) int {
 // with the given series (FirstSeries and LastSeries are series when N >
 // 0). Tombstones are not counted: Count is the number of values of other
 // kinds, N of the numeric ones (float, int, bool as 0 or 1). ok is false
-// when the block has no such field.
+// when the block has no such field or only tombstones of it (Count 0),
+// as the row aggregator creates no state for a field without values.
 func (r *Reader) Summary(field, series string) (s model.AggState, ok bool) {
 	i := r.find(field)
-	if i < 0 {
+	if i < 0 || r.fields[i].sum.Count == 0 {
 		return s, false
 	}
 	s = r.fields[i].sum
