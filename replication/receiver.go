@@ -76,9 +76,9 @@ func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResu
 	if err != nil {
 		return ReceiveResult{}, err
 	}
-	// A claim is never above the push's own reach (every sender path has
-	// ClaimsTo <= LastSeq); a sender bug that breaks that costs drops,
-	// not rows.
+	// Every sender path has ClaimsTo <= LastSeq (the push's reach); a
+	// claim above it would be a sender's bug, and is recorded at most at
+	// LastSeq.
 	applied.note(req.ToPlacement, req.FromPlacement, min(req.ClaimsTo, req.LastSeq))
 	return ReceiveResult{Rows: n, Dropped: dropped}, nil
 }
