@@ -1,12 +1,10 @@
 package block
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
+	"github.com/tsdb/tsdb/internal/harnessdata"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -21,47 +19,10 @@ const (
 	harnessStep   = int64(300 * 1e6)
 )
 
-// harnessWalk is colcodec's harnessWalk: the three fields of one series.
-func harnessWalk(r *rand.Rand, n int) (user, sys, idle []float64) {
-	clamp := func(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
-	parse2 := func(f float64) float64 {
-		v, err := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 2, 64), 64)
-		if err != nil {
-			panic(err)
-		}
-		return v
-	}
-	u, s := 10+r.Float64()*50, 1+r.Float64()*20
-	for range n {
-		u = clamp(u+r.NormFloat64()*2, 0, 90)
-		s = clamp(s+r.NormFloat64(), 0, 100-u)
-		user = append(user, parse2(u))
-		sys = append(sys, parse2(s))
-		idle = append(idle, parse2(100-u-s))
-	}
-	return user, sys, idle
-}
-
-// clockVersions is colcodec's clockVersions: model.Clock readings of n
-// writes arriving 1–3 ms apart, each at one of the servers.
-func clockVersions(r *rand.Rand, n, servers int) []model.Version {
-	arrival := t0
-	clocks := make([]*model.Clock, servers)
-	for i := range clocks {
-		clocks[i] = model.NewClock(fmt.Sprint("s", i), func() int64 { return arrival })
-	}
-	v := make([]model.Version, n)
-	for i := range v {
-		arrival += 1e6 + r.Int64N(2e6)
-		v[i] = clocks[r.IntN(servers)].Now()
-	}
-	return v
-}
-
 // harnessRows returns one harness series' rows.
 func harnessRows(r *rand.Rand, n, servers int) []model.Row {
-	user, sys, idle := harnessWalk(r, n)
-	vers := clockVersions(r, n, servers)
+	user, sys, idle := harnessdata.Walk(r, n)
+	vers := harnessdata.ClockVersions(r, t0, n, servers)
 	rows := make([]model.Row, n)
 	for i := range rows {
 		v := vers[i]

@@ -1,14 +1,12 @@
 package colcodec
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/tsdb/tsdb/internal/harnessdata"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -123,33 +121,10 @@ type floatShape struct {
 	gen  func(r *rand.Rand, n int) []float64
 }
 
-// harnessWalk returns the three fields of one series as the peer harness
-// writes them (../shared/peers/loadgen/main.go, genBatches) and the server
-// parses them: random walks printed with 2 decimals.
-func harnessWalk(r *rand.Rand, n int) (user, sys, idle []float64) {
-	clamp := func(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
-	parse2 := func(f float64) float64 {
-		v, err := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 2, 64), 64)
-		if err != nil {
-			panic(err)
-		}
-		return v
-	}
-	u, s := 10+r.Float64()*50, 1+r.Float64()*20
-	for range n {
-		u = clamp(u+r.NormFloat64()*2, 0, 90)
-		s = clamp(s+r.NormFloat64(), 0, 100-u)
-		user = append(user, parse2(u))
-		sys = append(sys, parse2(s))
-		idle = append(idle, parse2(100-u-s))
-	}
-	return user, sys, idle
-}
-
 var floatShapes = []floatShape{
-	{"harness-user", func(r *rand.Rand, n int) []float64 { u, _, _ := harnessWalk(r, n); return u }},
-	{"harness-system", func(r *rand.Rand, n int) []float64 { _, s, _ := harnessWalk(r, n); return s }},
-	{"harness-idle", func(r *rand.Rand, n int) []float64 { _, _, i := harnessWalk(r, n); return i }},
+	{"harness-user", func(r *rand.Rand, n int) []float64 { u, _, _ := harnessdata.Walk(r, n); return u }},
+	{"harness-system", func(r *rand.Rand, n int) []float64 { _, s, _ := harnessdata.Walk(r, n); return s }},
+	{"harness-idle", func(r *rand.Rand, n int) []float64 { _, _, i := harnessdata.Walk(r, n); return i }},
 	{"constant", func(r *rand.Rand, n int) []float64 { return fill(n, func(int) float64 { return 42.5 }) }},
 	{"integers", func(r *rand.Rand, n int) []float64 {
 		return fill(n, func(int) float64 { return float64(r.IntN(1e6)) })
@@ -262,17 +237,17 @@ var versionShapes = []versionShape{
 	// servers (model.Clock): walls are whole milliseconds, plus a count
 	// when two readings fall in one millisecond.
 	{"harness-ms-1node", func(r *rand.Rand, n int) []model.Version {
-		return clockVersions(r, n, 1)
+		return harnessdata.ClockVersions(r, t0, n, 1)
 	}},
 	{"harness-ms-3nodes", func(r *rand.Rand, n int) []model.Version {
-		return clockVersions(r, n, 3)
+		return harnessdata.ClockVersions(r, t0, n, 3)
 	}},
 	// As the peer harness writes: 4 clients send batches of many series,
 	// so a series' points arrive out of time order (±10 ms around 2.5 ms
 	// apart) and other requests read the clock in the same millisecond
 	// (the nanosecond digits count them).
 	{"harness-ms-shared", func(r *rand.Rand, n int) []model.Version {
-		return sharedClockVersions(r, n)
+		return harnessdata.SharedClockVersions(r, t0, n)
 	}},
 	{"random", func(r *rand.Rand, n int) []model.Version {
 		return fillV(n, func(int) model.Version { return model.Version{Wall: int64(r.Uint64()), Node: r.Uint64()} })
@@ -280,46 +255,6 @@ var versionShapes = []versionShape{
 	{"many-nodes", func(r *rand.Rand, n int) []model.Version {
 		return fillV(n, func(int) model.Version { return model.Version{Wall: t0, Node: uint64(r.IntN(40))} })
 	}},
-}
-
-// clockVersions are the versions of n writes arriving 1–3 ms apart at
-// servers (model.Clock readings), each at one of the first servers.
-func clockVersions(r *rand.Rand, n, servers int) []model.Version {
-	arrival := t0
-	clocks := make([]*model.Clock, servers)
-	for i := range clocks {
-		clocks[i] = model.NewClock(fmt.Sprint("s", i), func() int64 { return arrival })
-	}
-	return fillV(n, func(int) model.Version {
-		arrival += 1e6 + r.Int64N(2e6)
-		return clocks[r.IntN(servers)].Now()
-	})
-}
-
-// sharedClockVersions are the versions of n points of one series written
-// through one server's clock that other requests read too (see
-// versionShapes).
-func sharedClockVersions(r *rand.Rand, n int) []model.Version {
-	type arrival struct {
-		at    int64
-		point int
-	}
-	arrivals := make([]arrival, n)
-	for i := range arrivals {
-		arrivals[i] = arrival{at: t0 + int64(i)*25e5 + r.Int64N(20e6) - 10e6, point: i}
-	}
-	slices.SortFunc(arrivals, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
-	var now int64
-	clock := model.NewClock("s0", func() int64 { return now })
-	out := make([]model.Version, n)
-	for _, a := range arrivals {
-		now = a.at
-		for range r.IntN(3) {
-			clock.Now() // another request in the same millisecond
-		}
-		out[a.point] = clock.Now()
-	}
-	return out
 }
 
 func fillV(n int, f func(int) model.Version) []model.Version {
