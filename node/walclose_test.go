@@ -4,43 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/tsdb/tsdb/internal/diskusage"
 	"github.com/tsdb/tsdb/partition"
 )
-
-// walBlocks returns the blocks (as du counts them) of the .log files in
-// dir.
-func walBlocks(t *testing.T, dir string) int64 {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".log") {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			n += st.Blocks * 512
-		} else {
-			n += fi.Size()
-		}
-	}
-	return n
-}
 
 // TestStopLeavesNoWAL (issue 17 item 5): a server stopped by its normal
 // shutdown path (Stop, what SIGTERM runs) leaves no WAL of any size in its
@@ -100,4 +73,14 @@ func TestStartRefusesUnknownStoreFormat(t *testing.T) {
 		t.Fatalf("Start = %v; want ErrUnknownFormat naming %s and both versions", err, storeDir)
 	}
 	t.Logf("Start: %v", err)
+}
+
+// walBlocks returns the bytes allocated to the .log files of dir.
+func walBlocks(t *testing.T, dir string) int64 {
+	t.Helper()
+	u, err := diskusage.Of(dir, ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Allocated
 }

@@ -2,12 +2,9 @@ package partition
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/tsdb/tsdb/internal/diskusage"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -16,27 +13,11 @@ import (
 // ends with suffix ("" for all), and how many there are.
 func diskUsage(t testing.TB, dir, suffix string) (apparent, allocated int64, files int) {
 	t.Helper()
-	err := filepath.Walk(dir, func(path string, fi os.FileInfo, err error) error {
-		if os.IsNotExist(err) {
-			return nil // removed by pebble while we walk
-		}
-		if err != nil {
-			return err
-		}
-		if fi.IsDir() || !strings.HasSuffix(path, suffix) {
-			return nil
-		}
-		files++
-		apparent += fi.Size()
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			allocated += st.Blocks * 512
-		}
-		return nil
-	})
+	u, err := diskusage.Of(dir, suffix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return apparent, allocated, files
+	return u.Apparent, u.Allocated, u.Files
 }
 
 // walRows writes rows first to first+n-1 of a sequence of rows of 3

@@ -113,9 +113,7 @@ func (s *slowSender) Forward(ctx context.Context, table string, rows []model.Row
 // admits again. Every acknowledged row is delivered exactly once, and the
 // refused ones never.
 func TestAdmissionRefusesWhenBehind(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	sender := &slowSender{recorder: newRecorder(), release: make(chan struct{})}
 	f := NewForwarder(q, sender, fastForwarder())
@@ -203,9 +201,7 @@ func TestAdmissionRefusesWhenBehind(t *testing.T) {
 // forwards because its rows are not due yet (the first max_delay of a
 // load) is not behind: nothing is overdue, so admission stays open.
 func TestAdmissionOpenWhileFilling(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	ctx := context.Background()
 	for b := range 30 {
@@ -225,9 +221,7 @@ func TestAdmissionOpenWhileFilling(t *testing.T) {
 // knows it.
 func TestAdmissionCountsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -254,9 +248,7 @@ func TestAdmissionCountsSurviveRestart(t *testing.T) {
 // ErrDueFull (a queue_full) and writes nothing, one that fits or falls in
 // another second is admitted, and a second's first entry always is.
 func TestAdmissionDueBudget(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	opts.InitialForwardRate = 2000 // 1600 rows per second of due times, 4000 in the next two
 	q := openQueue(t, t.TempDir(), opts)
 	ctx := context.Background()
@@ -341,9 +333,7 @@ func TestVisibilityBoundUnderOverload(t *testing.T) {
 		perSec   = 60   // inserts offered per second, of 100 rows
 		loadSecs = 240
 	)
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	sender := &clockedSender{clk: clk, at: map[string]int64{}}
 	fopts := fastForwarder()

@@ -29,9 +29,7 @@ func queueMarker(t *testing.T, q *Queue) string {
 // the directory and both versions, and left as it was.
 func TestFormatMarker(t *testing.T) {
 	dir := t.TempDir()
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -157,9 +157,7 @@ func (s *funcSender) Forward(ctx context.Context, table string, rows []model.Row
 // count incremented, its first enqueue time kept and a due time after the
 // backoff; accepted rows of the same entry are gone.
 func TestRequeueKeepsHistory(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	enqueued := clk.Now().UnixNano()
 	rows := makeRows(0, 4)

@@ -31,6 +31,15 @@ func testOptions(t testing.TB) Options {
 	return Options{Codec: codec, Metrics: NewMetrics(nil), Logger: testLogger(t)}
 }
 
+// clockedOptions returns testOptions on a settable clock that starts at
+// a fixed time (Unix 1,700,000,000).
+func clockedOptions(t testing.TB) (*clock, Options) {
+	clk := newClock(time.Unix(1_700_000_000, 0))
+	opts := testOptions(t)
+	opts.Now = clk.Now
+	return clk, opts
+}
+
 func openQueue(t testing.TB, dir string, opts Options) *Queue {
 	t.Helper()
 	q, err := Open(dir, opts)

@@ -126,9 +126,7 @@ func settledBut(t *testing.T, f *Forwarder, s *stuckPart) {
 // call) the healthy calls waited behind the held one and rows in its
 // hands counted as overdue, closing admission for the whole server.
 func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	o0 := q.Admission().Capacity
 	s := newStuckPart(clk)
@@ -183,9 +181,7 @@ func TestFailingPartitionKeepsAdmissionOpen(t *testing.T) {
 // not overdue, however long the call lasts; given up, they count in their
 // due bucket again (and overdue once their time is past).
 func TestInFlightRowsNotOverdue(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	ctx := context.Background()
 	if err := q.Enqueue(ctx, "cpu", makeRows(0, 10), clk.Now()); err != nil {
@@ -219,9 +215,7 @@ func TestInFlightRowsNotOverdue(t *testing.T) {
 // empty queue opens it too.
 func TestAdmissionClockStepBack(t *testing.T) {
 	for _, drain := range []bool{false, true} {
-		clk := newClock(time.Unix(1_700_000_000, 0))
-		opts := testOptions(t)
-		opts.Now = clk.Now
+		clk, opts := clockedOptions(t)
 		q := openQueue(t, t.TempDir(), opts)
 		ctx := context.Background()
 		// Nothing forwards: rows due now become overdue, admission closes.

@@ -15,9 +15,7 @@ import (
 // enqueued already due (Enqueue wakes it) and one that fell due later
 // when kicked.
 func TestKick(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	sender := newRecorder()
 	fopts := fastForwarder()

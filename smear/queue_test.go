@@ -20,9 +20,7 @@ import (
 // depth is rebuilt by the replay.
 func TestEnqueueReopen(t *testing.T) {
 	dir := t.TempDir()
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -82,9 +80,7 @@ func TestEnqueueReopen(t *testing.T) {
 // TestDueOrdering: an injected clock shows that no entry is loaded before
 // it is due and that entries come in due order whatever the enqueue order.
 func TestDueOrdering(t *testing.T) {
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	t0 := clk.Now()
 	offsets := []time.Duration{30 * time.Second, 10 * time.Second, 20 * time.Second, 10 * time.Second}

@@ -2,39 +2,11 @@ package smear
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// walBlocks returns how many .log files dir holds and their blocks as du
-// counts them (preallocation included).
-func walBlocks(t testing.TB, dir string) (files int, allocated int64) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".log") {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files++
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			allocated += st.Blocks * 512
-		} else {
-			allocated += fi.Size()
-		}
-	}
-	return files, allocated
-}
+	"github.com/tsdb/tsdb/internal/diskusage"
+)
 
 // TestCloseLeavesNoWAL (issue 17 item 5): the queue's Close flushes its
 // memtable and leaves no WAL of MemTableSize behind (before, the active
@@ -42,9 +14,7 @@ func walBlocks(t testing.TB, dir string) (files int, allocated int64) {
 // queued entries survive the reopen.
 func TestCloseLeavesNoWAL(t *testing.T) {
 	dir := t.TempDir()
-	clk := newClock(time.Unix(1_700_000_000, 0))
-	opts := testOptions(t)
-	opts.Now = clk.Now
+	clk, opts := clockedOptions(t)
 	q, err := Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -70,4 +40,15 @@ func TestCloseLeavesNoWAL(t *testing.T) {
 	if r, b := q.Depth(); r != rows || b != bytes {
 		t.Fatalf("Depth after reopen = %d, %d; want %d, %d", r, b, rows, bytes)
 	}
+}
+
+// walBlocks returns how many .log files dir holds and the bytes allocated
+// to them (preallocation included).
+func walBlocks(t testing.TB, dir string) (files int, allocated int64) {
+	t.Helper()
+	u, err := diskusage.Of(dir, ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Files, u.Allocated
 }
