@@ -2,11 +2,10 @@ package embedetcd
 
 import (
 	"context"
-	"io/fs"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tsdb/tsdb/internal/diskusage"
 )
 
 func TestStartPutGet(t *testing.T) {
@@ -44,21 +43,11 @@ func TestWALSegmentsSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	var blocks int64
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".wal" {
-			return err
-		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
-			return err
-		}
-		blocks += st.Blocks * 512
-		return nil
-	})
+	u, err := diskusage.Of(dir, ".wal")
 	if err != nil {
 		t.Fatal(err)
 	}
+	blocks := u.Allocated
 	if blocks == 0 || blocks > 2*walSegmentBytes {
 		t.Fatalf("the WAL takes %d bytes on disk; want some, at most two segments of %d", blocks, walSegmentBytes)
 	}
