@@ -17,8 +17,9 @@ import (
 
 // ApplyResult reports what an Apply stored.
 type ApplyResult struct {
-	// Changed is the number of rows whose stored value changed (each got a
-	// new sequence).
+	// Changed is the number of rows written (each got a new sequence):
+	// the rows whose stored value changed, and every row written without
+	// a read (a merge operand, which may tie or lose).
 	Changed int
 	// LastSeq is the replica's high sequence right after this Apply's batch:
 	// every row of the call is stored at a sequence <= LastSeq (its own new
@@ -58,9 +59,11 @@ type applyScratch struct {
 	// whole[i] reports that written row i's new value is its incoming
 	// fields alone (nothing kept from the stored row), so origin holds it.
 	whole []bool
-	// origin is ApplyFrom's origin placement, originSeq its bound.
+	// origin is ApplyFrom's origin placement, originSeq its bound, own
+	// Push.Own (nil: no row of a push is its sender's own).
 	origin    uuid.UUID
 	originSeq uint64
+	own       []bool
 	// ix collects the tag index entries of the batch (index.go).
 	ix indexBuilder
 }
@@ -83,7 +86,7 @@ func (sc *applyScratch) release() {
 	sc.written = sc.written[:0]
 	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
-	sc.origin, sc.originSeq = uuid.Nil, 0
+	sc.origin, sc.originSeq, sc.own = uuid.Nil, 0, nil
 	sc.ix.reset()
 	clear(sc.fields) // drop references to the caller's fields
 	sc.fields = sc.fields[:0]
@@ -105,11 +108,19 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 }
 
 // Apply merges rows into the replica (field-wise last-writer-wins by
-// version) and returns once every change is durable (WAL synced). A row
-// whose fields all tie or lose is not written and gets no sequence; even
-// then Apply returns only after every earlier change is synced, so a tie
-// with an unsynced write is never acknowledged early (DESIGN.md section 12,
-// rule 1). Concurrent Applies share WAL fsyncs.
+// version) and returns once every change is durable (WAL synced).
+// Concurrent Applies share WAL fsyncs.
+//
+// Apply writes each row without reading the stored one, as a merge
+// operand that reads and compactions merge field by field (rowMerger),
+// and gives it a sequence whether it changes the row or not; it reads
+// only for a row that would add to the tag index (a new series, or a
+// field of a kind not indexed yet), and a row newer than every stored one
+// is written whole without either. ApplyPush says when a pushed row is
+// written so. A looked-up row whose fields all tie or lose is not written
+// and gets no sequence; even then Apply returns only after every earlier
+// change is synced, so a tie with an unsynced write is never acknowledged
+// early (DESIGN.md section 12, rule 1).
 //
 // A row with an empty series, a NUL byte in its series, no fields, an
 // empty field name, a zero version or an unknown kind rejects the whole
@@ -122,7 +133,26 @@ func (sc *applyScratch) sortKey(e *applyEntry) []byte {
 // they are never reported stored), with ErrUnloading after Unload (until
 // Resume) and with ErrClosed after Close.
 func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
-	return r.ApplyFrom(rows, uuid.Nil, 0)
+	return r.ApplyPush(rows, Push{})
+}
+
+// Push describes where the rows of ApplyPush come from.
+type Push struct {
+	// Origin is the placement of the replica that pushed the rows;
+	// uuid.Nil: they are written here (Apply).
+	Origin uuid.UUID
+	// OriginSeq is ApplyFrom's originSeq.
+	OriginSeq uint64
+	// Own, when not nil, holds one flag per row: the row is its sender's
+	// own change (its log entry there names no origin: written or merged
+	// there, not stored as another replica pushed it). Such a row is
+	// written without a read, like Apply's, and its log entry here names
+	// Origin, so this replica's pushes list it as relayed. A row not
+	// flagged is a relay: it is looked up, and not stored when it ties
+	// or loses, which is what ends the relaying of a change
+	// (docs/safety.md, rule 2): every change is written blind at most
+	// once after the replica that made it, and read everywhere after.
+	Own []bool
 }
 
 // ApplyFrom is Apply for rows pushed from the replica placement origin
@@ -139,6 +169,15 @@ func (r *Replica) Apply(rows []model.Row) (ApplyResult, error) {
 // such a row that has applied origin's log up to originSeq holds the row
 // already (replication.Applied).
 func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (ApplyResult, error) {
+	return r.ApplyPush(rows, Push{Origin: origin, OriginSeq: originSeq})
+}
+
+// ApplyPush is ApplyFrom with the push's description p. A p.Own of
+// another length than rows is ErrInvalidRow.
+func (r *Replica) ApplyPush(rows []model.Row, p Push) (ApplyResult, error) {
+	if p.Own != nil && len(p.Own) != len(rows) {
+		return ApplyResult{}, fmt.Errorf("%w: %d own flags for %d rows", ErrInvalidRow, len(p.Own), len(rows))
+	}
 	if err := validateRows(rows); err != nil {
 		return ApplyResult{}, err
 	}
@@ -152,7 +191,7 @@ func (r *Replica) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64
 	sc := applyScratchPool.Get().(*applyScratch)
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
-	sc.origin, sc.originSeq = origin, originSeq
+	sc.origin, sc.originSeq, sc.own = p.Origin, p.OriginSeq, p.Own
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
@@ -386,11 +425,13 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	return ApplyResult{Changed: changed, LastSeq: last}, batch, nil
 }
 
-// buildBatch merges every entry with the stored row and adds the changed
-// rows to batch with sequences prev+1, prev+2, ... It returns the number of
-// changed rows. A row newer than every stored row (the usual case of
-// time-ordered ingest) is new without a lookup; the others are looked up
-// with one iterator, created when first needed, whose seeks are monotone.
+// buildBatch adds the rows to write to batch with sequences prev+1,
+// prev+2, ... and returns their number. A row newer than every stored row
+// (the usual case of time-ordered ingest) is new without a lookup; a row
+// this replica may write blind (sc.blind) is a merge operand; the others
+// are merged with the stored row, looked up with one iterator, created
+// when first needed, whose seeks are monotone, and written only when they
+// change it.
 func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) (int, error) {
 	var look rowLookup
 	defer look.close()
@@ -415,11 +456,15 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			oldSeq uint64
 			exists bool
 			whole  = true
+			blind  bool
 			err    error
 		)
-		if row.Time > r.applyMu.maxTime {
+		switch {
+		case row.Time > r.applyMu.maxTime:
 			merged = sc.newFields(fields)
-		} else {
+		case !r.lookUpAlways && sc.blind(e.row) && ixState.covers(row.Series, fields):
+			merged, blind = sc.newFields(fields), true
+		default:
 			if look.it == nil {
 				if look.it, err = r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
@@ -440,10 +485,17 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			return 0, fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
 		}
 		sc.valEnds = append(sc.valEnds, int32(len(sc.vals)))
-		if err := batch.Set(key, sc.vals[start:], nil); err != nil {
-			return 0, fmt.Errorf("partition: batch set: %w", err)
+		if blind {
+			// Nothing to note: covers found every index entry present.
+			if err := batch.Merge(key, sc.vals[start:], nil); err != nil {
+				return 0, fmt.Errorf("partition: batch merge: %w", err)
+			}
+		} else {
+			if err := batch.Set(key, sc.vals[start:], nil); err != nil {
+				return 0, fmt.Errorf("partition: batch set: %w", err)
+			}
+			r.noteIndex(&sc.ix, ixState, row.Series, merged)
 		}
-		r.noteIndex(&sc.ix, ixState, row.Series, merged)
 		sc.written = append(sc.written, e.row)
 		sc.whole = append(sc.whole, whole)
 		if exists {
@@ -505,7 +557,17 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 	return nil
 }
 
-// newFields returns the encoding fields of a row that is not stored yet.
+// blind reports whether input row i may be written without a read: it is
+// written here (Apply), or its pusher's own change (Push.Own).
+func (sc *applyScratch) blind(i int32) bool {
+	if sc.origin == uuid.Nil {
+		return true
+	}
+	return sc.own != nil && sc.own[i]
+}
+
+// newFields returns the encoding fields of a row that is not stored yet,
+// or of a merge operand.
 func (sc *applyScratch) newFields(in []model.Field) []encField {
 	sc.merged = sc.merged[:0]
 	for i := range in {

@@ -15,7 +15,7 @@ import (
 
 func TestApplyLastWriterWins(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 
 	res := mustApply(t, r, row("cpu", 10, fl("a", 1, 5), fl("b", 1, 5)))
 	if res.Changed != 1 || res.LastSeq != 1 {
@@ -59,7 +59,7 @@ func TestApplyLastWriterWins(t *testing.T) {
 
 func TestApplyReplayIsIdempotent(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	rng := newSeededRand(t)
 	batch := randRows(rng, 200, testSeries, testTimes(rng, 30))
 	mustApply(t, r, batch...)
@@ -145,7 +145,7 @@ func TestApplyRejectsInvalidRows(t *testing.T) {
 // the stored rows and change counts against the naive model.
 func TestApplyRandomAgainstModel(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	rng := newSeededRand(t)
 	times := testTimes(rng, 25)
 	m := naiveModel{}
@@ -197,7 +197,7 @@ func checkSeqIndex(t *testing.T, r *Replica) {
 
 func TestSeqIndexCoversLiveRowsOnly(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	mustApply(t, r, row("a", 1, fl("x", 1, 1)), row("b", 1, fl("x", 1, 1)), row("c", 1, fl("x", 1, 1))) // seqs 1-3
 	mustApply(t, r, row("a", 1, fl("x", 2, 2)))                                                         // seq 4 supersedes a's
 	mustApply(t, r, row("b", 1, fl("y", 3, 1)))                                                         // seq 5 supersedes b's
@@ -311,7 +311,7 @@ func TestGroupCommit(t *testing.T) {
 // equal the model whatever the interleaving, since LWW is order-free.
 func TestConcurrentOverwrites(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	rng := newSeededRand(t)
 	times := testTimes(rng, 12)
 	var all [][]model.Row
@@ -395,7 +395,7 @@ func TestApplyFindsStoredRowsAfterReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	p := r.Info().Placement
 	last := int64(5<<bucketShift + 12345)
 	mustApply(t, r, row("a", 100, fl("x", 1, 1)), row("a", last, fl("x", 1, 1)), row("b", last-1, fl("x", 1, 1)))
@@ -404,6 +404,7 @@ func TestApplyFindsStoredRowsAfterReopen(t *testing.T) {
 	}
 	s = openTestStore(t, dir)
 	r, _ = s.Replica(p)
+	lookingUp(r)
 	res := mustApply(t, r, row("a", last, fl("y", 2, 1)), row("b", last-1, fl("x", 9, 0)), row("c", last+1, fl("x", 3, 1)))
 	if res.Changed != 2 {
 		t.Fatalf("changed %d, want 2", res.Changed)

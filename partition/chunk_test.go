@@ -131,7 +131,7 @@ func TestChunkIngestCopiesTheRange(t *testing.T) {
 		w := want[0]
 		old := row(w.Series, w.Time, model.Field{Name: w.Fields[0].Name, Value: model.Float(-1), Version: model.Version{Wall: 0, Node: 0}})
 		old.Fields[0].Version = model.Version{Wall: -1 << 62, Node: 1}
-		if res := mustApply(t, dst, old); res.Changed != 0 {
+		if res := mustApply(t, lookingUp(dst), old); res.Changed != 0 {
 			t.Fatalf("an older version changed the ingested row: %+v", res)
 		}
 		newer := row(w.Series, w.Time, fl(w.Fields[0].Name, 42, 1<<62))
@@ -263,7 +263,7 @@ func TestChunkIngestRefusedWhenUnloadingOrDropped(t *testing.T) {
 // sender as their origin.
 func TestChunkIngestThenApply(t *testing.T) {
 	s := openTestStore(t, "")
-	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	src, dst := lookingUp(createTestReplica(t, s)), lookingUp(createTestReplica(t, s))
 	mustApply(t, src, row("a", 10, fl("v", 1, 10)), row("b", 20, fl("v", 1, 10)))
 	c := wholeChunk(t, src)
 	from := uuid.New()

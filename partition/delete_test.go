@@ -19,7 +19,7 @@ func tomb(name string, wall int64) model.Field {
 // the tombstones.
 func TestTombstones(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	mustApply(t, r,
 		row("cpu", 10, fl("a", 1, 5), fl("b", 2, 5)),
 		row("cpu", 20, fl("a", 3, 5)),

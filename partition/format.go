@@ -12,15 +12,24 @@ import (
 
 // The store's format marker (issue 17, item 6): the single-byte key 0x00,
 // whose value is the layout version of the whole store in ASCII decimal
-// ("1"). It sorts before every other key, and no namespace scan reaches
+// ("2"). It sorts before every other key, and no namespace scan reaches
 // it. A build reads only the versions it knows (supportedFormats): Open
 // refuses a store marked with any other version with ErrUnknownFormat,
 // naming the path, the version found and the versions supported, before
 // it reads or writes anything else. Open writes the marker (synced) when
-// it is absent: in a store created empty, and in a store written before
-// the marker existed, which has today's layout (version 1; its older
-// parts, the tag index and the log entries, have markers of their own,
-// 0x07 and 0x08, and are upgraded by Open as before).
+// it is absent, in a store created empty or written before the marker
+// existed, and when it names an older version it upgrades.
+//
+// The versions:
+//   - 1: rows are whole values, written with Set after a read (its older
+//     parts, the tag index and the log entries, have markers of their
+//     own, 0x07 and 0x08, and are upgraded by Open as before);
+//   - 2: a row's value may also be several row values back to back: Apply
+//     writes a change without reading the row as a pebble merge operand,
+//     and pebble's default merger concatenates the operands, oldest
+//     first (decodeRaw folds them, value.go). A build before version 2
+//     would find trailing bytes. Version 1 becomes 2 without rewriting
+//     anything.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -30,10 +39,10 @@ const nsFormat byte = 0x00
 var formatKey = []byte{nsFormat}
 
 // storeFormat is the version this build writes in a new store.
-const storeFormat = 1
+const storeFormat = 2
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{storeFormat}
+var supportedFormats = []int{1, storeFormat}
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).
@@ -88,15 +97,20 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 	return held, nil
 }
 
-// writeFormat writes the marker of storeFormat, synced, in a store that
-// had none; legacy (holdsKeys before Open wrote anything) tells a store
-// written before the marker existed from a new one, for the log.
-func (s *Store) writeFormat(legacy bool) error {
+// writeFormat writes the marker of storeFormat, synced, in a store marked
+// with an older version (from, 0 when it had none); legacy (holdsKeys
+// before Open wrote anything) tells a store written before the marker
+// existed from a new one, for the log. Version 1 needs no change of its
+// keys to be version 2: it only holds no merge operands yet.
+func (s *Store) writeFormat(from int, legacy bool) error {
 	if err := formatmark.Write(s.db, formatKey, storeFormat); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)
 	}
-	if legacy {
-		s.log.Info("partition store written before the format marker: marked format version 1", "dir", s.dir)
+	switch {
+	case from > 0:
+		s.log.Info("partition store upgraded", "dir", s.dir, "from_format", from, "format", storeFormat)
+	case legacy:
+		s.log.Info("partition store written before the format marker: marked", "dir", s.dir, "format", storeFormat)
 	}
 	return nil
 }

@@ -248,3 +248,10 @@ func randomReplica(t testing.TB) (*Replica, []model.Row, *rand.Rand, []int64) {
 	}
 	return r, m.rows(), rng, times
 }
+
+// lookingUp makes r read every row before writing it (Replica.lookUpAlways),
+// for the tests of what that read decides.
+func lookingUp(r *Replica) *Replica {
+	r.lookUpAlways = true
+	return r
+}

@@ -89,6 +89,28 @@ type indexState struct {
 	fields map[string]map[string]uint8
 }
 
+// covers reports whether the index holds series and every value field of
+// fields with its kind, so that writing the row adds nothing to it: Apply
+// then needs no merged row to note (a field that loses to a stored one of
+// another kind would otherwise be indexed with a kind no row holds).
+func (st *indexState) covers(series string, fields []model.Field) bool {
+	meas, ok := st.series[series]
+	if !ok {
+		return false
+	}
+	fm := st.fields[meas]
+	for i := range fields {
+		k := fields[i].Value.Kind
+		if k < model.KindFloat || k > model.KindString {
+			continue // not a value: no field key
+		}
+		if fm[fields[i].Name]&(1<<k) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // indexBuilder collects the index entries one Apply adds. It is part of
 // the Apply's scratch; pending entries become part of indexState only once
 // the batch is visible.

@@ -103,7 +103,7 @@ func logTestRows(t *testing.T, r *Replica) map[string]uuid.UUID {
 // keyspace: with the rows deleted underneath it, the log still decodes.
 func TestLogEntriesCarryRows(t *testing.T) {
 	s := openTestStore(t, "")
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	origins := logTestRows(t, r)
 	entries, err := r.ReadLog(0, 0)
 	if err != nil {
@@ -205,7 +205,7 @@ func legacyLog(t *testing.T, s *Store, r *Replica) int {
 func TestLegacyLogUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	placement := r.Info().Placement
 	origins := logTestRows(t, r)
 	for i := int64(0); i < 300; i++ { // enough for several pages
@@ -310,7 +310,7 @@ func TestLogFormatUnknown(t *testing.T) {
 func TestLogValuesOff(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	r.SetLogValues(false)
 	if r.LogValues() {
 		t.Fatal("LogValues after SetLogValues(false)")

@@ -15,7 +15,7 @@ import (
 func TestApplyFromRecordsOrigin(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	placement := r.Info().Placement
 	o := uuid.New()
 	applyFrom := func(rows ...model.Row) {

@@ -251,11 +251,12 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 				return nil, err
 			}
 		}
-		if raw.seq != seq && !r.applyMu.shared.Load() {
-			// In a shared space the row may have been overwritten since,
-			// by this replica or another member, without deleting the
-			// entry: its current value is sent, a superset by the merge
-			// rule.
+		if raw.seq < seq && !r.applyMu.shared.Load() {
+			// A legacy entry's row may have been overwritten since: by
+			// a later write without a read (a merge operand, which
+			// deletes no entry), or in a shared space by another member.
+			// Its current value is sent, a superset by the merge rule.
+			// Only a row older than the entry is wrong.
 			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
 		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}

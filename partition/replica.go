@@ -69,6 +69,11 @@ type Replica struct {
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
 	hookApplyLocked func()
+	// lookUpAlways, when set (tests only, before any Apply), makes Apply
+	// read every row before writing it, as before blind writes: the tests
+	// of what the read decides (a tie or a loss gets no sequence, the log
+	// holds one entry per live row) keep it on.
+	lookUpAlways bool
 }
 
 // ReplicaStats is a cheap summary of a replica for statistics reports.

@@ -16,7 +16,7 @@ func TestLogSnapshotKeepsOverwrittenRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	mustApply(t, r, row("a", 1, fl("v", 1, 1)), row("b", 2, fl("v", 1, 1)))
 	snap, err := r.SnapshotLog()
 	if err != nil {
@@ -64,7 +64,7 @@ func TestLogSnapshotKeepsOverwrittenRows(t *testing.T) {
 	if _, err := dropped.ReadLog(0, 0); !errors.Is(err, ErrDropped) {
 		t.Fatalf("ReadLog after the drop: %v; want ErrDropped", err)
 	}
-	r2 := createTestReplica(t, s)
+	r2 := lookingUp(createTestReplica(t, s))
 	mustApply(t, r2, row("a", 1, fl("v", 1, 1)))
 	if _, err := r2.SnapshotLog(); err != nil { // left open
 		t.Fatal(err)

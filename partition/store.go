@@ -256,8 +256,8 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if format == 0 {
-		if err := s.writeFormat(legacy); err != nil {
+	if format != storeFormat {
+		if err := s.writeFormat(format, legacy); err != nil {
 			_ = db.Close()
 			return nil, err
 		}

@@ -19,7 +19,7 @@ func TestThrottleSeesEveryApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	pad := strings.Repeat("x", 1000)
 	rows := make([]model.Row, 10)
 	for i := range rows {

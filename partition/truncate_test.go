@@ -20,7 +20,7 @@ import (
 func TestTruncateLog(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
-	r := createTestReplica(t, s)
+	r := lookingUp(createTestReplica(t, s))
 	placement := r.Info().Placement
 	for i := int64(0); i < 20; i++ {
 		mustApply(t, r, row(fmt.Sprintf("s%d", i%5), i, fl("a", float64(i), 1)))

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -14,6 +15,10 @@ type rawRow struct {
 	seq      uint64
 	versions []model.Version
 	fields   []rawField
+	// op and folded are decodeRaw's scratch for a value of several
+	// operands; nil until one is met.
+	op     *rawRow
+	folded []rawField
 }
 
 // rawField is one field of a rawRow.
@@ -61,9 +66,99 @@ func (f *rawField) aggValue() model.Value {
 
 func corrupt(what string) error { return fmt.Errorf("%w: %s", ErrCorrupt, what) }
 
-// decodeRaw decodes an encoded row value into r, reusing r's slices. It
+// decodeRaw decodes a stored row value into r, reusing r's slices. It
 // never panics on malformed input.
+//
+// A stored value may be several row values back to back, oldest first:
+// the merge operands that Apply writes without reading the row (format 2),
+// which pebble's default merger concatenates, during reads and
+// compactions alike. decodeRaw folds them field by field with rule 2's
+// last-writer-wins, as Apply's read would have: a later operand's field
+// replaces an earlier one's only with a strictly greater version (equal
+// versions are one write), and the row's sequence is the highest. The
+// fields of each operand must be sorted by name without duplicates, as
+// Apply writes them.
 func decodeRaw(v []byte, r *rawRow) error {
+	rest, err := r.decodeOne(v)
+	if err != nil || len(rest) == 0 {
+		return err
+	}
+	if r.op == nil {
+		r.op = new(rawRow)
+	}
+	if err := r.checkSorted(); err != nil {
+		return err
+	}
+	for len(rest) > 0 {
+		if rest, err = r.op.decodeOne(rest); err != nil {
+			return err
+		}
+		if err := r.fold(r.op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fold merges the later operand op into r (decodeRaw).
+func (r *rawRow) fold(op *rawRow) error {
+	if err := op.checkSorted(); err != nil {
+		return err
+	}
+	base := len(r.versions)
+	r.versions = append(r.versions, op.versions...)
+	out := r.folded[:0]
+	i, j := 0, 0
+	for i < len(r.fields) || j < len(op.fields) {
+		var c int
+		switch {
+		case j == len(op.fields):
+			c = -1
+		case i == len(r.fields):
+			c = 1
+		default:
+			c = bytes.Compare(r.fields[i].name, op.fields[j].name)
+		}
+		switch {
+		case c < 0:
+			out = append(out, r.fields[i])
+			i++
+		case c > 0:
+			f := op.fields[j]
+			f.ver += base
+			out = append(out, f)
+			j++
+		default:
+			if r.versions[r.fields[i].ver].Less(op.versions[op.fields[j].ver]) {
+				f := op.fields[j]
+				f.ver += base
+				out = append(out, f)
+			} else {
+				out = append(out, r.fields[i])
+			}
+			i++
+			j++
+		}
+	}
+	r.folded, r.fields = r.fields, out
+	r.seq = max(r.seq, op.seq)
+	return nil
+}
+
+// checkSorted reports an operand whose field names are not strictly
+// ascending: folding it by name would keep duplicates or lose fields.
+func (r *rawRow) checkSorted() error {
+	for i := 1; i < len(r.fields); i++ {
+		if bytes.Compare(r.fields[i-1].name, r.fields[i].name) >= 0 {
+			return corrupt("row value operand with fields out of order")
+		}
+	}
+	return nil
+}
+
+// decodeOne decodes one row value from the front of v into r and returns
+// the bytes after it.
+func (r *rawRow) decodeOne(v []byte) ([]byte, error) {
 	r.versions = r.versions[:0]
 	r.fields = r.fields[:0]
 	d := decoder{b: v}
@@ -80,7 +175,7 @@ func decodeRaw(v []byte, r *rawRow) error {
 		f.name = d.bytes()
 		vi := d.uvarint()
 		if d.err == nil && vi >= uint64(len(r.versions)) {
-			return corrupt("version index out of range")
+			return nil, corrupt("version index out of range")
 		}
 		f.ver = int(vi)
 		f.kind = model.Kind(d.byte())
@@ -92,7 +187,7 @@ func decodeRaw(v []byte, r *rawRow) error {
 		case model.KindBool:
 			b := d.byte()
 			if d.err == nil && b > 1 {
-				return corrupt("bool payload out of range")
+				return nil, corrupt("bool payload out of range")
 			}
 			f.num = uint64(b)
 		case model.KindString:
@@ -100,18 +195,15 @@ func decodeRaw(v []byte, r *rawRow) error {
 		case model.KindDeleted: // a tombstone has no payload
 		default:
 			if d.err == nil {
-				return corrupt(fmt.Sprintf("unknown kind %d", f.kind))
+				return nil, corrupt(fmt.Sprintf("unknown kind %d", f.kind))
 			}
 		}
 		r.fields = append(r.fields, f)
 	}
 	if d.err != nil {
-		return d.err
+		return nil, d.err
 	}
-	if len(d.b) != 0 {
-		return corrupt("trailing bytes")
-	}
-	return nil
+	return d.b, nil
 }
 
 // decoder reads the primitives of a row value; the first error sticks and

@@ -153,8 +153,8 @@ type observingApplier struct {
 	last    uint64
 }
 
-// ApplyFrom applies rows pushed from the placement origin.
-func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error) {
+// ApplyPush applies rows pushed from the placement p.Origin.
+func (a *observingApplier) ApplyPush(rows []model.Row, p partition.Push) (partition.ApplyResult, error) {
 	var newest model.Version
 	for _, r := range rows {
 		for _, f := range r.Fields {
@@ -164,7 +164,7 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originS
 		}
 	}
 	a.observe(newest)
-	res, err := a.rep.ApplyFrom(rows, origin, originSeq)
+	res, err := a.rep.ApplyPush(rows, p)
 	if err == nil {
 		a.changed += res.Changed
 		a.last = max(a.last, res.LastSeq)
@@ -173,7 +173,7 @@ func (a *observingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originS
 }
 
 // IngestChunk stores a row snapshot's chunk pushed here, moving the clock
-// past its versions first, like ApplyFrom.
+// past its versions first, like ApplyPush.
 func (a *observingApplier) IngestChunk(chunk []byte, count int, origin uuid.UUID) (partition.ApplyResult, error) {
 	res, err := a.rep.IngestChunkObserved(chunk, count, origin, a.observe)
 	if err == nil {

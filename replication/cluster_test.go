@@ -146,13 +146,29 @@ func (n *testNet) checkNotSentBack(t testing.TB) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A row may have several entries: a relay stored first (it
+		// overtook the origin's push), then the origin's own push,
+		// written without a read. Only a row whose every entry came from
+		// one placement must never go back there.
+		origins := map[string]map[uuid.UUID]bool{}
 		for _, e := range entries {
-			if !strings.HasPrefix(e.Row.Series, "u,origin=") || e.Origin == uuid.Nil {
+			if !strings.HasPrefix(e.Row.Series, "u,origin=") {
 				continue
 			}
 			key := fmt.Sprintf("%s@%d", e.Row.Series, e.Row.Time)
-			if from := server[e.Origin]; n.sent[id+">"+from+">"+key] {
-				n.violations = append(n.violations, fmt.Sprintf("%s→%s: %s came from there", id, from, key))
+			if origins[key] == nil {
+				origins[key] = map[uuid.UUID]bool{}
+			}
+			origins[key][e.Origin] = true
+		}
+		for key, os := range origins {
+			if len(os) != 1 {
+				continue
+			}
+			for o := range os {
+				if from := server[o]; o != uuid.Nil && n.sent[id+">"+from+">"+key] {
+					n.violations = append(n.violations, fmt.Sprintf("%s→%s: %s came from there", id, from, key))
+				}
 			}
 		}
 	}
@@ -163,7 +179,7 @@ func TestThreeReplicasConverge(t *testing.T) {
 		name  string
 		kind  fault
 		rate  float64
-		exact bool // each unique row is delivered exactly 4 times
+		exact bool // each unique row is delivered 4 to 6 times
 		// truncate: the pushers truncate their logs (not KeepLog); the
 		// logs' origins are then not checked (checkNotSentBack reads them
 		// from 0).
@@ -301,8 +317,11 @@ func testConverge(t *testing.T, kind fault, rate float64, exact, truncate bool, 
 		t.Fatalf("%d unique rows shipped, want %d", len(net.shipped), 3*uniquePerNode)
 	}
 	for key, n := range net.shipped {
-		if exact && n != 4 {
-			t.Fatalf("row %s delivered %d times; want exactly 4 (origin→2 peers, each peer→the other)", key, n)
+		// origin→2 peers, each peer→the other; and each peer that stored
+		// the other's relay before the origin's own push writes that push
+		// again (without a read) and relays it once more: 4 to 6.
+		if exact && (n < 4 || n > 6) {
+			t.Fatalf("row %s delivered %d times; want 4 to 6 (origin→2 peers, each peer→the other, once more after a relay that overtook the origin's push)", key, n)
 		}
 	}
 	t.Logf("%d pushes, %d bytes, %.1f bytes/row delivered, %d relayed rows dropped unread", net.pushes, net.bytes,

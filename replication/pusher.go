@@ -398,7 +398,10 @@ type target struct {
 	// relayed are the runs of rows that carry their origin's sequence
 	// (wire.PushRequest.Relayed).
 	relayed []wire.RelaySpan
-	buf     []byte
+	// own are the runs of rows that are this replica's own changes
+	// (wire.PushRequest.Own).
+	own []wire.Span
+	buf []byte
 	// ahead is how far reads got past the cursor aheadOf without the
 	// cursor moving: a batch cut by its size that skips a sequence (a row
 	// overwritten since, now at a higher sequence, maybe beyond the batch)
@@ -1102,7 +1105,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
-	t.rows, t.relayed = filterRows(t.rows[:0], t.relayed[:0], b.entries, &st)
+	t.rows, t.relayed, t.own = filterRows(t.rows[:0], t.relayed[:0], t.own[:0], b.entries, &st)
 	if len(t.rows) == 0 && b.chunk.Rows == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
@@ -1140,6 +1143,11 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		t.buf = AppendRows(t.buf[:0], t.rows)
 		req.Rows = t.buf
 		req.Relayed = t.relayed
+		if !req.Snapshot {
+			// A row snapshot's rows are read from the data space, not
+			// from log entries: nothing says whose changes they are.
+			req.Own = t.own
+		}
 	}
 	clear(t.rows) // drop references to the entries
 	if err := p.send(ctx, t, &st, req); err != nil {
@@ -1705,13 +1713,16 @@ func rowSize(r *model.Row) int {
 // For a replica target it also appends to spans the runs of those rows
 // that another replica pushed here with its log's sequence
 // (LogEntry.OriginSeq): the receiver drops them if that replica's own
-// push has delivered them (wire.PushRequest.Relayed).
+// push has delivered them (wire.PushRequest.Relayed). For every target it
+// appends to own the runs of rows that are this replica's own changes
+// (no LogEntry.Origin): the receiver writes them without a read
+// (wire.PushRequest.Own).
 //
 // The skip rule is keyed on the placement that sent a row, never on the
 // server whose node id its versions carry: a row stamped by a front end
 // (a smeared insert) may be stored first by another replica, and the
 // stamping server's own replica may lack it.
-func filterRows(dst []model.Row, spans []wire.RelaySpan, entries []partition.LogEntry, st *pushState) ([]model.Row, []wire.RelaySpan) {
+func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, entries []partition.LogEntry, st *pushState) ([]model.Row, []wire.RelaySpan, []wire.Span) {
 	for i := range entries {
 		r := &entries[i].Row
 		// Every target gets only the rows of its own range: a split child
@@ -1731,9 +1742,17 @@ func filterRows(dst []model.Row, spans []wire.RelaySpan, entries []partition.Log
 				spans = append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
 			}
 		}
+		if entries[i].Origin == uuid.Nil {
+			n := len(dst)
+			if k := len(own) - 1; k >= 0 && own[k].End == n {
+				own[k].End++
+			} else {
+				own = append(own, wire.Span{Start: n, End: n + 1})
+			}
+		}
 		dst = append(dst, *r)
 	}
-	return dst, spans
+	return dst, spans, own
 }
 
 func inRange(t int64, begin, end *int64) bool {

@@ -16,15 +16,17 @@ import (
 // Applier is a local replica receiving pushes; *partition.Replica
 // implements it.
 type Applier interface {
-	// ApplyFrom stores rows pushed from the placement origin and records
-	// origin with each row whose stored value it alone wrote (see
+	// ApplyPush stores rows pushed from the placement p.Origin and
+	// records it with each row whose stored value it alone wrote (see
 	// partition.Replica.ApplyFrom), so that this replica's pushes do not
 	// send the row back there.
 	//
-	// originSeq, when not 0, bounds the sequences of origin's log that
+	// p.OriginSeq, when not 0, bounds the sequences of origin's log that
 	// hold the rows there (the push's LastSeq): the replica reports it
-	// when it relays those rows (partition.LogEntry.OriginSeq).
-	ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error)
+	// when it relays those rows (partition.LogEntry.OriginSeq). p.Own
+	// flags the rows that are the sender's own changes
+	// (wire.PushRequest.Own), written without a read.
+	ApplyPush(rows []model.Row, p partition.Push) (partition.ApplyResult, error)
 }
 
 // ChunkApplier is an Applier that stores a row snapshot's chunks
@@ -63,8 +65,8 @@ type ReceiveResult struct {
 // applied, when not nil, remembers what each sender's pushes delivered
 // (their ClaimsTo, once applied), and the rows of req.Relayed that it
 // shows the receiver holds already are dropped before the apply (no row
-// lookup). A Relayed span out of the rows' bounds, or out of order, is
-// ErrCorrupt before anything is applied.
+// lookup). A Relayed or Own span out of the rows' bounds, or out of
+// order, is ErrCorrupt before anything is applied.
 func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResult, error) {
 	if len(req.Rows) == 0 {
 		if req.Count != 0 {
@@ -109,7 +111,11 @@ func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error
 	if len(rows) == 0 {
 		return 0, 0, nil
 	}
-	keep, err := applied.dropHeld(rows, req)
+	own, err := ownFlags(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	keep, own, err := applied.dropHeld(rows, own, req)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -122,7 +128,7 @@ func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error
 		originSeq = 0
 	}
 	if len(keep) > 0 {
-		if _, err := a.ApplyFrom(keep, req.FromPlacement, originSeq); err != nil {
+		if _, err := a.ApplyPush(keep, partition.Push{Origin: req.FromPlacement, OriginSeq: originSeq, Own: own}); err != nil {
 			return 0, 0, fmt.Errorf("replication: apply push from %s to %s: %w", req.FromServer, req.ToPlacement, err)
 		}
 	}
@@ -185,24 +191,51 @@ func (a *Applied) Forget(to uuid.UUID) {
 	a.mu.Unlock()
 }
 
+// ownFlags returns one flag per row of req, set for the rows of req.Own
+// (nil when it lists none), after checking every span lies within the
+// rows, in order.
+func ownFlags(req wire.PushRequest) ([]bool, error) {
+	if len(req.Own) == 0 {
+		return nil, nil
+	}
+	prevEnd := 0
+	for _, sp := range req.Own {
+		if sp.Start < prevEnd || sp.End <= sp.Start || sp.End > req.Count {
+			return nil, fmt.Errorf("%w: push from %s: own rows [%d, %d) out of order or beyond its %d rows", ErrCorrupt, req.FromServer, sp.Start, sp.End, req.Count)
+		}
+		prevEnd = sp.End
+	}
+	own := make([]bool, req.Count)
+	for _, sp := range req.Own {
+		for i := sp.Start; i < sp.End; i++ {
+			own[i] = true
+		}
+	}
+	return own, nil
+}
+
 // dropHeld returns rows without the runs of req.Relayed that the
-// receiver is known to hold (rows itself when none is dropped), after
-// checking every span lies within rows, in order.
-func (a *Applied) dropHeld(rows []model.Row, req wire.PushRequest) ([]model.Row, error) {
+// receiver is known to hold (rows itself when none is dropped), and own
+// (one flag per row, or nil) without the same rows, after checking every
+// span lies within rows, in order.
+func (a *Applied) dropHeld(rows []model.Row, own []bool, req wire.PushRequest) ([]model.Row, []bool, error) {
 	if len(req.Relayed) == 0 {
-		return rows, nil
+		return rows, own, nil
 	}
 	prevEnd := 0
 	for _, sp := range req.Relayed {
 		if sp.Start < prevEnd || sp.End <= sp.Start || sp.End > len(rows) {
-			return nil, fmt.Errorf("%w: push from %s: relayed rows [%d, %d) out of order or beyond its %d rows", ErrCorrupt, req.FromServer, sp.Start, sp.End, len(rows))
+			return nil, nil, fmt.Errorf("%w: push from %s: relayed rows [%d, %d) out of order or beyond its %d rows", ErrCorrupt, req.FromServer, sp.Start, sp.End, len(rows))
 		}
 		prevEnd = sp.End
 	}
 	if a == nil {
-		return rows, nil
+		return rows, own, nil
 	}
-	var keep []model.Row
+	var (
+		keep    []model.Row
+		keepOwn []bool
+	)
 	next := 0 // rows before next are in keep or dropped
 	for _, sp := range req.Relayed {
 		if sp.Seq == 0 || sp.Origin == uuid.Nil || a.Level(req.ToPlacement, sp.Origin) < sp.Seq {
@@ -212,12 +245,22 @@ func (a *Applied) dropHeld(rows []model.Row, req wire.PushRequest) ([]model.Row,
 			keep = make([]model.Row, 0, len(rows))
 		}
 		keep = append(keep, rows[next:sp.Start]...)
+		if own != nil {
+			keepOwn = append(keepOwn, own[next:sp.Start]...)
+		}
 		next = sp.End
 	}
 	if keep == nil {
-		return rows, nil
+		return rows, own, nil
 	}
-	return append(keep, rows[next:]...), nil
+	keep = append(keep, rows[next:]...)
+	if own != nil {
+		keepOwn = append(keepOwn, own[next:]...)
+		if len(keepOwn) == 0 {
+			keepOwn = nil
+		}
+	}
+	return keep, keepOwn, nil
 }
 
 // JoinProgress records, per receiving placement, which sending servers

@@ -13,19 +13,21 @@ import (
 	"github.com/tsdb/tsdb/partition"
 )
 
-// countingApplier records ApplyFrom calls and fails with err.
+// countingApplier records ApplyPush calls and fails with err.
 type countingApplier struct {
 	calls     int
 	origin    uuid.UUID
 	originSeq uint64
 	rows      []model.Row
+	own       []bool
 	err       error
 }
 
-func (a *countingApplier) ApplyFrom(rows []model.Row, origin uuid.UUID, originSeq uint64) (partition.ApplyResult, error) {
+func (a *countingApplier) ApplyPush(rows []model.Row, p partition.Push) (partition.ApplyResult, error) {
 	a.calls++
-	a.origin, a.originSeq = origin, originSeq
+	a.origin, a.originSeq = p.Origin, p.OriginSeq
 	a.rows = append(a.rows, rows...)
+	a.own = append(a.own, p.Own...)
 	return partition.ApplyResult{Changed: len(rows)}, a.err
 }
 

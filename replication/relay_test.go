@@ -20,10 +20,10 @@ func pushOf(t *testing.T, from *replicaLog, to uuid.UUID, pid uuid.UUID) wire.Pu
 		t.Fatal(err)
 	}
 	st := pushState{spec: replicaTarget("to", to, pid)}
-	rows, spans := filterRows(nil, nil, entries, &st)
+	rows, spans, own := filterRows(nil, nil, nil, entries, &st)
 	last := entries[len(entries)-1].Seq
 	return wire.PushRequest{FromServer: "from", FromPlacement: from.placement(), ToPlacement: to,
-		Rows: AppendRows(nil, rows), Count: len(rows), LastSeq: last, ClaimsTo: last, Relayed: spans}
+		Rows: AppendRows(nil, rows), Count: len(rows), LastSeq: last, ClaimsTo: last, Relayed: spans, Own: own}
 }
 
 // TestRelayDroppedOnlyOnceHeld: B relays to C a row that A pushed to B.
@@ -55,6 +55,9 @@ func TestRelayDroppedOnlyOnceHeld(t *testing.T) {
 	if len(relay.Relayed) != 1 || relay.Relayed[0] != (wire.RelaySpan{Start: 3, End: 4, Origin: a.placement(), Seq: toB.LastSeq}) {
 		t.Fatalf("relay spans %+v", relay.Relayed)
 	}
+	if len(relay.Own) != 1 || relay.Own[0] != (wire.Span{Start: 0, End: 3}) {
+		t.Fatalf("own spans %+v; want B's own three rows", relay.Own)
+	}
 	res, err := ReceiveWith(c, relay, &appliedC)
 	if err != nil || res.Rows != 4 || res.Dropped != 0 || len(scanAll(t, c)) != 4 {
 		t.Fatalf("relay before the origin's push: %+v, %v, C holds %d rows; want it applied", res, err, len(scanAll(t, c)))
@@ -72,8 +75,10 @@ func TestRelayDroppedOnlyOnceHeld(t *testing.T) {
 	if err != nil || res.Rows != 4 || res.Dropped != 1 {
 		t.Fatalf("relay after the origin's push: %+v, %v; want A's row dropped", res, err)
 	}
-	if c.HighSeq() != highC || len(scanAll(t, c)) != 4 {
-		t.Fatalf("C changed: high %d → %d", highC, c.HighSeq())
+	// Only B's own rows of the relay are written again (without a read,
+	// each with a sequence: 3), and A's row once, by A's push (1).
+	if c.HighSeq() != highC+4 || len(scanAll(t, c)) != 4 {
+		t.Fatalf("C: high %d → %d, want %d (A's push and B's own rows); %d rows", highC, c.HighSeq(), highC+4, len(scanAll(t, c)))
 	}
 
 	// A relay of a row beyond what A delivered to C is applied.
@@ -82,9 +87,13 @@ func TestRelayDroppedOnlyOnceHeld(t *testing.T) {
 	if _, err := ReceiveWith(b, toB2, &appliedB); err != nil {
 		t.Fatal(err)
 	}
+	// (pushOf sends A's whole log again: B writes A's first row again,
+	// without a read, at a sequence of its own whose bound at A is
+	// toB2's. Its relay is then beyond what A delivered to C, and applied
+	// like the new row.)
 	res, err = ReceiveWith(c, pushOf(t, b, c.placement(), pid), &appliedC)
-	if err != nil || res.Rows != 5 || res.Dropped != 1 {
-		t.Fatalf("relay of one held and one new row of A: %+v, %v; want 1 of 5 dropped", res, err)
+	if err != nil || res.Rows != 6 || res.Dropped != 1 {
+		t.Fatalf("relay of one held and one new row of A: %+v, %v; want 1 of 6 dropped", res, err)
 	}
 	if rows := scanAll(t, c); len(rows) != 5 {
 		t.Fatalf("C holds %d rows, want 5", len(rows))
@@ -140,5 +149,41 @@ func TestRelaySpansChecked(t *testing.T) {
 	req = wire.PushRequest{Rows: AppendRows(nil, rows), Count: 2, LastSeq: 5, ClaimsTo: 9, FromPlacement: origin, ToPlacement: to}
 	if _, err := ReceiveWith(&a, req, &applied); err != nil || applied.Level(to, origin) != 5 {
 		t.Fatalf("claim above LastSeq: %v, level %d; want 5", err, applied.Level(to, origin))
+	}
+}
+
+// TestOwnSpansChecked: an Own span outside the push's rows or out of order
+// is ErrCorrupt and nothing is applied; a well-formed one reaches the
+// replica as one flag per row, without the flags of the relayed rows
+// dropped before the apply.
+func TestOwnSpansChecked(t *testing.T) {
+	rows := []model.Row{row("a", "s", 1, 1, "v", 1), row("a", "s", 2, 1, "v", 2), row("a", "s", 3, 1, "v", 3)}
+	for _, spans := range [][]wire.Span{
+		{{Start: 0, End: 4}},
+		{{Start: 1, End: 1}},
+		{{Start: -1, End: 1}},
+		{{Start: 1, End: 2}, {Start: 0, End: 1}},
+	} {
+		var a countingApplier
+		req := wire.PushRequest{Rows: AppendRows(nil, rows), Count: 3, LastSeq: 5, Own: spans}
+		if _, err := ReceiveWith(&a, req, &Applied{}); !errors.Is(err, ErrCorrupt) || a.calls != 0 {
+			t.Errorf("own spans %+v: %v after %d applies; want ErrCorrupt, none", spans, err, a.calls)
+		}
+	}
+	origin, relayOrigin, to := uuid.New(), uuid.New(), uuid.New()
+	var applied Applied
+	applied.note(to, relayOrigin, 10)
+	var a countingApplier
+	req := wire.PushRequest{Rows: AppendRows(nil, rows), Count: 3, LastSeq: 5, FromPlacement: origin, ToPlacement: to,
+		Own:     []wire.Span{{Start: 0, End: 1}, {Start: 2, End: 3}},
+		Relayed: []wire.RelaySpan{{Start: 1, End: 2, Origin: relayOrigin, Seq: 4}}}
+	res, err := ReceiveWith(&a, req, &applied)
+	if err != nil || res.Dropped != 1 || len(a.rows) != 2 || len(a.own) != 2 || !a.own[0] || !a.own[1] {
+		t.Fatalf("%+v, %v: applied %d rows with own flags %v; want 2 rows, both own", res, err, len(a.rows), a.own)
+	}
+	a = countingApplier{}
+	req.Own = nil
+	if _, err := ReceiveWith(&a, req, &applied); err != nil || a.own != nil {
+		t.Fatalf("no own spans: %v, flags %v; want none", err, a.own)
 	}
 }

@@ -91,6 +91,22 @@ type PushRequest struct {
 	// the filter applies every row. (A server from before it refuses
 	// pushes carrying it: its JSON decoding is strict.)
 	Relayed []RelaySpan `json:"relayed,omitempty"`
+	// Own lists the runs of rows that the sender's log holds as its own
+	// changes (partition.LogEntry.Origin is nil: written or merged there,
+	// not stored as another replica pushed them). The receiver writes
+	// them without reading its stored rows (partition.Push.Own), and
+	// looks up the others, which ends their relaying (docs/safety.md,
+	// rule 2). Optional: a receiver looks up every row of a push without
+	// it, and a row snapshot's batch has none. (A server from before it
+	// refuses pushes carrying it: its JSON decoding is strict.)
+	Own []Span `json:"own,omitempty"`
+}
+
+// Span is a run of rows of a push, Rows[Start:End] in the order of the
+// push's rows.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
 }
 
 // RelaySpan is a run of rows of a push, Rows[Start:End] in the order of

@@ -1,0 +1,252 @@
+package partition
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// TestDecodeFoldsOperands: a stored value of several row values back to
+// back (merge operands, concatenated by pebble oldest first) decodes as
+// rule 2 merges them: per field the highest version, the older operand's
+// on a tie, and the highest sequence.
+func TestDecodeFoldsOperands(t *testing.T) {
+	var enc valueEncoder
+	op := func(seq uint64, fields ...model.Field) []byte {
+		fs := make([]encField, len(fields))
+		for i := range fields {
+			fs[i] = encFromModel(&fields[i])
+		}
+		return enc.appendValue(nil, seq, fs)
+	}
+	v := op(3, fl("a", 1, 5), fl("c", 1, 1))
+	v = append(v, op(7, fl("a", 2, 4), fl("b", 2, 2))...)                                    // a loses, b is new
+	v = append(v, op(5, fl("a", 3, 5), fl("c", 3, 2), fl("d", 3, 1))...)                     // a ties (older kept), c wins
+	v = append(v, op(6, model.Field{Name: "d", Value: model.Deleted(), Version: ver(9)})...) // a tombstone wins
+	var raw rawRow
+	if err := decodeRaw(v, &raw); err != nil {
+		t.Fatal(err)
+	}
+	got := toModelRow("s", 1, &raw, interner{}, nil, false, &fieldSlab{})
+	want := row("s", 1, fl("a", 1, 5), fl("b", 2, 2), fl("c", 3, 2), model.Field{Name: "d", Value: model.Deleted(), Version: ver(9)})
+	if err := sameRow(got, want); err != nil {
+		t.Fatal(err)
+	}
+	if raw.seq != 7 {
+		t.Fatalf("folded sequence %d, want 7 (the highest)", raw.seq)
+	}
+	// The same value decodes the same way again with the scratch reused.
+	if err := decodeRaw(v, &raw); err != nil || raw.seq != 7 || len(raw.fields) != 4 {
+		t.Fatalf("second decode: %v, seq %d, %d fields", err, raw.seq, len(raw.fields))
+	}
+
+	// An operand whose fields are out of order, or bytes that are not a
+	// value after a good one, are corrupt.
+	bad := op(1, fl("a", 1, 1))
+	fb, fa := fl("b", 1, 1), fl("a", 1, 1)
+	unsorted := []encField{encFromModel(&fb), encFromModel(&fa)}
+	bad = enc.appendValue(bad, 2, unsorted)
+	if err := decodeRaw(bad, &raw); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("operand out of order: %v, want ErrCorrupt", err)
+	}
+	if err := decodeRaw(append(op(1, fl("a", 1, 1)), 0xff), &raw); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("trailing garbage: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestBlindWritesGetSequences: a late row whose series and field kinds
+// are indexed is written without a read: it gets a sequence even when it
+// ties or loses, its log entry carries only its own fields, and reads
+// merge it as the read would have.
+func TestBlindWritesGetSequences(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5), fl("b", 1, 5)), row("cpu", 20, fl("a", 1, 1)))
+	high := r.HighSeq()
+	res := mustApply(t, r, row("cpu", 10, fl("a", 2, 4))) // loses, late: blind
+	if res.Changed != 1 || r.HighSeq() != high+1 {
+		t.Fatalf("blind losing write: %+v, high %d → %d; want one sequence", res, high, r.HighSeq())
+	}
+	mustApply(t, r, row("cpu", 10, fl("b", 3, 6))) // wins
+	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", 10, fl("a", 1, 5), fl("b", 3, 6)), row("cpu", 20, fl("a", 1, 1))}); err != nil {
+		t.Fatal(err)
+	}
+	log, err := r.ReadLog(high, 0)
+	if err != nil || len(log) != 2 {
+		t.Fatalf("log after %d: %+v, %v; want the two blind writes", high, log, err)
+	}
+	if err := sameRow(log[0].Row, row("cpu", 10, fl("a", 2, 4))); err != nil {
+		t.Fatalf("blind entry carries %v", err)
+	}
+	// A new field kind is looked up (the index learns it from the merged
+	// row), and the operands fold the same after a flush and a reopen.
+	mustApply(t, r, row("cpu", 10, model.Field{Name: "a", Value: model.Int(7), Version: ver(2)}))
+	want := []model.Row{row("cpu", 10, fl("a", 1, 5), fl("b", 3, 6)), row("cpu", 20, fl("a", 1, 1))}
+	if err := s.DB().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatalf("after flush: %v", err)
+	}
+	if rep, err := r.CheckIndex(false); err != nil || !rep.OK() {
+		t.Fatalf("index %+v, %v", rep, err)
+	}
+}
+
+// TestBlindWritesMatchLookedUp is the differential test of writes without
+// a read: random batches (colliding keys, ties of equal versions with
+// other values, tombstones, every kind) applied to one replica that
+// writes blind and one that reads first read the same after every batch,
+// across flushes, compactions and reopens; and the blind replica's log,
+// replayed into a third, gives the same rows again.
+func TestBlindWritesMatchLookedUp(t *testing.T) {
+	rng := newSeededRand(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	sa, sb := openTestStore(t, dirA), openTestStore(t, dirB)
+	info := testInfo(uuid.New())
+	a, err := sa.CreateReplica(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sb.CreateReplica(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookingUp(b)
+	times := testTimes(rng, 25)
+	for round := 0; round < 40; round++ {
+		rows := randRows(rng, 1+rng.Intn(80), testSeries, times)
+		mustApply(t, a, rows...)
+		mustApply(t, b, rows...)
+		switch rng.Intn(8) {
+		case 0:
+			for _, s := range []*Store{sa, sb} {
+				if err := s.DB().Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 1:
+			for _, s := range []*Store{sa, sb} {
+				if err := s.DB().Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 2:
+			for _, s := range []*Store{sa, sb} {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sa, sb = openTestStore(t, dirA), openTestStore(t, dirB)
+			a, _ = sa.Replica(info.Placement)
+			b, _ = sb.Replica(info.Placement)
+			lookingUp(b)
+		}
+		if err := sameRows(scanAll(t, a), scanAll(t, b)); err != nil {
+			t.Fatalf("round %d: blind and looked-up replicas differ: %v", round, err)
+		}
+	}
+	if a.HighSeq() <= b.HighSeq() {
+		t.Fatalf("blind replica at sequence %d, looked-up at %d: no write went without a read", a.HighSeq(), b.HighSeq())
+	}
+	if rep, err := a.CheckIndex(false); err != nil || !rep.OK() {
+		t.Fatalf("blind replica's index: %+v, %v", rep, err)
+	}
+	log, err := a.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := createTestReplica(t, openTestStore(t, ""))
+	for _, e := range log {
+		if _, err := c.ApplyFrom([]model.Row{e.Row}, uuid.New(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sameRows(scanAll(t, c), scanAll(t, a)); err != nil {
+		t.Fatalf("the blind replica's log replayed: %v", err)
+	}
+	t.Logf("blind replica wrote %d sequences, looked-up %d", a.HighSeq(), b.HighSeq())
+}
+
+// TestApplyPushOwnRows: a pushed row flagged as its sender's own change is
+// written without a read (a tie gets a sequence) and its entry names the
+// sender; a relayed row is looked up and a tie is not stored. Own flags
+// of another length than the rows are refused before anything is written.
+func TestApplyPushOwnRows(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 1, 5)))
+	sender := uuid.New()
+	high := r.HighSeq()
+	tie := []model.Row{row("cpu", 10, fl("a", 1, 5)), row("cpu", 10, fl("a", 1, 5))}
+	res, err := r.ApplyPush(tie[:1], Push{Origin: sender, Own: []bool{false}})
+	if err != nil || res.Changed != 0 || r.HighSeq() != high {
+		t.Fatalf("relayed tie: %+v, %v; want nothing stored", res, err)
+	}
+	res, err = r.ApplyPush(tie[:1], Push{Origin: sender, Own: []bool{true}})
+	if err != nil || res.Changed != 1 || r.HighSeq() != high+1 {
+		t.Fatalf("own tie: %+v, %v; want it written with a sequence", res, err)
+	}
+	log, err := r.ReadLog(high, 0)
+	if err != nil || len(log) != 1 || log[0].Origin != sender {
+		t.Fatalf("own row's entry %+v, %v; want it to name the sender", log, err)
+	}
+	if _, err := r.ApplyPush(tie, Push{Origin: sender, Own: []bool{true}}); !errors.Is(err, ErrInvalidRow) || r.HighSeq() != high+1 {
+		t.Fatalf("own flags of another length: %v; want ErrInvalidRow and nothing written", err)
+	}
+}
+
+// TestFormatOneUpgrades: a store of format 1 (written by a build before
+// writes without a read) opens, keeps its rows, is marked 2, and takes
+// blind writes that read back merged after a reopen.
+func TestFormatOneUpgrades(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := lookingUp(createTestReplica(t, s))
+	p := r.Info().Placement
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 1, 5)))
+	setMarker(t, s, "1")
+
+	s, log := openLogged(t, dir)
+	if got := formatMarker(t, s); got != "2" {
+		t.Fatalf("marker after opening a format 1 store = %q, want \"2\"", got)
+	}
+	if !strings.Contains(log.String(), "from_format=1") {
+		t.Fatalf("upgrade not logged:\n%s", log)
+	}
+	r, _ = s.Replica(p)
+	mustApply(t, r, row("cpu", 10, fl("a", 2, 6)))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	r, _ = s.Replica(p)
+	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", 10, fl("a", 2, 6)), row("cpu", 20, fl("a", 1, 5))}); err != nil {
+		t.Fatal(err)
+	}
+	// The upgraded store holds the write as a second operand of the row:
+	// it was written without a read.
+	it, err := s.DB().NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	operands := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		rest, err := new(rawRow).decodeOne(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rest) > 0 {
+			operands++
+		}
+	}
+	if operands != 1 {
+		t.Fatalf("%d rows hold several operands, want 1", operands)
+	}
+}
