@@ -232,9 +232,12 @@ func TestTablePatchRetentionAndDrop(t *testing.T) {
 	}
 	c.insertLP("s2", "cpu", []byte(fmt.Sprintf("m,s=x v=1 %d\n", now.UnixNano())))
 	for _, id := range []string{"s1", "s2", "s3"} {
-		if got := rawRows(t, c.client(id), "cpu"); got != 1 {
-			t.Fatalf("re-created table via %s after one insert: %d rows, want 1", id, got)
-		}
+		// A read of consistency one may lag the acknowledgement by the
+		// replication delay: the replica it reads need not be among those
+		// that acknowledged.
+		waitFor(t, "re-created table via "+id+" holding the one row inserted", func() bool {
+			return rawRows(t, c.client(id), "cpu") == 1
+		})
 	}
 }
 
