@@ -459,10 +459,14 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			blind  bool
 			err    error
 		)
+		own := sc.blind(e.row)
+		if !own {
+			r.store.relayed.add(key) // a relay: looked up, or new
+		}
 		switch {
 		case row.Time > r.applyMu.maxTime:
 			merged = sc.newFields(fields)
-		case !r.lookUpAlways && sc.blind(e.row) && ixState.covers(row.Series, fields):
+		case !r.lookUpAlways && own && ixState.covers(row.Series, fields) && (sc.origin == uuid.Nil || r.pushedBlind(key)):
 			merged, blind = sc.newFields(fields), true
 		default:
 			if look.it == nil {
@@ -564,6 +568,17 @@ func (sc *applyScratch) blind(i int32) bool {
 		return true
 	}
 	return sc.own != nil && sc.own[i]
+}
+
+// pushedBlind reports whether a pushed row of its sender's own, at key,
+// is written blind: not relayed here lately (recentRelays). At "now" the
+// same row usually arrives twice within milliseconds, from its
+// coordinator and as another replica's relay; written blind after the
+// relay, the coordinator's copy would get a sequence and be relayed once
+// more (measured without the check: RF 3 ingest 8% slower, 4.2 pushes per
+// row instead of 4).
+func (r *Replica) pushedBlind(key []byte) bool {
+	return !r.store.relayed.has(key)
 }
 
 // newFields returns the encoding fields of a row that is not stored yet,

@@ -173,14 +173,15 @@ func TestBlindWritesMatchLookedUp(t *testing.T) {
 	t.Logf("blind replica wrote %d sequences, looked-up %d", a.HighSeq(), b.HighSeq())
 }
 
-// TestApplyPushOwnRows: a pushed row flagged as its sender's own change is
-// written without a read (a tie gets a sequence) and its entry names the
-// sender; a relayed row is looked up and a tie is not stored. Own flags
+// TestApplyPushOwnRows: a late pushed row flagged as its sender's own
+// change is written without a read (a tie gets a sequence) and its entry
+// names the sender; a relayed row and an own row relayed here lately are
+// looked up, and a tie is not stored. Own flags
 // of another length than the rows are refused before anything is written.
 func TestApplyPushOwnRows(t *testing.T) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
-	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 1, 5)))
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 1, 5)), row("cpu", 30, fl("a", 1, 5)))
 	sender := uuid.New()
 	high := r.HighSeq()
 	tie := []model.Row{row("cpu", 10, fl("a", 1, 5)), row("cpu", 10, fl("a", 1, 5))}
@@ -188,7 +189,8 @@ func TestApplyPushOwnRows(t *testing.T) {
 	if err != nil || res.Changed != 0 || r.HighSeq() != high {
 		t.Fatalf("relayed tie: %+v, %v; want nothing stored", res, err)
 	}
-	res, err = r.ApplyPush(tie[:1], Push{Origin: sender, Own: []bool{true}})
+	ownTie := []model.Row{row("cpu", 20, fl("a", 1, 5))} // a key never relayed here
+	res, err = r.ApplyPush(ownTie, Push{Origin: sender, Own: []bool{true}})
 	if err != nil || res.Changed != 1 || r.HighSeq() != high+1 {
 		t.Fatalf("own tie: %+v, %v; want it written with a sequence", res, err)
 	}
@@ -198,6 +200,18 @@ func TestApplyPushOwnRows(t *testing.T) {
 	}
 	if _, err := r.ApplyPush(tie, Push{Origin: sender, Own: []bool{true}}); !errors.Is(err, ErrInvalidRow) || r.HighSeq() != high+1 {
 		t.Fatalf("own flags of another length: %v; want ErrInvalidRow and nothing written", err)
+	}
+	// A row relayed here lately (a relay that overtook its origin's own
+	// push) is looked up when the origin's push brings it: a tie, not
+	// stored, so not relayed once more.
+	relayed := row("cpu", 15, fl("a", 4, 5))
+	if _, err := r.ApplyPush([]model.Row{relayed}, Push{Origin: uuid.New()}); err != nil {
+		t.Fatal(err)
+	}
+	high = r.HighSeq()
+	res, err = r.ApplyPush([]model.Row{relayed}, Push{Origin: sender, Own: []bool{true}})
+	if err != nil || res.Changed != 0 || r.HighSeq() != high {
+		t.Fatalf("own push of a row relayed lately: %+v, %v; want it looked up, a tie", res, err)
 	}
 }
 

@@ -86,6 +86,9 @@ type Store struct {
 	// upgradeSkipped counts the legacy log entries the upgrade at Open
 	// left as they were (their row missing): see UpgradeSkipped.
 	upgradeSkipped atomic.Int64
+	// relayed are the row keys relayed to its replicas lately
+	// (recentrelays.go).
+	relayed recentRelays
 	// ingestSeq numbers the sstables written for ingests (chunk.go);
 	// chunksIngested and chunksMerged count the snapshot chunks stored
 	// each way (ChunkStats).
