@@ -2,10 +2,10 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
@@ -234,7 +234,13 @@ func TestFormatOneUpgrades(t *testing.T) {
 		t.Fatalf("upgrade not logged:\n%s", log)
 	}
 	r, _ = s.Replica(p)
+	high := r.HighSeq()
+	// A late tie and a late win: both written blind, each with a sequence.
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)))
 	mustApply(t, r, row("cpu", 10, fl("a", 2, 6)))
+	if r.HighSeq() != high+2 {
+		t.Fatalf("high %d → %d, want two blind writes", high, r.HighSeq())
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,24 +249,101 @@ func TestFormatOneUpgrades(t *testing.T) {
 	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", 10, fl("a", 2, 6)), row("cpu", 20, fl("a", 1, 5))}); err != nil {
 		t.Fatal(err)
 	}
-	// The upgraded store holds the write as a second operand of the row:
-	// it was written without a read.
-	it, err := s.DB().NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestRepeatedBlindWritesFold: a row written blind again and again (a
+// point overwritten in place, a retried batch) does not keep its operands:
+// the store's merger folds them in flushes and compactions, so the rows
+// take about the room of one value each, and read as the last writes.
+func TestRepeatedBlindWritesFold(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const keys, rewrites = 300, 30
+	var rows []model.Row
+	for k := 0; k < keys; k++ {
+		rows = append(rows, row(fmt.Sprintf("cpu,host=h%d", k%10), int64(k), fl("a", float64(k), 1), fl("b", 1, 1)))
 	}
-	defer it.Close()
-	operands := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		rest, err := new(rawRow).decodeOne(it.Value())
+	mustApply(t, r, append(rows, row("cpu,host=h0", 1e12, fl("a", 1, 1)))...) // the newest: the rest is late
+	size := func() uint64 {
+		t.Helper()
+		if err := s.DB().Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DB().Compact(t.Context(), r.ks.rowLo, r.ks.rowHi, true); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.DB().EstimateDiskUsage(r.ks.rowLo, r.ks.rowHi)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rest) > 0 {
-			operands++
+		return n
+	}
+	once := size()
+	high := r.HighSeq()
+	for w := int64(2); w < 2+rewrites; w++ {
+		for i := range rows {
+			rows[i].Fields = []model.Field{fl("a", float64(w), w)}
+		}
+		mustApply(t, r, rows...)
+	}
+	if r.HighSeq() != high+keys*rewrites {
+		t.Fatalf("high %d → %d, want every rewrite written blind", high, r.HighSeq())
+	}
+	after := size()
+	if after > 2*once {
+		t.Fatalf("rows take %d bytes after %d blind rewrites each, %d before: the operands were kept", after, rewrites, once)
+	}
+	got := scanAll(t, r)
+	for _, g := range got[:keys] {
+		if len(g.Fields) != 2 || g.Fields[0].Value.F != float64(rewrites+1) || g.Fields[1].Name != "b" {
+			t.Fatalf("row %s@%d = %+v, want a=%d and b kept", g.Series, g.Time, g.Fields, rewrites+1)
 		}
 	}
-	if operands != 1 {
-		t.Fatalf("%d rows hold several operands, want 1", operands)
+	t.Logf("rows: %d bytes written once, %d after %d blind rewrites", once, after, rewrites)
+}
+
+// TestRowFolder: the merger folds operands added newer or older into the
+// value decodeRaw reads from their concatenation (oldest first), and
+// hands back bytes it cannot decode as they are, without an error (a
+// compaction never fails on them; their readers report them).
+func TestRowFolder(t *testing.T) {
+	var enc valueEncoder
+	op := func(seq uint64, fields ...model.Field) []byte {
+		fs := make([]encField, len(fields))
+		for i := range fields {
+			fs[i] = encFromModel(&fields[i])
+		}
+		return enc.appendValue(nil, seq, fs)
+	}
+	a, b, c := op(1, fl("x", 1, 5), fl("y", 1, 1)), op(2, fl("x", 2, 5)), op(3, fl("y", 3, 2))
+	m, err := rowMerger.Merge(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = m.MergeOlder(a)
+	_ = m.MergeNewer(c)
+	got, _, err := m.Finish(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest, err := new(rawRow).decodeOne(got); err != nil || len(rest) != 0 {
+		t.Fatalf("folded value: %v, %d bytes after the first value", err, len(rest))
+	}
+	var folded, concatenated rawRow
+	if err := decodeRaw(got, &folded); err != nil {
+		t.Fatal(err)
+	}
+	if err := decodeRaw(append(append(append([]byte(nil), a...), b...), c...), &concatenated); err != nil {
+		t.Fatal(err)
+	}
+	slab := &fieldSlab{}
+	if err := sameRow(toModelRow("s", 1, &folded, interner{}, nil, false, slab), toModelRow("s", 1, &concatenated, interner{}, nil, false, slab)); err != nil || folded.seq != 3 {
+		t.Fatalf("folded %v, seq %d; want the concatenation's fold (x=1 kept on the tie, y=3), seq 3", err, folded.seq)
+	}
+	m, _ = rowMerger.Merge(nil, a)
+	_ = m.MergeNewer([]byte{0xff, 0xff})
+	got, _, err = m.Finish(false)
+	if err != nil || len(got) != len(a)+2 {
+		t.Fatalf("undecodable operands: %d bytes, %v; want them concatenated, no error", len(got), err)
 	}
 }

@@ -24,6 +24,7 @@ func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.
 		Cache:                       cache,
 		Logger:                      logger,
 		FS:                          opts.FS,
+		Merger:                      rowMerger,
 		EventListener: &pebble.EventListener{
 			WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 				logger.Log.Warn("write stall", "reason", info.Reason)

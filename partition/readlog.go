@@ -12,13 +12,17 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// LogEntry is one live row change of the sequence index.
+// LogEntry is one row change of the sequence index that no later
+// looked-up write of its row superseded.
 type LogEntry struct {
-	// Seq is the sequence of the change that wrote the row's current value.
+	// Seq is the sequence of the change.
 	Seq uint64
-	// Row is the row as stored, with every field's version.
+	// Row is the value the change wrote, with every field's version: the
+	// row as stored then for a looked-up write, the change's own fields
+	// for one written without a read (its merge operand). A legacy entry
+	// (written without its value) reads the row as it is now instead.
 	Row model.Row
-	// Origin is the placement that pushed the row's current value (see
+	// Origin is the placement that pushed the value (see
 	// Replica.ApplyFrom), uuid.Nil if the value was written here or merged
 	// from several writes: that placement holds the value already.
 	Origin uuid.UUID
@@ -28,10 +32,12 @@ type LogEntry struct {
 	OriginSeq uint64
 }
 
-// ReadLog returns, in ascending sequence order, the live rows whose
+// ReadLog returns, in ascending sequence order, the log entries whose
 // sequence is above after and at most the synced watermark, at most
 // maxRows of them (maxRows <= 0: no limit). A row overwritten since after
-// appears once, at its newest sequence. A read from below the log's
+// by a looked-up write appears at its newest sequence only; one written
+// without a read since appears once per such write, each entry with its
+// own change (merged by the receiver, field by field). A read from below the log's
 // truncation point (after < LogStart, see TruncateLog) fails with
 // ErrLogTruncated: the entries it needs are gone.
 //

@@ -20,22 +20,29 @@ type recentRelays struct {
 
 // recentRelaySlots is the table's size: 512 KiB per store, about the rows
 // of the last several pushes of 1,000 rows.
-const recentRelaySlots = 1 << 16
+const (
+	recentRelayBits  = 16
+	recentRelaySlots = 1 << recentRelayBits
+)
 
 var recentRelaySeed = maphash.MakeSeed()
 
-func relayKeyHash(key []byte) uint64 {
-	return maphash.Bytes(recentRelaySeed, key) | 1 // 0 marks an empty slot
+// relayKeySlot returns key's slot and the tag stored there: the hash with
+// its lowest bit set (0 marks an empty slot). The slot is taken from the
+// high bits, which the tag's forced bit does not touch.
+func relayKeySlot(key []byte) (slot int, tag uint64) {
+	h := maphash.Bytes(recentRelaySeed, key)
+	return int(h >> (64 - recentRelayBits)), h | 1
 }
 
 // add records key.
 func (rr *recentRelays) add(key []byte) {
-	h := relayKeyHash(key)
-	rr.slots[h&(recentRelaySlots-1)].Store(h)
+	slot, tag := relayKeySlot(key)
+	rr.slots[slot].Store(tag)
 }
 
 // has reports whether key may have been relayed lately.
 func (rr *recentRelays) has(key []byte) bool {
-	h := relayKeyHash(key)
-	return rr.slots[h&(recentRelaySlots-1)].Load() == h
+	slot, tag := relayKeySlot(key)
+	return rr.slots[slot].Load() == tag
 }
