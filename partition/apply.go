@@ -146,8 +146,10 @@ type Push struct {
 	// Own, when not nil, holds one flag per row: the row is its sender's
 	// own change (its log entry there names no origin: written or merged
 	// there, not stored as another replica pushed it). Such a row is
-	// written without a read, like Apply's, and its log entry here names
-	// Origin, so this replica's pushes list it as relayed. A row not
+	// written without a read, like Apply's, unless its key was relayed to
+	// this store lately (recentRelays: it is then most likely held), and
+	// its log entry here names Origin, so this replica's pushes list it
+	// as relayed. A row not
 	// flagged is a relay: it is looked up, and not stored when it ties
 	// or loses, which is what ends the relaying of a change
 	// (docs/safety.md, rule 2): every change is written blind at most
