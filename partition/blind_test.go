@@ -16,18 +16,10 @@ import (
 // rule 2 merges them: per field the highest version, the older operand's
 // on a tie, and the highest sequence.
 func TestDecodeFoldsOperands(t *testing.T) {
-	var enc valueEncoder
-	op := func(seq uint64, fields ...model.Field) []byte {
-		fs := make([]encField, len(fields))
-		for i := range fields {
-			fs[i] = encFromModel(&fields[i])
-		}
-		return enc.appendValue(nil, seq, fs)
-	}
-	v := op(3, fl("a", 1, 5), fl("c", 1, 1))
-	v = append(v, op(7, fl("a", 2, 4), fl("b", 2, 2))...)                                    // a loses, b is new
-	v = append(v, op(5, fl("a", 3, 5), fl("c", 3, 2), fl("d", 3, 1))...)                     // a ties (older kept), c wins
-	v = append(v, op(6, model.Field{Name: "d", Value: model.Deleted(), Version: ver(9)})...) // a tombstone wins
+	v := encodeOperand(3, fl("a", 1, 5), fl("c", 1, 1))
+	v = append(v, encodeOperand(7, fl("a", 2, 4), fl("b", 2, 2))...)                                    // a loses, b is new
+	v = append(v, encodeOperand(5, fl("a", 3, 5), fl("c", 3, 2), fl("d", 3, 1))...)                     // a ties (older kept), c wins
+	v = append(v, encodeOperand(6, model.Field{Name: "d", Value: model.Deleted(), Version: ver(9)})...) // a tombstone wins
 	var raw rawRow
 	if err := decodeRaw(v, &raw); err != nil {
 		t.Fatal(err)
@@ -47,14 +39,15 @@ func TestDecodeFoldsOperands(t *testing.T) {
 
 	// An operand whose fields are out of order, or bytes that are not a
 	// value after a good one, are corrupt.
-	bad := op(1, fl("a", 1, 1))
+	bad := encodeOperand(1, fl("a", 1, 1))
 	fb, fa := fl("b", 1, 1), fl("a", 1, 1)
 	unsorted := []encField{encFromModel(&fb), encFromModel(&fa)}
+	var enc valueEncoder
 	bad = enc.appendValue(bad, 2, unsorted)
 	if err := decodeRaw(bad, &raw); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("operand out of order: %v, want ErrCorrupt", err)
 	}
-	if err := decodeRaw(append(op(1, fl("a", 1, 1)), 0xff), &raw); !errors.Is(err, ErrCorrupt) {
+	if err := decodeRaw(append(encodeOperand(1, fl("a", 1, 1)), 0xff), &raw); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("trailing garbage: %v, want ErrCorrupt", err)
 	}
 }
@@ -307,15 +300,7 @@ func TestRepeatedBlindWritesFold(t *testing.T) {
 // hands back bytes it cannot decode as they are, without an error (a
 // compaction never fails on them; their readers report them).
 func TestRowFolder(t *testing.T) {
-	var enc valueEncoder
-	op := func(seq uint64, fields ...model.Field) []byte {
-		fs := make([]encField, len(fields))
-		for i := range fields {
-			fs[i] = encFromModel(&fields[i])
-		}
-		return enc.appendValue(nil, seq, fs)
-	}
-	a, b, c := op(1, fl("x", 1, 5), fl("y", 1, 1)), op(2, fl("x", 2, 5)), op(3, fl("y", 3, 2))
+	a, b, c := encodeOperand(1, fl("x", 1, 5), fl("y", 1, 1)), encodeOperand(2, fl("x", 2, 5)), encodeOperand(3, fl("y", 3, 2))
 	m, err := rowMerger.Merge(nil, b)
 	if err != nil {
 		t.Fatal(err)
@@ -346,4 +331,15 @@ func TestRowFolder(t *testing.T) {
 	if err != nil || len(got) != len(a)+2 {
 		t.Fatalf("undecodable operands: %d bytes, %v; want them concatenated, no error", len(got), err)
 	}
+}
+
+// encodeOperand encodes a row value of fields (sorted by name) with
+// sequence seq: one merge operand.
+func encodeOperand(seq uint64, fields ...model.Field) []byte {
+	fs := make([]encField, len(fields))
+	for i := range fields {
+		fs[i] = encFromModel(&fields[i])
+	}
+	var enc valueEncoder
+	return enc.appendValue(nil, seq, fs)
 }

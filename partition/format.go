@@ -24,12 +24,12 @@ import (
 //   - 1: rows are whole values, written with Set after a read (its older
 //     parts, the tag index and the log entries, have markers of their
 //     own, 0x07 and 0x08, and are upgraded by Open as before);
-//   - 2: a row's value may also be several row values back to back: Apply
-//     writes a change without reading the row as a pebble merge operand,
-//     and pebble's default merger concatenates the operands, oldest
-//     first (decodeRaw folds them, value.go). A build before version 2
-//     would find trailing bytes. Version 1 becomes 2 without rewriting
-//     anything.
+//   - 2: Apply writes a change without reading the row as a pebble merge
+//     operand, which the store's merger folds (merge.go); a value may
+//     also be several row values back to back, as pebble's default merger
+//     concatenates them (decodeRaw folds those, value.go). A build before
+//     version 2 would find trailing bytes. Version 1 becomes 2 without
+//     rewriting anything.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it

@@ -71,8 +71,9 @@ func corrupt(what string) error { return fmt.Errorf("%w: %s", ErrCorrupt, what) 
 //
 // A stored value may be several row values back to back, oldest first:
 // the merge operands that Apply writes without reading the row (format 2),
-// which pebble's default merger concatenates, during reads and
-// compactions alike. decodeRaw folds them field by field with rule 2's
+// as pebble's default merger concatenates them (the store's merger folds
+// them instead, merge.go, but keeps the concatenation of operands it
+// cannot decode). decodeRaw folds them field by field with rule 2's
 // last-writer-wins, as Apply's read would have: a later operand's field
 // replaces an earlier one's only with a strictly greater version (equal
 // versions are one write), and the row's sequence is the highest. The
