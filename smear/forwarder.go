@@ -617,7 +617,9 @@ func (f *Forwarder) finish(ctx context.Context, resolved []*entry, o outcome) ou
 	retryDue := func(attempts uint64) int64 { return now + int64(f.backoff(attempts)) }
 	// Settling records what the Sender already accepted: done even when
 	// ctx ended during the call.
+	start := time.Now()
 	requeued, err := f.q.settle(context.WithoutCancel(ctx), done, retryDue)
+	f.q.metrics.settleSecs.Observe(time.Since(start).Seconds())
 	if err != nil {
 		f.logThrottled(&f.passErr, slog.LevelError, "smear: settling forwarded entries failed; they are sent again", "err", err)
 	} else {
@@ -741,7 +743,10 @@ func (f *Forwarder) route(ctx context.Context, table string, rows []model.Row) [
 // send makes one Sender call and records each row's outcome (record).
 func (f *Forwarder) send(ctx context.Context, c *call) ([]*entry, outcome) {
 	f.q.metrics.inFlight.Inc()
+	start := time.Now()
 	rowErrs, err := f.sender.Forward(ctx, c.table, c.rows)
+	f.q.metrics.callSeconds.Observe(time.Since(start).Seconds())
+	f.q.metrics.callRows.Observe(float64(len(c.rows)))
 	f.q.metrics.inFlight.Dec()
 	if err == nil && rowErrs != nil && len(rowErrs) != len(c.rows) {
 		err = fmt.Errorf("smear: sender returned %d row errors for %d rows", len(rowErrs), len(c.rows))

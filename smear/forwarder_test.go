@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -118,6 +121,21 @@ func TestForwarderBatchesCalls(t *testing.T) {
 	}
 	if !grouped || len(sender.mu.callSize) > (total+6)/7+1 {
 		t.Fatalf("calls %v: rows of several entries should share calls", sender.mu.callSize)
+	}
+	// Each call is observed once, with its rows, and so is its settle.
+	var m dto.Metric
+	for _, c := range []struct {
+		name string
+		h    prometheus.Histogram
+		sum  float64
+	}{{"call seconds", q.metrics.callSeconds, -1}, {"call rows", q.metrics.callRows, float64(total)}, {"settle seconds", q.metrics.settleSecs, -1}} {
+		if err := c.h.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		h := m.GetHistogram()
+		if h.GetSampleCount() != uint64(len(sender.mu.callSize)) || (c.sum >= 0 && h.GetSampleSum() != c.sum) {
+			t.Fatalf("%s: %d samples summing to %v; want one per call (%d), rows summing to %d", c.name, h.GetSampleCount(), h.GetSampleSum(), len(sender.mu.callSize), total)
+		}
 	}
 }
 

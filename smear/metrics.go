@@ -15,6 +15,9 @@ type Metrics struct {
 	retried      prometheus.Counter   // rows rewritten for a later retry
 	callFailures prometheus.Counter   // Sender calls that failed as a whole
 	quarantined  prometheus.Counter   // entries moved aside because they do not decode
+	callSeconds  prometheus.Histogram // per Sender call: its duration
+	callRows     prometheus.Histogram // per Sender call: its rows
+	settleSecs   prometheus.Histogram // per settle of a call's entries: its duration
 
 	// Forwarding and admission control (admission.go).
 	inFlight          prometheus.Gauge   // Sender calls in flight
@@ -52,6 +55,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name:    "tsdb_smear_delay_seconds",
 			Help:    "Per forwarded row, the time from its enqueue to the forward that was accepted.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2, 13), // 0.1 s .. 409.6 s
+		}),
+		callSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tsdb_smear_forward_call_seconds",
+			Help:    "Per forward call (one partition's due rows, an insert at the table's consistency), its duration, failed calls included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms .. 32.8 s
+		}),
+		callRows: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tsdb_smear_forward_call_rows",
+			Help:    "Per forward call, the rows it sent.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 .. 65,536
+		}),
+		settleSecs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tsdb_smear_settle_seconds",
+			Help:    "Per forward call, the time to record its outcome in the queue (delete the forwarded entries, requeue the failed ones; a synced write).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16), // 0.1 ms .. 3.3 s
 		}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tsdb_smear_forwarded_rows_total",
@@ -104,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay,
-			m.forwarded, m.retried, m.callFailures, m.quarantined,
+			m.forwarded, m.retried, m.callFailures, m.quarantined, m.callSeconds, m.callRows, m.settleSecs,
 			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.admissionClosed,
 			m.admissionClosings, m.behindRejects)
 	}
