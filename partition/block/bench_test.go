@@ -55,24 +55,13 @@ func BenchmarkRows(b *testing.B) {
 }
 
 // BenchmarkColumn decodes one field (the aggregate path).
-func BenchmarkColumn(b *testing.B) {
-	rows, blk := harnessBlock(b)
-	var rd Reader
-	var col Column
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := rd.Reset(blk); err != nil {
-			b.Fatal(err)
-		}
-		if ok, err := rd.Column("usage_user", &col); !ok || err != nil {
-			b.Fatal(ok, err)
-		}
-	}
-	perPoint(b, len(rows))
-}
+func BenchmarkColumn(b *testing.B) { benchColumn(b, (*Reader).Column) }
 
 // BenchmarkColumnValues decodes one field without its versions.
-func BenchmarkColumnValues(b *testing.B) {
+func BenchmarkColumnValues(b *testing.B) { benchColumn(b, (*Reader).ColumnValues) }
+
+// benchColumn measures decode, one field of the harness block per loop.
+func benchColumn(b *testing.B, decode func(*Reader, string, *Column) (bool, error)) {
 	rows, blk := harnessBlock(b)
 	var rd Reader
 	var col Column
@@ -81,7 +70,7 @@ func BenchmarkColumnValues(b *testing.B) {
 		if err := rd.Reset(blk); err != nil {
 			b.Fatal(err)
 		}
-		if ok, err := rd.ColumnValues("usage_user", &col); !ok || err != nil {
+		if ok, err := decode(&rd, "usage_user", &col); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

@@ -110,6 +110,20 @@ func randRows(r *rand.Rand, n int, o genOpts) []model.Row {
 	return rows
 }
 
+// encodeOpen encodes rows as one block and opens it.
+func encodeOpen(t *testing.T, rows []model.Row) *Reader {
+	t.Helper()
+	b, err := Encode(nil, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
 func rowsEqual(t *testing.T, got, want []model.Row) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -260,14 +274,7 @@ func TestSummaries(t *testing.T) {
 					}
 				}
 			}
-			b, err := Encode(nil, rows)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rd, err := Open(b)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rd := encodeOpen(t, rows)
 			brute := map[string]*model.AggState{}
 			for _, row := range rows {
 				for _, f := range row.Fields {

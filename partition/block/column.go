@@ -41,24 +41,22 @@ var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool,
 // string values are substrings of one string per column: keeping one
 // keeps the column's bytes alive.
 func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
-	i := r.find(field)
-	if i < 0 {
-		return false, nil
-	}
-	if err := r.column(&r.fields[i], dst, true); err != nil {
-		return true, fmt.Errorf("field %q: %w", field, err)
-	}
-	return true, nil
+	return r.namedColumn(field, dst, true)
 }
 
 // ColumnValues is Column without the versions (dst.Versions is left
 // empty): what an aggregate over a block with no head row over it needs.
 func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
+	return r.namedColumn(field, dst, false)
+}
+
+// namedColumn is Column, with the versions decoded or not.
+func (r *Reader) namedColumn(field string, dst *Column, versions bool) (ok bool, err error) {
 	i := r.find(field)
 	if i < 0 {
 		return false, nil
 	}
-	if err := r.column(&r.fields[i], dst, false); err != nil {
+	if err := r.column(&r.fields[i], dst, versions); err != nil {
 		return true, fmt.Errorf("field %q: %w", field, err)
 	}
 	return true, nil

@@ -187,14 +187,7 @@ func TestSummaryOfTombstones(t *testing.T) {
 		{Time: 1, Fields: []model.Field{{Name: "a", Value: model.Float(2)}, {Name: "b", Value: model.Deleted()}}},
 		{Time: 2, Fields: []model.Field{{Name: "b", Value: model.Deleted()}}},
 	}
-	b, err := Encode(nil, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := Open(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rd := encodeOpen(t, rows)
 	if s, ok := rd.Summary("b", "s"); ok {
 		t.Errorf("tombstones: %+v, ok", s)
 	}
