@@ -27,12 +27,13 @@ type fakeCluster struct {
 	stored      []float64   // bytes per server
 	writes      int         // writes received
 	probes      map[string]bool
+	hidden      map[string]bool // probe series whose rows queries do not show
 	tableExists bool
 }
 
 func newFakeCluster(t *testing.T, n int) *fakeCluster {
 	t.Helper()
-	f := &fakeCluster{stored: make([]float64, n), probes: map[string]bool{}}
+	f := &fakeCluster{stored: make([]float64, n), probes: map[string]bool{}, hidden: map[string]bool{}}
 	for i := range n {
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.serve(i, w, r) }))
 		t.Cleanup(s.Close)
@@ -135,7 +136,7 @@ func (f *fakeCluster) store(body []byte, smear bool) {
 func (f *fakeCluster) query(w http.ResponseWriter, r *http.Request) {
 	series := r.URL.Query().Get("series")
 	f.mu.Lock()
-	visible := f.probes[series]
+	visible := f.probes[series] && !f.hidden[series]
 	f.mu.Unlock()
 	var ans api.RawQueryResponse
 	if visible {

@@ -32,7 +32,18 @@ type prober struct {
 		probes   int       // guarded by mu: probes sent
 		timedOut int       // guarded by mu: acknowledged, never seen within timeout
 		errors   int       // guarded by mu: insert or every query failed
+		// late are the probes that timed out, for recheck.
+		late []lateProbe
 	}
+	// seenLate and missing count the timed-out probes recheck found
+	// visible, and not visible, at the end of the run.
+	seenLate, missing int
+}
+
+// lateProbe is a probe that timed out: where to look for it again.
+type lateProbe struct {
+	query, series string
+	t             int64
 }
 
 // run starts a probe every interval until stop is closed or ctx ends. The
@@ -87,11 +98,34 @@ func (p *prober) probe(ctx context.Context) {
 			return
 		}
 		if time.Since(acked) > p.timeout {
-			p.count(func() { p.mu.timedOut++ })
+			p.count(func() {
+				p.mu.timedOut++
+				p.mu.late = append(p.mu.late, lateProbe{query: query, series: series, t: t})
+			})
 			return
 		}
 		if sleepCtx(ctx, probePoll) != nil {
 			return
+		}
+	}
+}
+
+// recheck queries once more, through the same servers, every probe that
+// timed out, and counts those visible now (late) and those still not
+// (missing: late past the run's drain, or lost). Call it after wait.
+func (p *prober) recheck(ctx context.Context) {
+	p.mu.Lock()
+	late := p.mu.late
+	p.mu.Unlock()
+	for _, l := range late {
+		n, err := p.cl.queryCount(ctx, l.query, p.table, l.series, l.t, l.t+1)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && n > 0 {
+			p.seenLate++
+		} else {
+			p.missing++
 		}
 	}
 }
@@ -111,6 +145,7 @@ func (p *prober) result() Visibility {
 	h := &p.mu.delays
 	return Visibility{
 		Probes: p.mu.probes, Visible: int(h.Count()), TimedOut: p.mu.timedOut, Errors: p.mu.errors,
+		SeenLate: p.seenLate, Missing: p.missing,
 		P50Ms: ms(h.Quantile(0.5)), P99Ms: ms(h.Quantile(0.99)), MaxMs: ms(h.Max()),
 	}
 }

@@ -94,9 +94,14 @@ type ServerShare struct {
 // acknowledgement until a query returns its row, in milliseconds (with a
 // resolution of the 100 ms polling).
 type Visibility struct {
-	Probes   int     `json:"probes"`
-	Visible  int     `json:"visible"`
-	TimedOut int     `json:"timed_out"`
+	Probes   int `json:"probes"`
+	Visible  int `json:"visible"`
+	TimedOut int `json:"timed_out"`
+	// SeenLate and Missing split the timed-out probes by a query for
+	// each at the end of the run: visible by then, or still not (late
+	// past the drain, or lost).
+	SeenLate int     `json:"seen_late"`
+	Missing  int     `json:"missing"`
 	Errors   int     `json:"errors"`
 	P50Ms    float64 `json:"p50_ms"`
 	P99Ms    float64 `json:"p99_ms"`
@@ -270,7 +275,8 @@ func (r *Report) summaryRows() []summaryRow {
 		}},
 		summaryRow{"visibility probes", func(x RunResult) string {
 			v := x.Visibility
-			return fmt.Sprintf("%d: %d seen, %d timed out, %d failed", v.Probes, v.Visible, v.TimedOut, v.Errors)
+			return fmt.Sprintf("%d: %d seen, %d timed out (%d seen at the end, %d not), %d failed",
+				v.Probes, v.Visible, v.TimedOut, v.SeenLate, v.Missing, v.Errors)
 		}},
 	)
 }

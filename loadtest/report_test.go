@@ -36,7 +36,7 @@ func sampleReport() *Report {
 			Stored: StoredWrites{Available: true, TotalBytes: 3000, BytesPerSec: 300, BusiestID: "s1", BusiestShare: 2.0 / 3,
 				FairShare: 0.5, BusiestOverFair: 4.0 / 3, Servers: []ServerShare{
 					{ID: "s1", URL: "http://a", Bytes: 2000, Share: 2.0 / 3, MaxQueueRows: 5}, {ID: "s2", URL: "http://b", Bytes: 1000, Share: 1.0 / 3}}},
-			Visibility: Visibility{Probes: 10, Visible: 9, TimedOut: 1, P50Ms: 100, P99Ms: 900, MaxMs: 1000},
+			Visibility: Visibility{Probes: 10, Visible: 9, TimedOut: 1, SeenLate: 1, P50Ms: 100, P99Ms: 900, MaxMs: 1000},
 			TimeSeries: series(1),
 		}
 	}
@@ -102,7 +102,7 @@ func TestWriteSummary(t *testing.T) {
 	for _, want := range []string{
 		"smear-off", "smear-on", "acked rows/s", "1000", "1500", "1.5ms / 12.2ms", "503 queue_full: 3",
 		"66.7% / 50.0% = 1.33x (s1)", "share of stored writes s2", "33.3% (queue max 0 rows)",
-		"100.0ms / 900.0ms / 1.00s", "10: 9 seen, 1 timed out, 0 failed",
+		"100.0ms / 900.0ms / 1.00s", "10: 9 seen, 1 timed out (1 seen at the end, 0 not), 0 failed",
 		"throughput ratio smear on/off: 1.50 (ideal N/(RF+1) = 2/2 = 1.00)", "write limit 2MiB/s (2097152 B/s)",
 		"servers started with --min-servers 2\n",
 	} {

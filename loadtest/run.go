@@ -153,6 +153,7 @@ func (r *runner) run(ctx context.Context) RunResult {
 	})
 	r.watch(ctx, "drain", time.Time{}, probesDone)
 	<-probesDone
+	r.prober.recheck(ctx)
 	stopSampler()
 	bg.Wait()
 	r.prog.end()
