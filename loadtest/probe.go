@@ -3,6 +3,7 @@ package loadtest
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,15 +36,16 @@ type prober struct {
 		// late are the probes that timed out, for recheck.
 		late []lateProbe
 	}
-	// seenLate and missing count the timed-out probes recheck found
-	// visible, and not visible, at the end of the run.
-	seenLate, missing int
+	// seenLate counts the timed-out probes recheck found visible;
+	// missing names those it did not.
+	seenLate int
+	missing  []string
 }
 
-// lateProbe is a probe that timed out: where to look for it again.
+// lateProbe is a probe that timed out: what to look for again.
 type lateProbe struct {
-	query, series string
-	t             int64
+	series string
+	t      int64
 }
 
 // run starts a probe every interval until stop is closed or ctx ends. The
@@ -100,7 +102,7 @@ func (p *prober) probe(ctx context.Context) {
 		if time.Since(acked) > p.timeout {
 			p.count(func() {
 				p.mu.timedOut++
-				p.mu.late = append(p.mu.late, lateProbe{query: query, series: series, t: t})
+				p.mu.late = append(p.mu.late, lateProbe{series: series, t: t})
 			})
 			return
 		}
@@ -110,24 +112,38 @@ func (p *prober) probe(ctx context.Context) {
 	}
 }
 
-// recheck queries once more, through the same servers, every probe that
-// timed out, and counts those visible now (late) and those still not
-// (missing: late past the run's drain, or lost). Call it after wait.
+// recheck looks again, after the drain, for every probe that timed out:
+// through every server, once a second, until it is visible or one more
+// probe timeout has passed. It counts those seen (late) and those still
+// not visible (missing: later still, or lost), and names the missing
+// ones. Call it after wait.
 func (p *prober) recheck(ctx context.Context) {
 	p.mu.Lock()
-	late := p.mu.late
+	left := slices.Clone(p.mu.late)
 	p.mu.Unlock()
-	for _, l := range late {
-		n, err := p.cl.queryCount(ctx, l.query, p.table, l.series, l.t, l.t+1)
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil && n > 0 {
-			p.seenLate++
-		} else {
-			p.missing++
+	deadline := time.Now().Add(p.timeout)
+	for len(left) > 0 {
+		left = slices.DeleteFunc(left, func(l lateProbe) bool { return p.visibleAnywhere(ctx, l) })
+		if len(left) == 0 || time.Now().After(deadline) || sleepCtx(ctx, time.Second) != nil {
+			break
 		}
 	}
+	p.missing = nil
+	for _, l := range left {
+		p.missing = append(p.missing, l.series)
+	}
+	p.seenLate = len(p.mu.late) - len(left)
+}
+
+// visibleAnywhere reports whether a query through any server returns the
+// probe's row.
+func (p *prober) visibleAnywhere(ctx context.Context, l lateProbe) bool {
+	for _, srv := range p.servers {
+		if n, err := p.cl.queryCount(ctx, srv.URL, p.table, l.series, l.t, l.t+1); err == nil && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // count counts one finished probe and applies f under the lock.
@@ -145,7 +161,7 @@ func (p *prober) result() Visibility {
 	h := &p.mu.delays
 	return Visibility{
 		Probes: p.mu.probes, Visible: int(h.Count()), TimedOut: p.mu.timedOut, Errors: p.mu.errors,
-		SeenLate: p.seenLate, Missing: p.missing,
+		SeenLate: p.seenLate, Missing: len(p.missing), MissingSeries: p.missing,
 		P50Ms: ms(h.Quantile(0.5)), P99Ms: ms(h.Quantile(0.99)), MaxMs: ms(h.Max()),
 	}
 }

@@ -3,12 +3,13 @@ package loadtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
 
-// TestProbeRecheck: probes that time out are queried once more at the
-// end of the run and counted as seen late or missing.
+// TestProbeRecheck: probes that time out are looked for again after the
+// drain and counted as seen late or missing, the missing ones named.
 func TestProbeRecheck(t *testing.T) {
 	f := newFakeCluster(t, 2)
 	var servers []Server
@@ -37,5 +38,8 @@ func TestProbeRecheck(t *testing.T) {
 	v := p.result()
 	if v.Probes != 4 || v.Visible != 1 || v.TimedOut != 3 || v.SeenLate != 1 || v.Missing != 2 || v.Errors != 0 {
 		t.Fatalf("visibility %+v, want 4 probes, 1 visible, 3 timed out (1 seen late, 2 missing)", v)
+	}
+	if want := []string{series(1), series(3)}; !slices.Equal(v.MissingSeries, want) {
+		t.Fatalf("missing %q, want %q", v.MissingSeries, want)
 	}
 }

@@ -97,15 +97,17 @@ type Visibility struct {
 	Probes   int `json:"probes"`
 	Visible  int `json:"visible"`
 	TimedOut int `json:"timed_out"`
-	// SeenLate and Missing split the timed-out probes by a query for
-	// each at the end of the run: visible by then, or still not (late
-	// past the drain, or lost).
-	SeenLate int     `json:"seen_late"`
-	Missing  int     `json:"missing"`
-	Errors   int     `json:"errors"`
-	P50Ms    float64 `json:"p50_ms"`
-	P99Ms    float64 `json:"p99_ms"`
-	MaxMs    float64 `json:"max_ms"`
+	// SeenLate and Missing split the timed-out probes by queries for
+	// each, through every server, for one more probe timeout after the
+	// drain: visible by then, or still not (later still, or lost).
+	// MissingSeries names the missing probes' series.
+	SeenLate      int      `json:"seen_late"`
+	Missing       int      `json:"missing"`
+	MissingSeries []string `json:"missing_series,omitempty"`
+	Errors        int      `json:"errors"`
+	P50Ms         float64  `json:"p50_ms"`
+	P99Ms         float64  `json:"p99_ms"`
+	MaxMs         float64  `json:"max_ms"`
 }
 
 // ServerSeries is one server's time series.
@@ -275,7 +277,7 @@ func (r *Report) summaryRows() []summaryRow {
 		}},
 		summaryRow{"visibility probes", func(x RunResult) string {
 			v := x.Visibility
-			return fmt.Sprintf("%d: %d seen, %d timed out (%d seen at the end, %d not), %d failed",
+			return fmt.Sprintf("%d: %d seen, %d timed out (%d seen after the drain, %d never), %d failed",
 				v.Probes, v.Visible, v.TimedOut, v.SeenLate, v.Missing, v.Errors)
 		}},
 	)

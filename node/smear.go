@@ -25,11 +25,15 @@ import (
 // flight: a call is one partition's rows (frontend.SmearSender routes a
 // pass's rows once), an insert at quorum; several go at once, up to
 // smearInFlight, one at a time to a partition whose last call failed
-// (smear.ForwarderOptions).
+// (smear.ForwarderOptions). A call into a partition whose replicas are slow
+// to confirm (a split's children catching up) holds its slot for up to the
+// ack timeout while using no CPU; with 4 slots a few such calls stalled
+// every other partition's due rows (docs/smearing.md), with 16 the healthy
+// partitions' rows keep moving.
 const (
 	smearCallRows  = 5000
 	smearCallBytes = 2 << 20
-	smearInFlight  = 4
+	smearInFlight  = 16
 )
 
 // openSmear opens this server's smear queue and its forwarder.

@@ -59,6 +59,24 @@ const (
 	maxLag = 2.0
 	// minSlotRows is the least budget of one second of due times.
 	minSlotRows = 1000
+	// acceptProbe bounds the rows accepted in one tick, once the
+	// forwarder was seen saturated, to this many times the capacity
+	// estimate. At a steady load the queue accepts what it forwards; the
+	// bound is for a queue with room in every due second (idle, or just
+	// reopened): without it a burst takes max_delay's worth of the due
+	// budget within a second or two, and accepting it takes the CPU the
+	// forwarder needs as the first of those rows fall due.
+	acceptProbe = probe
+	// widespreadFailures is the number of failing partitions from which
+	// the rows retrying count as behind (see admission.failedParts).
+	widespreadFailures = 2
+	// underLoadShare: a tick measures capacity under load when the
+	// accept rate is at least this share of the forward rate. A forwarder
+	// working off a backlog with nothing accepted (admission closed, the
+	// load gone) forwards faster than it can while the same server also
+	// accepts and writes new rows; such a tick may lower the estimate,
+	// never raise it.
+	underLoadShare = 0.5
 )
 
 // admission is the queue's admission state (guarded by Queue.mu).
@@ -96,6 +114,15 @@ type admission struct {
 	// nor lower the estimate.
 	failingCalls int64
 	failedTick   bool
+	// failedParts counts the partitions whose last forward call failed
+	// (Forwarder.release). Rows written back after a failed forward are
+	// not overdue while one partition fails (an unavailable partition
+	// must not close admission), but from widespreadFailures partitions
+	// on they count as behind: forwards failing all over (replica sets
+	// that cannot confirm within their ack timeout, as when replication
+	// lags behind the load) are a cluster over its capacity, and rows
+	// acknowledged meanwhile would wait for it.
+	failedParts int64
 	// floor is the least capacity estimate while not saturated
 	// (Options.InitialForwardRate).
 	floor float64
@@ -134,6 +161,19 @@ func (a *admission) slotBudget(near bool) int64 {
 		f = slowStartProbe
 	}
 	return max(int64(a.capacity*f*float64(a.tick)/float64(time.Second)), minSlotRows)
+}
+
+// acceptFull reports whether n more rows would take the rows accepted in
+// the current tick over acceptProbe times the capacity estimate (once the
+// forwarder was seen saturated; before, the estimate is below the truth
+// and the due budget's slow start finds it). The first entry of a tick is
+// always taken, however large.
+func (a *admission) acceptFull(n int64) bool {
+	if !a.saturated || a.accepted == 0 {
+		return false
+	}
+	limit := max(int64(acceptProbe*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
+	return a.accepted+n > limit
 }
 
 // slotFull reports whether n more rows due at due would take their
@@ -271,6 +311,13 @@ func (a *admission) update(now int64, closing bool) transition {
 	a.advance(now - a.overdueAfter)
 	failing := a.failingCalls > 0 || a.failedTick
 	a.failedTick = false
+	// proven is the forward rate as a measure of capacity: without the
+	// load of accepting (see underLoadShare) it proves no more than the
+	// estimate already says.
+	proven := a.forwardRate
+	if a.acceptRate < underLoadShare*a.forwardRate {
+		proven = min(proven, a.capacity)
+	}
 	switch {
 	case a.overdue > 0 && failing:
 		// Overdue, but calls are failing: not a measure of capacity.
@@ -278,7 +325,7 @@ func (a *admission) update(now int64, closing bool) transition {
 		// Saturated: what it forwards is what it can (falling by at
 		// most half per tick, so that one stalled call does not
 		// collapse the estimate at once).
-		a.capacity = max(a.forwardRate, a.capacity/2, minSlotRows)
+		a.capacity = max(proven, a.capacity/2, minSlotRows)
 		a.saturated = true
 	default:
 		// Not saturated: the forwarder proved at least its forward
@@ -286,7 +333,7 @@ func (a *admission) update(now int64, closing bool) transition {
 		// idleMargin times it (a capacity that dropped is found
 		// again by the saturated rule above once rows are overdue).
 		decayed := a.capacity * math.Exp(-float64(dt)/float64(capacityDecay))
-		a.capacity = max(a.forwardRate, min(a.capacity, max(decayed, idleMargin*a.forwardRate, a.floor)))
+		a.capacity = max(proven, min(a.capacity, max(decayed, idleMargin*a.forwardRate, a.floor)))
 	}
 	if !closing {
 		return unchanged
@@ -316,10 +363,21 @@ func (a *admission) stepBack(now int64, closing bool) transition {
 	return a.evaluate(now)
 }
 
+// behindRows is the backlog the closing rule looks at: the overdue rows,
+// and the rows retrying when forwards fail in widespreadFailures
+// partitions or more.
+func (a *admission) behindRows() int64 {
+	if a.failedParts >= widespreadFailures {
+		return a.overdue + a.retrying
+	}
+	return a.overdue
+}
+
 // evaluate applies the closing and opening rules at now.
 func (a *admission) evaluate(now int64) transition {
+	backlog := a.behindRows()
 	if a.closed {
-		if a.overdue == 0 {
+		if backlog == 0 {
 			a.closed, a.behindSince = false, 0
 			return nowOpen
 		}
@@ -328,8 +386,8 @@ func (a *admission) evaluate(now int64) transition {
 	// Behind: rows are overdue, and the queue takes rows in faster than
 	// it forwards them, so the backlog is bound to grow, or the backlog
 	// is more than maxLag seconds of forwarding.
-	lagging := float64(a.overdue) > maxLag*a.handleRate
-	if a.overdue == 0 || (a.acceptRate <= a.handleRate && !lagging) {
+	lagging := float64(backlog) > maxLag*a.handleRate
+	if backlog == 0 || (a.acceptRate <= a.handleRate && !lagging) {
 		a.behindSince = 0
 		return unchanged
 	}
@@ -352,7 +410,7 @@ func (a *admission) retryAfter(floor time.Duration) time.Duration {
 	}
 	d := maxBehindRetryAfter
 	if a.handleRate > 0 {
-		d = min(d, time.Duration(float64(a.overdue)/a.handleRate*float64(time.Second)))
+		d = min(d, time.Duration(float64(a.behindRows())/a.handleRate*float64(time.Second)))
 	}
 	return max(floor, d)
 }
@@ -404,6 +462,13 @@ func (q *Queue) noteFailing(delta int64) {
 	a.failingCalls = max(a.failingCalls+delta, 0)
 }
 
+// noteFailedParts records how many partitions' last forward call failed.
+func (q *Queue) noteFailedParts(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mu.adm.failedParts = int64(n)
+}
+
 // tick advances the admission state if a tick is due.
 func (q *Queue) tick() {
 	q.mu.Lock()
@@ -428,7 +493,8 @@ func (q *Queue) noteTransition(tr transition) {
 	case nowClosed:
 		q.metrics.admissionClosings.Inc()
 		q.log.Warn("smear: forwarding is behind; refusing new smeared inserts until the overdue rows are forwarded",
-			"overdue_rows", a.overdue, "accept_rows_per_s", int64(a.acceptRate), "forward_rows_per_s", int64(a.forwardRate))
+			"overdue_rows", a.overdue, "retrying_rows", a.retrying, "failing_partitions", a.failedParts,
+			"accept_rows_per_s", int64(a.acceptRate), "forward_rows_per_s", int64(a.forwardRate))
 	case nowOpen:
 		q.log.Info("smear: overdue rows forwarded; admitting smeared inserts again",
 			"forward_rows_per_s", int64(a.forwardRate))

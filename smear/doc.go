@@ -176,7 +176,10 @@
 // forward rate, a higher estimate decaying with a 2 min time constant
 // towards 1.5 times it and not below InitialForwardRate, the value before
 // any measure; rows overdue while a call to a failing partition is in
-// flight, or in a tick that saw a call fail, do not count as saturation).
+// flight, or in a tick that saw a call fail, do not count as saturation;
+// a forward rate measured while the queue accepts less than half of it,
+// a drain without the load of accepting, may lower the estimate but never
+// raise it).
 // It is advanced on ticks taken lazily by Enqueue, settles
 // and Run: no goroutine of its own, and Options.Now drives it in tests. A
 // clock stepped backwards re-bases it (the rows counted overdue go back
@@ -190,6 +193,10 @@
 //     buckets may take twice the capacity until the forwarder was first
 //     seen saturated, 1.25 times afterwards: the estimate grows as the
 //     forwarder proves it, and only the near buckets can overshoot);
+//   - with ErrBehind when, once the forwarder was seen saturated, the
+//     rows accepted in the current tick would exceed 1.25 times the
+//     capacity over a tick (a queue with room in every due second would
+//     otherwise take max_delay's worth of its budget at once);
 //   - with ErrBehind while admission is closed: it closes when rows are
 //     overdue and, for BehindFor (3 s), the accept rate exceeded the
 //     handle rate or the overdue rows were more than 2 s of handling;
@@ -199,7 +206,10 @@
 // Rows in a call's hands and rows requeued after a failed forward are
 // never overdue, requeued rows count as handled, and a failing partition
 // holds one call slot at most: an unavailable partition does not close
-// admission (TestFailingPartitionKeepsAdmissionOpen). ErrDueFull refuses
+// admission (TestFailingPartitionKeepsAdmissionOpen). Once forwards fail
+// in two partitions or more, the rows retrying count with the overdue
+// ones in the closing and opening rules: a cluster over its capacity, not
+// one unavailable partition (TestWidespreadFailuresCloseAdmission). ErrDueFull refuses
 // a due-time draw, not an insert: the caller draws again and calls
 // Queue.RefusedDueFull when it gives up, so that
 // tsdb_smear_behind_rejections_total counts refused inserts.

@@ -544,6 +544,15 @@ func (f *Forwarder) release(c *call, o outcome) {
 			delete(f.mu.parts, part)
 		}
 	}
+	if o != callInterrupted {
+		failed := 0
+		for _, ps := range f.mu.parts {
+			if ps.failed {
+				failed++
+			}
+		}
+		f.q.noteFailedParts(failed)
+	}
 	f.mu.changed.Broadcast()
 	select {
 	case f.ended <- struct{}{}:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdb/tsdb/errcode"
 	"github.com/tsdb/tsdb/model"
 )
 
@@ -404,5 +405,206 @@ func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
 	a.update(now, true)
 	if !a.saturated || a.capacity != c/2 {
 		t.Fatalf("no failure: saturated %v capacity %.0f, want saturated, halved to %.0f", a.saturated, a.capacity, c/2)
+	}
+}
+
+// TestDrainDoesNotRaiseCapacity: a forwarder working off a backlog while
+// nothing is accepted (admission closed) forwards faster than it can
+// under load; such ticks may lower the estimate, never raise it, nor may
+// the ticks right after it opens again, until the queue accepts again.
+func TestDrainDoesNotRaiseCapacity(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	sec := int64(time.Second)
+	now := 1000 * sec
+	a.update(now, true)
+	a.capacity, a.saturated = 5000, true
+	a.add(now, 100_000, false) // a backlog, overdue from the next ticks on
+	for range 5 {
+		now += sec
+		a.forwarded = 20_000 // draining, with nothing accepted
+		a.update(now, true)
+	}
+	if a.capacity != 5000 {
+		t.Fatalf("capacity %.0f after draining at 20000 rows/s with nothing accepted, want 5000 kept", a.capacity)
+	}
+	a.remove(now, 100_000, false)
+	for range 3 {
+		now += sec
+		a.forwarded = 20_000 // the rest of the backlog, not overdue
+		a.update(now, true)
+	}
+	if a.capacity != 5000 {
+		t.Fatalf("capacity %.0f after opening, still draining, want 5000 kept", a.capacity)
+	}
+	// Under load (accepting as much as it forwards), the forward rate
+	// counts again.
+	for range 5 {
+		now += sec
+		a.forwarded, a.accepted = 9000, 9000
+		a.update(now, true)
+	}
+	if a.capacity < 8000 {
+		t.Fatalf("capacity %.0f forwarding 9000 rows/s while accepting as much, want it raised towards 9000", a.capacity)
+	}
+	// A drain slower than the estimate lowers it.
+	a.add(now, 100_000, false)
+	for range 5 {
+		now += sec
+		a.forwarded, a.accepted = 2000, 0
+		a.update(now, true)
+	}
+	if a.capacity > 3000 {
+		t.Fatalf("capacity %.0f after draining at 2000 rows/s, want it lowered", a.capacity)
+	}
+}
+
+// TestAcceptBound: once the forwarder was seen saturated, a queue
+// accepts at most acceptProbe times its capacity estimate in one tick,
+// however much room its due seconds have; before, it does not (the
+// estimate is then below the truth).
+func TestAcceptBound(t *testing.T) {
+	clk, opts := clockedOptions(t)
+	opts.InitialForwardRate = 2000
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	enqueueSpread := func(rows, from int) (accepted int, err error) {
+		for i := range rows / 100 {
+			due := clk.Now().Add(time.Duration(3+i%15) * time.Second)
+			if err := q.Enqueue(ctx, "cpu", makeRows(from+i, 100), due); err != nil {
+				return accepted, err
+			}
+			accepted += 100
+		}
+		return accepted, nil
+	}
+	if n, err := enqueueSpread(4000, 0); err != nil {
+		t.Fatalf("not yet saturated: %v after %d rows, want 4000 accepted in a second", err, n)
+	}
+	clk.ns.Add(int64(time.Second))
+	q.mu.Lock()
+	q.mu.adm.saturated = true
+	q.mu.Unlock()
+	n, err := enqueueSpread(4000, 1000)
+	if !errors.Is(err, ErrBehind) || !errors.Is(err, errcode.ErrQueueFull) {
+		t.Fatalf("saturated, over 1.25 times the capacity in a second: %v, want ErrBehind (a queue_full)", err)
+	}
+	if want := int(acceptProbe * 2000); n != want {
+		t.Fatalf("accepted %d rows in a second before the refusal, want %d", n, want)
+	}
+	clk.ns.Add(int64(time.Second))
+	if _, err := enqueueSpread(100, 2000); err != nil {
+		t.Fatalf("the next second: %v", err)
+	}
+}
+
+// TestWidespreadFailuresCloseAdmission: rows written back after failed
+// forwards do not close admission while one partition fails, but do once
+// forwards fail in two partitions or more (a cluster over its capacity,
+// not one unavailable partition); admission opens again once the
+// failures are down to one partition.
+func TestWidespreadFailuresCloseAdmission(t *testing.T) {
+	o := Options{}
+	o.EnsureDefaults()
+	for _, tc := range []struct {
+		failedParts int64
+		closes      bool
+	}{{0, false}, {1, false}, {2, true}, {5, true}} {
+		a := newAdmission(&o)
+		sec := int64(time.Second)
+		now := 1000 * sec
+		a.update(now, true)
+		a.add(now, 20_000, true) // retrying
+		a.failedParts = tc.failedParts
+		closedAt := 0
+		for step := 1; step <= 30 && !a.closed; step++ {
+			now += sec
+			a.accepted += 2000
+			a.add(now+60*sec, 2000, false) // due after the test
+			a.handled += 1000              // rows requeued again
+			a.update(now, true)
+			if a.closed {
+				closedAt = step
+			}
+		}
+		if a.closed != tc.closes {
+			t.Fatalf("%d failing partitions, 20000 rows retrying: closed %v (at %d s), want %v", tc.failedParts, a.closed, closedAt, tc.closes)
+		}
+		if !tc.closes {
+			continue
+		}
+		if closedAt < 3 {
+			t.Fatalf("closed after %d s, want BehindFor (3 s) of being behind first", closedAt)
+		}
+		if d := a.retryAfter(time.Second); d <= time.Second {
+			t.Fatalf("Retry-After %s while closed with 20000 rows retrying, want more than the floor", d)
+		}
+		a.failedParts = 1
+		now += sec
+		if tr := a.update(now, true); tr != nowOpen || a.closed {
+			t.Fatalf("transition %v, closed %v once one partition fails, want open", tr, a.closed)
+		}
+	}
+}
+
+// failingParts routes rows by time modulo 3 and fails every call to the
+// partitions in its failing set (as a whole).
+type failingParts struct {
+	mu      sync.Mutex
+	failing map[int]bool
+}
+
+func (s *failingParts) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		out[i] = int(r.Time % 3)
+	}
+	return out, nil
+}
+
+func (s *failingParts) Forward(_ context.Context, _ string, rows []model.Row) ([]error, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failing[int(rows[0].Time%3)] {
+		return nil, errors.New("ack timeout")
+	}
+	return nil, nil
+}
+
+// TestForwarderCountsFailingPartitions: the forwarder tells admission how
+// many partitions' last call failed, and forgets a partition once a call
+// to it succeeds.
+func TestForwarderCountsFailingPartitions(t *testing.T) {
+	_, opts := clockedOptions(t)
+	q := openQueue(t, t.TempDir(), opts)
+	s := &failingParts{failing: map[int]bool{1: true, 2: true}}
+	f := NewForwarder(q, s, fastForwarder())
+	ctx := context.Background()
+	failedParts := func() int64 {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.mu.adm.failedParts
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 30), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pass(ctx, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if got := failedParts(); got != 2 {
+		t.Fatalf("%d failing partitions after calls to partitions 1 and 2 failed, want 2", got)
+	}
+	s.mu.Lock()
+	s.failing[2] = false
+	s.mu.Unlock()
+	if _, err := f.pass(ctx, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if got := failedParts(); got != 1 {
+		t.Fatalf("%d failing partitions after a call to partition 2 succeeded, want 1", got)
+	}
+	if st := q.Admission(); st.RetryingRows != 10 {
+		t.Fatalf("%d rows retrying, want partition 1's 10", st.RetryingRows)
 	}
 }

@@ -474,6 +474,11 @@ func (q *Queue) reserve(n, size, due int64) error {
 		return fmt.Errorf("%w: %d rows overdue by more than %s; accepting %.0f rows/s, forwarding %.0f rows/s",
 			ErrBehind, a.overdue, time.Duration(a.overdueAfter), a.acceptRate, a.forwardRate)
 	}
+	if a := &q.mu.adm; !q.opts.NoAdmission && a.acceptFull(n) {
+		q.metrics.behindRejects.Inc()
+		return fmt.Errorf("%w: %d rows accepted in this second, at most %.0f (%.2f times the forward capacity)",
+			ErrBehind, a.accepted, acceptProbe*a.capacity, acceptProbe)
+	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
 		// Not counted in behindRejects: the caller draws another due
 		// time, and counts a refused insert with RefusedDueFull.
