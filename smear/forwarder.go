@@ -192,7 +192,17 @@ type partState struct {
 	// set and a call is in flight, further calls to it are not made
 	// (their rows are requeued with backoff): one probe at a time.
 	failed bool
+	// failedAt is when its last call failed: a partition that failed
+	// longer than failedPartTTL ago and has no call in flight is
+	// forgotten (split away, its rows routed elsewhere since).
+	failedAt time.Time
 }
+
+// failedPartTTL is how long a failed partition with no call in flight
+// counts as failing (admission's failedParts). A partition that keeps
+// failing is probed again after each backoff (at most MaxBackoff) and
+// its call lasts at most its ack timeout, so it is refreshed well within.
+const failedPartTTL = time.Minute
 
 // NewForwarder returns the forwarder of q's entries through sender. A
 // queue has exactly one forwarder (the set of entries in a call's hands is
@@ -538,26 +548,39 @@ func (f *Forwarder) release(c *call, o outcome) {
 		case callOK:
 			ps.failed = false
 		case callFailed:
-			ps.failed = true
+			ps.failed, ps.failedAt = true, f.q.now()
 		}
 		if ps.running <= 0 && !ps.failed {
 			delete(f.mu.parts, part)
 		}
 	}
 	if o != callInterrupted {
-		failed := 0
-		for _, ps := range f.mu.parts {
-			if ps.failed {
-				failed++
-			}
-		}
-		f.q.noteFailedParts(failed)
+		f.q.noteFailedParts(f.countFailedLocked())
 	}
 	f.mu.changed.Broadcast()
 	select {
 	case f.ended <- struct{}{}:
 	default:
 	}
+}
+
+// countFailedLocked counts the partitions whose last call failed, and
+// forgets those that failed more than failedPartTTL ago with no call in
+// flight. f.mu is held.
+func (f *Forwarder) countFailedLocked() int {
+	now := f.q.now()
+	n := 0
+	for k, ps := range f.mu.parts {
+		if !ps.failed {
+			continue
+		}
+		if ps.running <= 0 && now.Sub(ps.failedAt) > failedPartTTL {
+			delete(f.mu.parts, k)
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // giveUp leaves the entries of calls never made as they are: their rows

@@ -548,17 +548,28 @@ func TestWidespreadFailuresCloseAdmission(t *testing.T) {
 	}
 }
 
-// failingParts routes rows by time modulo 3 and fails every call to the
-// partitions in its failing set (as a whole).
+// failingParts routes rows by time modulo 3 (or to part, when set: the
+// others split away into it) and fails every call to the partitions in
+// its failing set (as a whole).
 type failingParts struct {
 	mu      sync.Mutex
 	failing map[int]bool
+	part    int
+}
+
+func (s *failingParts) route(r model.Row) int {
+	if s.part > 0 {
+		return s.part
+	}
+	return int(r.Time % 3)
 }
 
 func (s *failingParts) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]int, len(rows))
 	for i, r := range rows {
-		out[i] = int(r.Time % 3)
+		out[i] = s.route(r)
 	}
 	return out, nil
 }
@@ -566,7 +577,7 @@ func (s *failingParts) Route(_ context.Context, _ string, rows []model.Row) ([]i
 func (s *failingParts) Forward(_ context.Context, _ string, rows []model.Row) ([]error, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.failing[int(rows[0].Time%3)] {
+	if s.failing[s.route(rows[0])] {
 		return nil, errors.New("ack timeout")
 	}
 	return nil, nil
@@ -574,9 +585,10 @@ func (s *failingParts) Forward(_ context.Context, _ string, rows []model.Row) ([
 
 // TestForwarderCountsFailingPartitions: the forwarder tells admission how
 // many partitions' last call failed, and forgets a partition once a call
-// to it succeeds.
+// to it succeeds, or once it failed more than failedPartTTL ago with no
+// call since (split away: its rows go elsewhere).
 func TestForwarderCountsFailingPartitions(t *testing.T) {
-	_, opts := clockedOptions(t)
+	clk, opts := clockedOptions(t)
 	q := openQueue(t, t.TempDir(), opts)
 	s := &failingParts{failing: map[int]bool{1: true, 2: true}}
 	f := NewForwarder(q, s, fastForwarder())
@@ -606,5 +618,26 @@ func TestForwarderCountsFailingPartitions(t *testing.T) {
 	}
 	if st := q.Admission(); st.RetryingRows != 10 {
 		t.Fatalf("%d rows retrying, want partition 1's 10", st.RetryingRows)
+	}
+	// Partition 1 splits away: its rows now go to partition 2, which
+	// accepts them. A minute later it no longer counts.
+	s.mu.Lock()
+	s.part = 2
+	s.mu.Unlock()
+	if _, err := f.pass(ctx, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if got := failedParts(); got != 1 {
+		t.Fatalf("%d failing partitions right after partition 1's rows went elsewhere, want 1 (it failed just now)", got)
+	}
+	clk.ns.Add(int64(failedPartTTL + time.Second))
+	if err := q.Enqueue(ctx, "cpu", makeRows(1, 3), time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pass(ctx, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if got := failedParts(); got != 0 {
+		t.Fatalf("%d failing partitions %s after partition 1's last failure, want 0", got, failedPartTTL+time.Second)
 	}
 }
