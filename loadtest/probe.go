@@ -118,11 +118,17 @@ func (p *prober) probe(ctx context.Context) {
 // not visible (missing: later still, or lost), and names the missing
 // ones. Call it after wait.
 func (p *prober) recheck(ctx context.Context) {
+	if ctx.Err() != nil {
+		return // interrupted: nothing to say about them
+	}
 	p.mu.Lock()
 	left := slices.Clone(p.mu.late)
 	p.mu.Unlock()
+	late := len(left)
 	deadline := time.Now().Add(p.timeout)
-	for len(left) > 0 {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for len(left) > 0 && ctx.Err() == nil {
 		left = slices.DeleteFunc(left, func(l lateProbe) bool { return p.visibleAnywhere(ctx, l) })
 		if len(left) == 0 || time.Now().After(deadline) || sleepCtx(ctx, time.Second) != nil {
 			break
@@ -132,13 +138,16 @@ func (p *prober) recheck(ctx context.Context) {
 	for _, l := range left {
 		p.missing = append(p.missing, l.series)
 	}
-	p.seenLate = len(p.mu.late) - len(left)
+	p.seenLate = late - len(left)
 }
 
 // visibleAnywhere reports whether a query through any server returns the
-// probe's row.
+// probe's row (false once ctx ends).
 func (p *prober) visibleAnywhere(ctx context.Context, l lateProbe) bool {
 	for _, srv := range p.servers {
+		if ctx.Err() != nil {
+			return false
+		}
 		if n, err := p.cl.queryCount(ctx, srv.URL, p.table, l.series, l.t, l.t+1); err == nil && n > 0 {
 			return true
 		}

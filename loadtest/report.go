@@ -277,7 +277,7 @@ func (r *Report) summaryRows() []summaryRow {
 		}},
 		summaryRow{"visibility probes", func(x RunResult) string {
 			v := x.Visibility
-			return fmt.Sprintf("%d: %d seen, %d timed out (%d seen after the drain, %d never), %d failed",
+			return fmt.Sprintf("%d: %d seen, %d timed out (%d seen after the drain, %d still not), %d failed",
 				v.Probes, v.Visible, v.TimedOut, v.SeenLate, v.Missing, v.Errors)
 		}},
 	)

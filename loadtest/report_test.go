@@ -102,7 +102,7 @@ func TestWriteSummary(t *testing.T) {
 	for _, want := range []string{
 		"smear-off", "smear-on", "acked rows/s", "1000", "1500", "1.5ms / 12.2ms", "503 queue_full: 3",
 		"66.7% / 50.0% = 1.33x (s1)", "share of stored writes s2", "33.3% (queue max 0 rows)",
-		"100.0ms / 900.0ms / 1.00s", "10: 9 seen, 1 timed out (1 seen after the drain, 0 never), 0 failed",
+		"100.0ms / 900.0ms / 1.00s", "10: 9 seen, 1 timed out (1 seen after the drain, 0 still not), 0 failed",
 		"throughput ratio smear on/off: 1.50 (ideal N/(RF+1) = 2/2 = 1.00)", "write limit 2MiB/s (2097152 B/s)",
 		"servers started with --min-servers 2\n",
 	} {

@@ -70,13 +70,6 @@ const (
 	// widespreadFailures is the number of failing partitions from which
 	// the rows retrying count as behind (see admission.failedParts).
 	widespreadFailures = 2
-	// underLoadShare: a tick measures capacity under load when the
-	// accept rate is at least this share of the forward rate. A forwarder
-	// working off a backlog with nothing accepted (admission closed, the
-	// load gone) forwards faster than it can while the same server also
-	// accepts and writes new rows; such a tick may lower the estimate,
-	// never raise it.
-	underLoadShare = 0.5
 )
 
 // admission is the queue's admission state (guarded by Queue.mu).
@@ -123,6 +116,10 @@ type admission struct {
 	// lags behind the load) are a cluster over its capacity, and rows
 	// acknowledged meanwhile would wait for it.
 	failedParts int64
+	// retryingAtTick is retrying at the last tick; retryGrowing says it
+	// grew by more than minSlotRows in that tick.
+	retryingAtTick int64
+	retryGrowing   bool
 	// floor is the least capacity estimate while not saturated
 	// (Options.InitialForwardRate).
 	floor float64
@@ -172,8 +169,12 @@ func (a *admission) acceptFull(n int64) bool {
 	if !a.saturated || a.accepted == 0 {
 		return false
 	}
-	limit := max(int64(acceptProbe*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
-	return a.accepted+n > limit
+	return a.accepted+n > a.acceptLimit()
+}
+
+// acceptLimit is the most rows acceptFull lets in during one tick.
+func (a *admission) acceptLimit() int64 {
+	return max(int64(acceptProbe*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
 }
 
 // slotFull reports whether n more rows due at due would take their
@@ -311,13 +312,13 @@ func (a *admission) update(now int64, closing bool) transition {
 	a.advance(now - a.overdueAfter)
 	failing := a.failingCalls > 0 || a.failedTick
 	a.failedTick = false
-	// proven is the forward rate as a measure of capacity: without the
-	// load of accepting (see underLoadShare) it proves no more than the
-	// estimate already says.
-	proven := a.forwardRate
-	if a.acceptRate < underLoadShare*a.forwardRate {
-		proven = min(proven, a.capacity)
-	}
+	// proven is the forward rate as a measure of capacity: no more than
+	// the queue accepted meanwhile, or the estimate already says. A
+	// server that only forwards, working off a backlog with nothing
+	// accepted (admission closed, the load gone), forwards two to three
+	// times what it can while it also accepts and writes new rows; such
+	// a tick may lower the estimate, never raise it.
+	proven := min(a.forwardRate, max(a.capacity, a.acceptRate))
 	switch {
 	case a.overdue > 0 && failing:
 		// Overdue, but calls are failing: not a measure of capacity.
@@ -334,7 +335,20 @@ func (a *admission) update(now int64, closing bool) transition {
 		// again by the saturated rule above once rows are overdue).
 		decayed := a.capacity * math.Exp(-float64(dt)/float64(capacityDecay))
 		a.capacity = max(proven, min(a.capacity, max(decayed, idleMargin*a.forwardRate, a.floor)))
+		if a.capacity <= a.floor {
+			// Decayed to where it started (idle): slow start again,
+			// without the accept bound, as before any measure.
+			a.saturated = false
+		}
 	}
+	// Rows retrying count as behind (with failures widespread) only while
+	// they grow: under overload, forwards into the present's partitions
+	// keep failing and their rows pile up; rows of partitions that stay
+	// unavailable cycle through their retries without growing (new
+	// smeared rows go to the present's partitions), and must not keep
+	// admission closed.
+	a.retryGrowing = a.retrying > a.retryingAtTick+minSlotRows
+	a.retryingAtTick = a.retrying
 	if !closing {
 		return unchanged
 	}
@@ -365,9 +379,9 @@ func (a *admission) stepBack(now int64, closing bool) transition {
 
 // behindRows is the backlog the closing rule looks at: the overdue rows,
 // and the rows retrying when forwards fail in widespreadFailures
-// partitions or more.
+// partitions or more and the rows retrying grew in the last tick.
 func (a *admission) behindRows() int64 {
-	if a.failedParts >= widespreadFailures {
+	if a.failedParts >= widespreadFailures && a.retryGrowing {
 		return a.overdue + a.retrying
 	}
 	return a.overdue

@@ -177,9 +177,10 @@
 // towards 1.5 times it and not below InitialForwardRate, the value before
 // any measure; rows overdue while a call to a failing partition is in
 // flight, or in a tick that saw a call fail, do not count as saturation;
-// a forward rate measured while the queue accepts less than half of it,
-// a drain without the load of accepting, may lower the estimate but never
-// raise it).
+// the forward rate proves no more than the queue accepted meanwhile, so a
+// drain without the load of accepting may lower the estimate but never
+// raise it; an estimate decayed back to InitialForwardRate starts its
+// slow start over).
 // It is advanced on ticks taken lazily by Enqueue, settles
 // and Run: no goroutine of its own, and Options.Now drives it in tests. A
 // clock stepped backwards re-bases it (the rows counted overdue go back
@@ -207,9 +208,11 @@
 // never overdue, requeued rows count as handled, and a failing partition
 // holds one call slot at most: an unavailable partition does not close
 // admission (TestFailingPartitionKeepsAdmissionOpen). Once forwards fail
-// in two partitions or more, the rows retrying count with the overdue
-// ones in the closing and opening rules: a cluster over its capacity, not
-// one unavailable partition (TestWidespreadFailuresCloseAdmission). ErrDueFull refuses
+// in two partitions or more and the rows retrying grew by more than
+// minSlotRows in the last tick, they count with the overdue ones in the
+// closing and opening rules: a cluster over its capacity, not partitions
+// left unavailable, whose rows only cycle through their retries
+// (TestWidespreadFailuresCloseAdmission). ErrDueFull refuses
 // a due-time draw, not an insert: the caller draws again and calls
 // Queue.RefusedDueFull when it gives up, so that
 // tsdb_smear_behind_rejections_total counts refused inserts.

@@ -199,9 +199,10 @@ type partState struct {
 }
 
 // failedPartTTL is how long a failed partition with no call in flight
-// counts as failing (admission's failedParts). A partition that keeps
-// failing is probed again after each backoff (at most MaxBackoff) and
-// its call lasts at most its ack timeout, so it is refreshed well within.
+// counts as failing (admission's failedParts), beyond twice MaxBackoff: a
+// partition that keeps failing is probed again after each backoff and
+// its call lasts at most its ack timeout (10 s by default), so it is
+// refreshed well within.
 const failedPartTTL = time.Minute
 
 // NewForwarder returns the forwarder of q's entries through sender. A
@@ -565,16 +566,19 @@ func (f *Forwarder) release(c *call, o outcome) {
 }
 
 // countFailedLocked counts the partitions whose last call failed, and
-// forgets those that failed more than failedPartTTL ago with no call in
-// flight. f.mu is held.
+// forgets those that failed more than failedPartTTL plus twice MaxBackoff
+// ago with no call in flight. f.mu is held.
 func (f *Forwarder) countFailedLocked() int {
 	now := f.q.now()
+	ttl := failedPartTTL + 2*f.opts.MaxBackoff
 	n := 0
 	for k, ps := range f.mu.parts {
-		if !ps.failed {
+		if !ps.failed || k.ord < 0 {
+			// Rows no partition covers (ordinal -1) are not a replica
+			// set that cannot keep up.
 			continue
 		}
-		if ps.running <= 0 && now.Sub(ps.failedAt) > failedPartTTL {
+		if ps.running <= 0 && now.Sub(ps.failedAt) > ttl {
 			delete(f.mu.parts, k)
 			continue
 		}

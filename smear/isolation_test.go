@@ -445,8 +445,8 @@ func TestDrainDoesNotRaiseCapacity(t *testing.T) {
 		a.forwarded, a.accepted = 9000, 9000
 		a.update(now, true)
 	}
-	if a.capacity < 8000 {
-		t.Fatalf("capacity %.0f forwarding 9000 rows/s while accepting as much, want it raised towards 9000", a.capacity)
+	if a.capacity < 8000 || a.capacity > 9000 {
+		t.Fatalf("capacity %.0f forwarding 9000 rows/s while accepting as much (the drain's 20000 still in the forward rate), want it raised towards 9000 and no further", a.capacity)
 	}
 	// A drain slower than the estimate lowers it.
 	a.add(now, 100_000, false)
@@ -483,8 +483,9 @@ func TestAcceptBound(t *testing.T) {
 		t.Fatalf("not yet saturated: %v after %d rows, want 4000 accepted in a second", err, n)
 	}
 	clk.ns.Add(int64(time.Second))
+	q.Admission() // the tick of this second
 	q.mu.Lock()
-	q.mu.adm.saturated = true
+	q.mu.adm.saturated, q.mu.adm.capacity = true, 2000
 	q.mu.Unlock()
 	n, err := enqueueSpread(4000, 1000)
 	if !errors.Is(err, ErrBehind) || !errors.Is(err, errcode.ErrQueueFull) {
@@ -501,18 +502,22 @@ func TestAcceptBound(t *testing.T) {
 
 // TestWidespreadFailuresCloseAdmission: rows written back after failed
 // forwards do not close admission while one partition fails, but do once
-// forwards fail in two partitions or more (a cluster over its capacity,
-// not one unavailable partition); admission opens again once the
-// failures are down to one partition.
+// forwards fail in two partitions or more and the rows retrying keep
+// growing (a cluster over its capacity: forwards into the present's
+// partitions keep failing); partitions that stay unavailable, whose rows
+// only cycle through their retries, do not. Admission opens again once
+// the rows retrying stop growing, or the failures are down to one
+// partition.
 func TestWidespreadFailuresCloseAdmission(t *testing.T) {
 	o := Options{}
 	o.EnsureDefaults()
+	sec := int64(time.Second)
 	for _, tc := range []struct {
 		failedParts int64
+		growth      int64 // rows retrying added per second
 		closes      bool
-	}{{0, false}, {1, false}, {2, true}, {5, true}} {
+	}{{0, 2000, false}, {1, 2000, false}, {2, 0, false}, {2, 2000, true}, {5, 2000, true}} {
 		a := newAdmission(&o)
-		sec := int64(time.Second)
 		now := 1000 * sec
 		a.update(now, true)
 		a.add(now, 20_000, true) // retrying
@@ -522,14 +527,16 @@ func TestWidespreadFailuresCloseAdmission(t *testing.T) {
 			now += sec
 			a.accepted += 2000
 			a.add(now+60*sec, 2000, false) // due after the test
-			a.handled += 1000              // rows requeued again
+			a.add(now, tc.growth, true)
+			a.handled += 1000 // rows requeued again
 			a.update(now, true)
 			if a.closed {
 				closedAt = step
 			}
 		}
 		if a.closed != tc.closes {
-			t.Fatalf("%d failing partitions, 20000 rows retrying: closed %v (at %d s), want %v", tc.failedParts, a.closed, closedAt, tc.closes)
+			t.Fatalf("%d failing partitions, rows retrying growing by %d/s: closed %v (at %d s), want %v",
+				tc.failedParts, tc.growth, a.closed, closedAt, tc.closes)
 		}
 		if !tc.closes {
 			continue
@@ -538,12 +545,12 @@ func TestWidespreadFailuresCloseAdmission(t *testing.T) {
 			t.Fatalf("closed after %d s, want BehindFor (3 s) of being behind first", closedAt)
 		}
 		if d := a.retryAfter(time.Second); d <= time.Second {
-			t.Fatalf("Retry-After %s while closed with 20000 rows retrying, want more than the floor", d)
+			t.Fatalf("Retry-After %s while closed with rows retrying, want more than the floor", d)
 		}
-		a.failedParts = 1
+		// Closed, nothing accepted: the rows retrying stop growing.
 		now += sec
 		if tr := a.update(now, true); tr != nowOpen || a.closed {
-			t.Fatalf("transition %v, closed %v once one partition fails, want open", tr, a.closed)
+			t.Fatalf("transition %v, closed %v once the rows retrying stopped growing, want open", tr, a.closed)
 		}
 	}
 }

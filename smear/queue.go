@@ -476,8 +476,8 @@ func (q *Queue) reserve(n, size, due int64) error {
 	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.acceptFull(n) {
 		q.metrics.behindRejects.Inc()
-		return fmt.Errorf("%w: %d rows accepted in this second, at most %.0f (%.2f times the forward capacity)",
-			ErrBehind, a.accepted, acceptProbe*a.capacity, acceptProbe)
+		return fmt.Errorf("%w: %d rows accepted in this tick, at most %d (%.2f times the forward capacity of %.0f rows/s)",
+			ErrBehind, a.accepted, a.acceptLimit(), acceptProbe, a.capacity)
 	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
 		// Not counted in behindRejects: the caller draws another due
