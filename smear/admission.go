@@ -111,10 +111,11 @@ type admission struct {
 	// (Forwarder.release). Rows written back after a failed forward are
 	// not overdue while one partition fails (an unavailable partition
 	// must not close admission), but from widespreadFailures partitions
-	// on they count as behind: forwards failing all over (replica sets
-	// that cannot confirm within their ack timeout, as when replication
-	// lags behind the load) are a cluster over its capacity, and rows
-	// acknowledged meanwhile would wait for it.
+	// on, while they grow (retryGrowing), they count as behind: forwards
+	// failing all over (replica sets that cannot confirm within their ack
+	// timeout, as when replication lags behind the load) are a cluster
+	// over its capacity, and rows acknowledged meanwhile would wait for
+	// it.
 	failedParts int64
 	// retryingAtTick is retrying at the last tick; retryGrowing says it
 	// grew by more than minSlotRows in that tick.

@@ -193,8 +193,9 @@ type partState struct {
 	// (their rows are requeued with backoff): one probe at a time.
 	failed bool
 	// failedAt is when its last call failed: a partition that failed
-	// longer than failedPartTTL ago and has no call in flight is
-	// forgotten (split away, its rows routed elsewhere since).
+	// longer ago than failedPartTTL plus twice MaxBackoff and has no call
+	// in flight is forgotten (split away, its rows routed elsewhere
+	// since).
 	failedAt time.Time
 }
 
