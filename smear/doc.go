@@ -124,7 +124,8 @@
 // ForwarderOptions.MaxInFlight Sender calls in flight. When the window
 // has room it loads due
 // entries in due order, skipping those already in a call's hands (an
-// in-memory set), as many rows as twice the free calls hold; routes the
+// in-memory set), as many rows as twice the free calls hold (at most 8
+// calls' worth); routes the
 // rows of each table once (Partitioner.Route, when the Sender is one);
 // groups them by destination partition; and cuts each group, in due
 // order, into calls of at most MaxRowsPerCall rows and MaxBytesPerCall

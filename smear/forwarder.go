@@ -97,6 +97,14 @@ const (
 	DefaultWarnInterval = 10 * time.Second
 )
 
+// maxLoadCalls bounds one load to this many calls' worth of rows,
+// whatever the window: rows loaded and waiting for a slot count as in
+// flight, never overdue, so a load far ahead of the window would hide a
+// backlog from admission (and hold it in memory). Calls are mostly
+// smaller than MaxRowsPerCall (a pass's rows split by partition), so 8
+// calls' worth still fills a window of 16.
+const maxLoadCalls = 8
+
 // fullScanInterval is how often Run scans the whole queue instead of
 // starting at the scan hint (see Queue.resetHint).
 const fullScanInterval = time.Minute
@@ -377,7 +385,8 @@ func (f *Forwarder) waitIdle() {
 }
 
 // launch loads the entries due at or before upTo that are not in flight,
-// as many rows as twice the free window's calls hold, plans their calls
+// as many rows as twice the free window's calls hold (at most
+// maxLoadCalls calls' worth), plans their calls
 // and starts them, each as soon as the window has room (or requeues the
 // rows of a call whose partition is held, see acquire). It returns once
 // every call started (or ctx ended: the calls not started are given up,
@@ -446,7 +455,7 @@ func (f *Forwarder) load(ctx context.Context, upTo int64) ([]*call, passStats, e
 		st.full = true
 		return nil, st, nil
 	}
-	calls := int64(2 * room)
+	calls := int64(min(2*room, maxLoadCalls))
 	maxRows := int64(f.opts.MaxRowsPerCall) * calls
 	maxBytes := f.opts.MaxBytesPerCall * calls
 	entries, next, truncated, err := f.q.load(upTo, maxRows, maxBytes, f.inFlight)

@@ -648,3 +648,46 @@ func TestForwarderCountsFailingPartitions(t *testing.T) {
 		t.Fatalf("%d failing partitions %s after partition 1's last failure, want 0", got, failedPartTTL+time.Second)
 	}
 }
+
+// TestLoadBoundedWhateverTheWindow: with a window of 16 calls, one load
+// takes at most maxLoadCalls calls' worth of rows; the rest stay queued
+// (and count as overdue once late) instead of waiting in memory for a
+// slot, where admission would not see them.
+func TestLoadBoundedWhateverTheWindow(t *testing.T) {
+	clk, opts := clockedOptions(t)
+	opts.NoAdmission = true // the counts are kept; 3,000 rows due at once are taken
+	q := openQueue(t, t.TempDir(), opts)
+	ctx := context.Background()
+	for i := range 30 {
+		if err := q.Enqueue(ctx, "cpu", makeRows(i, 100), clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sender := newRecorder()
+	sender.block = make(chan struct{})
+	fo := fastForwarder()
+	fo.MaxInFlight, fo.MaxRowsPerCall = 16, 100
+	f := NewForwarder(q, sender, fo)
+	cctx, cancel := context.WithCancel(ctx)
+	var own sync.WaitGroup
+	launched := make(chan error, 1)
+	go func() {
+		_, err := f.launch(cctx, clk.ns.Load(), &own)
+		launched <- err
+	}()
+	// The calls block in the sender; a load too large would also block
+	// launch itself, waiting for slots, until cancel.
+	deadline := time.Now().Add(10 * time.Second)
+	for q.Admission().InFlightRows == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	st := q.Admission()
+	cancel()
+	if err := <-launched; err != nil {
+		t.Fatal(err)
+	}
+	own.Wait()
+	if want := int64(maxLoadCalls * 100); st.InFlightRows != want {
+		t.Fatalf("%d rows loaded by one launch with 16 free calls of 100 rows, want %d (maxLoadCalls calls' worth)", st.InFlightRows, want)
+	}
+}
