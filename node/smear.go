@@ -28,8 +28,9 @@ import (
 // (smear.ForwarderOptions). A call into a partition whose replicas are slow
 // to confirm (a split's children catching up) holds its slot for up to the
 // ack timeout while using no CPU; with 4 slots a few such calls stalled
-// every other partition's due rows (docs/smearing.md), with 16 the healthy
-// partitions' rows keep moving.
+// every other partition's due rows (docs/smearing.md), and 16 leave room
+// for the healthy partitions' (not measured on its own: one 90 s run each,
+// docs/performance.md, "Smear visibility, second look").
 const (
 	smearCallRows  = 5000
 	smearCallBytes = 2 << 20

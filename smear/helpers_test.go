@@ -258,3 +258,13 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// startedAdmission returns an admission state with the default options,
+// its clock started by a first tick at now (ns).
+func startedAdmission(now int64) *admission {
+	o := Options{}
+	o.EnsureDefaults()
+	a := newAdmission(&o)
+	a.update(now, true)
+	return &a
+}

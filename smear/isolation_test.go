@@ -278,12 +278,9 @@ func TestOneForwarderPerQueue(t *testing.T) {
 // towards 1.5 times the forward rate (not below the initial rate), and a
 // saturated tick takes the measured rate.
 func TestCapacityDecays(t *testing.T) {
-	o := Options{}
-	o.EnsureDefaults()
-	a := newAdmission(&o)
 	sec := int64(time.Second)
 	now := 1000 * sec
-	a.update(now, true)
+	a := startedAdmission(now)
 	a.capacity, a.forwardRate = 8000, 3000
 	for range 20 * 60 {
 		now += sec
@@ -297,8 +294,8 @@ func TestCapacityDecays(t *testing.T) {
 		now += sec
 		a.update(now, true) // idle
 	}
-	if a.capacity != o.InitialForwardRate {
-		t.Fatalf("capacity %.0f after 20 idle minutes, want the initial %.0f", a.capacity, o.InitialForwardRate)
+	if a.capacity != float64(DefaultInitialForwardRate) {
+		t.Fatalf("capacity %.0f after 20 idle minutes, want the initial %.0f", a.capacity, float64(DefaultInitialForwardRate))
 	}
 	a.capacity = 8000
 	a.forwardRate = 8000
@@ -375,12 +372,9 @@ func TestDiscardedRowsNotForwarded(t *testing.T) {
 // not mark the forwarder saturated nor lower the estimate; without
 // failures they do.
 func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
-	o := Options{}
-	o.EnsureDefaults()
-	a := newAdmission(&o)
 	sec := int64(time.Second)
 	now := 1000 * sec
-	a.update(now, true)
+	a := startedAdmission(now)
 	a.capacity = 8000
 	a.add(now, 5000, false) // overdue from 2 s on, nothing forwarded
 	a.failingCalls = 1
@@ -413,12 +407,9 @@ func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
 // under load; such ticks may lower the estimate, never raise it, nor may
 // the ticks right after it opens again, until the queue accepts again.
 func TestDrainDoesNotRaiseCapacity(t *testing.T) {
-	o := Options{}
-	o.EnsureDefaults()
-	a := newAdmission(&o)
 	sec := int64(time.Second)
 	now := 1000 * sec
-	a.update(now, true)
+	a := startedAdmission(now)
 	a.capacity, a.saturated = 5000, true
 	a.add(now, 100_000, false) // a backlog, overdue from the next ticks on
 	for range 5 {
@@ -509,17 +500,14 @@ func TestAcceptBound(t *testing.T) {
 // the rows retrying stop growing, or the failures are down to one
 // partition.
 func TestWidespreadFailuresCloseAdmission(t *testing.T) {
-	o := Options{}
-	o.EnsureDefaults()
 	sec := int64(time.Second)
 	for _, tc := range []struct {
 		failedParts int64
 		growth      int64 // rows retrying added per second
 		closes      bool
 	}{{0, 2000, false}, {1, 2000, false}, {2, 0, false}, {2, 2000, true}, {5, 2000, true}} {
-		a := newAdmission(&o)
 		now := 1000 * sec
-		a.update(now, true)
+		a := startedAdmission(now)
 		a.add(now, 20_000, true) // retrying
 		a.failedParts = tc.failedParts
 		closedAt := 0
