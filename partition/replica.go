@@ -151,7 +151,13 @@ func (r *Replica) markDropped() bool {
 func (r *Replica) initSeq(high uint64, maxTime int64) {
 	r.high.Store(high)
 	r.synced = newSyncTracker(high)
+	// The bound is the data space's, under its lock: a replica created
+	// into a shared space (a local split child) must not write it while
+	// another member applies (a race the detector caught in
+	// node.TestSplitUnderLoad).
+	r.applyMu.Lock()
 	r.applyMu.maxTime = max(r.applyMu.maxTime, maxTime)
+	r.applyMu.Unlock()
 }
 
 // storedTimeBound returns an upper bound of the stored row times: the end
