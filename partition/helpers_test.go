@@ -3,7 +3,9 @@ package partition
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -96,8 +98,16 @@ const (
 	maxTime = 1<<63 - 1
 )
 
+// newSeededRand returns a random source seeded from the clock and logs the
+// seed; TSDB_TEST_SEED=<seed> replays a failed run.
 func newSeededRand(t testing.TB) *rand.Rand {
 	seed := time.Now().UnixNano()
+	if s := os.Getenv("TSDB_TEST_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
+			t.Fatalf("TSDB_TEST_SEED: %v", err)
+		}
+	}
 	t.Logf("seed %d", seed)
 	return rand.New(rand.NewSource(seed))
 }
