@@ -70,7 +70,9 @@ func TestZstdStartsNoGoroutine(t *testing.T) {
 	if _, err := DecodeStrings(nil, col); err != nil {
 		t.Fatal(err)
 	}
-	if after := runtime.NumGoroutine(); after != before {
+	// Only more is wrong: a goroutine of an earlier test may end meanwhile
+	// (seen under -race: 3 before, 2 after).
+	if after := runtime.NumGoroutine(); after > before {
 		t.Errorf("goroutines: %d before zstd, %d after", before, after)
 	}
 }
