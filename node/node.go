@@ -98,6 +98,16 @@ type Config struct {
 	// with its table's partition_size_target (and a split started above
 	// it); a large insert triggers a check sooner. Default 10s.
 	SplitCheckInterval time.Duration
+	// SealAfter is how long after a storage bucket (68.7 s of row time)
+	// ends its head rows are sealed into column blocks
+	// (partition.Store.Seal, docs/storage-format.md "Sealed blocks"):
+	// longer than a table's smear max_delay keeps the late smeared rows
+	// out of sealed buckets (a row that arrives later is still stored and
+	// read exactly; it costs a re-seal). Default 3m; negative: never seal.
+	SealAfter time.Duration
+	// SealInterval is how often the sealer looks for buckets to seal;
+	// default 10s.
+	SealInterval time.Duration
 	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
 	// the parent's rows, a joining server's initial copy) this server has
 	// in flight at once, so bulk copies leave CPU and disk to inserts.
@@ -220,6 +230,10 @@ func (c *Config) ensureDefaults() {
 	c.Presplit.EnsureDefaults()
 	orDefault(&c.CatchUpConcurrency, 1)
 	orDefault(&c.SplitCheckInterval, 10*time.Second)
+	if c.SealAfter == 0 {
+		c.SealAfter = DefaultSealAfter
+	}
+	orDefault(&c.SealInterval, 10*time.Second)
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
 	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
 	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)
@@ -586,6 +600,9 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 		_ = election.Run(bg, election.Config{Client: n.etcd, Prefix: cfg.EtcdPrefix, Self: cfg.ID, Lease: n.reg, Logger: n.log}, n.master.Lead)
 	})
 	n.goAttach(func() { n.replica.RunResync(bg) })
+	if cfg.SealAfter >= 0 {
+		n.goAttach(func() { n.every(bg, cfg.SealInterval, "seal", n.sealOnce) })
+	}
 	n.goAttach(func() { n.replica.RunSession(bg) })
 }
 
@@ -657,6 +674,21 @@ func (n *Node) every(ctx context.Context, interval time.Duration, what string, f
 			n.log.Warn(what+" failed", "err", err)
 		}
 	}
+}
+
+// DefaultSealAfter is Config.SealAfter's default: the default smear
+// max_delay (2 min) and a minute's margin.
+const DefaultSealAfter = 3 * time.Minute
+
+// sealOnce seals the storage buckets that ended SealAfter ago or earlier.
+func (n *Node) sealOnce(ctx context.Context) error {
+	start := time.Now()
+	st, err := n.store.Seal(ctx, n.now().Add(-n.cfg.SealAfter).UnixNano())
+	if st.Series > 0 || st.Skipped > 0 {
+		n.log.Debug("sealed", "blocks", st.Series, "rows", st.Rows, "skipped", st.Skipped,
+			"head_bytes", st.HeadBytes, "block_bytes", st.BlockBytes, "took", time.Since(start))
+	}
+	return err
 }
 
 // sweepOnce removes METADATA files off the committed chain (DESIGN.md

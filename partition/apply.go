@@ -472,7 +472,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			merged, blind = sc.newFields(fields), true
 		default:
 			if look.it == nil {
-				if look.it, err = r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+				if look.it, err = newRowIter(r.store.db, &r.ks, nil, nil); err != nil {
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 				}
 			}
@@ -504,7 +504,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		}
 		sc.written = append(sc.written, e.row)
 		sc.whole = append(sc.whole, whole)
-		if exists {
+		if exists && oldSeq != 0 { // 0: a sealed row, whose entry is not known
 			sc.oldSeqs = append(sc.oldSeqs, oldSeq)
 		}
 	}
@@ -602,7 +602,7 @@ func (sc *applyScratch) newFields(in []model.Field) []encField {
 // older than the replica's newest (a split backfill or a joiner's
 // catch-up while newer rows already arrived) so needs no seek per row.
 type rowLookup struct {
-	it *pebble.Iterator
+	it *rowIter // the head and the sealed rows
 	// positioned: a seek was made; valid: it found a key (else every key
 	// asked for from now on is absent).
 	positioned, valid bool

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -515,7 +514,13 @@ func TestRowLookupFind(t *testing.T) {
 	}
 	mustApply(t, r, rows...)
 	for round := 0; round < 20; round++ {
-		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+		if round == 10 {
+			// From here on the rows are sealed: found in their blocks.
+			if st, err := r.Seal(t.Context(), math.MaxInt64); err != nil || st.Rows != len(rows) {
+				t.Fatalf("seal: %+v, %v; want %d rows", st, err, len(rows))
+			}
+		}
+		it, err := newRowIter(s.db, &r.ks, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

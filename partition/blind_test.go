@@ -217,7 +217,7 @@ func TestApplyPushOwnRows(t *testing.T) {
 }
 
 // TestFormatOneUpgrades: a store of format 1 (written by a build before
-// writes without a read) opens, keeps its rows, is marked 2, and takes
+// writes without a read) opens, keeps its rows, is marked 3, and takes
 // blind writes that read back merged after a reopen.
 func TestFormatOneUpgrades(t *testing.T) {
 	dir := t.TempDir()
@@ -228,8 +228,8 @@ func TestFormatOneUpgrades(t *testing.T) {
 	setMarker(t, s, "1")
 
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "2" {
-		t.Fatalf("marker after opening a format 1 store = %q, want \"2\"", got)
+	if got := formatMarker(t, s); got != "3" {
+		t.Fatalf("marker after opening a format 1 store = %q, want \"3\"", got)
 	}
 	if !strings.Contains(log.String(), "from_format=1") {
 		t.Fatalf("upgrade not logged:\n%s", log)

@@ -79,7 +79,7 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	if empty {
 		return Chunk{Done: true}, nil
 	}
-	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := newRowIter(s.snap, &r.ks, lower, upper)
 	if err != nil {
 		return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
 	}
@@ -445,10 +445,11 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	return ApplyResult{Changed: len(pc.entries), LastSeq: lastSeq}, true, nil, nil
 }
 
-// noRowsIn reports whether the replica holds no row key in [first, last].
+// noRowsIn reports whether the replica holds no row in [first, last],
+// in the head or sealed.
 func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 	upper := append(append([]byte(nil), last...), 0) // the successor of last
-	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: first, UpperBound: upper})
+	it, err := newRowIter(r.store.db, &r.ks, first, upper)
 	if err != nil {
 		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}
@@ -467,7 +468,7 @@ func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 func (r *Replica) newerEntries(pc *parsedChunk) ([]int, error) {
 	first, last := pc.entries[0].key, pc.entries[len(pc.entries)-1].key
 	upper := append(append([]byte(nil), last...), 0)
-	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: first, UpperBound: upper})
+	it, err := newRowIter(r.store.db, &r.ks, first, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}

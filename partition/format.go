@@ -29,7 +29,11 @@ import (
 //     also be several row values back to back, as pebble's default merger
 //     concatenates them (decodeRaw folds those, value.go). A build before
 //     version 2 would find trailing bytes. Version 1 becomes 2 without
-//     rewriting anything.
+//     rewriting anything;
+//   - 3: rows of closed storage buckets may be sealed into column blocks
+//     (the 'b' keys of a data space, seal.go), which a build before
+//     version 3 would not read: their rows would vanish from its reads.
+//     Versions 1 and 2 become 3 without rewriting anything.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -39,10 +43,10 @@ const nsFormat byte = 0x00
 var formatKey = []byte{nsFormat}
 
 // storeFormat is the version this build writes in a new store.
-const storeFormat = 2
+const storeFormat = 3
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{1, storeFormat}
+var supportedFormats = []int{1, 2, storeFormat}
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).
@@ -100,8 +104,9 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 // writeFormat writes the marker of storeFormat, synced, in a store marked
 // with an older version (from, 0 when it had none); legacy (holdsKeys
 // before Open wrote anything) tells a store written before the marker
-// existed from a new one, for the log. Version 1 needs no change of its
-// keys to be version 2: it only holds no merge operands yet.
+// existed from a new one, for the log. Versions 1 and 2 need no change of
+// their keys to be version 3: they only hold no merge operands or blocks
+// yet.
 func (s *Store) writeFormat(from int, legacy bool) error {
 	if err := formatmark.Write(s.db, formatKey, storeFormat); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)

@@ -135,7 +135,7 @@ func (r *Replica) diffIndex(db reader) (rep IndexReport, missing, extra [][]byte
 
 // wantedIndex walks the rows and returns every index key they need.
 func (r *Replica) wantedIndex(db reader, rep *IndexReport) (map[string]struct{}, error) {
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	it, err := newRowIter(db, &r.ks, nil, nil) // the head and the sealed rows
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}

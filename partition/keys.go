@@ -17,6 +17,7 @@ const (
 	nsPending   byte = 0x05 // 0x05|table         : a table not yet settled since the store was created empty
 	nsLost      byte = 0x06 // 0x06|placement     : JSON ReplicaInfo of a listed placement whose data is gone
 
+	kindBlock  byte = 'b' // sealed column blocks (seal.go)
 	kindCursor byte = 'c' // replication cursors
 	kindSeq    byte = 'q' // sequence index
 	kindRow    byte = 'r' // rows
@@ -75,6 +76,8 @@ type keyspace struct {
 	spaceEnd []byte // successor of space
 	rowLo    []byte // space|'r'
 	rowHi    []byte // space|'s'
+	blkLo    []byte // space|'b'
+	blkHi    []byte // space|'c'
 	shared   []byte // space|'x'
 }
 
@@ -101,6 +104,8 @@ func newKeyspace(p, d uuid.UUID) keyspace {
 		spaceEnd: prefixSuccessor(space),
 		rowLo:    with(space, kindRow),
 		rowHi:    with(space, kindRow+1),
+		blkLo:    with(space, kindBlock),
+		blkHi:    with(space, kindBlock+1),
 		shared:   with(space, kindShared),
 	}
 }
@@ -143,6 +148,41 @@ func (ks *keyspace) appendBucketSeriesKey(dst []byte, b uint32, series string) [
 	dst = append(dst, ks.rowLo...)
 	dst = binary.BigEndian.AppendUint32(dst, b)
 	return append(dst, series...)
+}
+
+// appendBlockKey appends the key of the sealed block of series in storage
+// bucket b: space|'b'|bucket(4)|series|0x00. It is the row key of the
+// block's rows with kindBlock for kindRow and without the time, so blocks
+// sort like the rows they hold.
+func (ks *keyspace) appendBlockKey(dst []byte, b uint32, series string) []byte {
+	dst = append(dst, ks.blkLo...)
+	dst = binary.BigEndian.AppendUint32(dst, b)
+	dst = append(dst, series...)
+	return append(dst, 0)
+}
+
+// blockKeyParts splits a block key into bucket and series (aliasing key).
+func blockKeyParts(key []byte) (bucket uint32, series []byte, err error) {
+	if len(key) < prefixLen+1+4+2 || key[prefixLen] != kindBlock || key[len(key)-1] != 0 {
+		return 0, nil, fmt.Errorf("%w: bad block key %x", ErrCorrupt, key)
+	}
+	series = key[rowHeaderLen : len(key)-1]
+	if bytes.IndexByte(series, 0) >= 0 {
+		return 0, nil, fmt.Errorf("%w: bad block key %x", ErrCorrupt, key)
+	}
+	return binary.BigEndian.Uint32(key[prefixLen+1:]), series, nil
+}
+
+// blockBound maps a bound of the row keyspace (a key at or above rowLo and
+// at most rowHi) to the block keyspace: the same bytes after the kind. A
+// block whose key is at or above the result holds only rows whose keys
+// are at or above the row bound; one below it may still hold some when
+// its key is a prefix of the result (readers filter rows by key).
+func (ks *keyspace) blockBound(rowBound []byte) []byte {
+	if bytes.Equal(rowBound, ks.rowHi) {
+		return ks.blkHi
+	}
+	return append(append([]byte(nil), ks.blkLo...), rowBound[len(ks.rowLo):]...)
 }
 
 // appendSeqKey appends the sequence index key of seq to dst.

@@ -27,4 +27,15 @@ func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 		func() float64 { return float64(store.Metrics().Flush.Count) })
 	counter("tsdb_pebble_compactions_total", "Pebble compactions.",
 		func() float64 { return float64(store.Metrics().Compact.Count) })
+	c := &store.sealed
+	counter("tsdb_seal_rows_total", "Rows sealed into column blocks.",
+		func() float64 { return float64(c.rows.Load()) })
+	counter("tsdb_seal_blocks_total", "Column blocks written by seals (one per series and storage bucket sealed).",
+		func() float64 { return float64(c.series.Load()) })
+	counter("tsdb_seal_skipped_total", "Series left in the head by a seal: over a block's limits.",
+		func() float64 { return float64(c.skipped.Load()) })
+	counter("tsdb_seal_head_bytes_total", "Key and value bytes of the head rows seals replaced.",
+		func() float64 { return float64(c.headBytes.Load()) })
+	counter("tsdb_seal_block_bytes_total", "Key and value bytes of the blocks seals wrote.",
+		func() float64 { return float64(c.blockBytes.Load()) })
 }

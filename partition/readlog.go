@@ -204,7 +204,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 	}
 	defer seqIt.Close()
-	var rowIt *pebble.Iterator // for legacy entries only
+	var rowIt *rowIter // for legacy entries only
 	defer func() {
 		if rowIt != nil {
 			_ = rowIt.Close()
@@ -248,7 +248,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			}
 		} else {
 			if rowIt == nil {
-				if rowIt, err = snap.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi}); err != nil {
+				if rowIt, err = newRowIter(snap, &r.ks, nil, nil); err != nil {
 					return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 				}
 			}
@@ -257,12 +257,14 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 				return nil, err
 			}
 		}
-		if raw.seq < seq && !r.applyMu.shared.Load() {
+		if raw.seq < seq && raw.seq != 0 && !r.applyMu.shared.Load() {
 			// A legacy entry's row may have been overwritten since: by
 			// a later write without a read (a merge operand, which
 			// deletes no entry), or in a shared space by another member.
 			// Its current value is sent, a superset by the merge rule.
-			// Only a row older than the entry is wrong.
+			// A sealed row (sequence 0) is read with the changes
+			// sealed into it, a superset too. Only a row older than the
+			// entry is wrong.
 			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
 		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
@@ -281,7 +283,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 }
 
 // readRow decodes the row stored at key into raw.
-func (r *Replica) readRow(it *pebble.Iterator, key []byte, raw *rawRow) error {
+func (r *Replica) readRow(it *rowIter, key []byte, raw *rawRow) error {
 	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 		if err := it.Error(); err != nil {
 			return fmt.Errorf("partition: replica %s: read row: %w", r.info.Placement, err)

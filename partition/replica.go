@@ -161,7 +161,7 @@ func (r *Replica) initSeq(high uint64, maxTime int64) {
 }
 
 // storedTimeBound returns an upper bound of the stored row times: the end
-// of the last storage bucket holding a row, or math.MinInt64 when there is
+// of the last storage bucket holding a row (in the head or sealed), or math.MinInt64 when there is
 // no row. Reading the exact maximum would mean scanning that bucket.
 func (r *Replica) storedTimeBound() (int64, error) {
 	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
@@ -169,12 +169,33 @@ func (r *Replica) storedTimeBound() (int64, error) {
 		return 0, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}
 	defer it.Close()
-	if !it.Last() {
-		return math.MinInt64, it.Error()
-	}
-	b, _, _, err := rowKeyParts(it.Key())
-	if err != nil {
+	b, ok := uint32(0), it.Last()
+	if ok {
+		if b, _, _, err = rowKeyParts(it.Key()); err != nil {
+			return 0, err
+		}
+	} else if err := it.Error(); err != nil {
 		return 0, err
+	}
+	// The sealed rows: blocks sort by bucket first.
+	blk, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.blkLo, UpperBound: r.ks.blkHi})
+	if err != nil {
+		return 0, fmt.Errorf("partition: replica %s: read blocks: %w", r.info.Placement, err)
+	}
+	defer blk.Close()
+	if blk.Last() {
+		bb, _, err := blockKeyParts(blk.Key())
+		if err != nil {
+			return 0, err
+		}
+		if !ok || bb > b {
+			b, ok = bb, true
+		}
+	} else if err := blk.Error(); err != nil {
+		return 0, err
+	}
+	if !ok {
+		return math.MinInt64, nil
 	}
 	if b == maxBucket {
 		return math.MaxInt64, nil

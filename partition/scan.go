@@ -165,12 +165,12 @@ func fieldFilter(fields []string) func([]byte) bool {
 	}
 }
 
-// walker visits the stored rows of a time range and series filter, one
-// storage bucket after another, in key order (series, then time) inside
+// walker visits the stored rows (head and sealed, rowIter) of a time
+// range and series filter, one storage bucket after another, in key order (series, then time) inside
 // each bucket. Empty buckets cost nothing: each seek lands on the next
 // stored key.
 type walker struct {
-	it       *pebble.Iterator
+	it       *rowIter
 	ks       *keyspace
 	from, to int64
 	toOpen   bool // to is math.MaxInt64: no upper bound
@@ -225,7 +225,7 @@ func (r *Replica) newWalkerOn(db reader, from, to int64, series string, prefix b
 	if w.last < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, w.last+1, "")
 	}
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := newRowIter(db, &r.ks, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
 	}

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // A data space is the row keyspace (rows and tag index) that a group of
@@ -232,11 +236,14 @@ func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
 	if lo > hi {
 		return nil
 	}
-	upper := r.ks.rowHi
+	lower, upper := r.ks.appendBucketSeriesKey(nil, lo, ""), r.ks.rowHi
 	if hi < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
 	}
-	return b.DeleteRange(r.ks.appendBucketSeriesKey(nil, lo, ""), upper, nil)
+	if err := b.DeleteRange(lower, upper, nil); err != nil {
+		return err
+	}
+	return b.DeleteRange(r.ks.blockBound(lower), r.ks.blockBound(upper), nil) // their blocks
 }
 
 // deleteInBucket adds, for every series stored in bucket bk, the range
@@ -265,6 +272,60 @@ func (r *Replica) deleteInBucket(b *pebble.Batch, bk uint32, from, to int64) err
 		// The next series: every key of this one is series|0x00|time.
 		seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
 		ok = it.SeekGE(seek)
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	return r.cutBlocksInBucket(b, bk, from, to)
+}
+
+// cutBlocksInBucket adds, for every block of bucket bk, its rewrite
+// without the rows with a time in [from, to] (its delete when none is
+// left).
+func (r *Replica) cutBlocksInBucket(b *pebble.Batch, bk uint32, from, to int64) error {
+	lower := r.ks.appendBlockKey(nil, bk, "")
+	lower = lower[:len(lower)-1] // the bucket's first block key
+	upper := r.ks.blkHi
+	if bk < maxBucket {
+		upper = r.ks.appendBlockKey(nil, bk+1, "")
+		upper = upper[:len(upper)-1]
+	}
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	var (
+		br   block.Reader
+		rows []model.Row
+		buf  []byte
+	)
+	for ok := it.First(); ok; ok = it.Next() {
+		_, series, err := blockKeyParts(it.Key())
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
+		if err := br.Reset(v); err != nil {
+			return errors.Join(fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err), it.Close())
+		}
+		if br.MaxTime() < from || br.MinTime() > to {
+			continue // no row in [from, to]
+		}
+		if rows, err = br.Rows(nil, string(series)); err != nil {
+			return errors.Join(fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err), it.Close())
+		}
+		kept := slices.DeleteFunc(rows, func(row model.Row) bool { return row.Time >= from && row.Time <= to })
+		if len(kept) == 0 {
+			err = b.Delete(it.Key(), nil)
+		} else if buf, err = block.Encode(buf[:0], kept); err == nil {
+			err = b.Set(it.Key(), buf, nil)
+		}
+		if err != nil {
+			return errors.Join(err, it.Close())
+		}
 	}
 	return errors.Join(it.Error(), it.Close())
 }

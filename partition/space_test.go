@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
@@ -39,12 +39,12 @@ func rowsIn(rows []model.Row, begin, end *int64) []model.Row {
 	return out
 }
 
-// storedRowKeys counts the row keys stored under the data space of r
-// with a time in [begin, end), read from pebble directly.
+// storedRowKeys counts the rows stored under the data space of r with a
+// time in [begin, end), in the head and sealed, read from pebble directly.
 func storedRowKeys(t *testing.T, s *Store, space uuid.UUID, begin, end int64) int {
 	t.Helper()
 	ks := newKeyspace(space, space)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: ks.rowLo, UpperBound: ks.rowHi})
+	it, err := newRowIter(s.db, &ks, nil, nil) // in the head and sealed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,16 @@ func storedRowKeys(t *testing.T, s *Store, space uuid.UUID, begin, end int64) in
 // their logs stay empty), the parent's drop leaves them, a child's drop
 // deletes only the rows of its own range (a storage bucket cut in the
 // middle included), and the last member's drop deletes the whole space.
+//
+// Run twice: with the rows in the head, and sealed into blocks before the
+// split (a drop then deletes the blocks of the buckets it covers whole and
+// rewrites those of the bucket cut in the middle without its rows).
 func TestLocalSplitSharesRowsAndDropKeepsThem(t *testing.T) {
+	t.Run("head", func(t *testing.T) { testLocalSplitSharesRows(t, false) })
+	t.Run("sealed", func(t *testing.T) { testLocalSplitSharesRows(t, true) })
+}
+
+func testLocalSplitSharesRows(t *testing.T, sealed bool) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
 	parent := createSharingReplica(t, s, nil, nil)
@@ -82,6 +91,15 @@ func TestLocalSplitSharesRowsAndDropKeepsThem(t *testing.T) {
 	}
 	times = dedup(times)
 	all := spaceRows(t, parent, 5, times, 1)
+	if sealed {
+		st, err := parent.Seal(t.Context(), math.MaxInt64)
+		if err != nil || st.Rows != len(all) {
+			t.Fatalf("seal: %+v, %v; want %d rows", st, err, len(all))
+		}
+		if n := countKeys(t, s.db, parent.ks.rowLo, parent.ks.rowHi); n != 0 {
+			t.Fatalf("%d head rows left after sealing everything", n)
+		}
+	}
 
 	left := createSharingReplica(t, s, nil, &mid)
 	right := createSharingReplica(t, s, &mid, nil)

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // Choosing a split point (DESIGN.md section 6; docs/storage-format.md,
@@ -176,7 +178,7 @@ type estimateSizer struct {
 }
 
 func (e *estimateSizer) upTo(b uint32) (uint64, error) {
-	n, err := e.db.EstimateDiskUsage(e.start, e.sr.bucketEnd(b))
+	n, err := estimateRows(e.db, e.sr.ks, e.start, e.sr.bucketEnd(b))
 	if err != nil {
 		return 0, fmt.Errorf("estimate disk usage: %w", err)
 	}
@@ -383,7 +385,7 @@ func (s *timeSlots) sorted() []timeSlot {
 // skipped.
 type splitReader struct {
 	ks     *keyspace
-	it     *pebble.Iterator
+	it     *rowIter // the head and the sealed rows
 	from   int64
 	to     int64
 	toOpen bool   // to is +inf
@@ -392,7 +394,7 @@ type splitReader struct {
 
 func (r *Replica) newSplitReader() (*splitReader, error) {
 	sr := r.rangeBounds()
-	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: sr.bucketKey(sr.lo), UpperBound: sr.bucketEnd(sr.hi)})
+	it, err := newRowIter(r.store.db, &r.ks, sr.bucketKey(sr.lo), sr.bucketEnd(sr.hi))
 	if err != nil {
 		return nil, r.splitErr(err)
 	}
@@ -417,8 +419,7 @@ func (sr *splitReader) inRange(t int64) bool { return t >= sr.from && (sr.toOpen
 
 // rowBytes is the key and value length of the current row.
 func (sr *splitReader) rowBytes() uint64 {
-	v := sr.it.LazyValue()
-	return uint64(len(sr.it.Key()) + v.Len())
+	return sr.it.rowBytes()
 }
 
 // nextRowBucket returns the first bucket >= b holding an in-range row.
@@ -435,10 +436,31 @@ func (sr *splitReader) nextRowBucket(b uint32) (uint32, bool, error) {
 	return 0, false, sr.it.Error()
 }
 
-// lastRowBucket returns the last bucket holding an in-range row.
+// lastRowBucket returns the last bucket holding an in-range row, in the
+// head or sealed.
 func (sr *splitReader) lastRowBucket() (uint32, bool, error) {
-	for valid := sr.it.Last(); valid; valid = sr.it.Prev() {
-		kb, _, t, err := rowKeyParts(sr.it.Key())
+	hb, hok, err := sr.lastHeadBucket()
+	if err != nil {
+		return 0, false, err
+	}
+	bb, bok, err := sr.lastBlockBucket()
+	if err != nil {
+		return 0, false, err
+	}
+	switch {
+	case hok && bok:
+		return max(hb, bb), true, nil
+	case bok:
+		return bb, true, nil
+	}
+	return hb, hok, nil
+}
+
+// lastHeadBucket returns the last bucket holding an in-range head row.
+func (sr *splitReader) lastHeadBucket() (uint32, bool, error) {
+	it := sr.it.head
+	for valid := it.Last(); valid; valid = it.Prev() {
+		kb, _, t, err := rowKeyParts(it.Key())
 		if err != nil {
 			return 0, false, err
 		}
@@ -446,7 +468,40 @@ func (sr *splitReader) lastRowBucket() (uint32, bool, error) {
 			return kb, true, nil
 		}
 	}
-	return 0, false, sr.it.Error()
+	return 0, false, it.Error()
+}
+
+// lastBlockBucket returns the last bucket whose block holds an in-range
+// row. It leaves the rowIter's block side unpositioned: the next use
+// seeks.
+func (sr *splitReader) lastBlockBucket() (uint32, bool, error) {
+	it := sr.it.blk
+	sr.it.bValid = false
+	var br block.Reader
+	var times []int64
+	for valid := it.Last(); valid; valid = it.Prev() {
+		kb, _, err := blockKeyParts(it.Key())
+		if err != nil {
+			return 0, false, err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return 0, false, err
+		}
+		if err := br.Reset(v); err != nil {
+			return 0, false, fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err)
+		}
+		if !sr.inRange(br.MinTime()) || !sr.inRange(br.MaxTime()) {
+			if times, err = br.Times(times[:0]); err != nil {
+				return 0, false, fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err)
+			}
+			if !slices.ContainsFunc(times, sr.inRange) {
+				continue
+			}
+		}
+		return kb, true, nil
+	}
+	return 0, false, it.Error()
 }
 
 // forBucket calls fn with the time and bytes of every in-range row of
@@ -547,7 +602,7 @@ func (r *Replica) sharedSizeOver(limit uint64) (bool, uint64, error) {
 		return true, whole, nil
 	}
 	lower, upper := r.ownRowBounds()
-	cover, err := r.store.db.EstimateDiskUsage(lower, upper)
+	cover, err := estimateRows(r.store.db, &r.ks, lower, upper)
 	if err != nil {
 		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
@@ -607,7 +662,7 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 func (r *Replica) rowDiskUsage() (uint64, error) {
 	if !r.applyMu.shared.Load() {
 		lower, upper := r.ownRowBounds()
-		return r.store.db.EstimateDiskUsage(lower, upper)
+		return estimateRows(r.store.db, &r.ks, lower, upper)
 	}
 	whole, err := r.wholeBucketUsage()
 	if err != nil {
@@ -634,7 +689,7 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 		if last < first || hi < lo {
 			continue // nothing stored in the range's part of the bucket
 		}
-		usage, err := r.store.db.EstimateDiskUsage(sr.bucketKey(b), sr.bucketEnd(b))
+		usage, err := estimateRows(r.store.db, &r.ks, sr.bucketKey(b), sr.bucketEnd(b))
 		if err != nil {
 			return 0, err
 		}
@@ -651,7 +706,7 @@ func (r *Replica) wholeBucketUsage() (uint64, error) {
 	if bytes.Compare(lower, upper) >= 0 {
 		return 0, nil
 	}
-	n, err := r.store.db.EstimateDiskUsage(lower, upper)
+	n, err := estimateRows(r.store.db, &r.ks, lower, upper)
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}

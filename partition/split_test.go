@@ -160,6 +160,37 @@ func TestSplitPointUniform(t *testing.T) {
 	}
 }
 
+// TestSplitPointSealed: the rows of TestSplitPointUniform, sealed into
+// blocks up to the middle of their time, then all of them, still split
+// near the middle: the blocks weigh their buckets (their values, random
+// strings, compress no better in blocks than in the head).
+func TestSplitPointSealed(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(500), func(int) int { return 64 })
+	ws := weights(t, r, minTime, maxTime)
+	for _, c := range []struct {
+		name   string
+		before int64
+	}{{"half", splitTime(250)}, {"all", maxTime}} {
+		if st, err := r.Seal(t.Context(), c.before); err != nil || st.Rows == 0 {
+			t.Fatalf("seal %s: %+v, %v", c.name, st, err)
+		}
+		flush(t, s)
+		if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); c.name == "all" && n != 0 {
+			t.Fatalf("%d head rows left after sealing everything", n)
+		}
+		for _, mode := range splitModes {
+			t.Run(c.name+"/"+mode.String(), func(t *testing.T) {
+				split := mustSplit(t, r, mode, ws)
+				rows, _ := shares(ws, split)
+				t.Logf("split at time index %d: %.3f of rows", (split-splitBase)/splitStep, rows)
+				checkByteShare(t, mode, rows) // equal rows: the rows' share is the bytes'
+			})
+		}
+	}
+}
+
 // TestSplitPointSkewed: 90% of the bytes in the last 10% of the time range;
 // the split follows the bytes, not the time.
 func TestSplitPointSkewed(t *testing.T) {
@@ -611,12 +642,12 @@ func BenchmarkSplitPoint(b *testing.B) {
 }
 
 // rowsOnDisk returns pebble's estimate of the replica's rows on disk (the
-// 'r' keyspace), after checking that the whole replica, its log included
+// 'r' keyspace and the 'b' one of sealed blocks), after checking that the whole replica, its log included
 // (whose entries carry the rows' values again), is clearly larger: SizeOver
 // and Size must measure the rows only, or splits trigger early.
 func rowsOnDisk(t *testing.T, r *Replica) uint64 {
 	t.Helper()
-	rows, err := r.store.db.EstimateDiskUsage(r.ks.rowLo, r.ks.rowHi)
+	rows, err := estimateRows(r.store.db, &r.ks, r.ks.rowLo, r.ks.rowHi) // the head and the (absent) blocks
 	if err != nil || rows == 0 {
 		t.Fatalf("setup: rows on disk after flush = %d, %v", rows, err)
 	}

@@ -78,6 +78,8 @@ type Store struct {
 	checkIndex bool
 	// noShare is Options.NoShare.
 	noShare bool
+	// sealed counts what seals did (seal.go).
+	sealed sealCounters
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for

@@ -162,7 +162,7 @@ func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model
 	if empty {
 		return nil, nil
 	}
-	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := newRowIter(s.snap, &r.ks, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}

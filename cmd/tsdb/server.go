@@ -21,7 +21,7 @@ type serverFlags struct {
 	id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
 	pprofAddr                                                        string
 	maxBody, minServers, rebalanceMoves                              int
-	deadAfter, presplitEvery                                         time.Duration
+	deadAfter, presplitEvery, sealAfter                              time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
 	writeLimit, smearMaxBytes                                        int64
@@ -77,6 +77,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
+	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, "how long after a storage bucket (68.7 s of row time) ends its rows are sealed into compressed column blocks; keep it above your tables' smear max_delay (0 or less: never seal)")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -176,6 +177,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
+		SealAfter:             sealAfter(s.sealAfter),
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
@@ -183,6 +185,15 @@ func (s *serverFlags) config() (node.Config, error) {
 		return node.Config{}, err
 	}
 	return cfg, nil
+}
+
+// sealAfter maps --seal-after to node.Config.SealAfter: 0 or less is
+// never (-1), since the node reads 0 as its default.
+func sealAfter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // run starts the server and stops it when the command's context ends.

@@ -1,0 +1,358 @@
+package partition
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
+)
+
+// rowIter reads a data space's rows in row-key order from both places a
+// row can live: the head (one pebble key per row, 'r') and the sealed
+// blocks (one key per series and storage bucket, 'b', seal.go). It shows
+// a block's row under the row key it would have in the head, with a row
+// value encoded from the block (sequence 0: a sealed row has no live log
+// entry of its own), so readers of the head read sealed rows the same
+// way. A row in both places (written again after its bucket was sealed)
+// is shown once, its value being the block's followed by the head's:
+// decodeRaw folds them field by field by version (rule 2), which is the
+// row as if it had never been sealed.
+//
+// Both sources are read from one view of the store (the block iterator is
+// a clone of the head's), so a seal that commits while the iterator is
+// open is either wholly seen or not at all: a row is never missed between
+// the head it left and the block it went to.
+//
+// Key and Value are valid until the next positioning call.
+type rowIter struct {
+	ks           *keyspace
+	lower, upper []byte // row-key bounds
+	head, blk    *pebble.Iterator
+
+	hValid bool
+
+	// The loaded block: its key, rows and position.
+	bKey    []byte
+	bSeries string
+	bBucket uint32
+	bRows   []model.Row
+	bPos    int
+	bValid  bool
+	bBytes  int // the block's key and value bytes
+	reader  block.Reader
+
+	// The current row: which sources hold it, its key, its value.
+	inHead, inBlock bool
+	key             []byte
+	val             []byte // the value built here (a sealed row's)
+	cur             []byte // Value's answer
+	valDone         bool
+	enc             valueEncoder
+	fields          []encField
+
+	err error
+}
+
+// newRowIter returns a rowIter over the rows whose keys lie in [lower,
+// upper) (nil: the whole row keyspace of ks), unpositioned.
+func newRowIter(db reader, ks *keyspace, lower, upper []byte) (*rowIter, error) {
+	if lower == nil {
+		lower = ks.rowLo
+	}
+	if upper == nil {
+		upper = ks.rowHi
+	}
+	head, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	blkLower := ks.blkLo
+	if len(lower) >= len(ks.rowLo)+4 {
+		// From the first block of lower's bucket: a block below
+		// blockBound(lower) may still hold rows at or above lower.
+		blkLower = ks.blockBound(lower[:len(ks.rowLo)+4])
+	}
+	blk, err := head.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: blkLower, UpperBound: ks.blockBound(upper)}})
+	if err != nil {
+		_ = head.Close()
+		return nil, err
+	}
+	return &rowIter{ks: ks, lower: lower, upper: upper, head: head, blk: blk}, nil
+}
+
+// Close releases the iterators.
+func (it *rowIter) Close() error {
+	err := it.head.Close()
+	if e := it.blk.Close(); err == nil {
+		err = e
+	}
+	return err
+}
+
+// Error returns the first error met.
+func (it *rowIter) Error() error {
+	if it.err != nil {
+		return it.err
+	}
+	if err := it.head.Error(); err != nil {
+		return err
+	}
+	return it.blk.Error()
+}
+
+// Valid reports whether the iterator stands on a row.
+func (it *rowIter) Valid() bool { return it.inHead || it.inBlock }
+
+// Key returns the current row's key.
+func (it *rowIter) Key() []byte { return it.key }
+
+// First positions the iterator on the first row.
+func (it *rowIter) First() bool { return it.SeekGE(it.lower) }
+
+// SeekGE positions the iterator on the first row whose key is at or above
+// key.
+func (it *rowIter) SeekGE(key []byte) bool {
+	if bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	it.hValid = it.head.SeekGE(key)
+	it.seekBlock(key)
+	return it.settle()
+}
+
+// Next moves to the next row.
+func (it *rowIter) Next() bool {
+	if it.inHead {
+		it.hValid = it.head.Next()
+	}
+	if it.inBlock {
+		it.bPos++
+		if it.bPos == len(it.bRows) {
+			it.loadBlock(it.blk.Next(), nil)
+		}
+	}
+	return it.settle()
+}
+
+// seekBlock positions the block side on the first block row at or above
+// key.
+func (it *rowIter) seekBlock(key []byte) {
+	if it.err != nil {
+		it.bValid = false
+		return
+	}
+	bk := it.ks.blockBound(key)
+	if it.bValid && bytes.HasPrefix(bk, it.bKey) {
+		// In the loaded block (a lookup's monotone seeks mostly are).
+		switch {
+		case it.positionIn(key):
+		case it.bPos < len(it.bRows):
+			it.bValid = false // past upper
+		default:
+			it.loadBlock(it.blk.Next(), nil)
+		}
+		return
+	}
+	if it.blk.SeekLT(bk) && bytes.HasPrefix(bk, it.blk.Key()) {
+		// The block of key's series and bucket: rows below key and at or
+		// above it. The blocks after it follow.
+		it.loadBlock(true, key)
+		return
+	}
+	it.loadBlock(it.blk.SeekGE(bk), nil)
+}
+
+// loadBlock decodes the block the block iterator stands on (valid) and
+// positions on its first row at or above from (nil: its first row).
+// Blocks holding no row in bounds are skipped.
+func (it *rowIter) loadBlock(valid bool, from []byte) {
+	for ; valid; valid = it.blk.Next() {
+		k := it.blk.Key()
+		b, series, err := blockKeyParts(k)
+		if err != nil {
+			it.fail(err)
+			return
+		}
+		v, err := it.blk.ValueAndErr()
+		if err != nil {
+			it.fail(err)
+			return
+		}
+		if err := it.reader.Reset(v); err != nil {
+			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
+			return
+		}
+		it.bKey = append(it.bKey[:0], k...)
+		it.bBucket = b
+		if it.bSeries != string(series) {
+			it.bSeries = string(series)
+		}
+		it.bBytes = len(k) + len(v)
+		rows, err := it.reader.Rows(it.bRows[:0], it.bSeries)
+		if err != nil {
+			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
+			return
+		}
+		it.bRows = rows
+		it.bValid = true
+		start := it.lower
+		if from != nil && bytes.Compare(from, start) > 0 {
+			start = from
+		}
+		if it.positionIn(start) {
+			return
+		}
+		from = nil
+		if it.bPos < len(it.bRows) {
+			break // a row at or past upper: every later block is past it too
+		}
+	}
+	it.bValid = false
+}
+
+// positionIn positions on the loaded block's first row at or above key
+// and reports whether there is one below upper.
+func (it *rowIter) positionIn(key []byte) bool {
+	var buf []byte
+	it.bPos = sort.Search(len(it.bRows), func(i int) bool {
+		buf = it.blockRowKey(buf[:0], i)
+		return bytes.Compare(buf, key) >= 0
+	})
+	if it.bPos == len(it.bRows) {
+		return false
+	}
+	buf = it.blockRowKey(buf[:0], it.bPos)
+	return bytes.Compare(buf, it.upper) < 0
+}
+
+// blockRowKey appends the row key of the loaded block's row i to dst.
+func (it *rowIter) blockRowKey(dst []byte, i int) []byte {
+	dst = append(dst, it.ks.rowLo...)
+	dst = binary.BigEndian.AppendUint32(dst, it.bBucket)
+	dst = append(dst, it.bSeries...)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint64(dst, orderedTime(it.bRows[i].Time))
+}
+
+func (it *rowIter) fail(err error) {
+	if it.err == nil {
+		it.err = err
+	}
+	it.bValid = false
+}
+
+// settle makes the smaller of the two sources' rows the current one.
+func (it *rowIter) settle() bool {
+	it.inHead, it.inBlock, it.valDone = false, false, false
+	if it.err != nil {
+		return false
+	}
+	if it.bValid {
+		it.key = it.blockRowKey(it.key[:0], it.bPos)
+		if bytes.Compare(it.key, it.upper) >= 0 {
+			it.bValid = false
+		}
+	}
+	switch {
+	case it.hValid && it.bValid:
+		switch c := bytes.Compare(it.head.Key(), it.key); {
+		case c < 0:
+			it.inHead = true
+		case c > 0:
+			it.inBlock = true
+		default:
+			it.inHead, it.inBlock = true, true
+		}
+	case it.hValid:
+		it.inHead = true
+	case it.bValid:
+		it.inBlock = true
+	}
+	if it.inHead {
+		it.key = append(it.key[:0], it.head.Key()...)
+	}
+	return it.Valid()
+}
+
+// Value returns the current row's value (see rowIter).
+func (it *rowIter) Value() ([]byte, error) {
+	if it.valDone {
+		return it.cur, nil
+	}
+	if it.inHead && !it.inBlock {
+		v, err := it.head.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		it.cur, it.valDone = v, true // pebble's: valid until the next move
+		return v, nil
+	}
+	it.val = it.val[:0]
+	if it.inBlock {
+		r := &it.bRows[it.bPos]
+		it.fields = it.fields[:0]
+		for i := range r.Fields {
+			it.fields = append(it.fields, encFromModel(&r.Fields[i]))
+		}
+		it.val = it.enc.appendValue(it.val, 0, it.fields)
+	}
+	if it.inHead {
+		v, err := it.head.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		it.val = append(it.val, v...)
+	}
+	it.cur, it.valDone = it.val, true
+	return it.cur, nil
+}
+
+// ValueAndErr is Value, named as pebble's iterator method.
+func (it *rowIter) ValueAndErr() ([]byte, error) { return it.Value() }
+
+// sealed reports whether the current row is held by a block (and maybe
+// written again in the head since).
+func (it *rowIter) sealed() bool { return it.inBlock }
+
+// headOnly reports whether the current row is in the head alone.
+func (it *rowIter) headOnly() bool { return it.inHead && !it.inBlock }
+
+// rowBytesHead returns the current row's head key and value bytes (0 when
+// it is sealed alone).
+func (it *rowIter) rowBytesHead() int {
+	if !it.inHead {
+		return 0
+	}
+	v := it.head.LazyValue()
+	return len(it.head.Key()) + v.Len()
+}
+
+// rowBytes weighs the current row for split sizing: a head row its key and
+// value bytes, a sealed row an equal share of its block's bytes.
+func (it *rowIter) rowBytes() uint64 {
+	n := uint64(it.rowBytesHead())
+	if it.inBlock && len(it.bRows) > 0 {
+		n += uint64(max(1, it.bBytes/len(it.bRows)))
+	}
+	return n
+}
+
+// estimateRows is pebble's estimate of the disk usage of the rows in
+// [lower, upper) of the row keyspace: their head keys and the blocks that
+// hold sealed rows of the same buckets and series.
+func estimateRows(db *pebble.DB, ks *keyspace, lower, upper []byte) (uint64, error) {
+	head, err := db.EstimateDiskUsage(lower, upper)
+	if err != nil {
+		return 0, err
+	}
+	sealed, err := db.EstimateDiskUsage(ks.blockBound(lower), ks.blockBound(upper))
+	if err != nil {
+		return 0, err
+	}
+	return head + sealed, nil
+}

@@ -1,0 +1,305 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
+)
+
+// Sealing (issue 17, docs/storage-plan.md step 4; the layout in
+// docs/storage-format.md, "Sealed blocks"): the head rows of a storage
+// bucket that no longer takes the present's writes are folded, series by
+// series, into one column block per series and bucket
+// (space|'b'|bucket|series|0x00 → a partition/block block), and the head
+// rows deleted, in one batch. A block holds each row with every field's
+// value and version, tombstones included, so a read that merges it with
+// the head (rowIter) answers exactly as the head rows did: sealing changes
+// how rows are stored, never what they say, and it seals a data space's
+// rows whichever member's range they lie in. A row written to a sealed
+// bucket later goes to the head again; reads fold it over the block, and
+// the next seal of the bucket folds it in.
+//
+// Each batch of a seal runs under the data space's apply lock, so no
+// write lands between the read of a series' head rows and the deletion of
+// exactly those: a write is either read into the block or stays in the
+// head. The lock is taken for at most sealBatchRows rows at a time.
+//
+// A sealed row has no sequence of its own (its value reads with sequence
+// 0): the log keeps what it kept, each entry carrying its change, and an
+// overwrite of a sealed row deletes no entry.
+
+// sealBatchRows bounds the rows one batch of a seal reads, and so how long
+// it holds the data space's apply lock (a series is never cut).
+const sealBatchRows = 50_000
+
+// SealStats counts what a seal did.
+type SealStats struct {
+	// Buckets is the number of storage buckets whose head rows were
+	// read, Series the series (blocks) written, Rows the rows in them.
+	Buckets, Series, Rows int
+	// Skipped counts the series left in the head because their rows in
+	// one bucket exceed a block's limits (block.MaxRows, MaxValues).
+	Skipped int
+	// HeadBytes is the key and value bytes of the head rows removed,
+	// BlockBytes those of the blocks written (replacing HeadBytes and the
+	// blocks they were merged with).
+	HeadBytes, BlockBytes int64
+}
+
+// Add adds o's counts to s.
+func (s *SealStats) Add(o SealStats) {
+	s.Buckets += o.Buckets
+	s.Series += o.Series
+	s.Rows += o.Rows
+	s.Skipped += o.Skipped
+	s.HeadBytes += o.HeadBytes
+	s.BlockBytes += o.BlockBytes
+}
+
+// Seal seals the head rows of every storage bucket of the replica's data
+// space that ends at or before `before` (a time in ns: bucket b is sealed
+// when bucketStart(b+1) <= before). It returns what it did; on an error
+// (ctx's among them, checked between batches) the batches committed
+// before it stand (each is whole). Seal of a dropped replica fails with
+// ErrDropped; of an unloading one it does nothing.
+func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
+	var st SealStats
+	if err := r.enter(); err != nil {
+		return st, err
+	}
+	defer r.store.gate.Exit()
+	defer func() { r.store.sealed.add(st) }()
+	from := r.ks.rowLo
+	counted := uint32(0)
+	first := true
+	for {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		b, ok, err := r.nextHeadBucket(from)
+		if err != nil || !ok {
+			return st, err
+		}
+		if b == maxBucket || bucketStart(b+1) > before {
+			return st, nil
+		}
+		if first || b != counted {
+			st.Buckets++
+			counted, first = b, false
+		}
+		next, err := r.sealSome(b, from, &st)
+		if err != nil {
+			if errors.Is(err, ErrUnloading) {
+				return st, nil
+			}
+			return st, err
+		}
+		if next == nil {
+			next = r.ks.appendBucketSeriesKey(nil, b+1, "")
+		}
+		from = next
+	}
+}
+
+// nextHeadBucket returns the bucket of the first head row at or above key.
+func (r *Replica) nextHeadBucket(key []byte) (uint32, bool, error) {
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: key, UpperBound: r.ks.rowHi})
+	if err != nil {
+		return 0, false, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, false, it.Error()
+	}
+	b, _, _, err := rowKeyParts(it.Key())
+	return b, err == nil, err
+}
+
+// sealScratch holds one series' rows while a batch of a seal reads them.
+type sealScratch struct {
+	series  string
+	rows    []model.Row
+	values  int
+	head    bool  // a row of the series is in the head
+	headLen int64 // the key and value bytes of its head rows
+	raw     rawRow
+	names   interner
+	slab    fieldSlab
+	enc     block.Encoder
+	buf     []byte
+	key     []byte
+}
+
+// sealSome seals the series of bucket b from the row key from on, under
+// the apply lock, until about sealBatchRows rows are read. It returns the
+// key to go on from, or nil when the bucket is done.
+func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	if r.unloading.Load() {
+		return nil, ErrUnloading
+	}
+	end := r.ks.rowHi
+	if b < maxBucket {
+		end = r.ks.appendBucketSeriesKey(nil, b+1, "")
+	}
+	it, err := newRowIter(r.store.db, &r.ks, from, end)
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	batch := r.store.db.NewBatch()
+	defer batch.Close()
+	sc := &sealScratch{names: interner{}}
+	var next []byte
+	read, started := 0, false
+	for ok := it.First(); ok; ok = it.Next() {
+		_, series, t, err := rowKeyParts(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if !started || string(series) != sc.series {
+			if started {
+				if err := r.sealSeries(b, sc, batch, st); err != nil {
+					return nil, err
+				}
+			}
+			if read >= sealBatchRows {
+				next = r.ks.appendBucketSeriesKey(nil, b, string(series))
+				break
+			}
+			sc.series, started = string(series), true
+		}
+		if it.inHead {
+			sc.head = true
+			sc.headLen += int64(it.rowBytesHead())
+		}
+		v, err := it.Value()
+		if err != nil {
+			return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
+		}
+		if err := decodeRaw(v, &sc.raw); err != nil {
+			return nil, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, it.Key(), err)
+		}
+		if len(sc.raw.fields) == 0 {
+			continue
+		}
+		row := toModelRow(sc.series, t, &sc.raw, sc.names, nil, false, &sc.slab)
+		sc.rows = append(sc.rows, row)
+		sc.values += len(row.Fields)
+		read++
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
+	}
+	if next == nil && started {
+		if err := r.sealSeries(b, sc, batch, st); err != nil {
+			return nil, err
+		}
+	}
+	if !batch.Empty() {
+		// Not synced: the batch changes how rows are stored, not what
+		// they say, and applies atomically or not at all after a crash.
+		if err := batch.Commit(pebble.NoSync); err != nil {
+			return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
+		}
+	}
+	return next, nil
+}
+
+// sealSeries adds to batch the block of the series sc holds, replacing its
+// head rows in bucket b, when it has any, and resets sc for the next one.
+func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st *SealStats) error {
+	defer func() {
+		clear(sc.rows)
+		sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
+		sc.slab = fieldSlab{}
+	}()
+	if !sc.head {
+		return nil // sealed already, nothing written since
+	}
+	if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues {
+		st.Skipped++
+		return nil
+	}
+	sc.key = r.ks.appendBlockKey(sc.key[:0], b, sc.series)
+	lo := r.ks.appendBucketSeriesKey(nil, b, sc.series)
+	hi := append(append([]byte(nil), lo...), 1)
+	lo = append(lo, 0)
+	if len(sc.rows) == 0 {
+		// Rows without fields (none are written): nothing to keep.
+		if err := batch.Delete(sc.key, nil); err != nil {
+			return err
+		}
+		return batch.DeleteRange(lo, hi, nil)
+	}
+	var err error
+	sc.buf, err = sc.enc.Encode(sc.buf[:0], sc.rows)
+	if err != nil {
+		if errors.Is(err, block.ErrInvalid) {
+			st.Skipped++
+			r.store.log.Error("partition: seal: rows refused by the block encoder; left in the head",
+				"placement", r.info.Placement, "series", sc.series, "bucket", b, "err", err)
+			return nil
+		}
+		return err
+	}
+	if err := batch.Set(sc.key, sc.buf, nil); err != nil {
+		return err
+	}
+	if err := batch.DeleteRange(lo, hi, nil); err != nil {
+		return err
+	}
+	st.Series++
+	st.Rows += len(sc.rows)
+	st.HeadBytes += sc.headLen
+	st.BlockBytes += int64(len(sc.key) + len(sc.buf))
+	return nil
+}
+
+// sealCounters are the store's running totals of SealStats (metrics).
+type sealCounters struct {
+	series, rows, skipped, headBytes, blockBytes atomic.Int64
+}
+
+func (c *sealCounters) add(st SealStats) {
+	c.series.Add(int64(st.Series))
+	c.rows.Add(int64(st.Rows))
+	c.skipped.Add(int64(st.Skipped))
+	c.headBytes.Add(st.HeadBytes)
+	c.blockBytes.Add(st.BlockBytes)
+}
+
+// Seal seals every data space of the store (Replica.Seal through one live
+// member of each) up to before, and returns the sum of what it did. A
+// member dropped meanwhile is skipped for the next one of its space.
+func (s *Store) Seal(ctx context.Context, before int64) (SealStats, error) {
+	var total SealStats
+	done := map[uuid.UUID]bool{}
+	for _, r := range s.Replicas() {
+		space := r.DataSpace()
+		if done[space] {
+			continue
+		}
+		st, err := r.Seal(ctx, before)
+		total.Add(st)
+		switch {
+		case errors.Is(err, ErrDropped), errors.Is(err, ErrUnloading):
+			continue
+		case err != nil:
+			return total, err
+		}
+		done[space] = true
+	}
+	return total, nil
+}
