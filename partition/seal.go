@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -45,7 +47,8 @@ type SealStats struct {
 	// read, Series the series (blocks) written, Rows the rows in them.
 	Buckets, Series, Rows int
 	// Skipped counts the series left in the head because their rows in
-	// one bucket exceed a block's limits (block.MaxRows, MaxValues).
+	// one bucket exceed a block's limits (block.MaxRows, MaxValues,
+	// MaxFields).
 	Skipped int
 	// HeadBytes is the key and value bytes of the head rows removed,
 	// BlockBytes those of the blocks written (replacing HeadBytes and the
@@ -68,7 +71,8 @@ func (s *SealStats) Add(o SealStats) {
 // when bucketStart(b+1) <= before). It returns what it did; on an error
 // (ctx's among them, checked between batches) the batches committed
 // before it stand (each is whole). Seal of a dropped replica fails with
-// ErrDropped; of an unloading one it does nothing.
+// ErrDropped, of an unloading one with ErrUnloading (Store.Seal then seals
+// the space through another member).
 func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 	var st SealStats
 	if err := r.enter(); err != nil {
@@ -90,15 +94,17 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 		if b == maxBucket || bucketStart(b+1) > before {
 			return st, nil
 		}
+		if bucketStart := r.ks.appendBucketSeriesKey(nil, b, ""); bytes.Compare(from, bucketStart) < 0 {
+			// The head's next row is in a later bucket than from: start
+			// there, or the blocks in between would be read as b's.
+			from = bucketStart
+		}
 		if first || b != counted {
 			st.Buckets++
 			counted, first = b, false
 		}
 		next, err := r.sealSome(b, from, &st)
 		if err != nil {
-			if errors.Is(err, ErrUnloading) {
-				return st, nil
-			}
 			return st, err
 		}
 		if next == nil {
@@ -124,6 +130,11 @@ func (r *Replica) nextHeadBucket(key []byte) (uint32, bool, error) {
 
 // sealScratch holds one series' rows while a batch of a seal reads them.
 type sealScratch struct {
+	// delFrom is where the head rows to delete start: the batch's first
+	// key, or just past the last series kept in the head; deletes is set
+	// once a series after it was sealed.
+	delFrom []byte
+	deletes bool
 	series  string
 	rows    []model.Row
 	values  int
@@ -137,6 +148,21 @@ type sealScratch struct {
 	key     []byte
 }
 
+// keep leaves the current series' head rows where they are: the range
+// deletion before it ends at the series, the next starts after it.
+func (sc *sealScratch) keep(r *Replica, b uint32, batch *pebble.Batch) error {
+	lo := r.ks.appendBucketSeriesKey(nil, b, sc.series)
+	hi := append(append([]byte(nil), lo...), 1) // past series|0x00|time
+	lo = append(lo, 0)
+	if sc.deletes && bytes.Compare(sc.delFrom, lo) < 0 {
+		if err := batch.DeleteRange(sc.delFrom, lo, nil); err != nil {
+			return err
+		}
+	}
+	sc.delFrom, sc.deletes = hi, false
+	return nil
+}
+
 // sealSome seals the series of bucket b from the row key from on, under
 // the apply lock, until about sealBatchRows rows are read. It returns the
 // key to go on from, or nil when the bucket is done.
@@ -147,7 +173,7 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
 	if r.unloading.Load() {
-		return nil, ErrUnloading
+		return nil, fmt.Errorf("replica %s: %w", r.info.Placement, ErrUnloading)
 	}
 	end := r.ks.rowHi
 	if b < maxBucket {
@@ -160,13 +186,19 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 	defer it.Close()
 	batch := r.store.db.NewBatch()
 	defer batch.Close()
-	sc := &sealScratch{names: interner{}}
+	sc := &sealScratch{names: interner{}, delFrom: from}
 	var next []byte
 	read, started := 0, false
-	for ok := it.First(); ok; ok = it.Next() {
-		_, series, t, err := rowKeyParts(it.Key())
+	ok := it.First()
+	for ok {
+		kb, series, t, err := rowKeyParts(it.Key())
 		if err != nil {
 			return nil, err
+		}
+		if kb != b {
+			// from and end bound the read to bucket b: a row of another
+			// bucket would be sealed into b's block under the wrong keys.
+			return nil, fmt.Errorf("partition: replica %s: seal of storage bucket %d read a row of bucket %d", r.info.Placement, b, kb)
 		}
 		if !started || string(series) != sc.series {
 			if started {
@@ -179,6 +211,18 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 				break
 			}
 			sc.series, started = string(series), true
+			if _, known := r.applyMu.oversized[oversizedKey(b, series)]; known {
+				// Too large for a block, found so before: not read again.
+				if err := sc.keep(r, b, batch); err != nil {
+					return nil, err
+				}
+				ok = it.SeekGE(sc.delFrom)
+				continue
+			}
+		}
+		if !it.inHead && !sc.head && it.blockRun() {
+			ok = it.SkipBlock() // sealed already, nothing written since
+			continue
 		}
 		if it.inHead {
 			sc.head = true
@@ -191,19 +235,31 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 		if err := decodeRaw(v, &sc.raw); err != nil {
 			return nil, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, it.Key(), err)
 		}
-		if len(sc.raw.fields) == 0 {
-			continue
+		if len(sc.raw.fields) > 0 {
+			row := toModelRow(sc.series, t, &sc.raw, sc.names, nil, false, &sc.slab)
+			sc.rows = append(sc.rows, row)
+			sc.values += len(row.Fields)
+			read++
 		}
-		row := toModelRow(sc.series, t, &sc.raw, sc.names, nil, false, &sc.slab)
-		sc.rows = append(sc.rows, row)
-		sc.values += len(row.Fields)
-		read++
+		ok = it.Next()
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
 	}
 	if next == nil && started {
 		if err := r.sealSeries(b, sc, batch, st); err != nil {
+			return nil, err
+		}
+	}
+	// The head rows read, but those of the series left in the head: one
+	// range deletion per stretch between them (one per range deletion
+	// and series would burden every iterator over the memtable).
+	delTo := next
+	if delTo == nil {
+		delTo = end
+	}
+	if bytes.Compare(sc.delFrom, delTo) < 0 && sc.deletes {
+		if err := batch.DeleteRange(sc.delFrom, delTo, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -219,6 +275,8 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 
 // sealSeries adds to batch the block of the series sc holds, replacing its
 // head rows in bucket b, when it has any, and resets sc for the next one.
+// The head rows are deleted by sealSome's range deletion, which leaves
+// out the series kept in the head here (sc.keep).
 func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st *SealStats) error {
 	defer func() {
 		clear(sc.rows)
@@ -228,20 +286,16 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	if !sc.head {
 		return nil // sealed already, nothing written since
 	}
-	if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues {
+	if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues || tooManyNames(sc.rows, sc.values) {
 		st.Skipped++
-		return nil
+		r.noteOversized(b, sc.series)
+		return sc.keep(r, b, batch)
 	}
 	sc.key = r.ks.appendBlockKey(sc.key[:0], b, sc.series)
-	lo := r.ks.appendBucketSeriesKey(nil, b, sc.series)
-	hi := append(append([]byte(nil), lo...), 1)
-	lo = append(lo, 0)
+	sc.deletes = true
 	if len(sc.rows) == 0 {
 		// Rows without fields (none are written): nothing to keep.
-		if err := batch.Delete(sc.key, nil); err != nil {
-			return err
-		}
-		return batch.DeleteRange(lo, hi, nil)
+		return batch.Delete(sc.key, nil)
 	}
 	var err error
 	sc.buf, err = sc.enc.Encode(sc.buf[:0], sc.rows)
@@ -250,14 +304,12 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 			st.Skipped++
 			r.store.log.Error("partition: seal: rows refused by the block encoder; left in the head",
 				"placement", r.info.Placement, "series", sc.series, "bucket", b, "err", err)
-			return nil
+			r.noteOversized(b, sc.series)
+			return sc.keep(r, b, batch)
 		}
 		return err
 	}
 	if err := batch.Set(sc.key, sc.buf, nil); err != nil {
-		return err
-	}
-	if err := batch.DeleteRange(lo, hi, nil); err != nil {
 		return err
 	}
 	st.Series++
@@ -265,6 +317,36 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	st.HeadBytes += sc.headLen
 	st.BlockBytes += int64(len(sc.key) + len(sc.buf))
 	return nil
+}
+
+// oversizedKey names a series of a storage bucket in dataSpace.oversized.
+func oversizedKey(b uint32, series []byte) string {
+	return string(binary.BigEndian.AppendUint32(nil, b)) + string(series)
+}
+
+// noteOversized records that series' rows of bucket b stay in the head, so
+// that the next seals pass over them unread. In memory: after a restart
+// they are read once more. The caller holds applyMu.
+func (r *Replica) noteOversized(b uint32, series string) {
+	if r.applyMu.oversized == nil {
+		r.applyMu.oversized = map[string]struct{}{}
+	}
+	r.applyMu.oversized[oversizedKey(b, []byte(series))] = struct{}{}
+}
+
+// tooManyNames reports whether rows, holding values fields in all, name
+// more fields than a block may (block.MaxFields).
+func tooManyNames(rows []model.Row, values int) bool {
+	if values <= block.MaxFields {
+		return false
+	}
+	names := map[string]struct{}{}
+	for i := range rows {
+		for j := range rows[i].Fields {
+			names[rows[i].Fields[j].Name] = struct{}{}
+		}
+	}
+	return len(names) > block.MaxFields
 }
 
 // sealCounters are the store's running totals of SealStats (metrics).

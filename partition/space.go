@@ -52,6 +52,10 @@ type dataSpace struct {
 	// of the sequence it supersedes (apply.go), and a legacy log entry's
 	// row may carry a later sequence (readlog.go). Set under the lock.
 	shared atomic.Bool
+	// oversized names the series of storage buckets whose rows are too
+	// many for a block (seal.go): seals leave them in the head unread.
+	// Under the lock.
+	oversized map[string]struct{}
 	// members are the live replicas in the space, by placement. Guarded
 	// by Store.mu.
 	members map[uuid.UUID]*Replica
@@ -185,8 +189,14 @@ func (r *Replica) dropSpaceOps(b *pebble.Batch) error {
 	if !ok {
 		return nil
 	}
+	cuts := map[uint32][]span{} // the sealed blocks' part, per bucket
 	for _, u := range uncovered(own, others) {
-		if err := r.deleteRowsIn(b, u); err != nil {
+		if err := r.deleteRowsIn(b, u, cuts); err != nil {
+			return err
+		}
+	}
+	for bk, spans := range cuts {
+		if err := r.cutBlocksInBucket(b, bk, spans); err != nil {
 			return err
 		}
 	}
@@ -209,9 +219,12 @@ func (r *Replica) deleteOwnKeys(b *pebble.Batch) error {
 }
 
 // deleteRowsIn adds the deletes of the space's rows with a time in u:
-// one range deletion over the storage buckets u covers whole, and in a
-// bucket it covers in part one per series found there.
-func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
+// one range deletion over the storage buckets u covers whole (head rows
+// and blocks), and in a bucket it covers in part one per series found in
+// the head there; the part of such a bucket is added to cuts, for
+// cutBlocksInBucket to rewrite its blocks once every span is known (two
+// spans may cut one bucket).
+func (r *Replica) deleteRowsIn(b *pebble.Batch, u span, cuts map[uint32][]span) error {
 	first, last := timeBucket(u.lo), timeBucket(u.hi)
 	whole := func(bk uint32) bool { return u.lo <= bucketStart(bk) && u.hi >= bucketLast(bk) }
 	lo, hi := first, last
@@ -219,6 +232,7 @@ func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
 		if err := r.deleteInBucket(b, first, u.lo, min(u.hi, bucketLast(first))); err != nil {
 			return err
 		}
+		cuts[first] = append(cuts[first], span{lo: u.lo, hi: min(u.hi, bucketLast(first))})
 		if first == last {
 			return nil
 		}
@@ -228,6 +242,7 @@ func (r *Replica) deleteRowsIn(b *pebble.Batch, u span) error {
 		if err := r.deleteInBucket(b, last, max(u.lo, bucketStart(last)), u.hi); err != nil {
 			return err
 		}
+		cuts[last] = append(cuts[last], span{lo: max(u.lo, bucketStart(last)), hi: u.hi})
 		if last == 0 {
 			return nil
 		}
@@ -273,16 +288,16 @@ func (r *Replica) deleteInBucket(b *pebble.Batch, bk uint32, from, to int64) err
 		seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
 		ok = it.SeekGE(seek)
 	}
-	if err := errors.Join(it.Error(), it.Close()); err != nil {
-		return err
-	}
-	return r.cutBlocksInBucket(b, bk, from, to)
+	return errors.Join(it.Error(), it.Close())
 }
 
 // cutBlocksInBucket adds, for every block of bucket bk, its rewrite
-// without the rows with a time in [from, to] (its delete when none is
-// left).
-func (r *Replica) cutBlocksInBucket(b *pebble.Batch, bk uint32, from, to int64) error {
+// without the rows with a time in any of spans (bounds included; its
+// delete when none is left).
+func (r *Replica) cutBlocksInBucket(b *pebble.Batch, bk uint32, spans []span) error {
+	in := func(t int64) bool {
+		return slices.ContainsFunc(spans, func(u span) bool { return t >= u.lo && t <= u.hi })
+	}
 	lower := r.ks.appendBlockKey(nil, bk, "")
 	lower = lower[:len(lower)-1] // the bucket's first block key
 	upper := r.ks.blkHi
@@ -311,13 +326,13 @@ func (r *Replica) cutBlocksInBucket(b *pebble.Batch, bk uint32, from, to int64) 
 		if err := br.Reset(v); err != nil {
 			return errors.Join(fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err), it.Close())
 		}
-		if br.MaxTime() < from || br.MinTime() > to {
-			continue // no row in [from, to]
-		}
 		if rows, err = br.Rows(nil, string(series)); err != nil {
 			return errors.Join(fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.Key(), err), it.Close())
 		}
-		kept := slices.DeleteFunc(rows, func(row model.Row) bool { return row.Time >= from && row.Time <= to })
+		kept := slices.DeleteFunc(slices.Clone(rows), func(row model.Row) bool { return in(row.Time) })
+		if len(kept) == len(rows) {
+			continue // no row in the spans
+		}
 		if len(kept) == 0 {
 			err = b.Delete(it.Key(), nil)
 		} else if buf, err = block.Encode(buf[:0], kept); err == nil {

@@ -412,3 +412,32 @@ func TestCoveringSharers(t *testing.T) {
 		t.Fatalf("the child names %v after its parent's drop", got)
 	}
 }
+
+// TestDropCutsSealedBucketTwice: a parent dropped beside a child whose
+// range lies inside one storage bucket leaves two uncovered spans in that
+// bucket; with the rows sealed, both are cut out of the one block (the
+// second rewrite of a block must not restore the first's rows).
+func TestDropCutsSealedBucketTwice(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		s := openTestStore(t, "")
+		parent := createSharingReplica(t, s, nil, nil)
+		base := int64(7) << bucketShift
+		mustApply(t, parent, row("cpu", base+10, fl("a", 1, 1)), row("cpu", base+50, fl("a", 2, 1)), row("cpu", base+90, fl("a", 3, 1)))
+		if sealed {
+			if st, err := parent.Seal(t.Context(), maxTime); err != nil || st.Rows != 3 {
+				t.Fatalf("seal: %+v, %v", st, err)
+			}
+		}
+		lo, hi := base+40, base+60
+		child := createSharingReplica(t, s, &lo, &hi)
+		if err := s.DropReplica(parent.Info().Placement); err != nil {
+			t.Fatal(err)
+		}
+		if n := storedRowKeys(t, s, child.DataSpace(), minTime, maxTime); n != 1 {
+			t.Fatalf("sealed=%v: %d rows left in the space; want the child's 1", sealed, n)
+		}
+		if err := sameRows(scanAll(t, child), []model.Row{row("cpu", base+50, fl("a", 2, 1))}); err != nil {
+			t.Fatalf("sealed=%v: %v", sealed, err)
+		}
+	}
+}
