@@ -126,6 +126,32 @@ func (s *AggState) Add(t int64, series string, v Value) {
 	}
 }
 
+// FloatRun returns the state of values, the float values of one series at
+// strictly ascending times from firstTime to lastTime (one value per
+// time), as Add would build it one value at a time, up to float rounding
+// in Mean and M2 (computed in two passes instead of Welford's one). It is
+// the fast path of an aggregate over a column of floats: no per-value
+// comparison of series or times. values must not be empty.
+func FloatRun(values []float64, firstTime, lastTime int64, series string) AggState {
+	s := AggState{Count: int64(len(values)), N: int64(len(values)),
+		Min: values[0], Max: values[0],
+		FirstTime: firstTime, FirstSeries: series, First: values[0],
+		LastTime: lastTime, LastSeries: series, Last: values[len(values)-1]}
+	for _, f := range values {
+		s.Sum += f
+		s.Min = math.Min(s.Min, f)
+		s.Max = math.Max(s.Max, f)
+	}
+	s.Mean = s.Sum / float64(len(values))
+	if len(values) > 1 {
+		for _, f := range values {
+			d := f - s.Mean
+			s.M2 += d * d
+		}
+	}
+	return s
+}
+
 // Merge folds the partial state o into s.
 func (s *AggState) Merge(o *AggState) {
 	s.Count += o.Count

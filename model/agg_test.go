@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"reflect"
@@ -269,4 +270,48 @@ func cloneSeriesAggs(in []SeriesAgg) []SeriesAgg {
 		out[i] = SeriesAgg{Series: s.Series, Buckets: cloneBuckets(s.Buckets)}
 	}
 	return out
+}
+
+// TestFloatRun: the state of a run of floats equals the one Add builds a
+// value at a time (Mean and M2 to a relative 1e-9: Welford and two passes round apart), for runs of one and
+// of many values, NaN and infinities included.
+func TestFloatRun(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for _, n := range []int{1, 2, 3, 17, 1000} {
+		for _, special := range []float64{0, math.NaN(), math.Inf(1), math.Inf(-1)} {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = rng.NormFloat64()*100 + 1e6
+			}
+			if special != 0 {
+				vals[n/2] = special
+			}
+			var want AggState
+			for i, v := range vals {
+				want.Add(int64(10+i), "s", Float(v))
+			}
+			got := FloatRun(vals, 10, int64(10+n-1), "s")
+			near := func(x, y float64) bool {
+				return x == y || (math.IsNaN(x) && math.IsNaN(y)) || math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
+			}
+			if special != 0 {
+				// Welford's running mean turns NaN after an infinity
+				// (Inf - Inf); the two-pass one stays Inf. Neither is
+				// read: avg is Sum/N, and stddev is NaN either way.
+				gs, _ := got.Stddev()
+				ws, _ := want.Stddev()
+				if !near(gs, ws) {
+					t.Fatalf("n=%d special=%v: stddev %v, want %v", n, special, gs, ws)
+				}
+				got.Mean, want.Mean = 0, 0
+			}
+			if !near(got.Mean, want.Mean) || !near(got.M2, want.M2) || !near(got.Sum, want.Sum) {
+				t.Fatalf("n=%d special=%v: mean %v, %v; m2 %v, %v; sum %v, %v", n, special, got.Mean, want.Mean, got.M2, want.M2, got.Sum, want.Sum)
+			}
+			got.Mean, got.M2, got.Sum = want.Mean, want.M2, want.Sum
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("n=%d special=%v:\n%+v\n%+v", n, special, got, want)
+			}
+		}
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // groupAllSeries is the series name of a GroupAll result.
@@ -47,6 +49,9 @@ func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {
 	defer w.close()
 	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{},
 		seriesNames: interner{}, series: map[string]*aggSeries{}}
+	if !r.store.rowAggregates {
+		w.visitBlock = a.visitBlock
+	}
 	if err := w.walk(a.visit, func() bool { return true }); err != nil {
 		return nil, err
 	}
@@ -60,6 +65,8 @@ type aggregator struct {
 	names       interner
 	seriesNames interner
 	raw         rawRow
+	col         block.Column // visitBlock's
+	name        []byte       // visitBlock's field name
 
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
@@ -130,6 +137,115 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	if !hasLiveField(&a.raw, a.keep) {
 		return true, nil // no bucket for a row without a selected live field
 	}
+	a.setSeries(series)
+	b, err := a.bucket(t)
+	if err != nil {
+		return false, err
+	}
+	hint := 0
+	for i := range a.raw.fields {
+		f := &a.raw.fields[i]
+		if (a.keep != nil && !a.keep(f.name)) || f.kind == model.KindDeleted {
+			continue
+		}
+		b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())
+		hint++
+	}
+	return true, nil
+}
+
+// visitBlock folds the rows lo to hi-1 of a sealed block that no head row
+// overlays (walker.visitBlock), column by column: only the selected
+// fields are decoded, and a whole block inside one aggregation bucket
+// is answered from its per-field summaries without decoding any value.
+// The states are those the rows would give (the summaries are built by
+// AggState.Add in time order, and merged with AggState.Merge: equal up to
+// float rounding in Sum, Mean and M2, as merges of partitions are).
+func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+	a.setSeries(series)
+	whole := lo == 0 && hi == len(times) &&
+		bucketOf(times[0], a.q.Step, a.q.Origin, a.q.Offset) == bucketOf(times[hi-1], a.q.Step, a.q.Origin, a.q.Offset)
+	for i := range br.NumFields() {
+		fi := br.Field(i)
+		a.name = append(a.name[:0], fi.Name...)
+		if a.keep != nil && !a.keep(a.name) {
+			continue
+		}
+		if whole {
+			sum, ok := br.Summary(fi.Name, a.curName)
+			if !ok {
+				continue // tombstones only: no state, no bucket
+			}
+			b, err := a.bucket(times[0])
+			if err != nil {
+				return false, err
+			}
+			b.state(a.name, i, a.names).Merge(&sum)
+			continue
+		}
+		if _, err := br.ColumnValues(fi.Name, &a.col); err != nil {
+			return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
+		}
+		if a.col.Kind == model.KindFloat {
+			if err := a.floatRuns(times, lo, hi, i); err != nil {
+				return false, err
+			}
+			continue
+		}
+		// The state of the last bucket met: only this field's states
+		// are asked for until the loop ends, so the pointer stays valid.
+		var (
+			last *aggBucket
+			st   *model.AggState
+		)
+		for j, row := range a.col.Rows {
+			if int(row) < lo || int(row) >= hi {
+				continue
+			}
+			v := &a.col.Values[j]
+			if v.Kind == model.KindDeleted {
+				continue
+			}
+			t := times[row]
+			b, err := a.bucket(t)
+			if err != nil {
+				return false, err
+			}
+			if b != last {
+				last, st = b, b.state(a.name, i, a.names)
+			}
+			st.Add(t, a.curName, *v)
+		}
+	}
+	return true, nil
+}
+
+// floatRuns folds a.col, a column of floats only (field a.name, the i-th
+// of the block), for the rows lo to hi-1: each run of rows in one
+// aggregation bucket is summed up by model.FloatRun and merged.
+func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
+	rows, vals := a.col.Rows, a.col.Floats
+	j := sort.Search(len(rows), func(k int) bool { return int(rows[k]) >= lo })
+	for j < len(rows) && int(rows[j]) < hi {
+		t := times[rows[j]]
+		start := bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset)
+		k := j + 1
+		for k < len(rows) && int(rows[k]) < hi && bucketOf(times[rows[k]], a.q.Step, a.q.Origin, a.q.Offset) == start {
+			k++
+		}
+		b, err := a.bucket(t)
+		if err != nil {
+			return err
+		}
+		run := model.FloatRun(vals[j:k], t, times[rows[k-1]], a.curName)
+		b.state(a.name, i, a.names).Merge(&run)
+		j = k
+	}
+	return nil
+}
+
+// setSeries makes series the current one (a.cur, a.curName).
+func (a *aggregator) setSeries(series []byte) {
 	if a.cur == nil || a.curName != string(series) {
 		a.curName = a.seriesNames.get(series)
 		key := a.curName
@@ -146,24 +262,19 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 		}
 		a.cur = s
 	}
+}
+
+// bucket returns the current series' bucket holding t, made if missing;
+// past q.MaxBuckets buckets it fails (before the walk builds the rest of
+// an answer over the cap).
+func (a *aggregator) bucket(t int64) (*aggBucket, error) {
 	b, made := a.cur.bucket(bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset))
 	if made {
-		// Stop as soon as the answer is over the cap, before the walk
-		// builds the rest of it.
 		if a.buckets++; a.q.MaxBuckets > 0 && a.buckets > a.q.MaxBuckets {
-			return false, TooManyBuckets(a.q.MaxBuckets)
+			return nil, TooManyBuckets(a.q.MaxBuckets)
 		}
 	}
-	hint := 0
-	for i := range a.raw.fields {
-		f := &a.raw.fields[i]
-		if (a.keep != nil && !a.keep(f.name)) || f.kind == model.KindDeleted {
-			continue
-		}
-		b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())
-		hint++
-	}
-	return true, nil
+	return b, nil
 }
 
 // bucket returns the bucket starting at start, and whether it was made now.
@@ -247,6 +358,9 @@ func bucketOf(t, step, origin, offset int64) int64 {
 func (a *aggregator) result() []model.SeriesAgg {
 	out := make([]model.SeriesAgg, 0, len(a.series))
 	for name, s := range a.series {
+		if len(s.buckets) == 0 {
+			continue // a block's series with no selected value (visitBlock)
+		}
 		sa := model.SeriesAgg{Series: name, Buckets: make([]model.BucketAgg, 0, len(s.buckets))}
 		for start, b := range s.buckets {
 			ba := model.BucketAgg{Start: start, Fields: b.fields}

@@ -307,8 +307,35 @@ func loadBenchData(b *testing.B) *Replica {
 	return r
 }
 
-func BenchmarkScan(b *testing.B) {
+// benchLayouts are the ways BenchmarkScan and BenchmarkAggregate store
+// loadBenchData: rows in the head, sealed into blocks (read by columns and
+// summaries), and sealed but aggregated row by row as the head is.
+var benchLayouts = []string{"head", "sealed", "sealed_rows"}
+
+// loadBenchLayout is loadBenchData in layout.
+func loadBenchLayout(b *testing.B, layout string) *Replica {
+	b.Helper()
 	r := loadBenchData(b)
+	if layout == "head" {
+		return r
+	}
+	if _, err := r.Seal(b.Context(), maxTime); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.store.DB().Compact(b.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	r.store.rowAggregates = layout == "sealed_rows"
+	return r
+}
+
+func BenchmarkScan(b *testing.B) {
+	for _, layout := range benchLayouts[:2] {
+		b.Run(layout, func(b *testing.B) { benchmarkScan(b, loadBenchLayout(b, layout)) })
+	}
+}
+
+func benchmarkScan(b *testing.B, r *Replica) {
 	cases := []struct {
 		name string
 		q    model.Query
@@ -334,7 +361,12 @@ func BenchmarkScan(b *testing.B) {
 }
 
 func BenchmarkAggregate(b *testing.B) {
-	r := loadBenchData(b)
+	for _, layout := range benchLayouts {
+		b.Run(layout, func(b *testing.B) { benchmarkAggregate(b, loadBenchLayout(b, layout)) })
+	}
+}
+
+func benchmarkAggregate(b *testing.B, r *Replica) {
 	cases := []struct {
 		name string
 		q    model.Query
@@ -343,6 +375,7 @@ func BenchmarkAggregate(b *testing.B) {
 		{"per_series_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9}, 100_000},
 		{"group_all_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
 		{"one_series_one_field", model.Query{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
+		{"group_all_step_10m", model.Query{From: minTime, To: maxTime, Step: 600e9, GroupAll: true}, 100_000},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -36,15 +36,19 @@ type rowIter struct {
 
 	hValid bool
 
-	// The loaded block: its key, rows and position.
-	bKey    []byte
-	bSeries string
-	bBucket uint32
-	bRows   []model.Row
-	bPos    int
-	bValid  bool
-	bBytes  int // the block's key and value bytes
-	reader  block.Reader
+	// The loaded block: its key, times, rows (decoded when a value is
+	// first asked for) and position.
+	bKey     []byte
+	bSeries  string
+	bBucket  uint32
+	bPrefix  []byte // rowLo|bucket|series|0x00: its rows' keys without the time
+	bTimes   []int64
+	bRows    []model.Row
+	bDecoded bool
+	bPos     int
+	bValid   bool
+	bBytes   int // the block's key and value bytes
+	reader   block.Reader
 
 	// The current row: which sources hold it, its key, its value.
 	inHead, inBlock bool
@@ -132,10 +136,37 @@ func (it *rowIter) Next() bool {
 	}
 	if it.inBlock {
 		it.bPos++
-		if it.bPos == len(it.bRows) {
+		if it.bPos == len(it.bTimes) {
 			it.loadBlock(it.blk.Next(), nil)
 		}
 	}
+	return it.settle()
+}
+
+// blockRun reports whether the current row is sealed and no head row of
+// its series and bucket lies at or after it: the rest of the loaded
+// block can be read from the block alone (Block).
+func (it *rowIter) blockRun() bool {
+	if !it.inBlock || it.inHead {
+		return false
+	}
+	if !it.hValid {
+		return true
+	}
+	hk := it.head.Key()
+	return !bytes.HasPrefix(hk, it.bPrefix) && bytes.Compare(hk, it.bPrefix) > 0
+}
+
+// Block returns the loaded block's reader, its times and the current
+// row's position in it. Valid while blockRun holds, until the next move.
+func (it *rowIter) Block() (r *block.Reader, times []int64, pos int) {
+	return &it.reader, it.bTimes, it.bPos
+}
+
+// SkipBlock moves past the rest of the loaded block. Only while blockRun
+// holds: no head row is then passed over.
+func (it *rowIter) SkipBlock() bool {
+	it.loadBlock(it.blk.Next(), nil)
 	return it.settle()
 }
 
@@ -151,7 +182,7 @@ func (it *rowIter) seekBlock(key []byte) {
 		// In the loaded block (a lookup's monotone seeks mostly are).
 		switch {
 		case it.positionIn(key):
-		case it.bPos < len(it.bRows):
+		case it.bPos < len(it.bTimes):
 			it.bValid = false // past upper
 		default:
 			it.loadBlock(it.blk.Next(), nil)
@@ -192,13 +223,15 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 		if it.bSeries != string(series) {
 			it.bSeries = string(series)
 		}
+		it.bPrefix = append(it.bPrefix[:0], it.ks.rowLo...)
+		it.bPrefix = binary.BigEndian.AppendUint32(it.bPrefix, b)
+		it.bPrefix = append(append(it.bPrefix, series...), 0)
 		it.bBytes = len(k) + len(v)
-		rows, err := it.reader.Rows(it.bRows[:0], it.bSeries)
-		if err != nil {
+		if it.bTimes, err = it.reader.Times(it.bTimes[:0]); err != nil {
 			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
 			return
 		}
-		it.bRows = rows
+		it.bDecoded = false
 		it.bValid = true
 		start := it.lower
 		if from != nil && bytes.Compare(from, start) > 0 {
@@ -208,7 +241,7 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 			return
 		}
 		from = nil
-		if it.bPos < len(it.bRows) {
+		if it.bPos < len(it.bTimes) {
 			break // a row at or past upper: every later block is past it too
 		}
 	}
@@ -219,11 +252,11 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 // and reports whether there is one below upper.
 func (it *rowIter) positionIn(key []byte) bool {
 	var buf []byte
-	it.bPos = sort.Search(len(it.bRows), func(i int) bool {
+	it.bPos = sort.Search(len(it.bTimes), func(i int) bool {
 		buf = it.blockRowKey(buf[:0], i)
 		return bytes.Compare(buf, key) >= 0
 	})
-	if it.bPos == len(it.bRows) {
+	if it.bPos == len(it.bTimes) {
 		return false
 	}
 	buf = it.blockRowKey(buf[:0], it.bPos)
@@ -232,11 +265,8 @@ func (it *rowIter) positionIn(key []byte) bool {
 
 // blockRowKey appends the row key of the loaded block's row i to dst.
 func (it *rowIter) blockRowKey(dst []byte, i int) []byte {
-	dst = append(dst, it.ks.rowLo...)
-	dst = binary.BigEndian.AppendUint32(dst, it.bBucket)
-	dst = append(dst, it.bSeries...)
-	dst = append(dst, 0)
-	return binary.BigEndian.AppendUint64(dst, orderedTime(it.bRows[i].Time))
+	dst = append(dst, it.bPrefix...)
+	return binary.BigEndian.AppendUint64(dst, orderedTime(it.bTimes[i]))
 }
 
 func (it *rowIter) fail(err error) {
@@ -294,6 +324,13 @@ func (it *rowIter) Value() ([]byte, error) {
 	}
 	it.val = it.val[:0]
 	if it.inBlock {
+		if !it.bDecoded {
+			rows, err := it.reader.Rows(it.bRows[:0], it.bSeries)
+			if err != nil {
+				return nil, fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.bKey, err)
+			}
+			it.bRows, it.bDecoded = rows, true
+		}
 		r := &it.bRows[it.bPos]
 		it.fields = it.fields[:0]
 		for i := range r.Fields {
@@ -336,8 +373,8 @@ func (it *rowIter) rowBytesHead() int {
 // value bytes, a sealed row an equal share of its block's bytes.
 func (it *rowIter) rowBytes() uint64 {
 	n := uint64(it.rowBytesHead())
-	if it.inBlock && len(it.bRows) > 0 {
-		n += uint64(max(1, it.bBytes/len(it.bRows)))
+	if it.inBlock && len(it.bTimes) > 0 {
+		n += uint64(max(1, it.bBytes/len(it.bTimes)))
 	}
 	return n
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // ValueBytes is a lower bound of a row's size in any encoding that keeps
@@ -195,6 +197,11 @@ type walker struct {
 	// snap, when set, is the snapshot the walker and the index read
 	// share; close releases it.
 	snap *pebble.Snapshot
+	// visitBlock, when set, is given the rest of a sealed block that no
+	// head row overlays, instead of visit for each of its rows: the rows
+	// lo to hi-1 of br (times holds every row's time), all in the
+	// walk's range. It returns false to stop.
+	visitBlock func(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error)
 }
 
 // newWalker returns a walker, or nil when the range is empty.
@@ -320,6 +327,18 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 			key := w.it.Key()
 			w.seek = append(append(w.seek[:0], key[:len(key)-timeLen-1]...), 1)
 			valid = w.it.SeekGE(w.seek)
+			continue
+		}
+		if w.visitBlock != nil && w.it.blockRun() {
+			br, times, lo := w.it.Block()
+			hi := len(times)
+			if !w.toOpen {
+				hi = lo + sort.Search(hi-lo, func(i int) bool { return times[lo+i] >= w.to })
+			}
+			if more, err := w.visitBlock(series, br, times, lo, hi); err != nil || !more {
+				return false, err
+			}
+			valid = w.it.SkipBlock() // the rows from hi on are past the range
 			continue
 		}
 		v, err := w.it.ValueAndErr()

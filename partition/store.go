@@ -80,6 +80,9 @@ type Store struct {
 	noShare bool
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
+	// rowAggregates makes Aggregate read sealed blocks row by row, as
+	// the head, instead of by columns and summaries (tests, benchmarks).
+	rowAggregates bool
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for
