@@ -12,6 +12,12 @@
 // about 68.7 s, series, time) so that time-range scans of one or all series
 // are contiguous per bucket.
 //
+// Rows live in the head (one key per row) until their storage bucket has
+// ended for a while; Seal then folds them into one column block per series
+// and bucket (seal.go, partition/block). Every reader goes through rowIter
+// (rowiter.go), which merges head and blocks in key order, so a row reads
+// the same sealed or not; Aggregate reads blocks by columns and summaries.
+//
 // A tag index per replica (index.go; measurement → tag key → tag value →
 // series, and the field keys of each measurement) lets Scan and Aggregate
 // seek to the series a query's Measurement and Tags select, and answers

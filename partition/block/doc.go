@@ -3,7 +3,8 @@
 // of it, one field's columns, or only the per-field summaries. It is pure:
 // bytes in, bytes out, no pebble, no keys, no I/O. The columns are
 // partition/colcodec's; this package lays them out and adds presence,
-// versions, summaries and a checksum. Not used by the store yet.
+// versions, summaries and a checksum. The store seals closed storage
+// buckets into such blocks (partition/seal.go).
 //
 // # API
 //
