@@ -83,16 +83,17 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 	from := r.ks.rowLo
 	counted := uint32(0)
 	first := true
+	var lo, hi uint32 // the buckets sealed, when st.Series > 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
 		b, ok, err := r.nextHeadBucket(from)
-		if err != nil || !ok {
+		if err != nil {
 			return st, err
 		}
-		if b == maxBucket || bucketStart(b+1) > before {
-			return st, nil
+		if !ok || b == maxBucket || bucketStart(b+1) > before {
+			return st, r.compactSealed(ctx, st, lo, hi)
 		}
 		if bucketStart := r.ks.appendBucketSeriesKey(nil, b, ""); bytes.Compare(from, bucketStart) < 0 {
 			// The head's next row is in a later bucket than from: start
@@ -103,15 +104,41 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 			st.Buckets++
 			counted, first = b, false
 		}
+		series := st.Series
 		next, err := r.sealSome(b, from, &st)
 		if err != nil {
 			return st, err
+		}
+		if st.Series > series {
+			if series == 0 {
+				lo = b
+			}
+			hi = b
 		}
 		if next == nil {
 			next = r.ks.appendBucketSeriesKey(nil, b+1, "")
 		}
 		from = next
 	}
+}
+
+// compactSealed compacts the head key range of the buckets lo to hi that
+// a seal emptied (st.Series > 0), so that the deleted head rows leave the
+// disk now rather than when pebble's own compactions reach them: the data
+// directory is then about the size of the blocks (issue 17, item 5). The
+// files pebble rewrites are those holding the range, mostly deleted keys.
+func (r *Replica) compactSealed(ctx context.Context, st SealStats, lo, hi uint32) error {
+	if st.Series == 0 {
+		return nil
+	}
+	upper := r.ks.rowHi
+	if hi < maxBucket {
+		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
+	}
+	if err := r.store.db.Compact(ctx, r.ks.appendBucketSeriesKey(nil, lo, ""), upper, false); err != nil {
+		return fmt.Errorf("partition: replica %s: compact the sealed rows: %w", r.info.Placement, err)
+	}
+	return nil
 }
 
 // nextHeadBucket returns the bucket of the first head row at or above key.
