@@ -229,8 +229,20 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 	for j < len(rows) && int(rows[j]) < hi {
 		t := times[rows[j]]
 		start := bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset)
+		// The run ends at the first row at or past the bucket's end;
+		// times ascend. The end is known but for step 0 (one bucket)
+		// and a start clamped to MinInt64 or an end past MaxInt64, where
+		// each row's bucket is asked for.
+		end, exact := int64(math.MaxInt64), a.q.Step == 0
+		if a.q.Step > 0 && start != math.MinInt64 && start <= math.MaxInt64-a.q.Step {
+			end, exact = start+a.q.Step, true
+		}
 		k := j + 1
-		for k < len(rows) && int(rows[k]) < hi && bucketOf(times[rows[k]], a.q.Step, a.q.Origin, a.q.Offset) == start {
+		for k < len(rows) && int(rows[k]) < hi {
+			tk := times[rows[k]]
+			if exact && tk >= end || !exact && bucketOf(tk, a.q.Step, a.q.Origin, a.q.Offset) != start {
+				break
+			}
 			k++
 		}
 		b, err := a.bucket(t)
