@@ -56,6 +56,7 @@ func (r *Replica) Scan(q model.Query) (rows []model.Row, truncated bool, err err
 	}
 	defer w.close()
 	s := scanner{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: interner{}}
+	w.visitBlock = s.visitBlock
 	if err := w.walk(s.visit, s.endBucket); err != nil {
 		return nil, false, err
 	}
@@ -73,6 +74,9 @@ type scanner struct {
 	series interner
 	raw    rawRow
 	slab   fieldSlab
+	// blockRows and name are visitBlock's scratch.
+	blockRows []model.Row
+	name      []byte
 
 	bucket []model.Row // rows of the current storage bucket, in key order
 	// order holds the sort keys of bucket. Inside a bucket rows come in
@@ -108,6 +112,60 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 	s.order = append(s.order, scanOrder{t: t, rank: s.rank, idx: int32(len(s.bucket))})
 	s.bucket = append(s.bucket, toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, true, &s.slab))
 	return true, nil
+}
+
+// visitBlock adds the rows lo to hi-1 of a sealed block that no head row
+// overlays (walker.visitBlock) as visit would, decoded from the block
+// straight into rows: no row value is built and decoded again.
+func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+	name := s.series.get(series)
+	rows, err := br.Rows(s.blockRows[:0], name)
+	if err != nil {
+		return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
+	}
+	s.blockRows = rows
+	for i := lo; i < hi; i++ {
+		r := &rows[i]
+		n := 0
+		for j := range r.Fields {
+			if s.keepField(&r.Fields[j]) {
+				n++
+			}
+		}
+		if n == 0 {
+			continue // no selected field, or only tombstones
+		}
+		if s.full {
+			s.truncated = true
+			return false, nil
+		}
+		if len(s.bucket) == 0 || name != s.lastSeries {
+			s.lastSeries = name
+			s.rank++
+		}
+		fields := s.slab.take(n) // copied: the next Rows call reuses the block's
+		for j := range r.Fields {
+			if s.keepField(&r.Fields[j]) {
+				fields = append(fields, r.Fields[j])
+			}
+		}
+		s.order = append(s.order, scanOrder{t: r.Time, rank: s.rank, idx: int32(len(s.bucket))})
+		s.bucket = append(s.bucket, model.Row{Series: name, Time: r.Time, Fields: fields})
+	}
+	return true, nil
+}
+
+// keepField reports whether a scan returns f: selected and not a
+// tombstone.
+func (s *scanner) keepField(f *model.Field) bool {
+	if f.Value.Kind == model.KindDeleted {
+		return false
+	}
+	if s.keep == nil {
+		return true
+	}
+	s.name = append(s.name[:0], f.Name...)
+	return s.keep(s.name)
 }
 
 // scanOrder is the sort key of one row of a bucket.

@@ -123,13 +123,20 @@ func sameReads(t *testing.T, a, b *Replica, rng interface{ Intn(int) int }, time
 		case 1:
 			q.Series, q.Prefix = "cpu", true
 		}
-		ra, _, errA := a.Scan(q)
-		rb, _, errB := b.Scan(q)
-		if errA != nil || errB != nil {
-			return fmt.Errorf("scan %+v: %v, %v", q, errA, errB)
+		sq := q
+		if rng.Intn(3) == 0 {
+			sq.Fields = []string{"b", "d"}
 		}
-		if err := sameRows(ra, rb); err != nil {
-			return fmt.Errorf("scan %+v: %w", q, err)
+		if rng.Intn(3) == 0 {
+			sq.Limit = 1 + rng.Intn(20)
+		}
+		ra, ta, errA := a.Scan(sq)
+		rb, tb, errB := b.Scan(sq)
+		if errA != nil || errB != nil {
+			return fmt.Errorf("scan %+v: %v, %v", sq, errA, errB)
+		}
+		if ta != tb || !slices.EqualFunc(ra, rb, func(x, y model.Row) bool { return sameRow(x, y) == nil }) {
+			return fmt.Errorf("scan %+v: truncated %v, %v:\n%v\n%v", sq, ta, tb, ra, rb)
 		}
 		// Steps that cut storage buckets (blocks read by columns), hold
 		// several (blocks answered by their summaries) or hold the whole
