@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,8 +171,25 @@ func TestEndToEnd(t *testing.T) {
 	n2 := startNode(t, e, "s1", dir)
 	check(&client{t: t, base: n2.URL()})
 
-	// Writes after the restart still land (the sequence resumes).
+	// Sealed into column blocks (a server sealing every ended bucket that
+	// took no write for 1 ms): the same answers.
+	stopNode(t, n2)
+	n2 = startNode(t, e, "s1", dir, func(c *Config) { c.SealInterval, c.SealQuiet = 20*time.Millisecond, time.Millisecond })
 	c2 := &client{t: t, base: n2.URL()}
+	waitFor(t, "6 rows sealed", func() bool {
+		r := c2.do("GET", "/metrics", nil)
+		for _, line := range strings.Split(string(r.body), "\n") {
+			if v, ok := strings.CutPrefix(line, "tsdb_seal_rows_total "); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				return n >= 6
+			}
+		}
+		return false
+	})
+	check(c2)
+
+	// Writes after the restart still land (the sequence resumes), also into
+	// a sealed bucket.
 	r = c2.do("POST", "/write?db=metrics", []byte(fmt.Sprintf("late v=1 %d\n", t0)))
 	if r.status != 204 {
 		t.Fatalf("write after restart: %d %s", r.status, r.body)

@@ -105,8 +105,15 @@ type Config struct {
 	// out of sealed buckets (a row that arrives later is still stored and
 	// read exactly; it costs a re-seal). Default 3m; negative: never seal.
 	SealAfter time.Duration
+	// SealQuiet seals an ended storage bucket sooner than SealAfter once
+	// it has taken no write for this long (a backfill's buckets, or every
+	// bucket of a table that is not smeared: its rows come in time order).
+	// A bucket that still takes rows in bursts further apart is sealed
+	// again after each (exact, at the cost of rewriting its blocks).
+	// Default 5s; negative: only SealAfter.
+	SealQuiet time.Duration
 	// SealInterval is how often the sealer looks for buckets to seal;
-	// default 10s.
+	// default 2s.
 	SealInterval time.Duration
 	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
 	// the parent's rows, a joining server's initial copy) this server has
@@ -233,7 +240,10 @@ func (c *Config) ensureDefaults() {
 	if c.SealAfter == 0 {
 		c.SealAfter = DefaultSealAfter
 	}
-	orDefault(&c.SealInterval, 10*time.Second)
+	if c.SealQuiet == 0 {
+		c.SealQuiet = DefaultSealQuiet
+	}
+	orDefault(&c.SealInterval, 2*time.Second)
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
 	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
 	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)
@@ -680,10 +690,16 @@ func (n *Node) every(ctx context.Context, interval time.Duration, what string, f
 // max_delay (2 min) and a minute's margin.
 const DefaultSealAfter = 3 * time.Minute
 
-// sealOnce seals the storage buckets that ended SealAfter ago or earlier.
+// DefaultSealQuiet is Config.SealQuiet's default.
+const DefaultSealQuiet = 5 * time.Second
+
+// sealOnce seals the storage buckets that ended SealAfter ago or earlier,
+// and those that ended and took no write for SealQuiet.
 func (n *Node) sealOnce(ctx context.Context) error {
 	start := time.Now()
-	st, err := n.store.Seal(ctx, n.now().Add(-n.cfg.SealAfter).UnixNano())
+	now := n.now()
+	st, err := n.store.Seal(ctx, partition.SealPolicy{
+		Before: now.Add(-n.cfg.SealAfter).UnixNano(), Now: now.UnixNano(), Quiet: n.cfg.SealQuiet})
 	if st.Series > 0 || st.Skipped > 0 {
 		n.log.Debug("sealed", "blocks", st.Series, "rows", st.Rows, "skipped", st.Skipped,
 			"head_bytes", st.HeadBytes, "block_bytes", st.BlockBytes, "took", time.Since(start))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -421,8 +422,13 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	r.hints.add(prev+1, last, sc.origin, sc.originSeq)
 	r.synced.add(prev+1, last)
 	r.high.Store(last)
+	now, noted := time.Now().UnixNano(), uint32(0)
 	for i := range rows {
 		r.applyMu.maxTime = max(r.applyMu.maxTime, rows[i].Time)
+		if b := timeBucket(rows[i].Time); i == 0 || b != noted {
+			r.applyMu.noteWrite(b, now) // for the sealer's quiet buckets
+			noted = b
+		}
 	}
 	return ApplyResult{Changed: changed, LastSeq: last}, batch, nil
 }

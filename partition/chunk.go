@@ -442,6 +442,13 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	r.synced.done(prev+1, nil)
 	r.high.Store(lastSeq)
 	r.applyMu.maxTime = max(r.applyMu.maxTime, pc.maxTime)
+	now, noted := time.Now().UnixNano(), uint32(0)
+	for i := range pc.entries {
+		if b := timeBucket(pc.entries[i].time); i == 0 || b != noted {
+			r.applyMu.noteWrite(b, now)
+			noted = b
+		}
+	}
 	return ApplyResult{Changed: len(pc.entries), LastSeq: lastSeq}, true, nil, nil
 }
 

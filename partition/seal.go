@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -66,14 +67,53 @@ func (s *SealStats) Add(o SealStats) {
 	s.BlockBytes += o.BlockBytes
 }
 
+// SealPolicy says which storage buckets a seal folds: those that ended at
+// or before Before, and, with Quiet > 0, those that ended at or before Now
+// and took no write in the Quiet before it (a bucket filled with older
+// data, by a backfill say, need not wait Before's margin for late rows).
+// Times are wall clock ns. The writes are known since the store opened; a
+// bucket not written since is taken as written at the opening.
+type SealPolicy struct {
+	Before int64
+	Now    int64
+	Quiet  time.Duration
+}
+
+// sealable reports whether bucket b is to be sealed now, and stop when no
+// later bucket is (b has not ended by Before or Now). The caller holds
+// applyMu.
+func (p SealPolicy) sealable(b uint32, lastWrite map[uint32]int64, opened int64) (seal, stop bool) {
+	if b == maxBucket {
+		return false, true
+	}
+	end := bucketStart(b + 1)
+	switch {
+	case end <= p.Before:
+		return true, false
+	case p.Quiet <= 0 || end > p.Now:
+		return false, end > max(p.Before, p.Now)
+	}
+	last, ok := lastWrite[b]
+	if !ok {
+		last = opened
+	}
+	return p.Now-last >= int64(p.Quiet), false
+}
+
 // Seal seals the head rows of every storage bucket of the replica's data
 // space that ends at or before `before` (a time in ns: bucket b is sealed
-// when bucketStart(b+1) <= before). It returns what it did; on an error
-// (ctx's among them, checked between batches) the batches committed
-// before it stand (each is whole). Seal of a dropped replica fails with
+// when bucketStart(b+1) <= before): SealWith(SealPolicy{Before: before}).
+func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
+	return r.SealWith(ctx, SealPolicy{Before: before})
+}
+
+// SealWith seals the head rows of the storage buckets of the replica's
+// data space that p names. It returns what it did; on an error (ctx's
+// among them, checked between batches) the batches committed before it
+// stand (each is whole). A seal of a dropped replica fails with
 // ErrDropped, of an unloading one with ErrUnloading (Store.Seal then seals
 // the space through another member).
-func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
+func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error) {
 	var st SealStats
 	if err := r.enter(); err != nil {
 		return st, err
@@ -92,8 +132,18 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 		if err != nil {
 			return st, err
 		}
-		if !ok || b == maxBucket || bucketStart(b+1) > before {
+		if !ok {
 			return st, r.compactSealed(ctx, st, lo, hi)
+		}
+		r.applyMu.Lock()
+		seal, stop := p.sealable(b, r.applyMu.lastWrite, r.store.opened)
+		r.applyMu.Unlock()
+		if stop {
+			return st, r.compactSealed(ctx, st, lo, hi)
+		}
+		if !seal {
+			from = r.ks.appendBucketSeriesKey(nil, b+1, "") // b < maxBucket: not stop
+			continue
 		}
 		if bucketStart := r.ks.appendBucketSeriesKey(nil, b, ""); bytes.Compare(from, bucketStart) < 0 {
 			// The head's next row is in a later bucket than from: start
@@ -278,6 +328,9 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 			return nil, err
 		}
 	}
+	if next == nil {
+		delete(r.applyMu.lastWrite, b) // sealed: a later write notes it again
+	}
 	// The head rows read, but those of the series left in the head: one
 	// range deletion per stretch between them (one per range deletion
 	// and series would burden every iterator over the memtable).
@@ -389,10 +442,10 @@ func (c *sealCounters) add(st SealStats) {
 	c.blockBytes.Add(st.BlockBytes)
 }
 
-// Seal seals every data space of the store (Replica.Seal through one live
-// member of each) up to before, and returns the sum of what it did. A
+// Seal seals every data space of the store (Replica.SealWith through one
+// live member of each) as p says, and returns the sum of what it did. A
 // member dropped meanwhile is skipped for the next one of its space.
-func (s *Store) Seal(ctx context.Context, before int64) (SealStats, error) {
+func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 	var total SealStats
 	done := map[uuid.UUID]bool{}
 	for _, r := range s.Replicas() {
@@ -400,7 +453,7 @@ func (s *Store) Seal(ctx context.Context, before int64) (SealStats, error) {
 		if done[space] {
 			continue
 		}
-		st, err := r.Seal(ctx, before)
+		st, err := r.SealWith(ctx, p)
 		total.Add(st)
 		switch {
 		case errors.Is(err, ErrDropped), errors.Is(err, ErrUnloading):

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -278,5 +279,40 @@ func TestSealBucketByBucket(t *testing.T) {
 		if err := sameReads(t, a, b, rng, times); err != nil {
 			t.Fatalf("after row %d: %v", i, err)
 		}
+	}
+}
+
+// TestSealQuietBuckets: an ended bucket is sealed before SealPolicy.Before
+// reaches it once it has taken no write for Quiet, a bucket written within
+// Quiet or not ended is not, and a write into a sealed bucket makes it
+// wait Quiet again before the re-seal.
+func TestSealQuietBuckets(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	old := int64(5) << bucketShift                      // ended in 1970
+	future := time.Now().Add(24 * time.Hour).UnixNano() // not ended at any Now below
+	mustApply(t, r, row("cpu", old, fl("a", 1, 1)), row("cpu", future, fl("a", 1, 1)))
+	heads := func() int { return countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi) }
+	now := time.Now().UnixNano()
+	p := SealPolicy{Before: math.MinInt64, Now: now, Quiet: time.Hour}
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 0 || heads() != 2 {
+		t.Fatalf("written just now: %+v, %v, %d head rows; want nothing sealed", st, err, heads())
+	}
+	p.Now = now + int64(2*time.Hour) // an hour and more without a write
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 1 || heads() != 1 {
+		t.Fatalf("quiet: %+v, %v, %d head rows; want the old bucket sealed, the future one not (not ended)", st, err, heads())
+	}
+	// A late write into the sealed bucket waits Quiet again.
+	mustApply(t, r, row("cpu", old+1, fl("a", 2, 1)))
+	p.Now = time.Now().UnixNano()
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 0 || heads() != 2 {
+		t.Fatalf("just written again: %+v, %v, %d head rows; want nothing sealed", st, err, heads())
+	}
+	p.Now += int64(2 * time.Hour)
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 2 || heads() != 1 {
+		t.Fatalf("quiet again: %+v, %v, %d head rows; want the bucket sealed again with both rows", st, err, heads())
+	}
+	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", old, fl("a", 1, 1)), row("cpu", old+1, fl("a", 2, 1)), row("cpu", future, fl("a", 1, 1))}); err != nil {
+		t.Fatal(err)
 	}
 }

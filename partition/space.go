@@ -56,9 +56,23 @@ type dataSpace struct {
 	// many for a block (seal.go): seals leave them in the head unread.
 	// Under the lock.
 	oversized map[string]struct{}
+	// lastWrite is the wall clock (ns) of the last write into each storage
+	// bucket since the store opened, for the sealer's quiet buckets
+	// (SealPolicy.Quiet); a bucket sealed or past SealPolicy.After is
+	// forgotten. Under the lock.
+	lastWrite map[uint32]int64
 	// members are the live replicas in the space, by placement. Guarded
 	// by Store.mu.
 	members map[uuid.UUID]*Replica
+}
+
+// noteWrite records a write into storage bucket b at wall time now (ns).
+// The caller holds the lock.
+func (sp *dataSpace) noteWrite(b uint32, now int64) {
+	if sp.lastWrite == nil {
+		sp.lastWrite = map[uint32]int64{}
+	}
+	sp.lastWrite[b] = now
 }
 
 // spaceLocked returns the space id, created empty if unknown. The caller

@@ -80,6 +80,9 @@ type Store struct {
 	noShare bool
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
+	// opened is when Open opened the store (wall clock ns): the sealer
+	// takes a bucket not written since as written then.
+	opened int64
 	// rowAggregates makes Aggregate read sealed blocks row by row, as
 	// the head, instead of by columns and summaries (tests, benchmarks).
 	rowAggregates bool
@@ -236,7 +239,7 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
+	s := &Store{opened: time.Now().UnixNano(), db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
 		closeFlushTimeout: opts.CloseFlushTimeout, walFS: walFS}
 	if s.closeFlushTimeout == 0 {
 		s.closeFlushTimeout = pebbleclose.DefaultFlushTimeout

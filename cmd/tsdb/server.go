@@ -21,7 +21,7 @@ type serverFlags struct {
 	id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
 	pprofAddr                                                        string
 	maxBody, minServers, rebalanceMoves                              int
-	deadAfter, presplitEvery, sealAfter                              time.Duration
+	deadAfter, presplitEvery, sealAfter, sealQuiet                   time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
 	writeLimit, smearMaxBytes                                        int64
@@ -78,6 +78,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, "how long after a storage bucket (68.7 s of row time) ends its rows are sealed into compressed column blocks; keep it above your tables' smear max_delay (0 or less: never seal)")
+	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, "seal an ended storage bucket sooner than --seal-after once it has taken no write for this long (0 or less: only --seal-after)")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -187,8 +188,8 @@ func (s *serverFlags) config() (node.Config, error) {
 	return cfg, nil
 }
 
-// sealAfter maps --seal-after to node.Config.SealAfter: 0 or less is
-// never (-1), since the node reads 0 as its default.
+// sealAfter maps --seal-after and --seal-quiet to node.Config: 0 or less
+// is never (-1), since the node reads 0 as its default.
 func sealAfter(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1
