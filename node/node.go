@@ -98,20 +98,18 @@ type Config struct {
 	// with its table's partition_size_target (and a split started above
 	// it); a large insert triggers a check sooner. Default 10s.
 	SplitCheckInterval time.Duration
-	// SealAfter is how long after a storage bucket (68.7 s of row time)
-	// ends its head rows are sealed into column blocks
-	// (partition.Store.Seal, docs/storage-format.md "Sealed blocks"):
-	// longer than a table's smear max_delay keeps the late smeared rows
-	// out of sealed buckets (a row that arrives later is still stored and
-	// read exactly; it costs a re-seal). Default 3m; negative: never seal.
-	SealAfter time.Duration
-	// SealQuiet seals an ended storage bucket sooner than SealAfter once
-	// it has taken no write for this long (a backfill's buckets, or every
-	// bucket of a table that is not smeared: its rows come in time order).
-	// A bucket that still takes rows in bursts further apart is sealed
-	// again after each (exact, at the cost of rewriting its blocks).
-	// Default 5s; negative: only SealAfter.
+	// SealQuiet is how long an ended storage bucket (68.7 s of row time)
+	// must have taken no write before its head rows are sealed into
+	// column blocks (partition.Store.Seal, docs/storage-format.md "Sealed
+	// blocks"): the late rows of a smeared table keep its recent buckets
+	// busy until max_delay has passed, a backfill's buckets go quiet as
+	// soon as it moves on. A bucket that takes rows in bursts further
+	// apart later is sealed again after each (exact, at the cost of
+	// rewriting its blocks). Default 5s; negative: only SealAfter.
 	SealQuiet time.Duration
+	// SealAfter seals a bucket this long after its end even if it never
+	// goes quiet. Default 10m; negative: never seal at all.
+	SealAfter time.Duration
 	// SealInterval is how often the sealer looks for buckets to seal;
 	// default 2s.
 	SealInterval time.Duration
@@ -686,9 +684,9 @@ func (n *Node) every(ctx context.Context, interval time.Duration, what string, f
 	}
 }
 
-// DefaultSealAfter is Config.SealAfter's default: the default smear
-// max_delay (2 min) and a minute's margin.
-const DefaultSealAfter = 3 * time.Minute
+// DefaultSealAfter is Config.SealAfter's default: well past the default
+// smear max_delay (2 min), a bound for buckets that never go quiet.
+const DefaultSealAfter = 10 * time.Minute
 
 // DefaultSealQuiet is Config.SealQuiet's default.
 const DefaultSealQuiet = 5 * time.Second
