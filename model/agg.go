@@ -161,6 +161,14 @@ func FloatRun(values []float64, firstTime, lastTime int64, series string) AggSta
 		odd = odd || f != f || f == 0
 	}
 	s.Sum = (sum[0] + sum[1]) + (sum[2] + sum[3])
+	if math.IsNaN(s.Sum) || math.IsInf(s.Sum, 0) {
+		// Lanes that overflowed apart (+Inf and -Inf make NaN) or a NaN
+		// or infinity among the values: the sum in order, as Add makes it.
+		s.Sum = 0
+		for _, f := range values {
+			s.Sum += f
+		}
+	}
 	s.Min = min2(min2(mn[0], mn[1]), min2(mn[2], mn[3]))
 	s.Max = max2(max2(mx[0], mx[1]), max2(mx[2], mx[3]))
 	if odd {

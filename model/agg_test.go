@@ -272,6 +272,19 @@ func cloneSeriesAggs(in []SeriesAgg) []SeriesAgg {
 	return out
 }
 
+// TestFloatRunOverflow: sums that overflow end as Add's in-order sum does
+// (lanes summed apart would give +Inf + -Inf = NaN).
+func TestFloatRunOverflow(t *testing.T) {
+	vals := []float64{1e308, 1e308, -1e308, -1e308, 1e308, 1e308, -1e308, -1e308}
+	var want AggState
+	for i, v := range vals {
+		want.Add(int64(i), "s", Float(v))
+	}
+	if got := FloatRun(vals, 0, int64(len(vals)-1), "s"); got.Sum != want.Sum {
+		t.Fatalf("sum %v, want %v", got.Sum, want.Sum)
+	}
+}
+
 // TestFloatRun: the state of a run of floats equals the one Add builds a
 // value at a time (Mean and M2 to a relative 1e-9: Welford and two passes round apart), for runs of one and
 // of many values, NaN and infinities included.

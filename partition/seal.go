@@ -32,7 +32,9 @@ import (
 // Each batch of a seal runs under the data space's apply lock, so no
 // write lands between the read of a series' head rows and the deletion of
 // exactly those: a write is either read into the block or stays in the
-// head. The lock is taken for at most sealBatchRows rows at a time.
+// head. The lock is held for about sealBatchRows rows at a time (read, or
+// passed over in blocks; a series is never cut, but one over a block's
+// limits is read no further).
 //
 // A sealed row has no sequence of its own (its value reads with sequence
 // 0): the log keeps what it kept, each entry carrying its change, and an
@@ -49,7 +51,7 @@ type SealStats struct {
 	Buckets, Series, Rows int
 	// Skipped counts the series left in the head because their rows in
 	// one bucket exceed a block's limits (block.MaxRows, MaxValues,
-	// MaxFields).
+	// MaxFields) or the block encoder refused them (logged).
 	Skipped int
 	// HeadBytes is the key and value bytes of the head rows removed,
 	// BlockBytes those of the blocks written (replacing HeadBytes and the
@@ -114,32 +116,46 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 // ErrDropped, of an unloading one with ErrUnloading (Store.Seal then seals
 // the space through another member).
 func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error) {
-	var st SealStats
+	st, lo, hi, err := r.sealWith(ctx, p)
+	if err != nil || st.Series == 0 || r.enter() != nil {
+		return st, err // nothing to compact, or the replica is gone
+	}
+	defer r.store.gate.Exit()
+	return st, r.compactSealed(ctx, st, lo, hi)
+}
+
+// sealWith is SealWith without the compaction: it returns the first and
+// last bucket sealed (when st.Series > 0) for compactSealed.
+func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo, hi uint32, err error) {
 	if err := r.enter(); err != nil {
-		return st, err
+		return st, 0, 0, err
 	}
 	defer r.store.gate.Exit()
 	defer func() { r.store.sealed.add(st) }()
+	defer r.forgetQuietWrites(p)
 	from := r.ks.rowLo
 	counted := uint32(0)
 	first := true
-	var lo, hi uint32 // the buckets sealed, when st.Series > 0
 	for {
 		if err := ctx.Err(); err != nil {
-			return st, err
+			return st, lo, hi, err
 		}
 		b, ok, err := r.nextHeadBucket(from)
 		if err != nil {
-			return st, err
+			return st, lo, hi, err
 		}
 		if !ok {
-			return st, r.compactSealed(ctx, st, lo, hi)
+			return st, lo, hi, nil
 		}
 		r.applyMu.Lock()
 		seal, stop := p.sealable(b, r.applyMu.lastWrite, r.store.opened)
+		if at, ok := r.applyMu.settled[b]; ok && seal {
+			last, written := r.applyMu.lastWrite[b]
+			seal = written && last > at // written since its oversized series were left
+		}
 		r.applyMu.Unlock()
 		if stop {
-			return st, r.compactSealed(ctx, st, lo, hi)
+			return st, lo, hi, nil
 		}
 		if !seal {
 			from = r.ks.appendBucketSeriesKey(nil, b+1, "") // b < maxBucket: not stop
@@ -157,7 +173,7 @@ func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error)
 		series := st.Series
 		next, err := r.sealSome(b, from, &st)
 		if err != nil {
-			return st, err
+			return st, lo, hi, err
 		}
 		if st.Series > series {
 			if series == 0 {
@@ -169,6 +185,20 @@ func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error)
 			next = r.ks.appendBucketSeriesKey(nil, b+1, "")
 		}
 		from = next
+	}
+}
+
+// forgetQuietWrites drops the notes of writes older than p.Quiet (all of
+// them when p.Quiet is off): a bucket without one counts as written at the
+// opening, which is older still, so it is as quiet. Settled buckets whose
+// note is gone stay settled.
+func (r *Replica) forgetQuietWrites(p SealPolicy) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	for b, last := range r.applyMu.lastWrite {
+		if p.Quiet <= 0 || p.Now-last >= int64(p.Quiet) {
+			delete(r.applyMu.lastWrite, b)
+		}
 	}
 }
 
@@ -212,6 +242,7 @@ type sealScratch struct {
 	// once a series after it was sealed.
 	delFrom []byte
 	deletes bool
+	kept    bool // a series was left in the head
 	series  string
 	rows    []model.Row
 	values  int
@@ -236,7 +267,7 @@ func (sc *sealScratch) keep(r *Replica, b uint32, batch *pebble.Batch) error {
 			return err
 		}
 	}
-	sc.delFrom, sc.deletes = hi, false
+	sc.delFrom, sc.deletes, sc.kept = hi, false, true
 	return nil
 }
 
@@ -298,7 +329,8 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 			}
 		}
 		if !it.inHead && !sc.head && it.blockRun() {
-			ok = it.SkipBlock() // sealed already, nothing written since
+			read += len(it.bTimes) - it.bPos // loaded under the lock: counts
+			ok = it.SkipBlock()              // sealed already, nothing written since
 			continue
 		}
 		if it.inHead {
@@ -317,6 +349,19 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 			sc.rows = append(sc.rows, row)
 			sc.values += len(row.Fields)
 			read++
+			if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues {
+				// Too large for a block: not read further, left in the head.
+				st.Skipped++
+				r.noteOversized(b, sc.series)
+				if err := sc.keep(r, b, batch); err != nil {
+					return nil, err
+				}
+				clear(sc.rows)
+				sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
+				sc.slab.buf = sc.slab.buf[:0]
+				ok = it.SeekGE(sc.delFrom)
+				continue
+			}
 		}
 		ok = it.Next()
 	}
@@ -328,8 +373,13 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 			return nil, err
 		}
 	}
-	if next == nil {
-		delete(r.applyMu.lastWrite, b) // sealed: a later write notes it again
+	if next == nil && sc.kept {
+		// Series too large for a block stay in the head: the bucket is
+		// passed over until it is written again.
+		if r.applyMu.settled == nil {
+			r.applyMu.settled = map[uint32]int64{}
+		}
+		r.applyMu.settled[b] = time.Now().UnixNano()
 	}
 	// The head rows read, but those of the series left in the head: one
 	// range deletion per stretch between them (one per range deletion
@@ -361,7 +411,7 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	defer func() {
 		clear(sc.rows)
 		sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
-		sc.slab = fieldSlab{}
+		sc.slab.buf = sc.slab.buf[:0] // the rows are encoded: reused
 	}()
 	if !sc.head {
 		return nil // sealed already, nothing written since
@@ -442,26 +492,53 @@ func (c *sealCounters) add(st SealStats) {
 	c.blockBytes.Add(st.BlockBytes)
 }
 
-// Seal seals every data space of the store (Replica.SealWith through one
-// live member of each) as p says, and returns the sum of what it did. A
-// member dropped meanwhile is skipped for the next one of its space.
+// Seal seals every data space of the store (through one live member of
+// each) as p says, then compacts the head ranges emptied (after all the
+// spaces: the first compaction flushes the memtable that holds every
+// space's range deletions), and returns the sum of what it did. A member
+// dropped or unloading meanwhile leaves its space to the next one; a space
+// whose seal fails does not stop the others (the errors are joined).
 func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
-	var total SealStats
+	var (
+		total SealStats
+		errs  []error
+	)
+	type sealed struct {
+		r      *Replica
+		st     SealStats
+		lo, hi uint32
+	}
+	var compact []sealed
 	done := map[uuid.UUID]bool{}
 	for _, r := range s.Replicas() {
 		space := r.DataSpace()
 		if done[space] {
 			continue
 		}
-		st, err := r.SealWith(ctx, p)
+		st, lo, hi, err := r.sealWith(ctx, p)
 		total.Add(st)
+		if st.Series > 0 {
+			compact = append(compact, sealed{r, st, lo, hi})
+		}
 		switch {
 		case errors.Is(err, ErrDropped), errors.Is(err, ErrUnloading):
 			continue
+		case ctx.Err() != nil:
+			return total, ctx.Err()
 		case err != nil:
-			return total, err
+			errs = append(errs, err)
 		}
 		done[space] = true
 	}
-	return total, nil
+	for _, c := range compact {
+		if err := c.r.enter(); err != nil {
+			continue // dropped or closed since: nothing to compact
+		}
+		err := c.r.compactSealed(ctx, c.st, c.lo, c.hi)
+		c.r.store.gate.Exit()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
 }

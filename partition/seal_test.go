@@ -222,10 +222,17 @@ func TestSealLeavesOversizedSeries(t *testing.T) {
 	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxFields+1 {
 		t.Fatalf("%d head rows left; want b's %d", n, block.MaxFields+1)
 	}
-	// Sealing again changes nothing and keeps b where it is, unread (it
-	// is known to be too large: not counted again).
-	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Series != 0 || st.Skipped != 0 {
-		t.Fatalf("second seal: %+v, %v", st, err)
+	// Sealing again changes nothing and keeps b where it is: the bucket
+	// is passed over (it is settled: not written since).
+	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Buckets != 0 || st.Series != 0 || st.Skipped != 0 {
+		t.Fatalf("second seal: %+v, %v; want the bucket passed over", st, err)
+	}
+	// A write into the bucket makes the next seal take it again: a's new
+	// row is sealed, b is passed over unread (known too large).
+	mustApply(t, r, row("a", 11, fl("x", 11, 1)))
+	before = scanAll(t, r)
+	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Buckets != 1 || st.Series != 1 || st.Rows != 11 || st.Skipped != 0 {
+		t.Fatalf("seal after a write: %+v, %v; want a sealed again with its 11 rows", st, err)
 	}
 	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxFields+1 {
 		t.Fatalf("%d head rows left after the second seal; want b's %d", n, block.MaxFields+1)
@@ -314,5 +321,29 @@ func TestSealQuietBuckets(t *testing.T) {
 	}
 	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", old, fl("a", 1, 1)), row("cpu", old+1, fl("a", 2, 1)), row("cpu", future, fl("a", 1, 1))}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSealStopsReadingOversizedSeries: a series with more rows in one
+// bucket than a block holds is left in the head as soon as the seal has
+// read one row too many, and the series after it are sealed.
+func TestSealStopsReadingOversizedSeries(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rows := make([]model.Row, 0, block.MaxRows+4)
+	for i := 0; i <= block.MaxRows; i++ {
+		rows = append(rows, row("big", int64(i+1), fl("x", 1, 1)))
+	}
+	rows = append(rows, row("c", 1, fl("x", 1, 1)), row("c", 2, fl("x", 2, 1)), row("a", 5, fl("x", 5, 1)))
+	mustApply(t, r, rows...)
+	st, err := r.Seal(t.Context(), maxTime)
+	if err != nil || st.Series != 2 || st.Rows != 3 || st.Skipped != 1 {
+		t.Fatalf("seal: %+v, %v; want a and c sealed, big skipped", st, err)
+	}
+	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxRows+1 {
+		t.Fatalf("%d head rows; want big's %d", n, block.MaxRows+1)
+	}
+	if got := scanAll(t, r); len(got) != len(rows) {
+		t.Fatalf("%d rows read; want %d", len(got), len(rows))
 	}
 }

@@ -58,9 +58,15 @@ type dataSpace struct {
 	oversized map[string]struct{}
 	// lastWrite is the wall clock (ns) of the last write into each storage
 	// bucket since the store opened, for the sealer's quiet buckets
-	// (SealPolicy.Quiet); a bucket sealed or past SealPolicy.After is
-	// forgotten. Under the lock.
+	// (SealPolicy.Quiet). An entry older than Quiet is forgotten by the
+	// next seal (a bucket not in the map counts as written at the opening,
+	// which is older still), and the whole map past maxLastWrite entries
+	// (buckets then look quiet sooner: a re-seal at worst). Under the lock.
 	lastWrite map[uint32]int64
+	// settled holds, for a bucket whose seal left series too large for a
+	// block in the head, when that seal ended: seals pass the bucket over
+	// until a later write. Under the lock.
+	settled map[uint32]int64
 	// members are the live replicas in the space, by placement. Guarded
 	// by Store.mu.
 	members map[uuid.UUID]*Replica
@@ -69,11 +75,15 @@ type dataSpace struct {
 // noteWrite records a write into storage bucket b at wall time now (ns).
 // The caller holds the lock.
 func (sp *dataSpace) noteWrite(b uint32, now int64) {
-	if sp.lastWrite == nil {
+	if sp.lastWrite == nil || len(sp.lastWrite) >= maxLastWrite {
 		sp.lastWrite = map[uint32]int64{}
 	}
 	sp.lastWrite[b] = now
 }
+
+// maxLastWrite bounds dataSpace.lastWrite (a store that never seals, or
+// writes spread over years of buckets).
+const maxLastWrite = 1 << 14
 
 // spaceLocked returns the space id, created empty if unknown. The caller
 // holds s.mu.

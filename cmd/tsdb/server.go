@@ -178,7 +178,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
-		SealAfter:             sealAfter(s.sealAfter),
+		SealAfter: sealAfter(s.sealAfter), SealQuiet: sealAfter(s.sealQuiet),
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}

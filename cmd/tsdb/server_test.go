@@ -3,6 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tsdb/tsdb/node"
 )
 
 // TestServerSizeFlags: every size flag of tsdb server takes units (plain
@@ -41,5 +44,32 @@ func TestServerSizeFlags(t *testing.T) {
 	}
 	if strings.Contains(out, "Usage:") || exitCode(err) != 2 {
 		t.Errorf("printed the usage or exit code %d: %s", exitCode(err), out)
+	}
+}
+
+// TestServerSealFlags: --seal-quiet and --seal-after reach the node's
+// configuration, 0 meaning never (-1: the node reads 0 as its default),
+// and their defaults are the node's.
+func TestServerSealFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		quiet, after time.Duration
+	}{
+		{nil, node.DefaultSealQuiet, node.DefaultSealAfter},
+		{[]string{"--seal-quiet", "2s", "--seal-after", "1h"}, 2 * time.Second, time.Hour},
+		{[]string{"--seal-quiet", "0", "--seal-after", "0"}, -1, -1},
+	} {
+		var s serverFlags
+		cmd := s.command()
+		if err := cmd.ParseFlags(append([]string{"--id", "s1", "--data", t.TempDir()}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := s.config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.SealQuiet != tc.quiet || cfg.SealAfter != tc.after {
+			t.Errorf("%v: seal quiet %v, after %v; want %v, %v", tc.args, cfg.SealQuiet, cfg.SealAfter, tc.quiet, tc.after)
+		}
 	}
 }
