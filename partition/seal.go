@@ -136,6 +136,7 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 	from := r.ks.rowLo
 	counted := uint32(0)
 	first := true
+	var bucketSince int64 // when the seal of the current bucket began
 	for {
 		if err := ctx.Err(); err != nil {
 			return st, lo, hi, err
@@ -169,9 +170,10 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 		if first || b != counted {
 			st.Buckets++
 			counted, first = b, false
+			bucketSince = time.Now().UnixNano()
 		}
 		series := st.Series
-		next, err := r.sealSome(b, from, &st)
+		next, err := r.sealSome(b, from, bucketSince, &st)
 		if err != nil {
 			return st, lo, hi, err
 		}
@@ -273,8 +275,11 @@ func (sc *sealScratch) keep(r *Replica, b uint32, batch *pebble.Batch) error {
 
 // sealSome seals the series of bucket b from the row key from on, under
 // the apply lock, until about sealBatchRows rows are read. It returns the
-// key to go on from, or nil when the bucket is done.
-func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error) {
+// key to go on from, or nil when the bucket is done. since is when the
+// bucket's seal began: a bucket left with oversized series only is marked
+// settled as of then, so a write that landed during the seal, behind its
+// batches, still brings the bucket back.
+func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([]byte, error) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if r.dropped.Load() {
@@ -379,7 +384,7 @@ func (r *Replica) sealSome(b uint32, from []byte, st *SealStats) ([]byte, error)
 		if r.applyMu.settled == nil {
 			r.applyMu.settled = map[uint32]int64{}
 		}
-		r.applyMu.settled[b] = time.Now().UnixNano()
+		r.applyMu.settled[b] = since
 	}
 	// The head rows read, but those of the series left in the head: one
 	// range deletion per stretch between them (one per range deletion
