@@ -117,26 +117,9 @@ func TestBlindWritesMatchLookedUp(t *testing.T) {
 		rows := randRows(rng, 1+rng.Intn(80), testSeries, times)
 		mustApply(t, a, rows...)
 		mustApply(t, b, rows...)
-		switch rng.Intn(8) {
-		case 0:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.DB().Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case 1:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.DB().Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case 2:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sa, sb = openTestStore(t, dirA), openTestStore(t, dirB)
+		if what := rng.Intn(8); what <= churnReopen {
+			stores := churn(t, what, []*Store{sa, sb}, []string{dirA, dirB})
+			sa, sb = stores[0], stores[1]
 			a, _ = sa.Replica(info.Placement)
 			b, _ = sb.Replica(info.Placement)
 			lookingUp(b)

@@ -265,3 +265,34 @@ func lookingUp(r *Replica) *Replica {
 	r.lookUpAlways = true
 	return r
 }
+
+// Store churn for the differential tests: what a store's rows go through
+// between two reads.
+const (
+	churnFlush = iota
+	churnCompact
+	churnReopen
+)
+
+// churn flushes, compacts or reopens (closing them first) the stores in
+// dirs, and returns the stores open afterwards.
+func churn(t *testing.T, what int, stores []*Store, dirs []string) []*Store {
+	t.Helper()
+	for i, s := range stores {
+		var err error
+		switch what {
+		case churnFlush:
+			err = s.DB().Flush()
+		case churnCompact:
+			err = s.DB().Compact(t.Context(), []byte{0}, []byte{0xff}, true)
+		case churnReopen:
+			if err = s.Close(); err == nil {
+				stores[i] = openTestStore(t, dirs[i])
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stores
+}

@@ -64,7 +64,7 @@ func TestSealMatchesHead(t *testing.T) {
 		if resA.Changed != resB.Changed {
 			t.Fatalf("round %d: sealing replica stored %d changes, the other %d", round, resA.Changed, resB.Changed)
 		}
-		switch rng.Intn(10) {
+		switch what := rng.Intn(10); what {
 		case 0, 1, 2, 3:
 			before := times[rng.Intn(len(times))]
 			if rng.Intn(4) == 0 {
@@ -75,25 +75,9 @@ func TestSealMatchesHead(t *testing.T) {
 				t.Fatalf("round %d: seal before %d: %v", round, before, err)
 			}
 			sealed.Add(st)
-		case 4:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.DB().Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case 5:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.DB().Compact(t.Context(), []byte{0}, []byte{0xff}, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case 6:
-			for _, s := range []*Store{sa, sb} {
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sa, sb = openTestStore(t, dirA), openTestStore(t, dirB)
+		case 4, 5, 6:
+			stores := churn(t, churnFlush+what-4, []*Store{sa, sb}, []string{dirA, dirB})
+			sa, sb = stores[0], stores[1]
 			a, _ = sa.Replica(info.Placement)
 			b, _ = sb.Replica(info.Placement)
 		}
