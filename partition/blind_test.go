@@ -101,16 +101,8 @@ func TestBlindWritesGetSequences(t *testing.T) {
 func TestBlindWritesMatchLookedUp(t *testing.T) {
 	rng := newSeededRand(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	sa, sb := openTestStore(t, dirA), openTestStore(t, dirB)
-	info := testInfo(uuid.New())
-	a, err := sa.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := sb.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, info, reps := twinReplicas(t, dirA, dirB)
+	sa, sb, a, b := stores[0], stores[1], reps[0], reps[1]
 	lookingUp(b)
 	times := testTimes(rng, 25)
 	for round := 0; round < 40; round++ {

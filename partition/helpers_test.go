@@ -296,3 +296,19 @@ func churn(t *testing.T, what int, stores []*Store, dirs []string) []*Store {
 	}
 	return stores
 }
+
+// twinReplicas opens a store in each of dirs and creates the same
+// placement in both: the two sides of a differential test.
+func twinReplicas(t *testing.T, dirs ...string) (stores []*Store, info ReplicaInfo, reps []*Replica) {
+	t.Helper()
+	info = testInfo(uuid.New())
+	for _, dir := range dirs {
+		s := openTestStore(t, dir)
+		r, err := s.CreateReplica(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores, reps = append(stores, s), append(reps, r)
+	}
+	return stores, info, reps
+}

@@ -24,16 +24,8 @@ import (
 func TestSealMatchesHead(t *testing.T) {
 	rng := newSeededRand(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	sa, sb := openTestStore(t, dirA), openTestStore(t, dirB)
-	info := testInfo(uuid.New())
-	a, err := sa.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := sb.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stores, info, reps := twinReplicas(t, dirA, dirB)
+	sa, sb, a, b := stores[0], stores[1], reps[0], reps[1]
 	times := testTimes(rng, 25)
 	var sealed SealStats
 	for round := 0; round < 60; round++ {
@@ -45,7 +37,10 @@ func TestSealMatchesHead(t *testing.T) {
 				}
 			}
 		}
-		var resA, resB ApplyResult
+		var (
+			resA, resB ApplyResult
+			err        error
+		)
 		if rng.Intn(3) == 0 {
 			origin := uuid.New()
 			resA, err = a.ApplyFrom(rows, origin, 0)
@@ -234,16 +229,8 @@ func TestSealLeavesOversizedSeries(t *testing.T) {
 // bucket's block: rows doubled under keys of the wrong bucket.)
 func TestSealBucketByBucket(t *testing.T) {
 	rng := newSeededRand(t)
-	sa, sb := openTestStore(t, ""), openTestStore(t, "")
-	info := testInfo(uuid.New())
-	a, err := sa.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := sb.CreateReplica(info)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, reps := twinReplicas(t, "", "")
+	a, b := reps[0], reps[1]
 	var times []int64
 	for bk := int64(0); bk < 8; bk++ {
 		for range 3 {
