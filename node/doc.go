@@ -53,7 +53,10 @@
 //   - the election (election.Run), whose terms run the master's Lead;
 //   - the resync loop (replica.Server.RunResync: tables a push found
 //     stale) and the session loop (replica.Server.RunSession: re-confirming
-//     assignments after a lost etcd session).
+//     assignments after a lost etcd session);
+//   - the sealer (every SealInterval, unless SealAfter < 0): folds the
+//     storage buckets that ended and went quiet into column blocks
+//     (partition.Store.Seal; its compaction honours the cancel).
 //
 // The replica.Server's own goroutines (one pusher per local replica, and
 // catch-up calls that end with their own timeout) stop in its Close, which
