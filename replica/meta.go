@@ -74,7 +74,7 @@ func (s *Server) metaQuery(ctx context.Context, t router.Target, req wire.MetaQu
 // MetaQuery answers one partition replica's part of a metadata query
 // (/internal/meta).
 func (s *Server) MetaQuery(ctx context.Context, req wire.MetaQueryRequest) (wire.MetaQueryResponse, error) {
-	_, file, err := s.router.Table(ctx, req.Table)
+	file, err := s.tableAtLeast(ctx, req.Table, req.TxnSeq)
 	if err != nil {
 		return wire.MetaQueryResponse{}, err
 	}

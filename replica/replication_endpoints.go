@@ -222,9 +222,28 @@ func (s *Server) ForwardInsert(ctx context.Context, req wire.ForwardInsertReques
 	return wire.ForwardInsertResponse{Rows: len(rows)}, nil
 }
 
+// tableAtLeast returns this server's METADATA of table, caught up first
+// when the sender's txnseq is newer (DESIGN.md section 12, rule 8): a
+// partition a newer split made is then found, not answered as moved from
+// the older view (which sent the front end back and forth until its
+// retries ran out).
+func (s *Server) tableAtLeast(ctx context.Context, table string, txnSeq uint64) (*metadata.File, error) {
+	_, file, err := s.router.Table(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	if file.TxnSeq < txnSeq {
+		if err := s.syncTable(ctx, table); err != nil {
+			return nil, fmt.Errorf("%w: %w", wire.ErrUnavailable, err)
+		}
+		_, file, err = s.router.Table(ctx, table)
+	}
+	return file, err
+}
+
 // SubQuery answers one partition replica's part of a query.
 func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.SubQueryResponse, error) {
-	_, file, err := s.router.Table(ctx, req.Table)
+	file, err := s.tableAtLeast(ctx, req.Table, req.TxnSeq)
 	if err != nil {
 		return wire.SubQueryResponse{}, err
 	}
