@@ -121,7 +121,7 @@ func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error)
 		return st, err // nothing to compact, or the replica is gone
 	}
 	defer r.store.gate.Exit()
-	return st, r.compactSealed(ctx, st, lo, hi)
+	return st, r.compactSealed(ctx, lo, hi)
 }
 
 // sealWith is SealWith without the compaction: it returns the first and
@@ -205,14 +205,11 @@ func (r *Replica) forgetQuietWrites(p SealPolicy) {
 }
 
 // compactSealed compacts the head key range of the buckets lo to hi that
-// a seal emptied (st.Series > 0), so that the deleted head rows leave the
+// a seal emptied, so that the deleted head rows leave the
 // disk now rather than when pebble's own compactions reach them: the data
 // directory is then about the size of the blocks (issue 17, item 5). The
 // files pebble rewrites are those holding the range, mostly deleted keys.
-func (r *Replica) compactSealed(ctx context.Context, st SealStats, lo, hi uint32) error {
-	if st.Series == 0 {
-		return nil
-	}
+func (r *Replica) compactSealed(ctx context.Context, lo, hi uint32) error {
 	upper := r.ks.rowHi
 	if hi < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, hi+1, "")
@@ -510,7 +507,6 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 	)
 	type sealed struct {
 		r      *Replica
-		st     SealStats
 		lo, hi uint32
 	}
 	var compact []sealed
@@ -523,7 +519,7 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 		st, lo, hi, err := r.sealWith(ctx, p)
 		total.Add(st)
 		if st.Series > 0 {
-			compact = append(compact, sealed{r, st, lo, hi})
+			compact = append(compact, sealed{r, lo, hi})
 		}
 		switch {
 		case errors.Is(err, ErrDropped), errors.Is(err, ErrUnloading):
@@ -539,7 +535,7 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 		if err := c.r.enter(); err != nil {
 			continue // dropped or closed since: nothing to compact
 		}
-		err := c.r.compactSealed(ctx, c.st, c.lo, c.hi)
+		err := c.r.compactSealed(ctx, c.lo, c.hi)
 		c.r.store.gate.Exit()
 		if err != nil {
 			errs = append(errs, err)

@@ -178,7 +178,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
-		SealAfter: sealAfter(s.sealAfter), SealQuiet: sealAfter(s.sealQuiet),
+		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet),
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
@@ -188,9 +188,9 @@ func (s *serverFlags) config() (node.Config, error) {
 	return cfg, nil
 }
 
-// sealAfter maps --seal-after and --seal-quiet to node.Config: 0 or less
-// is never (-1), since the node reads 0 as its default.
-func sealAfter(d time.Duration) time.Duration {
+// orNever maps --seal-after and --seal-quiet to node.Config: 0 or less is
+// never (-1), since the node reads 0 as its default.
+func orNever(d time.Duration) time.Duration {
 	if d <= 0 {
 		return -1
 	}
