@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,9 +18,10 @@ import (
 // planned width ahead of now, and when the rate quadruples the width of
 // the partitions it adds ahead shrinks with it.
 //
-// Rows carry a 1 KB string, so 10 rows/s is about 10.5 KB per second of
-// the time axis: 64 KiB lasts 6.2 s, which rounds down to a 5 s width. At
-// 40 rows/s it lasts 1.6 s: 1 s (2 s if the estimate runs low). The writer
+// Rows carry a 1 KB random string, so 10 rows/s is about 10.5 KB per
+// second of the time axis (7.5 KB once sealed: the string keeps 6 bits a
+// byte): 64 KiB lasts 6.2–8.7 s, which rounds down to a 5 s width. At
+// 40 rows/s it lasts 1.6–2.2 s: 1 s or 2 s. The writer
 // stamps rows at evenly spaced times, so the bytes per second of the time
 // axis do not depend on how fast the machine is.
 func TestPresplitTracksRate(t *testing.T) {
@@ -93,7 +95,7 @@ func TestPresplitTracksRate(t *testing.T) {
 // steadyWriter inserts rows stamped at evenly spaced times up to now, at
 // rate rows per second of the time axis, every 100 ms, until ctx ends.
 func steadyWriter(ctx context.Context, c *testCluster, table string, rate *atomic.Int64, failed *atomic.Int64) {
-	pad := strings.Repeat("p", 1000)
+	rnd := rand.New(rand.NewPCG(1000, 5))
 	next := time.Now().UnixNano()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -108,7 +110,7 @@ func steadyWriter(ctx context.Context, c *testCluster, table string, rate *atomi
 		now := time.Now().UnixNano()
 		var b strings.Builder
 		for ; next <= now; next += step {
-			fmt.Fprintf(&b, "m,s=s%d v=%d,pad=%q %d\n", i%5, i, pad, next)
+			fmt.Fprintf(&b, "m,s=s%d v=%d,pad=%q %d\n", i%5, i, noise(rnd, 1000), next)
 			i++
 		}
 		if b.Len() == 0 {
