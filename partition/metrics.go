@@ -27,6 +27,12 @@ func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 		func() float64 { return float64(store.Metrics().Flush.Count) })
 	counter("tsdb_pebble_compactions_total", "Pebble compactions.",
 		func() float64 { return float64(store.Metrics().Compact.Count) })
+	gauge("tsdb_pebble_block_cache_bytes", "Bytes in pebble's block cache.",
+		func() float64 { return float64(store.Metrics().BlockCache.Size) })
+	counter("tsdb_pebble_block_cache_hits_total", "Pebble block cache hits.",
+		func() float64 { return float64(store.Metrics().BlockCache.Hits) })
+	counter("tsdb_pebble_block_cache_misses_total", "Pebble block cache misses (blocks read from the files).",
+		func() float64 { return float64(store.Metrics().BlockCache.Misses) })
 	c := &store.sealed
 	counter("tsdb_seal_rows_total", "Rows sealed into column blocks.",
 		func() float64 { return float64(c.rows.Load()) })

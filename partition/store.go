@@ -31,7 +31,9 @@ type Options struct {
 	Logger *slog.Logger
 	// MemTableSize is pebble's memtable size in bytes; 0 means 64 MiB.
 	MemTableSize uint64
-	// CacheSize is the block cache size in bytes; 0 means 128 MiB.
+	// CacheSize is the block cache size in bytes; 0 means 128 MiB. Pebble's
+	// cache is larger by three memtables, which it reserves in the cache
+	// (cacheCapacity).
 	CacheSize int64
 	// FS is the filesystem pebble uses; nil means the real one. Tests pass
 	// pebble's vfs/errorfs to inject failures.
@@ -217,7 +219,7 @@ func Open(opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cache := pebble.NewCache(orDefault(opts.CacheSize, defaultCacheSize))
+	cache := pebble.NewCache(cacheCapacity(opts))
 	defer cache.Unref() // the DB holds its own reference
 	walFS := pebbleclose.WatchWAL(opts.FS)
 	popts := opts
@@ -275,6 +277,20 @@ func Open(opts Options) (*Store, error) {
 	}
 	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
 	return s, nil
+}
+
+// cacheCapacity is the pebble cache's capacity for opts: the block cache
+// plus three memtables. Pebble reserves the arena of every memtable it
+// holds in the block cache (newMemTable in pebble's db.go): the mutable
+// one, those flushing or still read, and one kept for recycling. A cache
+// no larger than them holds no block at all: with the defaults before
+// this (a 128 MiB cache beside 64 MiB memtables), a server that had
+// taken writes read every block of every query from its file
+// (TestBlockCacheBesideFullMemtables). Three is the steady state of a
+// writing server; a burst that queues more memtables shrinks the blocks'
+// share for as long as it lasts.
+func cacheCapacity(opts Options) int64 {
+	return orDefault(opts.CacheSize, defaultCacheSize) + 3*int64(orDefault(opts.MemTableSize, defaultMemTableSize))
 }
 
 func orDefault[T int64 | uint64](v, def T) T {
