@@ -137,28 +137,25 @@ func FloatRun(values []float64, firstTime, lastTime int64, series string) AggSta
 		Min: values[0], Max: values[0],
 		FirstTime: firstTime, FirstSeries: series, First: values[0],
 		LastTime: lastTime, LastSeries: series, Last: values[len(values)-1]}
-	// Plain comparisons, which disagree with math.Min and math.Max only
-	// on NaN and on the sign of zero: a run holding either is done again
-	// their way. Four lanes, so that the additions do not wait on each
-	// other (the order of the sum changes its rounding only).
+	// Go's min and max builtins, which agree with math.Min and math.Max
+	// on NaN and on the sign of zero and need no branch. Four lanes, so
+	// that the additions do not wait on each other (the order of the sum
+	// changes its rounding only).
 	var sum, m2 [4]float64
 	mn, mx := [4]float64{values[0], values[0], values[0], values[0]}, [4]float64{values[0], values[0], values[0], values[0]}
-	odd := false
 	n := len(values) &^ 3
 	for i := 0; i < n; i += 4 {
 		for l := range 4 {
 			f := values[i+l]
 			sum[l] += f
-			mn[l] = min2(mn[l], f)
-			mx[l] = max2(mx[l], f)
-			odd = odd || f != f || f == 0
+			mn[l] = min(mn[l], f)
+			mx[l] = max(mx[l], f)
 		}
 	}
 	for _, f := range values[n:] {
 		sum[0] += f
-		mn[0] = min2(mn[0], f)
-		mx[0] = max2(mx[0], f)
-		odd = odd || f != f || f == 0
+		mn[0] = min(mn[0], f)
+		mx[0] = max(mx[0], f)
 	}
 	s.Sum = (sum[0] + sum[1]) + (sum[2] + sum[3])
 	if math.IsNaN(s.Sum) || math.IsInf(s.Sum, 0) {
@@ -169,15 +166,8 @@ func FloatRun(values []float64, firstTime, lastTime int64, series string) AggSta
 			s.Sum += f
 		}
 	}
-	s.Min = min2(min2(mn[0], mn[1]), min2(mn[2], mn[3]))
-	s.Max = max2(max2(mx[0], mx[1]), max2(mx[2], mx[3]))
-	if odd {
-		s.Min, s.Max = values[0], values[0]
-		for _, f := range values {
-			s.Min = math.Min(s.Min, f)
-			s.Max = math.Max(s.Max, f)
-		}
-	}
+	s.Min = min(mn[0], mn[1], mn[2], mn[3])
+	s.Max = max(mx[0], mx[1], mx[2], mx[3])
 	s.Mean = s.Sum / float64(len(values))
 	if len(values) > 1 {
 		mean := s.Mean
@@ -194,22 +184,6 @@ func FloatRun(values []float64, firstTime, lastTime int64, series string) AggSta
 		s.M2 = (m2[0] + m2[1]) + (m2[2] + m2[3])
 	}
 	return s
-}
-
-// min2 and max2 are the smaller and larger of two floats that are not
-// NaN, without math.Min's handling of NaN and signed zeros.
-func min2(a, b float64) float64 {
-	if b < a {
-		return b
-	}
-	return a
-}
-
-func max2(a, b float64) float64 {
-	if b > a {
-		return b
-	}
-	return a
 }
 
 // Merge folds the partial state o into s.

@@ -285,6 +285,26 @@ func TestFloatRunOverflow(t *testing.T) {
 	}
 }
 
+// TestFloatRunSignedZeros: a run's Min and Max keep the sign of zero as
+// math.Min and math.Max do (min(+0, -0) is -0, max is +0), whatever the
+// order and the lane each zero falls in.
+func TestFloatRunSignedZeros(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, vals := range [][]float64{
+		{0, negZero}, {negZero, 0}, {1, 0, negZero, 2, 3}, {negZero, 1, 2, 3, 0, 5, 6, 7, 8},
+		{0, 0, 0, 0, 0, 0, 0, negZero, 0}, {-1, 0, negZero}, {1, negZero, 0, 0, 0},
+	} {
+		var want AggState
+		for i, v := range vals {
+			want.Add(int64(i), "s", Float(v))
+		}
+		got := FloatRun(vals, 0, int64(len(vals)-1), "s")
+		if math.Float64bits(got.Min) != math.Float64bits(want.Min) || math.Float64bits(got.Max) != math.Float64bits(want.Max) {
+			t.Errorf("%v: min %v max %v, want %v and %v", vals, got.Min, got.Max, want.Min, want.Max)
+		}
+	}
+}
+
 // TestFloatRun: the state of a run of floats equals the one Add builds a
 // value at a time (Mean and M2 to a relative 1e-9: Welford and two passes round apart), for runs of one and
 // of many values, NaN and infinities included.

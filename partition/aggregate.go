@@ -3,9 +3,11 @@ package partition
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition/block"
@@ -47,6 +49,72 @@ func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {
 		return nil, err
 	}
 	defer w.close()
+	workers := r.store.aggWorkers
+	if workers == 0 {
+		workers = aggregateWorkers()
+	}
+	parts, err := w.split(workers)
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: aggregate: %w", r.info.Placement, err)
+	}
+	if parts == nil {
+		return r.aggregateWalk(w, q)
+	}
+	// The stretches of buckets are walked at once, each into states of its
+	// own, merged in time order: a bucket of the answer that two stretches
+	// share merges as partitions' parts do (AggState.Merge).
+	results := make([][]model.SeriesAgg, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i := 1; i < len(parts); i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = r.aggregateWalk(parts[i], q)
+		}()
+	}
+	results[0], errs[0] = r.aggregateWalk(parts[0], q)
+	wg.Wait()
+	for _, p := range parts {
+		p.close()
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := results[0]
+	for _, res := range results[1:] {
+		out = model.MergeSeriesAggs(out, res)
+	}
+	if q.MaxBuckets > 0 {
+		n := 0
+		for _, sa := range out {
+			n += len(sa.Buckets)
+		}
+		if n > q.MaxBuckets {
+			return nil, TooManyBuckets(q.MaxBuckets)
+		}
+	}
+	return out, nil
+}
+
+// maxAggregateWorkers bounds the goroutines of one Aggregate.
+const maxAggregateWorkers = 8
+
+// aggregateWorkers is how many stretches of storage buckets one Aggregate
+// walks at once: one per processor Go may use, at most
+// maxAggregateWorkers. An aggregate over many series decodes every value
+// it reads (a block lies inside one aggregation bucket only when the step
+// is wider than a storage bucket), so it is bound by the processor:
+// BenchmarkAggregate and the peer harness's agg_mean_1m in
+// docs/performance.md.
+func aggregateWorkers() int {
+	return min(runtime.GOMAXPROCS(0), maxAggregateWorkers)
+}
+
+// aggregateWalk folds the rows w visits into the states Aggregate returns.
+func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, error) {
 	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{},
 		seriesNames: interner{}, series: map[string]*aggSeries{}}
 	if !r.store.rowAggregates {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
 	"math/rand"
@@ -117,28 +118,66 @@ func randAggQuery(rng *rand.Rand, times []int64) model.Query {
 // kind. Values are small integers and quarters, so sums are exact in any
 // order.
 func TestAggregateRandomAgainstModel(t *testing.T) {
-	r, all, rng, times := randomReplica(t)
-	// At least 700 queries, more (up to 3,500) until 80 answered something:
-	// the tag filters make many answers empty for some seeds.
-	nonEmpty := 0
-	for n := 0; n < 700 || (n < 3500 && nonEmpty < 80); n++ {
-		q := randAggQuery(rng, times)
-		got, err := r.Aggregate(q)
-		if err != nil {
-			t.Fatalf("query %+v: %v", q, err)
-		}
-		want := naiveAggregate(all, q)
-		if len(got) == 0 && len(want) == 0 {
-			continue
-		}
-		nonEmpty++
-		if !sameAggs(got, want) {
-			t.Fatalf("query %+v:\n got %+v\nwant %+v", q, got, want)
-		}
-		checkResults(t, got)
+	// One walk, and stretches of buckets walked at once (Aggregate's
+	// split, whatever the machine's processors).
+	for _, workers := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			r, all, rng, times := randomReplica(t)
+			r.store.aggWorkers = workers
+			// At least 700 queries, more (up to 3,500) until 80 answered
+			// something: the tag filters make many answers empty for some
+			// seeds.
+			nonEmpty := 0
+			for n := 0; n < 700 || (n < 3500 && nonEmpty < 80); n++ {
+				q := randAggQuery(rng, times)
+				got, err := r.Aggregate(q)
+				if err != nil {
+					t.Fatalf("query %+v: %v", q, err)
+				}
+				want := naiveAggregate(all, q)
+				if len(got) == 0 && len(want) == 0 {
+					continue
+				}
+				nonEmpty++
+				if !sameAggs(got, want) {
+					t.Fatalf("query %+v:\n got %+v\nwant %+v", q, got, want)
+				}
+				checkResults(t, got)
+			}
+			if nonEmpty < 80 {
+				t.Fatalf("random queries too weak: %d non-empty", nonEmpty)
+			}
+		})
 	}
-	if nonEmpty < 80 {
-		t.Fatalf("random queries too weak: %d non-empty", nonEmpty)
+}
+
+// TestAggregateMaxBuckets: an answer of n buckets (summed over its
+// series) is refused with ErrTooManyBuckets under a cap of n-1 and given
+// under n, walked at once or in stretches (whose parts each stay under
+// the cap when the buckets spread over them).
+func TestAggregateMaxBuckets(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			r, all, _, _ := randomReplica(t)
+			r.store.aggWorkers = workers
+			// The random times of randomReplica: 20 storage buckets around 0.
+			q := model.Query{From: -10 << bucketShift, To: 10 << bucketShift, Step: 1e9}
+			n := 0
+			for _, sa := range naiveAggregate(all, q) {
+				n += len(sa.Buckets)
+			}
+			if n < 4 {
+				t.Fatalf("%d buckets: too few to test", n)
+			}
+			q.MaxBuckets = n - 1
+			if _, err := r.Aggregate(q); !errors.Is(err, ErrTooManyBuckets) {
+				t.Fatalf("cap %d of %d buckets: %v, want ErrTooManyBuckets", n-1, n, err)
+			}
+			q.MaxBuckets = n
+			if got, err := r.Aggregate(q); err != nil || !sameAggs(got, naiveAggregate(all, q)) {
+				t.Fatalf("cap %d of %d buckets: %v", n, n, err)
+			}
+		})
 	}
 }
 

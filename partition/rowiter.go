@@ -75,6 +75,23 @@ func newRowIter(db reader, ks *keyspace, lower, upper []byte) (*rowIter, error) 
 	if err != nil {
 		return nil, err
 	}
+	return withBlocks(head, ks, lower, upper)
+}
+
+// cloneRange returns an unpositioned rowIter over the rows of [lower,
+// upper) as it sees them: the same view of the store (pebble's Clone), so
+// that several iterators over parts of a range read one state of it.
+func (it *rowIter) cloneRange(lower, upper []byte) (*rowIter, error) {
+	head, err := it.head.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: lower, UpperBound: upper}})
+	if err != nil {
+		return nil, err
+	}
+	return withBlocks(head, it.ks, lower, upper)
+}
+
+// withBlocks returns a rowIter over [lower, upper) reading the head with
+// head and the blocks with a clone of it.
+func withBlocks(head *pebble.Iterator, ks *keyspace, lower, upper []byte) (*rowIter, error) {
 	blkLower := ks.blkLo
 	if len(lower) >= len(ks.rowLo)+4 {
 		// From the first block of lower's bucket: a block below

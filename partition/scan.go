@@ -305,6 +305,39 @@ func (w *walker) close() {
 	}
 }
 
+// split returns up to n walkers over consecutive stretches of w's storage
+// buckets, with w's range, series filter and series list, each reading the
+// view of the store w reads (rowIter.cloneRange), for walks on several
+// goroutines; nil when w is not worth splitting: fewer than two buckets,
+// an open end (how its rows spread over the buckets is unknown), or one
+// exact series (a few thousand rows at most per bucket). The caller
+// closes them; w stays open, holding the view, and is not walked.
+func (w *walker) split(n int) ([]*walker, error) {
+	if n < 2 || w.toOpen || w.first == 0 || w.last == maxBucket || w.last <= w.first ||
+		(w.series != "" && !w.prefix) || len(w.list) == 1 {
+		return nil, nil
+	}
+	span := uint64(w.last-w.first) + 1
+	if uint64(n) > span {
+		n = int(span)
+	}
+	parts := make([]*walker, 0, n)
+	for i := range n {
+		first := w.first + uint32(span*uint64(i)/uint64(n))
+		last := w.first + uint32(span*uint64(i+1)/uint64(n)) - 1
+		it, err := w.it.cloneRange(w.ks.appendBucketSeriesKey(nil, first, ""), w.ks.appendBucketSeriesKey(nil, last+1, ""))
+		if err != nil {
+			for _, p := range parts {
+				_ = p.it.Close()
+			}
+			return nil, err
+		}
+		parts = append(parts, &walker{it: it, ks: w.ks, from: w.from, to: w.to, series: w.series, seriesB: w.seriesB,
+			prefix: w.prefix, first: first, last: last, match: w.match, list: w.list})
+	}
+	return parts, nil
+}
+
 // walk calls visit for every row in range whose series matches, and
 // endBucket after each storage bucket that had keys. visit returns false
 // to stop; endBucket returns false to stop.

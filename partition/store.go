@@ -88,6 +88,8 @@ type Store struct {
 	// rowAggregates makes Aggregate read sealed blocks row by row, as
 	// the head, instead of by columns and summaries (tests, benchmarks).
 	rowAggregates bool
+	// aggWorkers, when > 0, replaces aggregateWorkers() (tests).
+	aggWorkers int
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for
