@@ -181,7 +181,8 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		}
 		s.metrics.queryRows.Add(float64(len(rows)))
 		ctx.SetContentType("application/json")
-		ctx.SetBody(appendRawAnswer(make([]byte, 0, 64+len(rows)*96), rows, truncated))
+		// Raw: the answer is not changed after this.
+		ctx.Response.SetBodyRaw(appendRawAnswer(make([]byte, 0, rawAnswerSize(rows)), rows, truncated))
 		return
 	}
 	res, err := s.backend.Aggregate(rctx, table, q.Query)
@@ -195,5 +196,5 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 	}
 	s.metrics.queryBuckets.Add(float64(n))
 	ctx.SetContentType("application/json")
-	ctx.SetBody(appendAggAnswer(make([]byte, 0, 64+n*64), res, q.agg))
+	ctx.Response.SetBodyRaw(appendAggAnswer(make([]byte, 0, 64+n*64), res, q.agg))
 }

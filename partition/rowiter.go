@@ -49,6 +49,7 @@ type rowIter struct {
 	bValid   bool
 	bBytes   int // the block's key and value bytes
 	reader   block.Reader
+	scratch  []byte // positionIn's keys
 
 	// The current row: which sources hold it, its key, its value.
 	inHead, inBlock bool
@@ -268,16 +269,15 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 // positionIn positions on the loaded block's first row at or above key
 // and reports whether there is one below upper.
 func (it *rowIter) positionIn(key []byte) bool {
-	var buf []byte
 	it.bPos = sort.Search(len(it.bTimes), func(i int) bool {
-		buf = it.blockRowKey(buf[:0], i)
-		return bytes.Compare(buf, key) >= 0
+		it.scratch = it.blockRowKey(it.scratch[:0], i)
+		return bytes.Compare(it.scratch, key) >= 0
 	})
 	if it.bPos == len(it.bTimes) {
 		return false
 	}
-	buf = it.blockRowKey(buf[:0], it.bPos)
-	return bytes.Compare(buf, it.upper) < 0
+	it.scratch = it.blockRowKey(it.scratch[:0], it.bPos)
+	return bytes.Compare(it.scratch, it.upper) < 0
 }
 
 // blockRowKey appends the row key of the loaded block's row i to dst.

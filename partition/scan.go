@@ -74,9 +74,11 @@ type scanner struct {
 	series interner
 	raw    rawRow
 	slab   fieldSlab
-	// blockRows and name are visitBlock's scratch.
+	// blockRows, name, cols and colBufs are visitBlock's scratch.
 	blockRows []model.Row
 	name      []byte
+	cols      []scanColumn
+	colBufs   []*block.Column
 
 	bucket []model.Row // rows of the current storage bucket, in key order
 	// order holds the sort keys of bucket. Inside a bucket rows come in
@@ -118,6 +120,9 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 // overlays (walker.visitBlock) as visit would, decoded from the block
 // straight into rows: no row value is built and decoded again.
 func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+	if s.keep != nil {
+		return s.visitBlockColumns(series, br, times, lo, hi)
+	}
 	name := s.series.get(series)
 	rows, err := br.Rows(s.blockRows[:0], name)
 	if err != nil {
@@ -153,6 +158,82 @@ func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo,
 		s.bucket = append(s.bucket, model.Row{Series: name, Time: r.Time, Fields: fields})
 	}
 	return true, nil
+}
+
+// visitBlockColumns is visitBlock for a projection: only the selected
+// fields' columns are decoded (values and versions), and the rows are
+// put together from them.
+func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+	s.cols = s.cols[:0]
+	for i := range br.NumFields() {
+		fi := br.Field(i)
+		s.name = append(s.name[:0], fi.Name...)
+		if !s.keep(s.name) {
+			continue
+		}
+		k := len(s.cols)
+		if k == len(s.colBufs) {
+			s.colBufs = append(s.colBufs, new(block.Column))
+		}
+		c := s.colBufs[k]
+		if _, err := br.Column(fi.Name, c); err != nil {
+			return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
+		}
+		pos, _ := slices.BinarySearch(c.Rows, int32(lo))
+		s.cols = append(s.cols, scanColumn{name: s.names.get(s.name), col: c, pos: pos})
+	}
+	if len(s.cols) == 0 {
+		return true, nil
+	}
+	name := s.series.get(series)
+	for i := lo; i < hi; i++ {
+		// Each column's pos: its first value at or after row i.
+		n := 0
+		for k := range s.cols {
+			sc := &s.cols[k]
+			if sc.pos < len(sc.col.Rows) && int(sc.col.Rows[sc.pos]) == i && sc.col.Values[sc.pos].Kind != model.KindDeleted {
+				n++
+			}
+		}
+		if n == 0 {
+			for k := range s.cols {
+				if sc := &s.cols[k]; sc.pos < len(sc.col.Rows) && int(sc.col.Rows[sc.pos]) == i {
+					sc.pos++
+				}
+			}
+			continue // no selected field, or only tombstones
+		}
+		if s.full {
+			s.truncated = true
+			return false, nil
+		}
+		if len(s.bucket) == 0 || name != s.lastSeries {
+			s.lastSeries = name
+			s.rank++
+		}
+		fields := s.slab.take(n)
+		for k := range s.cols {
+			sc := &s.cols[k]
+			if sc.pos < len(sc.col.Rows) && int(sc.col.Rows[sc.pos]) == i {
+				if v := sc.col.Values[sc.pos]; v.Kind != model.KindDeleted {
+					fields = append(fields, model.Field{Name: sc.name, Value: v, Version: sc.col.Versions[sc.pos]})
+				}
+				sc.pos++
+			}
+		}
+		s.order = append(s.order, scanOrder{t: times[i], rank: s.rank, idx: int32(len(s.bucket))})
+		s.bucket = append(s.bucket, model.Row{Series: name, Time: times[i], Fields: fields})
+	}
+	return true, nil
+}
+
+// scanColumn is one selected field of a block (visitBlockColumns): its
+// interned name, its decoded column and the position of the next row's
+// value in it.
+type scanColumn struct {
+	name string
+	col  *block.Column
+	pos  int
 }
 
 // keepField reports whether a scan returns f: selected and not a
