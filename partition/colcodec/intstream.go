@@ -529,8 +529,12 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 			return fmt.Errorf("%w: %d values of %d bits in %d bytes", ErrCorrupt, m, w, len(src)-*pos)
 		}
 		br := newBitReader(src[*pos : *pos+nbytes])
-		for i := range res {
-			res[i] = unzigzag(br.read(w))
+		if w == 0 {
+			clear(res) // every residual 0: regular timestamps' usual stream
+		} else {
+			for i := range res {
+				res[i] = unzigzag(br.read(w))
+			}
 		}
 		if !br.clean() {
 			return fmt.Errorf("%w: stray bits after packed values", ErrCorrupt)
