@@ -251,7 +251,7 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 			b.state(a.name, i, a.names).Merge(&sum)
 			continue
 		}
-		if _, err := br.ColumnValues(fi.Name, &a.col); err != nil {
+		if _, err := br.ColumnAggregate(fi.Name, &a.col); err != nil {
 			return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
 		}
 		if a.col.Kind == model.KindFloat {

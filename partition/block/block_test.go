@@ -248,7 +248,39 @@ func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column) {
 			}
 		}
 	}
+	for _, info := range infos {
+		w := byName[info.Name]
+		if ok, err := rd.ColumnAggregate(info.Name, col); !ok || err != nil {
+			t.Fatalf("aggregate column of %q: %v %v", info.Name, ok, err)
+		}
+		if len(col.Versions) != 0 || len(col.Rows) != len(w.rows) {
+			t.Fatalf("aggregate column of %q: %d rows, %d versions, want %d and none", info.Name, len(col.Rows), len(col.Versions), len(w.rows))
+		}
+		if col.Kind == model.KindFloat {
+			// The values are in Floats only.
+			if len(col.Values) != 0 || len(col.Floats) != len(w.rows) {
+				t.Fatalf("aggregate column of floats %q: %d values, %d floats, want none and %d", info.Name, len(col.Values), len(col.Floats), len(w.rows))
+			}
+			for i := range w.rows {
+				if col.Rows[i] != w.rows[i] || !sameFloat(col.Floats[i], w.vals[i].F) {
+					t.Fatalf("aggregate column of %q, value %d: row %d %v, want row %d %v", info.Name, i, col.Rows[i], col.Floats[i], w.rows[i], w.vals[i].F)
+				}
+			}
+			continue
+		}
+		if len(col.Values) != len(w.rows) {
+			t.Fatalf("aggregate column of %q: %d values, want %d", info.Name, len(col.Values), len(w.rows))
+		}
+		for i := range w.rows {
+			if col.Rows[i] != w.rows[i] || !col.Values[i].Equal(w.vals[i]) {
+				t.Fatalf("aggregate column of %q, value %d: row %d %+v, want row %d %+v", info.Name, i, col.Rows[i], col.Values[i], w.rows[i], w.vals[i])
+			}
+		}
+	}
 	if ok, err := rd.ColumnValues("no such field", col); ok || err != nil {
+		t.Fatalf("missing column: %v %v", ok, err)
+	}
+	if ok, err := rd.ColumnAggregate("no such field", col); ok || err != nil {
 		t.Fatalf("missing column: %v %v", ok, err)
 	}
 	if ok, err := rd.Column("no such field", col); ok || err != nil {

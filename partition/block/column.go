@@ -41,28 +41,38 @@ var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool,
 // string values are substrings of one string per column: keeping one
 // keeps the column's bytes alive.
 func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {
-	return r.namedColumn(field, dst, true)
+	return r.namedColumn(field, dst, true, false)
 }
 
 // ColumnValues is Column without the versions (dst.Versions is left
-// empty): what an aggregate over a block with no head row over it needs.
+// empty).
 func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
-	return r.namedColumn(field, dst, false)
+	return r.namedColumn(field, dst, false, false)
 }
 
-// namedColumn is Column, with the versions decoded or not.
-func (r *Reader) namedColumn(field string, dst *Column, versions bool) (ok bool, err error) {
+// ColumnAggregate is ColumnValues that, for a field whose values are all
+// floats (dst.Kind is model.KindFloat), leaves dst.Values empty too: the
+// values are in dst.Floats only. It is what an aggregate over a block with
+// no head row over it needs; a column of another kind or of mixed kinds
+// has its Values as ColumnValues gives them.
+func (r *Reader) ColumnAggregate(field string, dst *Column) (ok bool, err error) {
+	return r.namedColumn(field, dst, false, true)
+}
+
+// namedColumn is Column, with the versions decoded or not, and the Values
+// of a float column filled or not.
+func (r *Reader) namedColumn(field string, dst *Column, versions, floatsOnly bool) (ok bool, err error) {
 	i := r.find(field)
 	if i < 0 {
 		return false, nil
 	}
-	if err := r.column(&r.fields[i], dst, versions); err != nil {
+	if err := r.column(&r.fields[i], dst, versions, floatsOnly); err != nil {
 		return true, fmt.Errorf("field %q: %w", field, err)
 	}
 	return true, nil
 }
 
-func (r *Reader) column(fd *fieldDir, c *Column, withVersions bool) error {
+func (r *Reader) column(fd *fieldDir, c *Column, withVersions, floatsOnly bool) error {
 	d := decoder{b: fd.body}
 	if err := r.presence(&d, fd.flags, c); err != nil {
 		return err
@@ -94,7 +104,7 @@ func (r *Reader) column(fd *fieldDir, c *Column, withVersions bool) error {
 	if int64(m-counts[model.KindDeleted]) != fd.sum.Count || int64(counts[model.KindFloat]+counts[model.KindInt]+counts[model.KindBool]) != fd.sum.N {
 		return corrupt("summary counts %d, %d numeric, do not match the values", fd.sum.Count, fd.sum.N)
 	}
-	if err := c.values(&d, &counts); err != nil {
+	if err := c.values(&d, &counts, floatsOnly); err != nil {
 		return err
 	}
 	if !withVersions {
@@ -174,8 +184,9 @@ func (r *Reader) presence(d *decoder, flags byte, c *Column) error {
 	return nil
 }
 
-// values decodes the value columns and fills c.Values.
-func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int) error {
+// values decodes the value columns and fills c.Values, but for a float
+// column with floatsOnly (its values are in c.Floats).
+func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int, floatsOnly bool) error {
 	m := len(c.Rows)
 	c.Floats, c.ints, c.bools, c.strs = c.Floats[:0], c.ints[:0], c.bools[:0], c.strs[:0]
 	for _, k := range valueKinds {
@@ -209,27 +220,32 @@ func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int) error {
 			return corrupt("%d %s values, the kinds say %d", got, k, counts[k])
 		}
 	}
+	if floatsOnly && c.Kind == model.KindFloat {
+		c.Values = c.Values[:0]
+		return nil
+	}
 	c.Values = grow(c.Values, m)
 	if c.Kind != 0 {
-		for i := range c.Values {
-			c.Values[i] = model.Value{Kind: c.Kind}
-		}
 		switch c.Kind {
 		case model.KindFloat:
 			for i, f := range c.Floats {
-				c.Values[i].F = f
+				c.Values[i] = model.Value{Kind: model.KindFloat, F: f}
 			}
 		case model.KindInt:
 			for i, v := range c.ints {
-				c.Values[i].I = v
+				c.Values[i] = model.Value{Kind: model.KindInt, I: v}
 			}
 		case model.KindBool:
 			for i, b := range c.bools {
-				c.Values[i].I = b2i(b)
+				c.Values[i] = model.Value{Kind: model.KindBool, I: b2i(b)}
 			}
 		case model.KindString:
 			for i, s := range c.strs {
-				c.Values[i].S = s
+				c.Values[i] = model.Value{Kind: model.KindString, S: s}
+			}
+		default: // tombstones only: no value column
+			for i := range c.Values {
+				c.Values[i] = model.Value{Kind: c.Kind}
 			}
 		}
 		return nil
@@ -425,7 +441,7 @@ func (r *Reader) Rows(dst []model.Row, series string) ([]model.Row, error) {
 	cursor := r.counts[:n]
 	for i := range r.fields {
 		fd := &r.fields[i]
-		if err := r.column(fd, c, true); err != nil {
+		if err := r.column(fd, c, true, false); err != nil {
 			return dst[:0], fmt.Errorf("field %q: %w", fd.info.Name, err)
 		}
 		for j, row := range c.Rows {

@@ -19,6 +19,8 @@
 //	(*Reader).Column(field, *Column)        one field: rows that have it, values,
 //	                                        versions; no other field is decoded
 //	(*Reader).ColumnValues(field, *Column)  the same without the versions
+//	(*Reader).ColumnAggregate(field, *Column) the same, a float column's
+//	                                        values in Floats only
 //	(*Reader).Rows(dst, series)             every row back (exact round trip);
 //	                                        reuses dst's field array, see below
 //
