@@ -438,8 +438,12 @@ func (r *Router) Query(ctx context.Context, table string, q model.Query) ([]mode
 			return false, fmt.Errorf("scan partition %s: %w", p.ID, err)
 		}
 		// Partitions are disjoint and visited by begin, so answers
-		// concatenate in time order.
-		out = append(out, rows...)
+		// concatenate in time order. The first is kept as it is.
+		if out == nil {
+			out = rows
+		} else {
+			out = append(out, rows...)
+		}
 		truncated = trunc || len(out) >= q.Limit
 		return truncated, nil
 	})
