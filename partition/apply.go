@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -67,6 +68,10 @@ type applyScratch struct {
 	own       []bool
 	// ix collects the tag index entries of the batch (index.go).
 	ix indexBuilder
+	// tailOnly reports that the batch writes the entry of its last change
+	// only and raises the truncation point to the sequence before it
+	// (addSeqIndex, nobody reads the log); applyLocked then records it.
+	tailOnly bool
 }
 
 var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
@@ -421,6 +426,12 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 	sc.ix.commit(r.applyMu.index)
 	r.hints.add(prev+1, last, sc.origin, sc.originSeq)
 	r.synced.add(prev+1, last)
+	if sc.tailOnly {
+		r.trunc.Store(last - 1)
+		r.logTail, r.logDirty = last, false
+	} else {
+		r.logDirty = true
+	}
 	r.high.Store(last)
 	now, noted := time.Now().UnixNano(), uint32(0)
 	for i := range rows {
@@ -527,14 +538,24 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 
 // addSeqIndex adds the sequence index changes after all the rows: each
 // written row's log entry, which carries the row's value as written
-// above (in the legacy form without it while SetLogValues(false) holds:
-// nobody reads the log), and the deletes of the entries they supersede. Each key
+// above, and the deletes of the entries they supersede. Each key
 // range is written in ascending order because pebble's memtable inserter
 // caches its last skiplist position: ascending keys that follow each other
 // insert in about constant time, while alternating between the row and
 // index ranges would search the skiplist from the top for every key.
+//
+// While nobody reads the log (SetLogValues(false): no target, no mark),
+// the batch writes only the entry of its last change, in the legacy form
+// (no value), and raises the truncation point to the sequence before it:
+// a reader that comes later, from below it, takes a row snapshot, as after
+// any truncation. The entry the previous such batch left is deleted (it is
+// now below the point), and so, once, are the entries written otherwise.
+// The newest change keeps its entry, as TruncateLog keeps it.
 func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
-	noValues := r.noLogValues.Load()
+	sc.tailOnly = r.noLogValues.Load() && len(sc.written) > 0
+	if sc.tailOnly {
+		return r.addLogTail(sc, rows, batch, prev)
+	}
 	start := int32(0)
 	for i, ri := range sc.written {
 		row := &rows[ri]
@@ -545,11 +566,7 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 		if sc.whole[i] {
 			origin = sc.origin
 		}
-		if noValues {
-			sc.seqVal = appendLegacySeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
-		} else {
-			sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
-		}
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
 		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
 			return fmt.Errorf("partition: batch set: %w", err)
 		}
@@ -565,6 +582,39 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 		if err := batch.Delete(sc.seqKey, nil); err != nil {
 			return fmt.Errorf("partition: batch delete: %w", err)
 		}
+	}
+	return nil
+}
+
+// addLogTail is addSeqIndex while nobody reads the log: the last change's
+// entry, the deletes of the entries now below the truncation point, and
+// the point, prev+n-1 for the batch's n changes (at least one).
+func (r *Replica) addLogTail(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
+	n := len(sc.written)
+	last := prev + uint64(n)
+	switch {
+	case r.logDirty:
+		if err := batch.DeleteRange(r.ks.seqLo, r.ks.appendSeqKey(nil, last), nil); err != nil {
+			return fmt.Errorf("partition: batch delete range: %w", err)
+		}
+	case r.logTail != 0:
+		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], r.logTail)
+		if err := batch.Delete(sc.seqKey, nil); err != nil {
+			return fmt.Errorf("partition: batch delete: %w", err)
+		}
+	}
+	row := &rows[sc.written[n-1]]
+	origin := uuid.Nil
+	if sc.whole[n-1] {
+		origin = sc.origin
+	}
+	sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], last)
+	sc.seqVal = appendLegacySeqValue(sc.seqVal[:0], row.Series, row.Time, origin)
+	if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
+		return fmt.Errorf("partition: batch set: %w", err)
+	}
+	if err := batch.Set(r.ks.trunc, binary.BigEndian.AppendUint64(nil, last-1), nil); err != nil {
+		return fmt.Errorf("partition: batch set: %w", err)
 	}
 	return nil
 }

@@ -440,6 +440,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	ix.commit(r.applyMu.index)
 	r.synced.add(prev+1, lastSeq)
 	r.synced.done(prev+1, nil)
+	r.logDirty = true // its entries, each row's
 	r.high.Store(lastSeq)
 	r.applyMu.maxTime = max(r.applyMu.maxTime, pc.maxTime)
 	now, noted := time.Now().UnixNano(), uint32(0)

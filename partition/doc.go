@@ -54,10 +54,14 @@
 //     build's high sequence). At Open the high sequence is the larger of
 //     the last index key and that point.
 //   - SetLogValues(false) (the replication pusher, while the replica has
-//     no target and no mark) makes Apply write entries in the legacy form,
-//     without the row value, as before issue 16: a replica nobody pushes
-//     from writes each row once. A hint only: every reader reads both
-//     forms entry by entry; Open resets it to true.
+//     no target and no mark) makes each Apply write the entry of its last
+//     change only, in the legacy form (without the row value), and raise
+//     the truncation point to the sequence before it in the same batch,
+//     deleting the entries now below it: a replica nobody pushes from
+//     writes each row once and one entry per batch, and a reader that
+//     comes later reads from below the point and takes a row snapshot, as
+//     after any truncation. A hint only (on is always correct); Open
+//     resets it to true.
 //   - A sequence index entry names the placement whose push wrote the
 //     row's value (ApplyFrom, LogEntry.Origin) only when that push alone
 //     wrote it: that placement then holds the value, and the replication

@@ -268,8 +268,9 @@ func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID, rowVal
 
 // appendLegacySeqValue appends a log entry of the legacy form, which does
 // not carry the row: u(8, BE) | series [ 0x00 | origin(16) ]. Stores
-// before issue 16 hold only this form; Apply still writes it while the
-// replica's log has no reader (Replica.SetLogValues).
+// before issue 16 hold only this form; Apply still writes it, for its
+// batch's last change, while the replica's log has no reader
+// (Replica.SetLogValues).
 func appendLegacySeqValue(dst []byte, series string, t int64, origin uuid.UUID) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
 	dst = append(dst, series...)

@@ -303,10 +303,15 @@ func TestLogFormatUnknown(t *testing.T) {
 }
 
 // TestLogValuesOff: with SetLogValues(false) (a replica with no target)
-// Apply writes log entries without their rows (the legacy form), with it
-// on again the current form; a log holding both reads as the stored rows,
-// live and from a LogSnapshot, and survives a reopen (no upgrade: the
-// marker is there).
+// each Apply writes the entry of its last change only, in the legacy form
+// (no value), and raises the truncation point to the sequence before it in
+// the same batch. A read of the log from below the point fails with
+// ErrLogTruncated, live and from a LogSnapshot (such a reader takes a row
+// snapshot, which holds every row); from the point it gives the last
+// change. With values on again the entries carry their rows and the log
+// reads from the point; off again, the entries below the new point are
+// deleted at once. The point, the high sequence and the entries survive a
+// reopen.
 func TestLogValuesOff(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -315,7 +320,7 @@ func TestLogValuesOff(t *testing.T) {
 	if r.LogValues() {
 		t.Fatal("LogValues after SetLogValues(false)")
 	}
-	origins := logTestRows(t, r)
+	logTestRows(t, r)
 	forms := func() (legacy, current int) {
 		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
 		if err != nil {
@@ -335,27 +340,65 @@ func TestLogValuesOff(t *testing.T) {
 		}
 		return legacy, current
 	}
-	if l, c := forms(); l != 6 || c != 0 {
-		t.Fatalf("values off: %d legacy and %d current entries, want 6 and 0", l, c)
+	// tailOnly checks the log of a replica nobody reads: one legacy entry,
+	// the newest change's, just above the truncation point, and no read
+	// of the log from below it.
+	tailOnly := func(when string) {
+		t.Helper()
+		if l, c := forms(); l != 1 || c != 0 {
+			t.Fatalf("%s: %d legacy and %d current entries, want 1 and 0", when, l, c)
+		}
+		high := r.HighSeq()
+		if r.LogStart() != high-1 {
+			t.Fatalf("%s: truncation point %d at high sequence %d, want %d", when, r.LogStart(), high, high-1)
+		}
+		ls, err := r.SnapshotLog()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ls.Close()
+		for name, read := range map[string]func(uint64, int) ([]LogEntry, error){"live": r.ReadLog, "snapshot": ls.ReadLog} {
+			if _, err := read(0, 0); !errors.Is(err, ErrLogTruncated) {
+				t.Fatalf("%s: %s log from 0: %v, want ErrLogTruncated", when, name, err)
+			}
+			got, err := read(r.LogStart(), 0)
+			if err != nil || len(got) != 1 || got[0].Seq != high {
+				t.Fatalf("%s: %s log from the point: %+v, %v; want the entry at %d", when, name, got, err, high)
+			}
+		}
+		// What a reader from below the point takes instead: every row.
+		rows, err := ls.ReadRows(nil, RowRange{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := storedRows(t, r); len(rows) != len(stored) {
+			t.Fatalf("%s: row snapshot of %d rows, %d stored", when, len(rows), len(stored))
+		}
 	}
+	tailOnly("values off")
+	if got := len(storedRows(t, r)); got != 6 {
+		t.Fatalf("%d rows stored, want 6", got)
+	}
+
 	r.SetLogValues(true)
 	mustApply(t, r, row("later", 9, model.Field{Name: "a", Value: model.Float(1), Version: model.Version{Wall: 9, Node: 7}}))
-	if l, c := forms(); l != 6 || c != 1 {
-		t.Fatalf("values on again: %d legacy and %d current entries, want 6 and 1", l, c)
+	if l, c := forms(); l != 1 || c != 1 {
+		t.Fatalf("values on again: %d legacy and %d current entries, want 1 and 1", l, c)
 	}
-	ls, err := r.SnapshotLog()
-	if err != nil {
-		t.Fatal(err)
+	got, err := r.ReadLog(r.LogStart(), 0)
+	if err != nil || len(got) != 2 || got[1].Seq != r.HighSeq() || got[1].Row.Series != "later" {
+		t.Fatalf("values on again, the log from the point: %+v, %v", got, err)
 	}
-	for name, read := range map[string]func(uint64, int) ([]LogEntry, error){"live": r.ReadLog, "snapshot": ls.ReadLog} {
-		got, err := read(0, 0)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		checkLogIsStored(t, r, got, origins)
+	if st := storedRows(t, r)["later@9"]; st.Seq != got[1].Seq || sameRow(got[1].Row, st.Row) != nil {
+		t.Fatalf("values on again: entry %+v, stored %+v", got[1], st)
 	}
-	ls.Close()
+
+	r.SetLogValues(false)
+	mustApply(t, r, row("off again", 10, fl("a", 1, 1)))
+	tailOnly("values off again")
+
 	placement := r.Info().Placement
+	high, point := r.HighSeq(), r.LogStart()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -365,16 +408,15 @@ func TestLogValuesOff(t *testing.T) {
 		t.Fatal("replica gone after reopen")
 	}
 	if !r.LogValues() {
-		t.Fatal("a reopened replica writes no log values before its pusher says so")
+		t.Fatal("a reopened replica writes log values until its pusher says otherwise")
 	}
-	if l, c := forms(); l != 6 || c != 1 {
-		t.Fatalf("after reopen: %d legacy and %d current entries, want 6 and 1 (no upgrade)", l, c)
+	if r.HighSeq() != high || r.LogStart() != point {
+		t.Fatalf("after reopen: high %d and point %d, want %d and %d", r.HighSeq(), r.LogStart(), high, point)
 	}
-	got, err := r.ReadLog(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkLogIsStored(t, r, got, origins)
+	tailOnly("after reopen")
+	r.SetLogValues(false)
+	mustApply(t, r, row("after reopen", 11, fl("a", 1, 1)))
+	tailOnly("values off after reopen")
 }
 
 // TestLegacyLogUpgradeSkipsMissingRow: a legacy entry whose row is missing

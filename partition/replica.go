@@ -62,9 +62,19 @@ type Replica struct {
 	// below it are deleted. Written under applyMu.
 	trunc atomic.Uint64
 
-	// noLogValues is set by SetLogValues(false): Apply writes log entries
-	// without their row values. A hint only, read without a lock.
+	// noLogValues is set by SetLogValues(false): nobody reads the log, and
+	// Apply writes the entry of its batch's last change only (logTail). A
+	// hint only, read without a lock.
 	noLogValues atomic.Bool
+	// logTail and logDirty describe the log an Apply writes while nobody
+	// reads it, under applyMu: logTail is the sequence of the one entry the
+	// last such Apply wrote (0: none), logDirty whether other entries at or
+	// below the truncation point may be stored (written with their values,
+	// by a chunk ingest, or before Open), which the next such Apply
+	// deletes. Truncation deletes entries too, so both only err on the
+	// side of deleting a range with nothing in it.
+	logTail  uint64
+	logDirty bool
 
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
@@ -157,6 +167,7 @@ func (r *Replica) initSeq(high uint64, maxTime int64) {
 	// node.TestSplitUnderLoad).
 	r.applyMu.Lock()
 	r.applyMu.maxTime = max(r.applyMu.maxTime, maxTime)
+	r.logDirty = true // the log may hold entries from before
 	r.applyMu.Unlock()
 }
 

@@ -43,7 +43,7 @@ type Options struct {
 	// sync; it may block to pace the store's writes (the server's
 	// --write-limit: the Apply returns once the bytes are paid for) and
 	// count them. The batch holds each row's value twice (row and log
-	// entry) unless SetLogValues(false) holds.
+	// entry) unless SetLogValues(false) holds (one short entry a batch).
 	Throttle func(bytes int)
 	// NoShare makes every new replica start a data space of its own, as
 	// before data spaces existed: a split child on a server holding the

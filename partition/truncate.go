@@ -49,13 +49,18 @@ func readTrunc(db getter, ks *keyspace) (uint64, error) {
 // at or above it; 0 when the log was never truncated.
 func (r *Replica) LogStart() uint64 { return r.trunc.Load() }
 
-// SetLogValues tells Apply whether the log entries it writes should carry
-// their rows' values (the default) or not (the legacy form, each read
-// through its row: see readLog). The replication pusher turns the values
-// off while the replica has no target and no mark, so that a replica
-// nobody pushes from does not write every row twice, and back on when a
-// target appears. It is a performance hint only: ReadLog, a LogSnapshot
-// and a row snapshot read either form correctly, whatever the timing.
+// SetLogValues tells Apply whether anyone reads the log: on (the default),
+// every change gets an entry carrying its row's value; off, an Apply
+// writes the entry of its batch's last change only, in the legacy form
+// (read through its row: see readLog), and raises the truncation point to
+// the sequence before it in the same batch, deleting the entries below
+// (addLogTail). The replication pusher turns the values off while the
+// replica has no target and no mark, so that a replica nobody pushes from
+// writes each row once and one entry per batch, and back on before it
+// snapshots the log for a mark. It is a performance hint only: a reader
+// that comes while or after the values are off reads from below the
+// truncation point, is refused (ErrLogTruncated) and takes a row
+// snapshot, whatever the timing.
 func (r *Replica) SetLogValues(on bool) { r.noLogValues.Store(!on) }
 
 // LogValues reports the SetLogValues setting.

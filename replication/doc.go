@@ -53,9 +53,11 @@
 // under p.mu; with no target and no mark in a view SetView installed, up
 // to the synced watermark (not before the first SetView: a restart would
 // otherwise force row snapshots on the targets not installed yet). SetView
-// also tells a LogValuesLog whether its entries need their row values
+// also tells a LogValuesLog whether anyone reads its entries
 // (partition.Replica.SetLogValues): not while the view has no target and
-// no mark. A target whose cursor is below the truncation point (a new
+// no mark, when each Apply keeps only its last change's entry and raises
+// the truncation point below it; on again before the marks' snapshots of
+// a view with a target. A target whose cursor is below the truncation point (a new
 // target, a joiner or split child whose mark was taken after a
 // truncation, a cursor that came back lower after a crash) cannot be
 // served from the log: ReadLog refuses (partition.ErrLogTruncated) and the

@@ -615,6 +615,16 @@ func (t *target) signal() {
 // to write its entries without row values while the view has no target
 // and no mark, with them otherwise.
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
+	// A view with a target needs every entry from now on: the log's values
+	// go on before the marks' snapshots are taken, so that no Apply after
+	// a snapshot writes the form nobody reads (partition.Replica.
+	// SetLogValues: only its newest change's entry, the truncation point
+	// raised to below it), which would send the mark's tail to a row
+	// snapshot of the whole range. On is always safe; the view installed
+	// last sets it for good below.
+	if lv, ok := p.cfg.Log.(LogValuesLog); ok && slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement }) {
+		lv.SetLogValues(true)
+	}
 	// Snapshots for the new marks are taken before p.mu: SnapshotLog takes
 	// the replica's apply lock, under which DropReady takes p.mu.
 	frozen := p.freeze(d.Targets)

@@ -392,6 +392,45 @@ func TestPusherWithoutTargetsKeepsNoLog(t *testing.T) {
 	}
 }
 
+// TestTargetAfterWritesNobodyRead: while a replica has no target its
+// Applies keep only their last change's entry and raise the truncation
+// point below it (partition.Replica.SetLogValues(false)); a target added
+// later reads from below the point, takes a row snapshot and ends with
+// every row. The pusher without targets keeps its log (KeepLog), so only
+// the Applies' own points stand between the target and a log with holes,
+// which it would take for rows overwritten since.
+func TestTargetAfterWritesNobodyRead(t *testing.T) {
+	pid := uuid.New()
+	src, dst := newReplica(t, pid), newReplica(t, pid)
+	rec := &recorder{apply: map[uuid.UUID]Applier{dst.placement(): dst}}
+	p := NewPusher(Config{Table: "metrics", Placement: src.placement(), Self: "s1", Log: src, Sender: rec,
+		Tick: 5 * time.Millisecond, KeepLog: true})
+	p.SetView(1, view())
+	if src.LogValues() {
+		t.Fatal("log values on with no target")
+	}
+	for b := range 20 {
+		rows := make([]model.Row, 0, 5)
+		for i := range 5 {
+			rows = append(rows, row("s1", fmt.Sprintf("series-%d", i), int64(b), 1, "v", float64(b)))
+		}
+		mustApply(t, src, rows...)
+	}
+	if s, h := src.LogStart(), src.HighSeq(); s != h-1 || h != 100 {
+		t.Fatalf("truncation point %d at high sequence %d, want 99 and 100", s, h)
+	}
+	p.SetView(2, view(replicaTarget("s2", dst.placement(), pid)))
+	runPusher(t, p)
+	waitUntil(t, p, "the target confirmed", p.Drained)
+	got := scanAll(t, dst)
+	if len(got) != 100 {
+		t.Fatalf("the target holds %d rows, want 100", len(got))
+	}
+	if err := sameRows(got, scanAll(t, src)); err != nil {
+		t.Fatalf("target: %v", err)
+	}
+}
+
 // TestRowSnapshotIsCatchUp: a row snapshot to a replica target below the
 // truncation point is a catch-up: it waits for a CatchUpSlots slot and is
 // pushed in CatchUpBatchRows batches.
