@@ -115,12 +115,11 @@ func aggregateWorkers() int {
 
 // aggregateWalk folds the rows w visits into the states Aggregate returns.
 func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, error) {
-	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{},
-		seriesNames: interner{}, series: map[string]*aggSeries{}}
+	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: map[string]*aggSeries{}}
 	if !r.store.rowAggregates {
 		w.visitBlock = a.visitBlock
 	}
-	if err := w.walk(a.visit, func() bool { return true }); err != nil {
+	if err := w.walk(a.visit, a.endBucket); err != nil {
 		return nil, err
 	}
 	return a.result(), nil
@@ -128,13 +127,20 @@ func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, er
 
 // aggregator folds rows into per-series, per-bucket, per-field states.
 type aggregator struct {
-	q           model.Query
-	keep        func([]byte) bool
-	names       interner
-	seriesNames interner
-	raw         rawRow
-	col         block.Column // visitBlock's
-	name        []byte       // visitBlock's field name
+	q     model.Query
+	keep  func([]byte) bool
+	names interner
+	// prevSeries holds the series met in the last storage bucket walked,
+	// in key order, with their names and result series; thisSeries
+	// collects the current bucket's. Buckets list mostly the same series
+	// in the same order, so setSeries finds each series' name and result
+	// by a cursor that moves forward (prevPos), not by hashing: with
+	// 100,000 series a map lookup per block missed the caches.
+	prevSeries, thisSeries []seriesEntry
+	prevPos                int
+	raw                    rawRow
+	col                    block.Column // visitBlock's
+	name                   []byte       // visitBlock's field name
 
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
@@ -326,8 +332,17 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 
 // setSeries makes series the current one (a.cur, a.curName).
 func (a *aggregator) setSeries(series []byte) {
-	if a.cur == nil || a.curName != string(series) {
-		a.curName = a.seriesNames.get(series)
+	if a.cur != nil && a.curName == string(series) {
+		return
+	}
+	for a.prevPos < len(a.prevSeries) && a.prevSeries[a.prevPos].name < string(series) {
+		a.prevPos++
+	}
+	if a.prevPos < len(a.prevSeries) && a.prevSeries[a.prevPos].name == string(series) {
+		e := &a.prevSeries[a.prevPos]
+		a.curName, a.cur = e.name, e.result
+	} else {
+		a.curName = string(series)
 		key := a.curName
 		switch {
 		case a.q.GroupAll:
@@ -342,6 +357,22 @@ func (a *aggregator) setSeries(series []byte) {
 		}
 		a.cur = s
 	}
+	a.thisSeries = append(a.thisSeries, seriesEntry{name: a.curName, result: a.cur})
+}
+
+// endBucket ends a storage bucket of the walk: its series are the ones
+// setSeries looks for first in the next.
+func (a *aggregator) endBucket() bool {
+	a.prevSeries, a.thisSeries = a.thisSeries, a.prevSeries[:0]
+	a.prevPos = 0
+	return true
+}
+
+// seriesEntry is a series met in a storage bucket: its name and its
+// result series.
+type seriesEntry struct {
+	name   string
+	result *aggSeries
 }
 
 // bucket returns the current series' bucket holding t, made if missing;
