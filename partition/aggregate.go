@@ -60,6 +60,7 @@ func (r *Replica) Aggregate(q model.Query) ([]model.SeriesAgg, error) {
 	if parts == nil {
 		return r.aggregateWalk(w, q)
 	}
+	r.store.aggSplits.Add(1)
 	// The stretches of buckets are walked at once, each into states of its
 	// own, merged in time order: a bucket of the answer that two stretches
 	// share merges as partitions' parts do (AggState.Merge).
@@ -333,6 +334,10 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 // setSeries makes series the current one (a.cur, a.curName).
 func (a *aggregator) setSeries(series []byte) {
 	if a.cur != nil && a.curName == string(series) {
+		if n := len(a.thisSeries); n == 0 || a.thisSeries[n-1].name != a.curName {
+			// The last series of the bucket before begins this one.
+			a.thisSeries = append(a.thisSeries, seriesEntry{name: a.curName, result: a.cur})
+		}
 		return
 	}
 	for a.prevPos < len(a.prevSeries) && a.prevSeries[a.prevPos].name < string(series) {

@@ -147,6 +147,10 @@ func TestAggregateRandomAgainstModel(t *testing.T) {
 			if nonEmpty < 80 {
 				t.Fatalf("random queries too weak: %d non-empty", nonEmpty)
 			}
+			t.Logf("%d queries walked in stretches", r.store.aggSplits.Load())
+			if n := r.store.aggSplits.Load(); workers > 1 && n < 5 {
+				t.Fatalf("only %d queries walked in stretches", n)
+			}
 		})
 	}
 }

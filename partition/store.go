@@ -90,6 +90,8 @@ type Store struct {
 	rowAggregates bool
 	// aggWorkers, when > 0, replaces aggregateWorkers() (tests).
 	aggWorkers int
+	// aggSplits counts the Aggregates walked in stretches (tests).
+	aggSplits atomic.Int64
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for

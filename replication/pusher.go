@@ -218,9 +218,11 @@ type Config struct {
 	// BatchRows. Smaller catch-up batches hold the receiver's replica for
 	// less time, so the pushes of new rows wait less behind them.
 	CatchUpBatchRows int
-	// KeepLog turns log truncation off. Without it, a Pusher whose Log is
-	// a TruncatingLog deletes, about once per Tick, the log entries every
-	// target of its view (and every split target's tail stream) confirmed.
+	// KeepLog turns the pusher's log truncation off. Without it, a Pusher
+	// whose Log is a TruncatingLog deletes, about once per Tick, the log
+	// entries every target of its view (and every split target's tail
+	// stream) confirmed. It does not keep a replica nobody reads from
+	// truncating its own log as it writes (partition.Replica.SetLogValues).
 	KeepLog bool
 	// RowSnapshots makes row snapshots send rows (merged by the receiver
 	// like any push) instead of snapshot chunks (ingested as sstables,
@@ -334,6 +336,10 @@ type Pusher struct {
 		wg  *sync.WaitGroup
 		// txnSeq is the txnseq of the current view.
 		txnSeq uint64
+		// turningOn counts the SetView calls with a target between their
+		// early SetLogValues(true) and their install: while one is in
+		// flight, no other view turns the values off.
+		turningOn int
 		// viewSet: SetView installed a view (before it, an empty view
 		// says nothing about the targets: see truncateLog).
 		viewSet bool
@@ -622,7 +628,12 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// raised to below it), which would send the mark's tail to a row
 	// snapshot of the whole range. On is always safe; the view installed
 	// last sets it for good below.
-	if lv, ok := p.cfg.Log.(LogValuesLog); ok && slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement }) {
+	lv, hasLV := p.cfg.Log.(LogValuesLog)
+	turnOn := hasLV && slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement })
+	if turnOn {
+		p.mu.Lock()
+		p.mu.turningOn++
+		p.mu.Unlock()
 		lv.SetLogValues(true)
 	}
 	// Snapshots for the new marks are taken before p.mu: SnapshotLog takes
@@ -633,6 +644,9 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 		p.mu.Unlock()
 		closeAll(frozen)
 	}()
+	if turnOn {
+		p.mu.turningOn--
+	}
 	if txnSeq < p.mu.txnSeq {
 		p.log.Debug("older view ignored", "txnseq", txnSeq, "current", p.mu.txnSeq)
 		return
@@ -654,10 +668,11 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	}
 	p.mu.view = view
 	p.mu.viewSet = true
-	if lv, ok := p.cfg.Log.(LogValuesLog); ok {
+	if hasLV {
 		// Under p.mu, so that views installed concurrently set it in
-		// order; it takes no lock.
-		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0)
+		// order; it takes no lock. A view with a target still on its way
+		// (turningOn) keeps it on: its marks' snapshots may be taken.
+		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0 || p.mu.turningOn > 0)
 	}
 	for _, t := range view {
 		p.startLocked(t)
