@@ -140,13 +140,8 @@ func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo,
 		if n == 0 {
 			continue // no selected field, or only tombstones
 		}
-		if s.full {
-			s.truncated = true
+		if !s.admit(name) {
 			return false, nil
-		}
-		if len(s.bucket) == 0 || name != s.lastSeries {
-			s.lastSeries = name
-			s.rank++
 		}
 		fields := s.slab.take(n) // copied: the next Rows call reuses the block's
 		for j := range r.Fields {
@@ -158,6 +153,20 @@ func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo,
 		s.bucket = append(s.bucket, model.Row{Series: name, Time: r.Time, Fields: fields})
 	}
 	return true, nil
+}
+
+// admit makes room for a row of series name in the bucket: false once
+// the output is full (the scan is then truncated and stops).
+func (s *scanner) admit(name string) bool {
+	if s.full {
+		s.truncated = true
+		return false
+	}
+	if len(s.bucket) == 0 || name != s.lastSeries {
+		s.lastSeries = name
+		s.rank++
+	}
+	return true
 }
 
 // visitBlockColumns is visitBlock for a projection: only the selected
@@ -203,13 +212,8 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 			}
 			continue // no selected field, or only tombstones
 		}
-		if s.full {
-			s.truncated = true
+		if !s.admit(name) {
 			return false, nil
-		}
-		if len(s.bucket) == 0 || name != s.lastSeries {
-			s.lastSeries = name
-			s.rank++
 		}
 		fields := s.slab.take(n)
 		for k := range s.cols {
