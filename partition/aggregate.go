@@ -107,9 +107,8 @@ const maxAggregateWorkers = 8
 // walks at once: one per processor Go may use, at most
 // maxAggregateWorkers. An aggregate over many series decodes every value
 // it reads (a block lies inside one aggregation bucket only when the step
-// is wider than a storage bucket), so it is bound by the processor:
-// BenchmarkAggregate and the peer harness's agg_mean_1m in
-// docs/performance.md.
+// is wider than a storage bucket), so it is bound by the processor (the
+// peer harness's agg_mean_1m in docs/performance.md: 49 to 23 ms).
 func aggregateWorkers() int {
 	return min(runtime.GOMAXPROCS(0), maxAggregateWorkers)
 }
