@@ -1,6 +1,7 @@
 package block
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -24,18 +25,25 @@ func perPoint(b *testing.B, points int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(points), "ns/point")
 }
 
+// BenchmarkEncode seals one series' block: the harness's 2,000 points,
+// and the 11 of a series at 100,000 series (the harness at 10 M points),
+// where the per-block costs show.
 func BenchmarkEncode(b *testing.B) {
-	rows, blk := harnessBlock(b)
-	var e Encoder
-	buf := make([]byte, 0, 2*len(blk))
-	b.ReportAllocs()
-	for b.Loop() {
-		var err error
-		if buf, err = e.Encode(buf[:0], rows); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{harnessPoints, 11} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			rows := harnessRows(rand.New(rand.NewPCG(6, 17)), n, 1)
+			var e Encoder
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = e.Encode(buf[:0], rows); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perPoint(b, len(rows))
+		})
 	}
-	perPoint(b, len(rows))
 }
 
 func BenchmarkRows(b *testing.B) {

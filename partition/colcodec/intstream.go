@@ -97,16 +97,33 @@ func (a *costAcc) result() streamCost {
 // riceEstimate returns the Rice parameter k ≤ width of least estimated
 // size, and that size in bytes: a value of bit length l > k is taken as
 // z>>k = 0.75·2^(l−k).
+//
+// Only the bit lengths present are summed, in ascending order as the
+// histogram holds them: a stream has few distinct lengths, and a short
+// one (a block of a sparse series) would otherwise pay width² terms.
 func (a *costAcc) riceEstimate(width int) (uint8, int) {
+	var (
+		lens   [65]int
+		counts [65]float64
+		n      int
+	)
+	for l := 0; l <= width; l++ {
+		if c := a.hist[l]; c != 0 {
+			lens[n], counts[n] = l, float64(c)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, 1
+	}
+	// Below the shortest length less one, k+1 costs no more than k for
+	// every value (0.75·2^(l−k) ≥ 0.375·2^(l−k) + 1 once l−k ≥ 2), so
+	// the search starts there.
 	bestK, best := 0, -1.0
-	for k := 0; k <= width; k++ {
+	for k := max(0, lens[0]-1); k <= width; k++ {
 		bits := 0.0
-		for l := 0; l <= width; l++ {
-			c := float64(a.hist[l])
-			if c == 0 {
-				continue
-			}
-			bits += c * riceBitsEst(l, k)
+		for i := range n {
+			bits += counts[i] * riceBitsEst(lens[i], k)
 		}
 		if best < 0 || bits < best {
 			bestK, best = k, bits
