@@ -122,6 +122,7 @@ func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, er
 	if err := w.walk(a.visit, a.endBucket); err != nil {
 		return nil, err
 	}
+	r.store.aggSummaries.Add(a.summarized)
 	return a.result(), nil
 }
 
@@ -141,6 +142,7 @@ type aggregator struct {
 	raw                    rawRow
 	col                    block.Column // visitBlock's
 	name                   []byte       // visitBlock's field name
+	summarized             int64        // fields of blocks answered by their summaries
 
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
@@ -231,13 +233,14 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 // visitBlock folds the rows lo to hi-1 of a sealed block that no head row
 // overlays (walker.visitBlock), column by column: only the selected
 // fields are decoded, and a whole block inside one aggregation bucket
-// is answered from its per-field summaries without decoding any value.
+// is answered from its per-field summaries without decoding any value
+// when it keeps them (a block of block.SummaryMinRows rows or more).
 // The states are those the rows would give (the summaries are built by
 // AggState.Add in time order, and merged with AggState.Merge: equal up to
 // float rounding in Sum, Mean and M2, as merges of partitions are).
 func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
 	a.setSeries(series)
-	whole := lo == 0 && hi == len(times) &&
+	whole := lo == 0 && hi == len(times) && br.HasSummaries() &&
 		bucketOf(times[0], a.q.Step, a.q.Origin, a.q.Offset) == bucketOf(times[hi-1], a.q.Step, a.q.Origin, a.q.Offset)
 	for i := range br.NumFields() {
 		fi := br.Field(i)
@@ -255,6 +258,7 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 				return false, err
 			}
 			b.state(a.name, i, a.names).Merge(&sum)
+			a.summarized++
 			continue
 		}
 		if _, err := br.ColumnAggregate(fi.Name, &a.col); err != nil {

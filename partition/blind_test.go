@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,8 +193,9 @@ func TestApplyPushOwnRows(t *testing.T) {
 }
 
 // TestFormatOneUpgrades: a store of format 1 (written by a build before
-// writes without a read) opens, keeps its rows, is marked 3, and takes
-// blind writes that read back merged after a reopen.
+// writes without a read) opens, keeps its rows, is marked with this
+// build's format (storeFormat), and takes blind writes that read back
+// merged after a reopen.
 func TestFormatOneUpgrades(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -203,8 +205,8 @@ func TestFormatOneUpgrades(t *testing.T) {
 	setMarker(t, s, "1")
 
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "3" {
-		t.Fatalf("marker after opening a format 1 store = %q, want \"3\"", got)
+	if got, want := formatMarker(t, s), strconv.Itoa(storeFormat); got != want {
+		t.Fatalf("marker after opening a format 1 store = %q, want %q", got, want)
 	}
 	if !strings.Contains(log.String(), "from_format=1") {
 		t.Fatalf("upgrade not logged:\n%s", log)

@@ -33,7 +33,11 @@ import (
 //   - 3: rows of closed storage buckets may be sealed into column blocks
 //     (the 'b' keys of a data space, seal.go), which a build before
 //     version 3 would not read: their rows would vanish from its reads.
-//     Versions 1 and 2 become 3 without rewriting anything.
+//     Versions 1 and 2 become 3 without rewriting anything;
+//   - 4: a block of fewer than block.SummaryMinRows rows may keep no
+//     summaries (header flag bit 1), which a build before version 4
+//     refuses as a corrupt block. Versions 1 to 3 become 4 without
+//     rewriting anything (their blocks all keep summaries).
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -43,10 +47,10 @@ const nsFormat byte = 0x00
 var formatKey = []byte{nsFormat}
 
 // storeFormat is the version this build writes in a new store.
-const storeFormat = 3
+const storeFormat = 4
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{1, 2, storeFormat}
+var supportedFormats = []int{1, 2, 3, storeFormat}
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).

@@ -62,22 +62,22 @@ const legacyMarkLog = "written before the format marker"
 func TestFormatMarkerFresh(t *testing.T) {
 	dir := t.TempDir()
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "3" {
-		t.Fatalf("format marker of a new store = %q, want \"3\"", got)
+	if got := formatMarker(t, s); got != "4" {
+		t.Fatalf("format marker of a new store = %q, want \"4\"", got)
 	}
 	if strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a new store logged as written before the marker:\n%s", log)
 	}
 	_ = s.Close()
 	s = openTestStore(t, dir)
-	if got := formatMarker(t, s); got != "3" {
-		t.Fatalf("format marker after reopen = %q, want \"3\"", got)
+	if got := formatMarker(t, s); got != "4" {
+		t.Fatalf("format marker after reopen = %q, want \"4\"", got)
 	}
 }
 
 // TestFormatMarkerLegacy: a store written before the marker existed (the
 // previous build: replicas, rows, a birth record, no marker) opens as
-// version 1, keeps its rows and gets the marker of version 3.
+// version 1, keeps its rows and gets the marker of version 4.
 func TestFormatMarkerLegacy(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
@@ -89,8 +89,8 @@ func TestFormatMarkerLegacy(t *testing.T) {
 	setMarker(t, s, "")
 
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "3" {
-		t.Fatalf("format marker of a legacy store after Open = %q, want \"3\"", got)
+	if got := formatMarker(t, s); got != "4" {
+		t.Fatalf("format marker of a legacy store after Open = %q, want \"4\"", got)
 	}
 	if !strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a legacy store not logged as written before the marker:\n%s", log)
@@ -114,8 +114,8 @@ func TestFormatMarkerUnknown(t *testing.T) {
 		want   error
 		text   []string
 	}{
-		{"4", ErrUnknownFormat, []string{"format version 4", "supports version 1, 2, 3 only"}},
-		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3 only"}},
+		{"5", ErrUnknownFormat, []string{"format version 5", "supports version 1, 2, 3, 4 only"}},
+		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4 only"}},
 		{"x", ErrCorrupt, []string{`"x"`, "not a version"}},
 		{"01", ErrCorrupt, []string{`"01"`}},
 		{"0", ErrCorrupt, []string{`"0"`}},

@@ -21,15 +21,30 @@ import (
 // snapshots, checksums, the tag index; and every Apply stores the same
 // number of changes on both (a lookup sees a sealed row as it saw the
 // head row: a relayed tie is not stored).
+//
+// Sparse: 25 times over 20 storage buckets, blocks of a few rows (no
+// summaries); dense: 200 times in two buckets, blocks of more than
+// block.SummaryMinRows rows, whose summaries answer some aggregates.
 func TestSealMatchesHead(t *testing.T) {
+	t.Run("sparse", func(t *testing.T) { testSealMatchesHead(t, false) })
+	t.Run("dense", func(t *testing.T) { testSealMatchesHead(t, true) })
+}
+
+func testSealMatchesHead(t *testing.T, dense bool) {
 	rng := newSeededRand(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	stores, info, reps := twinReplicas(t, dirA, dirB)
 	sa, sb, a, b := stores[0], stores[1], reps[0], reps[1]
-	times := testTimes(rng, 25)
+	times, perRound := testTimes(rng, 25), 80
+	if dense {
+		times, perRound = []int64{minTime, -1, 0, maxTime}, 250
+		for len(times) < 204 {
+			times = append(times, rng.Int63n(2<<bucketShift))
+		}
+	}
 	var sealed SealStats
 	for round := 0; round < 60; round++ {
-		rows := randRows(rng, 1+rng.Intn(80), testSeries, times)
+		rows := randRows(rng, 1+rng.Intn(perRound), testSeries, times)
 		for i := range rows {
 			for j := range rows[i].Fields {
 				if rng.Intn(8) == 0 { // deletes too
@@ -83,12 +98,33 @@ func TestSealMatchesHead(t *testing.T) {
 	if sealed.Series == 0 || sealed.Rows == 0 {
 		t.Fatalf("nothing was sealed: %+v", sealed)
 	}
+	if dense {
+		// Everything sealed and the whole range asked: each block lies
+		// inside one bucket of these steps, no head row over it, and its
+		// summaries answer.
+		st, err := a.Seal(t.Context(), math.MaxInt64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed.Add(st)
+		for _, step := range []int64{1 << 40, 0} {
+			q := model.Query{From: minTime, To: maxTime, Step: step, Origin: minTime, GroupAll: step == 0}
+			ga, errA := a.Aggregate(q)
+			gb, errB := b.Aggregate(q)
+			if errA != nil || errB != nil || !sameAggs(ga, gb) {
+				t.Fatalf("aggregate %+v of everything sealed: %v, %v\n%v\n%v", q, errA, errB, ga, gb)
+			}
+		}
+	}
 	repA, errA := a.CheckIndex(false)
 	repB, errB := b.CheckIndex(false)
 	if errA != nil || errB != nil || repA.Missing != 0 || repA.Extra != repB.Extra || repA.Series != repB.Series || repA.FieldKeys != repB.FieldKeys {
 		t.Fatalf("sealing replica's index: %+v, %v; the other's: %+v, %v", repA, errA, repB, errB)
 	}
-	t.Logf("sealed %+v", sealed)
+	t.Logf("sealed %+v; %d fields of blocks answered by summaries", sealed, sa.aggSummaries.Load())
+	if dense && sa.aggSummaries.Load() == 0 {
+		t.Fatal("no aggregate was answered by a block's summaries")
+	}
 }
 
 // sameReads compares what a and b answer to a scan of everything, scans

@@ -92,6 +92,9 @@ type Store struct {
 	aggWorkers int
 	// aggSplits counts the Aggregates walked in stretches (tests).
 	aggSplits atomic.Int64
+	// aggSummaries counts the fields of blocks that Aggregates answered
+	// from their summaries (tests).
+	aggSummaries atomic.Int64
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for

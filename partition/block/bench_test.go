@@ -42,6 +42,7 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			}
 			perPoint(b, len(rows))
+			b.ReportMetric(float64(len(buf))/float64(len(rows)), "bytes/point")
 		})
 	}
 }

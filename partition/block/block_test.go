@@ -292,6 +292,7 @@ func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column) {
 func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
 func TestSummaries(t *testing.T) {
+	withSummaries(t)
 	r := rand.New(rand.NewPCG(2, 17))
 	for mi, mode := range genModes {
 		for _, n := range testSizes {
@@ -441,7 +442,11 @@ func decodeAll(b []byte) error {
 			}
 		}
 		s, ok := rd.Summary(name, "s")
-		if ok != (count > 0) || s.Count != int64(count) {
+		if !rd.HasSummaries() {
+			if ok {
+				return bad("field %q: a summary in a block without summaries", name)
+			}
+		} else if ok != (count > 0) || s.Count != int64(count) {
 			return bad("field %q: summary %v of %d values, %d not tombstones", name, ok, s.Count, count)
 		}
 		perField[i] = m

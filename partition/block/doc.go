@@ -96,7 +96,10 @@
 // Count only), Sum, Min, Max, first and last (time, value) and Welford's
 // Mean and M2 (stddev). Summary sets FirstSeries and LastSeries to the
 // series the caller names (a block holds one series and does not store
-// it). A field of tombstones only has Count 0 and no summary: Summary
+// it). A block of fewer than SummaryMinRows rows keeps none (its fields'
+// counts only): Summary returns ok false and HasSummaries false, and a
+// reader decodes its columns. A field of tombstones only has Count 0 and
+// no summary: Summary
 // returns ok false, as the row aggregator creates no field state (and
 // no bucket) for rows whose only values are tombstones. The summaries
 // describe the block alone: a reader that merges head
@@ -118,7 +121,8 @@
 //	crc      = CRC-32C (Castagnoli) of every byte before it
 //
 // The header: flags bit 0 says the block-level version column is present,
-// the other bits are 0; n (1..MaxRows) is the row count; min and max are
+// bit 1 that the fields keep no summaries (the encoder sets it on a block
+// of fewer than SummaryMinRows rows), the other bits are 0; n (1..MaxRows) is the row count; min and max are
 // the first and last row's times (int64); nfields is 1..MaxFields; the
 // timestamps column's count is n. Fields are sorted by name (bytes),
 // names 1..256 bytes (model.MaxFieldNameLen), each present in at least
@@ -133,7 +137,7 @@
 //   - kind: the model.Kind of every value (1 float, 2 int, 3 bool,
 //     4 string, 5 deleted), 0 when mixed.
 //   - count and num: the summary's Count and N (num ≤ count ≤ m). When
-//     num > 0, the summary follows: 9 × 8 bytes, Sum, Min, Max (float64
+//     num > 0 and the header's bit 1 is clear, the summary follows: 9 × 8 bytes, Sum, Min, Max (float64
 //     bits), FirstTime (int64), First, LastTime, Last, Mean, M2.
 //   - presence: which of the n rows have the field (m of them, m ≥ 1):
 //     form 0 nothing (m = n); form 1 a bitmap of ceil(n/8) bytes, bit i%8

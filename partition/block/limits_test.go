@@ -183,6 +183,7 @@ func TestLayoutsNeverWritten(t *testing.T) {
 
 // TestSummaryOfTombstones: a field of tombstones only has no summary.
 func TestSummaryOfTombstones(t *testing.T) {
+	withSummaries(t)
 	rows := []model.Row{
 		{Time: 1, Fields: []model.Field{{Name: "a", Value: model.Float(2)}, {Name: "b", Value: model.Deleted()}}},
 		{Time: 2, Fields: []model.Field{{Name: "b", Value: model.Deleted()}}},
@@ -193,5 +194,62 @@ func TestSummaryOfTombstones(t *testing.T) {
 	}
 	if s, ok := rd.Summary("a", "s"); !ok || s.Count != 1 || s.N != 1 || s.Sum != 2 || s.FirstSeries != "s" {
 		t.Errorf("a: %+v %v", s, ok)
+	}
+}
+
+// withSummaries makes every block the test encodes keep its summaries,
+// whatever its number of rows.
+func withSummaries(t *testing.T) {
+	summaryMinRows = 1
+	t.Cleanup(func() { summaryMinRows = SummaryMinRows })
+}
+
+// TestSummariesFromMinRows: a block of fewer than SummaryMinRows rows
+// keeps no summaries (HasSummaries false, Summary not ok) and is smaller
+// by them, one of SummaryMinRows rows keeps them; both decode to their
+// rows, and a field's counts are checked against its column either way.
+func TestSummariesFromMinRows(t *testing.T) {
+	rows := make([]model.Row, SummaryMinRows)
+	for i := range rows {
+		rows[i] = model.Row{Time: int64(i) * 1e9, Series: testSeries, Fields: []model.Field{
+			{Name: "a", Value: model.Float(float64(i) / 4)},
+			{Name: "b", Value: model.Int(int64(i % 7))},
+		}}
+	}
+	for _, n := range []int{SummaryMinRows - 1, SummaryMinRows} {
+		b, err := Encode(nil, rows[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := n >= SummaryMinRows
+		if rd.HasSummaries() != want {
+			t.Fatalf("%d rows: HasSummaries %v, want %v", n, rd.HasSummaries(), want)
+		}
+		s, ok := rd.Summary("a", testSeries)
+		if ok != want || (ok && (s.Count != int64(n) || s.Max != float64(n-1)/4)) {
+			t.Fatalf("%d rows: summary %+v, %v", n, s, ok)
+		}
+		if err := decodeAll(b); err != nil {
+			t.Fatalf("%d rows: %v", n, err)
+		}
+		got, err := rd.Rows(nil, testSeries)
+		if err != nil || len(got) != n || got[n-1].Fields[0].Value.F != float64(n-1)/4 {
+			t.Fatalf("%d rows: %d rows back, %v", n, len(got), err)
+		}
+		if !want {
+			withSummaries(t)
+			full, err := Encode(nil, rows[:n])
+			summaryMinRows = SummaryMinRows
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := len(full) - len(b); d != 2*summarySize {
+				t.Errorf("%d rows: the summaries took %d bytes, want %d", n, d, 2*summarySize)
+			}
+		}
 	}
 }

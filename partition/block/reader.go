@@ -34,11 +34,12 @@ type fieldDir struct {
 // buffers); Reset lets one be reused for another block without
 // allocating.
 type Reader struct {
-	n        int
-	min, max int64
-	times    []byte // the timestamps column
-	rowVers  []byte // the block-level versions column, nil when absent
-	fields   []fieldDir
+	n         int
+	min, max  int64
+	summaries bool   // the field sections hold summaries (no flagNoSummaries)
+	times     []byte // the timestamps column
+	rowVers   []byte // the block-level versions column, nil when absent
+	fields    []fieldDir
 
 	// Scratch buffers.
 	scratch   Column
@@ -102,7 +103,7 @@ func (r *Reader) reset(b []byte) error {
 		return d.err
 	}
 	switch {
-	case flags&^flagRowVersions != 0:
+	case flags&^headerFlagsAll != 0:
 		return corrupt("header flags %#x", flags)
 	case n == 0 || n > MaxRows:
 		return corrupt("%d rows", n)
@@ -114,6 +115,7 @@ func (r *Reader) reset(b []byte) error {
 		return corrupt("%d fields in %d bytes", nf, len(d.b))
 	}
 	r.n = int(n)
+	r.summaries = flags&flagNoSummaries == 0
 	r.times = d.bytes()
 	if d.err == nil {
 		// The timestamps column's own count (after its codec byte) must be
@@ -182,7 +184,7 @@ func (r *Reader) parseField(sec []byte, blockFlags byte) (fieldDir, error) {
 	}
 	fd.info.Kind = kind
 	fd.sum.Count, fd.sum.N = int64(cnt), int64(num)
-	if num > 0 {
+	if num > 0 && r.summaries {
 		if len(d.b) < summarySize {
 			return fd, corrupt("truncated summary")
 		}
@@ -202,6 +204,10 @@ func (r *Reader) parseField(sec []byte, blockFlags byte) (fieldDir, error) {
 	fd.body = d.b
 	return fd, nil
 }
+
+// HasSummaries reports whether the block keeps per-field summaries: a
+// block of fewer than SummaryMinRows rows does not.
+func (r *Reader) HasSummaries() bool { return r.summaries }
 
 // Len returns the number of rows.
 func (r *Reader) Len() int { return r.n }
@@ -251,10 +257,12 @@ func (r *Reader) find(name string) int {
 // 0). Tombstones are not counted: Count is the number of values of other
 // kinds, N of the numeric ones (float, int, bool as 0 or 1). ok is false
 // when the block has no such field or only tombstones of it (Count 0),
-// as the row aggregator creates no state for a field without values.
+// as the row aggregator creates no state for a field without values,
+// and when the block keeps no summaries (HasSummaries; its columns are
+// read instead).
 func (r *Reader) Summary(field, series string) (s model.AggState, ok bool) {
 	i := r.find(field)
-	if i < 0 || r.fields[i].sum.Count == 0 {
+	if i < 0 || r.fields[i].sum.Count == 0 || !r.summaries {
 		return s, false
 	}
 	s = r.fields[i].sum

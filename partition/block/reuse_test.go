@@ -14,6 +14,7 @@ import (
 // returned across blocks of different fields, with failed Encodes and
 // Resets in between.
 func TestReuse(t *testing.T) {
+	withSummaries(t)
 	r := rand.New(rand.NewPCG(5, 17))
 	var (
 		enc  Encoder
@@ -116,6 +117,7 @@ func TestReuse(t *testing.T) {
 
 // TestExtremes: the extreme times, versions and values round-trip.
 func TestExtremes(t *testing.T) {
+	withSummaries(t)
 	vers := []model.Version{
 		{Wall: math.MinInt64, Node: 0}, {Wall: math.MaxInt64, Node: math.MaxUint64},
 		{Wall: 0, Node: math.MaxUint64}, {Wall: math.MinInt64, Node: math.MaxUint64}, {Wall: math.MaxInt64, Node: 0},
