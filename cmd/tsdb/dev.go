@@ -23,6 +23,7 @@ func newDevCmd() *cobra.Command {
 		data, tokenFile, secretFile string
 		pprofAddr                   string
 		presplitOn                  bool
+		sealQuiet, sealAfter        time.Duration
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -74,7 +75,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
-				noPresplit: !presplitOn,
+				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter,
 			})
 		},
 	}
@@ -86,6 +87,8 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
+	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
+	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
 	logs.register(f)
 	return cmd
@@ -98,6 +101,29 @@ type devConfig struct {
 	// noPresplit turns the master's pre-split off (and new tables are
 	// born with one partition).
 	noPresplit bool
+	// sealQuiet and sealAfter are --seal-quiet and --seal-after (0 or
+	// less: never).
+	sealQuiet, sealAfter time.Duration
+}
+
+// nodeConfig returns the configuration of the dev cluster's i-th server
+// (0-based), whose id is s<i+1>.
+func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
+	id := fmt.Sprintf("s%d", i+1)
+	return node.Config{
+		ID:            id,
+		Listen:        fmt.Sprintf("127.0.0.1:%d", c.port+i),
+		DataDir:       filepath.Join(c.data, id),
+		EtcdEndpoints: []string{etcdEndpoint},
+		AuthToken:     c.token,
+		ClusterSecret: c.secret,
+		MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
+		Logger:        c.log,
+		HTTP:          newHTTPServer,
+		NoPresplit:    c.noPresplit,
+		SealQuiet:     orNever(c.sealQuiet),
+		SealAfter:     orNever(c.sealAfter),
+	}
 }
 
 func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
@@ -120,21 +146,10 @@ func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {
 		err = errors.Join(append([]error{err}, errs...)...)
 	}()
 	for i := 0; i < c.servers; i++ {
-		id := fmt.Sprintf("s%d", i+1)
-		n, err := node.Start(ctx, node.Config{
-			ID:            id,
-			Listen:        fmt.Sprintf("127.0.0.1:%d", c.port+i),
-			DataDir:       filepath.Join(c.data, id),
-			EtcdEndpoints: []string{etcd.Endpoint()},
-			AuthToken:     c.token,
-			ClusterSecret: c.secret,
-			MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
-			Logger:        c.log,
-			HTTP:          newHTTPServer,
-			NoPresplit:    c.noPresplit,
-		})
+		cfg := c.nodeConfig(i, etcd.Endpoint())
+		n, err := node.Start(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("start server %s: %w", id, err)
+			return fmt.Errorf("start server %s: %w", cfg.ID, err)
 		}
 		nodes = append(nodes, n)
 	}

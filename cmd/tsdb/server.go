@@ -77,8 +77,8 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
-	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)")
-	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)")
+	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
+	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -187,6 +187,12 @@ func (s *serverFlags) config() (node.Config, error) {
 	}
 	return cfg, nil
 }
+
+// The usage of the sealing flags, shared by server and dev.
+const (
+	sealQuietUsage = "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)"
+	sealAfterUsage = "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)"
+)
 
 // orNever maps --seal-after and --seal-quiet to node.Config: 0 or less is
 // never (-1), since the node reads 0 as its default.

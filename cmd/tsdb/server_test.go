@@ -47,6 +47,34 @@ func TestServerSizeFlags(t *testing.T) {
 	}
 }
 
+// TestDevSealFlags: dev's --seal-quiet and --seal-after reach every
+// server's configuration as server's do.
+func TestDevSealFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		quiet, after time.Duration
+	}{
+		{nil, node.DefaultSealQuiet, node.DefaultSealAfter},
+		{[]string{"--seal-quiet", "2s", "--seal-after", "1h"}, 2 * time.Second, time.Hour},
+		{[]string{"--seal-quiet", "0", "--seal-after", "-1s"}, -1, -1},
+	} {
+		cmd := newDevCmd()
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		quiet, errQ := cmd.Flags().GetDuration("seal-quiet")
+		after, errA := cmd.Flags().GetDuration("seal-after")
+		if errQ != nil || errA != nil {
+			t.Fatal(errQ, errA)
+		}
+		cfg := devConfig{port: 18080, data: t.TempDir(), sealQuiet: quiet, sealAfter: after}.nodeConfig(1, "http://127.0.0.1:2379")
+		if cfg.ID != "s2" || cfg.Listen != "127.0.0.1:18081" || cfg.SealQuiet != tc.quiet || cfg.SealAfter != tc.after {
+			t.Errorf("%v: %s on %s, seal quiet %v, after %v; want s2 on 127.0.0.1:18081, %v, %v",
+				tc.args, cfg.ID, cfg.Listen, cfg.SealQuiet, cfg.SealAfter, tc.quiet, tc.after)
+		}
+	}
+}
+
 // TestServerSealFlags: --seal-quiet and --seal-after reach the node's
 // configuration, 0 meaning never (-1: the node reads 0 as its default),
 // and their defaults are the node's.
