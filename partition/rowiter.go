@@ -50,6 +50,16 @@ type rowIter struct {
 	bBytes   int // the block's key and value bytes
 	reader   block.Reader
 	scratch  []byte // positionIn's keys
+	// sought is the block bound of the last seek that ended with a
+	// pebble SeekGE (the key's own block absent), and soughtOK that the
+	// block side still stands where that seek left it: on the first row
+	// of the first block in bounds above sought, or on none. A later seek
+	// at or above sought and below that block then needs no pebble seek:
+	// no block lies between (a lookup's monotone seeks over series not
+	// sealed yet cost a SeekLT and a SeekGE each, and the decoding of an
+	// unrelated block).
+	sought   []byte
+	soughtOK bool
 
 	// The current row: which sources hold it, its key, its value.
 	inHead, inBlock bool
@@ -188,6 +198,12 @@ func (it *rowIter) SkipBlock() bool {
 	return it.settle()
 }
 
+// unpositionBlocks forgets the block side's position, for a caller that
+// moves the block iterator itself: the next use seeks.
+func (it *rowIter) unpositionBlocks() {
+	it.bValid, it.soughtOK = false, false
+}
+
 // seekBlock positions the block side on the first block row at or above
 // key.
 func (it *rowIter) seekBlock(key []byte) {
@@ -196,8 +212,15 @@ func (it *rowIter) seekBlock(key []byte) {
 		return
 	}
 	bk := it.ks.blockBound(key)
+	if it.soughtOK && bytes.Compare(it.sought, bk) <= 0 &&
+		(!it.bValid || it.bPos == 0 && bytes.Compare(bk, it.bKey) < 0) {
+		// No block from sought to the loaded one (or to the end): the
+		// block side already stands on the first block row above key.
+		return
+	}
 	if it.bValid && bytes.HasPrefix(bk, it.bKey) {
 		// In the loaded block (a lookup's monotone seeks mostly are).
+		it.soughtOK = false
 		switch {
 		case it.positionIn(key):
 		case it.bPos < len(it.bTimes):
@@ -214,12 +237,14 @@ func (it *rowIter) seekBlock(key []byte) {
 		return
 	}
 	it.loadBlock(it.blk.SeekGE(bk), nil)
+	it.sought, it.soughtOK = append(it.sought[:0], bk...), it.err == nil
 }
 
 // loadBlock decodes the block the block iterator stands on (valid) and
 // positions on its first row at or above from (nil: its first row).
 // Blocks holding no row in bounds are skipped.
 func (it *rowIter) loadBlock(valid bool, from []byte) {
+	it.soughtOK = false
 	for ; valid; valid = it.blk.Next() {
 		k := it.blk.Key()
 		b, series, err := blockKeyParts(k)

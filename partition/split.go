@@ -476,7 +476,7 @@ func (sr *splitReader) lastHeadBucket() (uint32, bool, error) {
 // seeks.
 func (sr *splitReader) lastBlockBucket() (uint32, bool, error) {
 	it := sr.it.blk
-	sr.it.bValid = false
+	sr.it.unpositionBlocks()
 	var br block.Reader
 	var times []int64
 	for valid := it.Last(); valid; valid = it.Prev() {
