@@ -108,9 +108,9 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 // writeFormat writes the marker of storeFormat, synced, in a store marked
 // with an older version (from, 0 when it had none); legacy (holdsKeys
 // before Open wrote anything) tells a store written before the marker
-// existed from a new one, for the log. Versions 1 and 2 need no change of
-// their keys to be version 3: they only hold no merge operands or blocks
-// yet.
+// existed from a new one, for the log. Versions 1 to 3 need no change of
+// their keys to be version 4: they only hold no merge operands, no blocks
+// or only blocks with summaries yet.
 func (s *Store) writeFormat(from int, legacy bool) error {
 	if err := formatmark.Write(s.db, formatKey, storeFormat); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)

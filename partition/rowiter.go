@@ -327,7 +327,9 @@ func (it *rowIter) settle() bool {
 	if it.bValid {
 		it.key = it.blockRowKey(it.key[:0], it.bPos)
 		if bytes.Compare(it.key, it.upper) >= 0 {
-			it.bValid = false
+			// Past upper: the block side no longer stands where a seek
+			// left it (a seek below it must look again).
+			it.bValid, it.soughtOK = false, false
 		}
 	}
 	switch {

@@ -103,3 +103,33 @@ func rowKeys(t *testing.T, r *Replica, lower, upper []byte) [][]byte {
 	}
 	return keys
 }
+
+// TestRowIterSeekAgainAfterUpper: a Next that reaches upper inside the
+// block a seek loaded leaves the block side where no later seek may
+// trust it; a seek back to the start finds the block's first row again.
+func TestRowIterSeekAgainAfterUpper(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 2, 5)), row("cpu", 30, fl("a", 3, 5)))
+	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Rows != 3 {
+		t.Fatalf("seal: %+v, %v", st, err)
+	}
+	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != 0 {
+		t.Fatalf("%d head rows left", n)
+	}
+	upper := r.ks.appendRowKey(nil, "cpu", 20)
+	it, err := newRowIter(s.db, &r.ks, nil, upper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = it.Close() }()
+	first := r.ks.appendRowKey(nil, "cpu", 10)
+	for pass := range 2 {
+		if !it.First() || !bytes.Equal(it.Key(), first) {
+			t.Fatalf("pass %d: First: %x, want %x", pass, it.Key(), first)
+		}
+		if it.Next() {
+			t.Fatalf("pass %d: Next past upper: %x", pass, it.Key())
+		}
+	}
+}

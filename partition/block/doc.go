@@ -122,7 +122,8 @@
 //
 // The header: flags bit 0 says the block-level version column is present,
 // bit 1 that the fields keep no summaries (the encoder sets it on a block
-// of fewer than SummaryMinRows rows), the other bits are 0; n (1..MaxRows) is the row count; min and max are
+// of fewer than SummaryMinRows rows; the decoder accepts it on a block of
+// any size, so that the threshold may change), the other bits are 0; n (1..MaxRows) is the row count; min and max are
 // the first and last row's times (int64); nfields is 1..MaxFields; the
 // timestamps column's count is n. Fields are sorted by name (bytes),
 // names 1..256 bytes (model.MaxFieldNameLen), each present in at least

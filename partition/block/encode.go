@@ -55,7 +55,7 @@ const (
 // for. A smaller block's summaries would cost more than its values (72
 // bytes a field against about 1.2 a float value), and its columns decode
 // in a few hundred nanoseconds: at 100,000 series a block holds about 11
-// rows, and the summaries were 46% of its bytes.
+// rows, and the summaries were 53% of its bytes.
 const SummaryMinRows = 64
 
 // summaryMinRows is SummaryMinRows, lowered by tests of the summaries.

@@ -70,7 +70,7 @@ func corrupt(format string, args ...any) error {
 // block (Len is 0, no fields).
 func (r *Reader) Reset(b []byte) error {
 	if err := r.reset(b); err != nil {
-		r.fields, r.n, r.times, r.rowVers = r.fields[:0], 0, nil, nil
+		r.fields, r.n, r.times, r.rowVers, r.summaries = r.fields[:0], 0, nil, nil, false
 		return err
 	}
 	return nil
