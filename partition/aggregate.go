@@ -210,19 +210,21 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	if err := decodeRaw(value, &a.raw); err != nil {
 		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
 	}
-	if !hasLiveField(&a.raw, a.keep) {
-		return true, nil // no bucket for a row without a selected live field
-	}
-	a.setSeries(series)
-	b, err := a.bucket(t)
-	if err != nil {
-		return false, err
-	}
+	// The bucket is made with the row's first selected live field: none
+	// for a row without one.
+	var b *aggBucket
 	hint := 0
 	for i := range a.raw.fields {
 		f := &a.raw.fields[i]
-		if (a.keep != nil && !a.keep(f.name)) || f.kind == model.KindDeleted {
+		if f.kind == model.KindDeleted || (a.keep != nil && !a.keep(f.name)) {
 			continue
+		}
+		if b == nil {
+			a.setSeries(series)
+			var err error
+			if b, err = a.bucket(t); err != nil {
+				return false, err
+			}
 		}
 		b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())
 		hint++

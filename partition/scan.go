@@ -297,8 +297,23 @@ func (s *scanner) endBucket() bool {
 
 // fieldFilter returns a projection predicate, or nil for all fields.
 func fieldFilter(fields []string) func([]byte) bool {
-	if len(fields) == 0 {
+	switch {
+	case len(fields) == 0:
 		return nil
+	case len(fields) == 1:
+		// The usual query: one comparison, no hashing (a head row's
+		// fields are each checked, several million a query).
+		only := fields[0]
+		return func(name []byte) bool { return string(name) == only }
+	case len(fields) <= smallFieldSet:
+		return func(name []byte) bool {
+			for _, f := range fields {
+				if string(name) == f {
+					return true
+				}
+			}
+			return false
+		}
 	}
 	set := make(map[string]struct{}, len(fields))
 	for _, f := range fields {
@@ -309,6 +324,10 @@ func fieldFilter(fields []string) func([]byte) bool {
 		return ok
 	}
 }
+
+// smallFieldSet is the most fields fieldFilter compares one by one
+// rather than hashing.
+const smallFieldSet = 8
 
 // walker visits the stored rows (head and sealed, rowIter) of a time
 // range and series filter, one storage bucket after another, in key order (series, then time) inside

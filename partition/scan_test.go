@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
 	"regexp"
 	"strings"
@@ -283,5 +284,32 @@ func TestScanMaxBytes(t *testing.T) {
 	if n := ValueBytes(&model.Row{Fields: []model.Field{{Value: model.Float(1)}, {Value: model.Int(1 << 40)},
 		{Value: model.Bool(true)}, {Value: model.String("abc")}}}); n != 8+1+1+3 {
 		t.Fatalf("ValueBytes %d, want 13", n)
+	}
+}
+
+// TestFieldFilter: the filter of one field, of a few (compared one by
+// one) and of many (hashed) accepts exactly the names asked for.
+func TestFieldFilter(t *testing.T) {
+	if fieldFilter(nil) != nil {
+		t.Fatal("no fields: a filter, want nil (every field)")
+	}
+	names := []string{"a", "b", "usage_user", "usage_idle", "x", "", "é", "usage"}
+	for _, n := range []int{1, 3, smallFieldSet, smallFieldSet + 1, 20} {
+		var fields []string
+		want := map[string]bool{}
+		for i := range n {
+			f := fmt.Sprintf("f%d", i)
+			if i < len(names) && names[i] != "" {
+				f = names[i]
+			}
+			fields = append(fields, f)
+			want[f] = true
+		}
+		keep := fieldFilter(fields)
+		for _, name := range append(append([]string{}, names...), "f3", "f19", "f20", "usage_use", "usage_userx") {
+			if got := keep([]byte(name)); got != want[name] {
+				t.Errorf("%d fields %v: keep(%q) = %v, want %v", n, fields, name, got, want[name])
+			}
+		}
 	}
 }
