@@ -141,8 +141,16 @@ func (r *Reader) reset(b []byte) error {
 		if len(name) == 0 || len(name) > model.MaxFieldNameLen || (i > 0 && string(name) <= prev) {
 			return corrupt("field %d: name %q after %q", i, name, prev)
 		}
-		fd, err := r.parseField(sec, flags)
-		if err != nil {
+		// Parsed in place (parseField sets every member): a query at
+		// 100,000 series opens a block of a few rows per series and
+		// bucket, and copying the directory showed.
+		if len(r.fields) < cap(r.fields) {
+			r.fields = r.fields[:len(r.fields)+1]
+		} else {
+			r.fields = append(r.fields, fieldDir{})
+		}
+		fd := &r.fields[len(r.fields)-1]
+		if err := r.parseField(fd, sec, flags); err != nil {
 			return fmt.Errorf("field %q: %w", name, err)
 		}
 		if int(i) < len(r.names) && r.names[i] == string(name) {
@@ -151,7 +159,6 @@ func (r *Reader) reset(b []byte) error {
 			fd.info.Name = string(name)
 		}
 		prev = fd.info.Name
-		r.fields = append(r.fields, fd)
 	}
 	if d.err != nil {
 		return d.err
@@ -162,31 +169,31 @@ func (r *Reader) reset(b []byte) error {
 	return nil
 }
 
-// parseField reads a field's flags, kind and summary.
-func (r *Reader) parseField(sec []byte, blockFlags byte) (fieldDir, error) {
+// parseField reads a field's flags, kind and summary into fd, setting
+// every member but the name.
+func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 	d := decoder{b: sec}
-	var fd fieldDir
 	fd.flags = d.byte()
 	kind := model.Kind(d.byte())
 	cnt, num := d.uvarint(), d.uvarint()
 	if d.err != nil {
-		return fd, d.err
+		return d.err
 	}
 	switch {
 	case fd.flags&^fieldFlagsAll != 0 || fd.flags&presenceMask > presenceRuns:
-		return fd, corrupt("field flags %#x", fd.flags)
+		return corrupt("field flags %#x", fd.flags)
 	case fd.flags&flagMixed != 0 && kind != 0, fd.flags&flagMixed == 0 && (kind < model.KindFloat || kind > model.KindDeleted):
-		return fd, corrupt("kind %d with flags %#x", kind, fd.flags)
+		return corrupt("kind %d with flags %#x", kind, fd.flags)
 	case fd.flags&flagOwnVers == 0 && blockFlags&flagRowVersions == 0:
-		return fd, corrupt("version exceptions without a block version column")
+		return corrupt("version exceptions without a block version column")
 	case num > cnt || cnt > uint64(r.n):
-		return fd, corrupt("summary of %d values, %d numeric, in %d rows", cnt, num, r.n)
+		return corrupt("summary of %d values, %d numeric, in %d rows", cnt, num, r.n)
 	}
 	fd.info.Kind = kind
-	fd.sum.Count, fd.sum.N = int64(cnt), int64(num)
+	fd.sum = model.AggState{Count: int64(cnt), N: int64(num)}
 	if num > 0 && r.summaries {
 		if len(d.b) < summarySize {
-			return fd, corrupt("truncated summary")
+			return corrupt("truncated summary")
 		}
 		var x [9]uint64
 		for i := range x {
@@ -198,11 +205,11 @@ func (r *Reader) parseField(sec []byte, blockFlags byte) (fieldDir, error) {
 		s.LastTime, s.Last = int64(x[5]), math.Float64frombits(x[6])
 		s.Mean, s.M2 = math.Float64frombits(x[7]), math.Float64frombits(x[8])
 		if s.FirstTime < r.min || s.LastTime > r.max || s.FirstTime > s.LastTime {
-			return fd, corrupt("summary times [%d, %d] outside [%d, %d]", s.FirstTime, s.LastTime, r.min, r.max)
+			return corrupt("summary times [%d, %d] outside [%d, %d]", s.FirstTime, s.LastTime, r.min, r.max)
 		}
 	}
 	fd.body = d.b
-	return fd, nil
+	return nil
 }
 
 // HasSummaries reports whether the block keeps per-field summaries: a
