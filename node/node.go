@@ -140,6 +140,9 @@ type Config struct {
 	// behind then lets rows age past the tables' max delay instead of
 	// refusing new smeared inserts with 503 queue_full.
 	NoSmearAdmission bool
+	// CacheSize is the partition store's block cache in bytes (0:
+	// AutoCacheSize(1)).
+	CacheSize int64
 	// SmearMaxRows and SmearMaxBytes bound the smear queue (0: the smear
 	// package's defaults, 10 M rows and 1 GiB); a full queue answers 503
 	// with Retry-After.
@@ -436,8 +439,13 @@ func (n *Node) openStorage(u *undo) error {
 	}
 	n.limiter = writelimit.New(cfg.WriteLimit)
 	var err error
+	cacheSize := cfg.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = AutoCacheSize(1)
+	}
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
-		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }, CheckIndex: cfg.CheckIndex})
+		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }, CheckIndex: cfg.CheckIndex,
+		CacheSize: cacheSize})
 	if err != nil {
 		return fmt.Errorf("node: open partition store: %w", err)
 	}

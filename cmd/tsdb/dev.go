@@ -14,6 +14,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	tsdbhttp "github.com/tsdb/tsdb/http"
+	"github.com/tsdb/tsdb/internal/bytesize"
 	"github.com/tsdb/tsdb/node"
 )
 
@@ -24,6 +25,7 @@ func newDevCmd() *cobra.Command {
 		pprofAddr                   string
 		presplitOn                  bool
 		sealQuiet, sealAfter        time.Duration
+		cacheSize                   int64
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -75,7 +77,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
-				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter,
+				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, cacheSize: cacheSize,
 			})
 		},
 	}
@@ -87,6 +89,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
+	f.Var(bytesize.Var(&cacheSize), "cache-size", cacheSizeUsage+"; each server gets this size")
 	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
@@ -104,13 +107,16 @@ type devConfig struct {
 	// sealQuiet and sealAfter are --seal-quiet and --seal-after (0 or
 	// less: never).
 	sealQuiet, sealAfter time.Duration
+	// cacheSize is --cache-size, each server's block cache (0: shared
+	// out of node.AutoCacheSize's eighth of the memory).
+	cacheSize int64
 }
 
 // nodeConfig returns the configuration of the dev cluster's i-th server
 // (0-based), whose id is s<i+1>.
 func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
 	id := fmt.Sprintf("s%d", i+1)
-	return node.Config{
+	cfg := node.Config{
 		ID:            id,
 		Listen:        fmt.Sprintf("127.0.0.1:%d", c.port+i),
 		DataDir:       filepath.Join(c.data, id),
@@ -123,7 +129,12 @@ func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
 		NoPresplit:    c.noPresplit,
 		SealQuiet:     orNever(c.sealQuiet),
 		SealAfter:     orNever(c.sealAfter),
+		CacheSize:     c.cacheSize,
 	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = node.AutoCacheSize(c.servers)
+	}
+	return cfg
 }
 
 func runDev(ctx context.Context, out io.Writer, c devConfig) (err error) {

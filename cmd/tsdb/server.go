@@ -24,7 +24,7 @@ type serverFlags struct {
 	deadAfter, presplitEvery, sealAfter, sealQuiet                   time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
-	writeLimit, smearMaxBytes                                        int64
+	writeLimit, smearMaxBytes, cacheSize                             int64
 	logs                                                             logFlags
 	limits                                                           limitFlags
 	tlsf                                                             tlsFlags
@@ -74,6 +74,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.Var(bytesize.Var(&s.maxBody), "max-body-bytes", "largest request body accepted, as sent and decompressed (413 above)")
 	f.BoolVar(&s.smearOn, "smear", true, "smear inserts aimed at a narrow partition over the table's max delay (tables and the X-TSDB-Smear: off header can opt out)")
 	f.BoolVar(&s.smearAdmission, "smear-admission", true, "refuse new smeared inserts with 503 queue_full and Retry-After while this server's smear forwarder is behind (rows overdue by more than 2 s while the queue takes rows faster than it forwards them, for 3 s), until the overdue rows are forwarded; keeps smeared rows visible within max_delay + 5 s")
+	f.Var(bytesize.Var(&s.cacheSize), "cache-size", cacheSizeUsage)
 	f.Var(bytesize.Var(&s.smearMaxBytes), "smear-queue-max-bytes", "bound of the smear queue; a full queue answers 503 with Retry-After (0: 1 GiB)")
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
@@ -178,7 +179,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
-		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet),
+		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), CacheSize: s.cacheSize,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
@@ -188,8 +189,9 @@ func (s *serverFlags) config() (node.Config, error) {
 	return cfg, nil
 }
 
-// The usage of the sealing flags, shared by server and dev.
+// The usage of the flags shared by server and dev.
 const (
+	cacheSizeUsage = "block cache of the partition store, such as 512MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, shared by the servers of the process, within 128MiB-4GiB)"
 	sealQuietUsage = "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)"
 	sealAfterUsage = "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)"
 )

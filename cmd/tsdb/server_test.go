@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tsdb/tsdb/internal/bytesize"
 	"github.com/tsdb/tsdb/node"
 )
 
@@ -98,6 +99,48 @@ func TestServerSealFlags(t *testing.T) {
 		}
 		if cfg.SealQuiet != tc.quiet || cfg.SealAfter != tc.after {
 			t.Errorf("%v: seal quiet %v, after %v; want %v, %v", tc.args, cfg.SealQuiet, cfg.SealAfter, tc.quiet, tc.after)
+		}
+	}
+}
+
+// TestCacheSizeFlags: --cache-size reaches the node's configuration in
+// server (0: the node sizes it) and in dev (0: each server's share of
+// node.AutoCacheSize's eighth of the memory).
+func TestCacheSizeFlags(t *testing.T) {
+	var s serverFlags
+	cmd := s.command()
+	if err := cmd.ParseFlags([]string{"--id", "s1", "--data", t.TempDir(), "--cache-size", "1GiB"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := s.config(); err != nil || cfg.CacheSize != 1<<30 {
+		t.Fatalf("server --cache-size 1GiB: %d, %v", cfg.CacheSize, err)
+	}
+	var d serverFlags
+	cmd = d.command()
+	if err := cmd.ParseFlags([]string{"--id", "s1", "--data", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := d.config(); err != nil || cfg.CacheSize != 0 {
+		t.Fatalf("server default: %d, %v; want 0 (the node's)", cfg.CacheSize, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, node.AutoCacheSize(3)},
+		{[]string{"--cache-size", "512MiB"}, 512 << 20},
+	} {
+		dev := newDevCmd()
+		if err := dev.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		n, err := bytesize.Parse(dev.Flags().Lookup("cache-size").Value.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := devConfig{servers: 3, port: 18080, data: t.TempDir(), cacheSize: n}.nodeConfig(0, "http://127.0.0.1:2379")
+		if cfg.CacheSize != tc.want {
+			t.Errorf("dev %v: cache %d, want %d", tc.args, cfg.CacheSize, tc.want)
 		}
 	}
 }
