@@ -197,7 +197,20 @@ func TestSplitUnderLoad(t *testing.T) {
 	want := acked.Load()
 	t.Logf("%d rows acknowledged, %d checker queries during the inserts, %d batches retried after a 503", want, checks.Load(), retries.Load())
 
-	waitLong(t, 3*time.Minute, "the splits to settle", func() bool { return c.splitsSettled("load", splitTarget) })
+	// Settled: no split in progress, no replica over the target, and
+	// every split begun also finalized (a split may begin just as the
+	// others settle, and is then waited for).
+	splitCounts := func() (started, finalized float64) {
+		for _, n := range c.nodes {
+			started += testutil.ToFloat64(n.rmetrics.SplitsStarted)
+			finalized += testutil.ToFloat64(n.rmetrics.SplitsFinalized)
+		}
+		return started, finalized
+	}
+	waitLong(t, 3*time.Minute, "the splits to settle", func() bool {
+		started, finalized := splitCounts()
+		return started == finalized && c.splitsSettled("load", splitTarget)
+	})
 	_, f, err := c.nodes["s1"].router.Table(context.Background(), "load")
 	if err != nil {
 		t.Fatal(err)
@@ -213,11 +226,7 @@ func TestSplitUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	var started, finalized float64
-	for _, n := range c.nodes {
-		started += testutil.ToFloat64(n.rmetrics.SplitsStarted)
-		finalized += testutil.ToFloat64(n.rmetrics.SplitsFinalized)
-	}
+	started, finalized := splitCounts()
 	if int(started) != len(f.Partitions)-1 || int(finalized) != len(f.Partitions)-1 {
 		t.Errorf("%v splits started and %v finalized for %d partitions, want %d of each", started, finalized, len(f.Partitions), len(f.Partitions)-1)
 	}

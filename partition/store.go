@@ -297,7 +297,11 @@ func Open(opts Options) (*Store, error) {
 // writing server; a burst that queues more memtables shrinks the blocks'
 // share for as long as it lasts.
 func cacheCapacity(opts Options) int64 {
-	return orDefault(opts.CacheSize, defaultCacheSize) + 3*int64(orDefault(opts.MemTableSize, defaultMemTableSize))
+	c, m := orDefault(opts.CacheSize, defaultCacheSize), 3*int64(orDefault(opts.MemTableSize, defaultMemTableSize))
+	if c > math.MaxInt64-m {
+		return math.MaxInt64 // a cache that never fills: no overflow
+	}
+	return c + m
 }
 
 func orDefault[T int64 | uint64](v, def T) T {

@@ -89,7 +89,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&tokenFile, "auth-token-file", "", "file holding a token the public API then requires (Bearer, Token, basic auth with the token as password, or ?p= on /write and /query)")
 	f.StringVar(&secretFile, "cluster-secret-file", "", clusterSecretUsage+" (default: a random secret made at each start)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
-	f.Var(bytesize.Var(&cacheSize), "cache-size", cacheSizeUsage+"; each server gets this size")
+	f.Var(bytesize.Var(&cacheSize), "cache-size", "block cache of each server's partition store, such as 256MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB, shared by the servers)")
 	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")

@@ -189,9 +189,9 @@ func (s *serverFlags) config() (node.Config, error) {
 	return cfg, nil
 }
 
-// The usage of the flags shared by server and dev.
+// The usage of flags server and dev share.
 const (
-	cacheSizeUsage = "block cache of the partition store, such as 512MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, shared by the servers of the process, within 128MiB-4GiB)"
+	cacheSizeUsage = "block cache of the partition store, such as 512MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB)"
 	sealQuietUsage = "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)"
 	sealAfterUsage = "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)"
 )

@@ -115,12 +115,12 @@ func TestCacheSizeFlags(t *testing.T) {
 	if cfg, err := s.config(); err != nil || cfg.CacheSize != 1<<30 {
 		t.Fatalf("server --cache-size 1GiB: %d, %v", cfg.CacheSize, err)
 	}
-	var d serverFlags
-	cmd = d.command()
+	var def serverFlags
+	cmd = def.command()
 	if err := cmd.ParseFlags([]string{"--id", "s1", "--data", t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := d.config(); err != nil || cfg.CacheSize != 0 {
+	if cfg, err := def.config(); err != nil || cfg.CacheSize != 0 {
 		t.Fatalf("server default: %d, %v; want 0 (the node's)", cfg.CacheSize, err)
 	}
 	for _, tc := range []struct {
@@ -128,7 +128,7 @@ func TestCacheSizeFlags(t *testing.T) {
 		want int64
 	}{
 		{nil, node.AutoCacheSize(3)},
-		{[]string{"--cache-size", "512MiB"}, 512 << 20},
+		{[]string{"--cache-size", "256MiB"}, 256 << 20},
 	} {
 		dev := newDevCmd()
 		if err := dev.ParseFlags(tc.args); err != nil {
