@@ -18,6 +18,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/embedetcd"
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/node"
 )
 
 // Defaults of a Config.
@@ -191,6 +192,9 @@ func (c *Cluster) SharedFlags() []string {
 			args = append(args, d.flag, d.v.String())
 		}
 	}
+	// The servers share this machine's memory: each takes its share of
+	// the automatic block cache, not an eighth of the machine each.
+	args = append(args, "--cache-size", strconv.FormatInt(node.AutoCacheSize(cfg.Servers), 10))
 	return append(args, cfg.ExtraFlags...)
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tsdb/tsdb/http/api"
+	"github.com/tsdb/tsdb/node"
 )
 
 // fakeEnv makes the test binary act as a fake tsdb server: "ok" serves
@@ -93,7 +94,7 @@ func TestStartAndClose(t *testing.T) {
 	}
 	want := "server --id s2 --listen " + strings.TrimPrefix(urls[1], "http://") + " --data " + filepath.Join(dir, "s2") +
 		" --etcd " + c.EtcdEndpoint() + " --cluster-secret-file " + filepath.Join(dir, "cluster-secret") + " --log-level info --min-servers 2 --write-limit 5000" +
-		" --presplit-min-width 1s --presplit-interval 2s --dead-after=10s"
+		" --presplit-min-width 1s --presplit-interval 2s --cache-size " + strconv.FormatInt(node.AutoCacheSize(2), 10) + " --dead-after=10s"
 	if string(args) != want {
 		t.Errorf("server flags\n%s\nwant\n%s", args, want)
 	}
