@@ -529,3 +529,45 @@ func BenchmarkReadLog(b *testing.B) {
 		b.ReportMetric(float64(b.N)*total/time.Since(start).Seconds(), "rows/s")
 	})
 }
+
+// BenchmarkAggregateSparse is the harness's agg_mean_1m at 100,000
+// series in miniature: 10,000 series of a row every 6.25 s, 100 rows each
+// (about 11 per sealed block), the mean of one field over all series per
+// minute. Its cost is per block, not per row: it measures opening,
+// decoding and folding small blocks.
+func BenchmarkAggregateSparse(b *testing.B) {
+	const series, perSeries, interval = 10_000, 100, int64(6_250_000_000)
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := make([]model.Row, benchBatch)
+	for i := 0; i < series*perSeries/benchBatch; i++ {
+		for j := range rows {
+			n := i*benchBatch + j
+			h, tick := n%series, n/series
+			rows[j] = model.Row{Series: benchSeries(h), Time: int64(tick)*interval + int64(h)*(interval/series)}
+			v := model.Version{Wall: 1_700_000_000_000_000_000 + int64(n), Node: 1}
+			for k, name := range benchFieldNames {
+				rows[j].Fields = append(rows[j].Fields[:0:0], model.Field{Name: name, Value: model.Float(float64(n%977) + float64(k)/4), Version: v})
+			}
+		}
+		if _, err := r.Apply(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := r.Seal(b.Context(), maxTime); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.DB().Compact(b.Context(), []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	q := model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		res, err := r.Aggregate(q)
+		if err != nil || len(res) != 1 {
+			b.Fatalf("%d series, %v", len(res), err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*series*perSeries/time.Since(start).Seconds(), "rows/s")
+}

@@ -39,7 +39,7 @@ type rowIter struct {
 	// The loaded block: its key, times, rows (decoded when a value is
 	// first asked for) and position.
 	bKey     []byte
-	bSeries  string
+	bSeries  []byte // the loaded block's series (its string is made by Value only)
 	bBucket  uint32
 	bPrefix  []byte // rowLo|bucket|series|0x00: its rows' keys without the time
 	bTimes   []int64
@@ -263,9 +263,7 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 		}
 		it.bKey = append(it.bKey[:0], k...)
 		it.bBucket = b
-		if it.bSeries != string(series) {
-			it.bSeries = string(series)
-		}
+		it.bSeries = append(it.bSeries[:0], series...)
 		it.bPrefix = append(it.bPrefix[:0], it.ks.rowLo...)
 		it.bPrefix = binary.BigEndian.AppendUint32(it.bPrefix, b)
 		it.bPrefix = append(append(it.bPrefix, series...), 0)
@@ -294,10 +292,16 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 // positionIn positions on the loaded block's first row at or above key
 // and reports whether there is one below upper.
 func (it *rowIter) positionIn(key []byte) bool {
-	it.bPos = sort.Search(len(it.bTimes), func(i int) bool {
-		it.scratch = it.blockRowKey(it.scratch[:0], i)
-		return bytes.Compare(it.scratch, key) >= 0
-	})
+	if bytes.Compare(key, it.bPrefix) < 0 {
+		// Below every row key of the block (each is bPrefix|time): its
+		// first row, as a walk over many series finds most blocks.
+		it.bPos = 0
+	} else {
+		it.bPos = sort.Search(len(it.bTimes), func(i int) bool {
+			it.scratch = it.blockRowKey(it.scratch[:0], i)
+			return bytes.Compare(it.scratch, key) >= 0
+		})
+	}
 	if it.bPos == len(it.bTimes) {
 		return false
 	}
@@ -369,7 +373,7 @@ func (it *rowIter) Value() ([]byte, error) {
 	it.val = it.val[:0]
 	if it.inBlock {
 		if !it.bDecoded {
-			rows, err := it.reader.Rows(it.bRows[:0], it.bSeries)
+			rows, err := it.reader.Rows(it.bRows[:0], string(it.bSeries))
 			if err != nil {
 				return nil, fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.bKey, err)
 			}
