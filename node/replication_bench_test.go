@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,6 +55,7 @@ func benchReplicated(b *testing.B, rf int) {
 		probeWG.Go(func() { lags = probeLag(b, nodes, stopProbe) })
 	}
 	b.ResetTimer()
+	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range clients {
@@ -90,6 +92,7 @@ func benchReplicated(b *testing.B, rf int) {
 	rows := float64(b.N * benchRowsPerReq)
 	b.ReportMetric(rows/elapsed, "rows/s")
 	if rf == 1 {
+		b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/rows, "cpu-ns/row")
 		return
 	}
 	// Let replication finish, then count what it shipped.
@@ -103,6 +106,9 @@ func benchReplicated(b *testing.B, rf int) {
 		}
 		return true
 	})
+	// The CPU of the load and of its replication, the probes' included
+	// (a row every 20 ms): less sensitive than rows/s to what else runs.
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/rows, "cpu-ns/row")
 	var pushedRows, pushedBytes, coordRows float64
 	for _, n := range nodes {
 		pushedRows += testutil.ToFloat64(n.rmetrics.PushRows)
@@ -159,4 +165,14 @@ func hasRow(n *Node, series string, ts int64) bool {
 		}
 	}
 	return false
+}
+
+// processCPU returns the CPU time (user and system) of the whole process:
+// every server of the benchmark and their background work.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
