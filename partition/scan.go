@@ -80,14 +80,18 @@ type scanner struct {
 	cols      []scanColumn
 	colBufs   []*block.Column
 
-	bucket []model.Row // rows of the current storage bucket, in key order
-	// order holds the sort keys of bucket. Inside a bucket rows come in
-	// key order, series by series, so the rank of a row's series in the
+	// out[bucketStart:] are the rows of the current storage bucket, in
+	// key order until endBucket sorts them (in place: no copy of the
+	// rows, which a query of one series' points would make of every
+	// one). order holds their sort keys. Inside a bucket rows come in key
+	// order, series by series, so the rank of a row's series in the
 	// bucket orders series like the strings do and the sort compares
 	// integers only.
-	order      []scanOrder
-	rank       int32
-	lastSeries string
+	bucketStart int
+	order       []scanOrder
+	sorted      []model.Row // endBucket's scratch
+	rank        int32
+	lastSeries  string
 
 	out       []model.Row
 	full      bool // out holds Limit rows; looking for one more
@@ -107,13 +111,19 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 		s.truncated = true
 		return false, nil
 	}
-	if len(s.bucket) == 0 || string(series) != s.lastSeries {
+	if len(s.order) == 0 || string(series) != s.lastSeries {
 		s.lastSeries = s.series.get(series)
 		s.rank++
 	}
-	s.order = append(s.order, scanOrder{t: t, rank: s.rank, idx: int32(len(s.bucket))})
-	s.bucket = append(s.bucket, toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, true, &s.slab))
+	s.add(toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, true, &s.slab))
 	return true, nil
+}
+
+// add adds row to the current storage bucket's rows, with the current
+// series rank.
+func (s *scanner) add(row model.Row) {
+	s.order = append(s.order, scanOrder{t: row.Time, rank: s.rank, idx: int32(len(s.out) - s.bucketStart)})
+	s.out = append(s.out, row)
 }
 
 // visitBlock adds the rows lo to hi-1 of a sealed block that no head row
@@ -149,8 +159,7 @@ func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo,
 				fields = append(fields, r.Fields[j])
 			}
 		}
-		s.order = append(s.order, scanOrder{t: r.Time, rank: s.rank, idx: int32(len(s.bucket))})
-		s.bucket = append(s.bucket, model.Row{Series: name, Time: r.Time, Fields: fields})
+		s.add(model.Row{Series: name, Time: r.Time, Fields: fields})
 	}
 	return true, nil
 }
@@ -162,7 +171,7 @@ func (s *scanner) admit(name string) bool {
 		s.truncated = true
 		return false
 	}
-	if len(s.bucket) == 0 || name != s.lastSeries {
+	if len(s.order) == 0 || name != s.lastSeries {
 		s.lastSeries = name
 		s.rank++
 	}
@@ -225,8 +234,7 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 				sc.pos++
 			}
 		}
-		s.order = append(s.order, scanOrder{t: times[i], rank: s.rank, idx: int32(len(s.bucket))})
-		s.bucket = append(s.bucket, model.Row{Series: name, Time: times[i], Fields: fields})
+		s.add(model.Row{Series: name, Time: times[i], Fields: fields})
 	}
 	return true, nil
 }
@@ -259,31 +267,42 @@ type scanOrder struct {
 	rank, idx int32
 }
 
+// compareScanOrder orders rows by time, then series.
+func compareScanOrder(a, b scanOrder) int {
+	if a.t != b.t {
+		return cmpInt64(a.t, b.t)
+	}
+	return int(a.rank - b.rank)
+}
+
 // endBucket sorts the finished bucket's rows into the output. It returns
 // false once the output is full.
 func (s *scanner) endBucket() bool {
 	if s.full {
 		return !s.truncated
 	}
-	slices.SortFunc(s.order, func(a, b scanOrder) int {
-		if a.t != b.t {
-			return cmpInt64(a.t, b.t)
+	rows := s.out[s.bucketStart:]
+	if !slices.IsSortedFunc(s.order, compareScanOrder) {
+		// Several series at interleaved times: put the rows in order.
+		// (One series' rows, or series at distinct times, are already.)
+		slices.SortFunc(s.order, compareScanOrder)
+		s.sorted = append(s.sorted[:0], rows...)
+		for i, o := range s.order {
+			rows[i] = s.sorted[o.idx]
 		}
-		return int(a.rank - b.rank)
-	})
-	order := s.order
-	if s.q.Limit > 0 && len(s.out)+len(order) >= s.q.Limit {
-		n := s.q.Limit - len(s.out)
-		s.truncated = len(order) > n
-		order = order[:n]
+		clear(s.sorted)
+	}
+	if s.q.Limit > 0 && len(s.out) >= s.q.Limit {
+		n := s.q.Limit - s.bucketStart
+		s.truncated = len(rows) > n
+		clear(rows[n:]) // no references to the rows cut
+		s.out, rows = s.out[:s.q.Limit], rows[:n]
 		s.full = true
 	}
-	for _, o := range order {
-		s.out = append(s.out, s.bucket[o.idx])
-		s.bytes += ValueBytes(&s.out[len(s.out)-1])
+	for i := range rows {
+		s.bytes += ValueBytes(&rows[i])
 	}
-	clear(s.bucket)
-	s.bucket = s.bucket[:0]
+	s.bucketStart = len(s.out)
 	s.order = s.order[:0]
 	s.rank = 0
 	if s.q.MaxBytes > 0 && s.bytes > s.q.MaxBytes {
