@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,60 @@ func TestBucketCount(t *testing.T) {
 	} {
 		if got := bucketCount(tc.from, tc.to, tc.step); got != tc.want {
 			t.Errorf("bucketCount(%d, %d, %d) = %d, want %d", tc.from, tc.to, tc.step, got, tc.want)
+		}
+	}
+}
+
+// TestAppendFloatMatchesStrconv checks appendFloat's decimal fast path
+// against strconv's shortest form (what encoding/json and appendFloat's
+// general path print) on values of up to 6 decimals, random floats and
+// the edges of the fast path's range.
+func TestAppendFloatMatchesStrconv(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	check := func(f float64) {
+		t.Helper()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return
+		}
+		want := strconv.FormatFloat(f, 'g', -1, 64)
+		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+			want = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		if got := string(appendFloat(nil, f)); got != want {
+			t.Fatalf("appendFloat(%v) = %s, strconv says %s", f, got, want)
+		}
+	}
+	for _, f := range []float64{0.0001, -0.0001, 0.00011, 0.00009999, 999999.9999, -999999.9999, 999999.99995,
+		1e6 - 0.5, 1e6 + 0.5, 0.1, 0.5, 61.42, -61.42, 12345.6789, 0.3, 1.0 / 3, 2.675, 1e-5, 5e-324} {
+		check(f)
+	}
+	for range 200_000 {
+		decimals := rng.Intn(7)
+		x := rng.Int63n(2e10) - 1e10
+		check(float64(x) / math.Pow(10, float64(decimals)))
+		check(math.Float64frombits(rng.Uint64()))
+		check((rng.Float64() - 0.5) * math.Pow(10, float64(rng.Intn(12)-4)))
+	}
+}
+
+// TestAppendRawAnswerRepeatsSeries checks the copy of the escaped series
+// from the row before against escaping each row's.
+func TestAppendRawAnswerRepeatsSeries(t *testing.T) {
+	series := []string{`cpu,host=a\ b`, "m\"q\n\xff", "plain", "plain"}
+	var rows []model.Row
+	for i := range 12 {
+		rows = append(rows, model.Row{Time: int64(i), Series: series[i/3%len(series)],
+			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i) / 8)}}})
+	}
+	var got struct{ Rows []struct{ Series string } }
+	out := appendRawAnswer(nil, rows, false)
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Rows) != len(rows) {
+		t.Fatalf("%s: %v", out, err)
+	}
+	for i := range rows {
+		want := strings.ToValidUTF8(rows[i].Series, "\ufffd")
+		if got.Rows[i].Series != want {
+			t.Fatalf("row %d: series %q, want %q", i, got.Rows[i].Series, want)
 		}
 	}
 }

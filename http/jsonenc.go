@@ -11,6 +11,7 @@ import (
 // appendRawAnswer writes {"rows":[...],"truncated":b} without reflection.
 func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 	b = append(b, `{"rows":[`...)
+	prevStart, prevEnd := 0, 0 // where b holds the escaped series of the row before
 	for i := range rows {
 		if i > 0 {
 			b = append(b, ',')
@@ -19,7 +20,15 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 		b = append(b, `{"time":`...)
 		b = strconv.AppendInt(b, r.Time, 10)
 		b = append(b, `,"series":`...)
-		b = appendString(b, r.Series)
+		if i > 0 && r.Series == rows[i-1].Series {
+			// A query of one series names it in every row: its escaped
+			// form is copied from the row before.
+			b = append(b, b[prevStart:prevEnd]...)
+		} else {
+			prevStart = len(b)
+			b = appendString(b, r.Series)
+			prevEnd = len(b)
+		}
 		b = append(b, `,"fields":{`...)
 		for j := range r.Fields {
 			if j > 0 {
@@ -115,7 +124,41 @@ func appendFloat(b []byte, f float64) []byte {
 		// Integral floats print without exponent or fraction, as encoding/json does.
 		return strconv.AppendFloat(b, f, 'f', -1, 64)
 	}
+	if a := math.Abs(f); a >= 1e-4 && a < 1e6 {
+		// Most measurements have a few decimals (a percentage, a
+		// temperature): f is then the float nearest x/10⁴ for an integer
+		// x, and that decimal, its trailing zeros trimmed, is the
+		// shortest that reads back as f (it has at most 10 significant
+		// digits, and decimals of up to 15 name distinct floats), which
+		// is what strconv prints in this range ('g' uses no exponent
+		// from 1e-4 to below 1e6), several times faster.
+		if x := math.Round(f * 1e4); x/1e4 == f {
+			return appendDecimal4(b, int64(x))
+		}
+	}
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
+}
+
+// appendDecimal4 writes x/10⁴ in decimal, without trailing zeros (x is
+// not a multiple of 10⁴: the value is not integral).
+func appendDecimal4(b []byte, x int64) []byte {
+	if x < 0 {
+		b = append(b, '-')
+		x = -x
+	}
+	b = strconv.AppendInt(b, x/10000, 10)
+	frac := x % 10000
+	var d [5]byte
+	d[0] = '.'
+	for i := 4; i >= 1; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	n := 5
+	for d[n-1] == '0' {
+		n--
+	}
+	return append(b, d[:n]...)
 }
 
 const hexDigits = "0123456789abcdef"
