@@ -207,7 +207,7 @@ func (b *aggBucket) state(name []byte, hint int, names interner) *model.AggState
 }
 
 func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
-	if err := decodeRaw(value, &a.raw); err != nil {
+	if err := decodeFields(value, a.keep, &a.raw); err != nil {
 		return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
 	}
 	// The bucket is made with the row's first selected live field: none

@@ -207,6 +207,112 @@ func (r *rawRow) decodeOne(v []byte) ([]byte, error) {
 	return d.b, nil
 }
 
+// decodeFields decodes into r the fields of a stored row value that keep
+// selects (nil: all of them, as decodeRaw), for a reader of values only
+// (an aggregate): r's versions are not decoded (each field's ver is
+// checked against their count but indexes nothing), nor the fields keep
+// passes over beyond their length. A value of several merge operands, or
+// one that does not decode, goes through decodeRaw, which folds the
+// operands by version (rule 2) and reports the error: the answer is
+// always decodeRaw's, restricted to the fields selected.
+func decodeFields(v []byte, keep func([]byte) bool, r *rawRow) error {
+	if keep != nil && r.decodeSelected(v, keep) {
+		return nil
+	}
+	return decodeRaw(v, r)
+}
+
+// decodeSelected is decodeFields' path for a value of one operand; false
+// when v is not one, or does not decode (r's fields are then partial). It
+// reads the bytes directly rather than through decoder: the counts,
+// lengths and indexes of a value are mostly one byte, and an aggregate
+// over the head decodes millions of values.
+func (r *rawRow) decodeSelected(v []byte, keep func([]byte) bool) bool {
+	r.versions = r.versions[:0]
+	r.fields = r.fields[:0]
+	b := v
+	seq, ok := takeUvarint(&b)
+	if !ok {
+		return false
+	}
+	r.seq = seq
+	nv, ok := takeUvarint(&b)
+	if !ok || nv > uint64(len(b)/9) { // a version takes at least 9 bytes
+		return false
+	}
+	for range nv {
+		_, n := binary.Varint(b)
+		if n <= 0 || len(b)-n < 8 {
+			return false
+		}
+		b = b[n+8:]
+	}
+	nf, ok := takeUvarint(&b)
+	if !ok || nf > uint64(len(b)/4) { // a field takes at least 4 bytes
+		return false
+	}
+	for range nf {
+		var f rawField
+		l, ok := takeUvarint(&b)
+		if !ok || l > uint64(len(b)) {
+			return false
+		}
+		f.name, b = b[:l:l], b[l:]
+		vi, ok := takeUvarint(&b)
+		if !ok || vi >= nv || len(b) == 0 {
+			return false
+		}
+		f.ver, f.kind, b = int(vi), model.Kind(b[0]), b[1:]
+		switch f.kind {
+		case model.KindFloat:
+			if len(b) < 8 {
+				return false
+			}
+			f.num, b = binary.LittleEndian.Uint64(b), b[8:]
+		case model.KindInt:
+			x, n := binary.Varint(b)
+			if n <= 0 {
+				return false
+			}
+			f.num, b = uint64(x), b[n:]
+		case model.KindBool:
+			if len(b) == 0 || b[0] > 1 {
+				return false
+			}
+			f.num, b = uint64(b[0]), b[1:]
+		case model.KindString:
+			l, ok := takeUvarint(&b)
+			if !ok || l > uint64(len(b)) {
+				return false
+			}
+			f.str, b = b[:l:l], b[l:]
+		case model.KindDeleted:
+		default:
+			return false
+		}
+		if keep(f.name) {
+			r.fields = append(r.fields, f)
+		}
+	}
+	return len(b) == 0
+}
+
+// takeUvarint reads a uvarint off the front of *b, a one-byte one without
+// a call.
+func takeUvarint(b *[]byte) (uint64, bool) {
+	if len(*b) > 0 && (*b)[0] < 0x80 {
+		x := uint64((*b)[0])
+		*b = (*b)[1:]
+		return x, true
+	}
+	x, n := binary.Uvarint(*b)
+	if n <= 0 {
+		return 0, false
+	}
+	*b = (*b)[n:]
+	return x, true
+}
+
 // decoder reads the primitives of a row value; the first error sticks and
 // later reads return zero values.
 type decoder struct {

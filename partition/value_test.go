@@ -156,3 +156,83 @@ func TestValueDecodeCorrupt(t *testing.T) {
 		_ = decodeRaw(junk, &raw)
 	}
 }
+
+// TestDecodeFieldsMatchesDecodeRaw checks decodeFields against decodeRaw
+// restricted to the fields selected: on random values of one to three
+// merge operands (all kinds, deletions, shared and distinct versions),
+// and on the same values cut short or with a byte changed, where both
+// must fail alike or agree.
+func TestDecodeFieldsMatchesDecodeRaw(t *testing.T) {
+	rng := rand.New(rand.NewSource(17))
+	names := []string{"a", "b", "usage_idle", "usage_user", "z"}
+	filters := map[string]func([]byte) bool{
+		"one":  fieldFilter([]string{"usage_user"}),
+		"two":  fieldFilter([]string{"a", "z"}),
+		"none": fieldFilter([]string{"missing"}),
+	}
+	operand := func() []byte {
+		var fields []model.Field
+		shared := randVersion(rng)
+		for _, n := range names {
+			if rng.Intn(3) == 0 {
+				continue
+			}
+			v, ver := randEncValue(rng), shared
+			if rng.Intn(4) == 0 {
+				ver = randVersion(rng)
+			}
+			if rng.Intn(8) == 0 {
+				v = model.Deleted()
+			}
+			fields = append(fields, model.Field{Name: n, Value: v, Version: ver})
+		}
+		return encodeRow(rng.Uint64()>>1, fields)
+	}
+	var got, want rawRow
+	for i := range 20_000 {
+		v := operand()
+		for range rng.Intn(3) {
+			v = append(v, operand()...)
+		}
+		switch rng.Intn(6) {
+		case 0:
+			v = v[:rng.Intn(len(v)+1)]
+		case 1:
+			if len(v) > 0 {
+				v = append([]byte(nil), v...)
+				v[rng.Intn(len(v))] ^= byte(1 + rng.Intn(255))
+			}
+		}
+		for name, keep := range filters {
+			errWant := decodeRaw(v, &want)
+			errGot := decodeFields(v, keep, &got)
+			if (errWant == nil) != (errGot == nil) || errGot != nil && !errors.Is(errGot, ErrCorrupt) {
+				t.Fatalf("value %d, filter %s: decodeFields %v, decodeRaw %v", i, name, errGot, errWant)
+			}
+			if errWant != nil {
+				continue
+			}
+			var sel []rawField
+			for _, f := range want.fields {
+				if keep(f.name) {
+					sel = append(sel, f)
+				}
+			}
+			var fs []rawField
+			for _, f := range got.fields {
+				if keep(f.name) {
+					fs = append(fs, f)
+				}
+			}
+			if len(fs) != len(sel) {
+				t.Fatalf("value %d, filter %s: %d fields, want %d", i, name, len(fs), len(sel))
+			}
+			for j := range sel {
+				a, b := fs[j], sel[j]
+				if string(a.name) != string(b.name) || a.kind != b.kind || a.num != b.num || string(a.str) != string(b.str) {
+					t.Fatalf("value %d, filter %s: field %d %+v, want %+v", i, name, j, a, b)
+				}
+			}
+		}
+	}
+}
