@@ -546,8 +546,9 @@ func BenchmarkAggregateSparse(b *testing.B) {
 			h, tick := n%series, n/series
 			rows[j] = model.Row{Series: benchSeries(h), Time: int64(tick)*interval + int64(h)*(interval/series)}
 			v := model.Version{Wall: 1_700_000_000_000_000_000 + int64(n), Node: 1}
+			rows[j].Fields = make([]model.Field, 0, len(benchFieldNames))
 			for k, name := range benchFieldNames {
-				rows[j].Fields = append(rows[j].Fields[:0:0], model.Field{Name: name, Value: model.Float(float64(n%977) + float64(k)/4), Version: v})
+				rows[j].Fields = append(rows[j].Fields, model.Field{Name: name, Value: model.Float(float64(n%977) + float64(k)/4), Version: v})
 			}
 		}
 		if _, err := r.Apply(rows); err != nil {

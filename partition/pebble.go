@@ -9,9 +9,9 @@ import (
 )
 
 // pebbleOptions returns the tuned options of docs/storage-format.md:
-// time-ordered ingest wants a large memtable, no L0 write stops (keys do not
-// overlap, so L0 stays one sub-level deep), and a second compaction slot on
-// a 2-core machine.
+// time-ordered ingest wants a large memtable, no L0 write stops, L0
+// compactions late (below), and a second compaction slot on a 2-core
+// machine.
 func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.Options {
 	logger := pebblelog.Logger{Log: log.With("component", "pebble")}
 	po := &pebble.Options{
@@ -35,13 +35,14 @@ func pebbleOptions(opts Options, cache *pebble.Cache, log *slog.Logger) *pebble.
 	// 8 MiB L0 files (pebble's default is 2 MiB) mean fewer, larger flush
 	// outputs for the 64 MiB memtable; deeper levels double from there.
 	po.TargetFileSizes[0] = 8 << 20
-	// L0 is compacted into Lbase once 16 sub-levels deep (pebble's default
-	// is 4). Head rows live in L0 for a minute or two before their
+	// L0 is compacted into Lbase once 8 sub-levels deep: pebble scores L0
+	// by twice its depth over this threshold, and its default of 4
+	// compacted at 2. Head rows live in L0 for a minute or two before their
 	// bucket is sealed and they are deleted; every flush's files span
 	// the head's current bucket, so each early L0 compaction rewrote the
 	// bucket's rows flushed so far, again and again, for rows about to
-	// go. At 100,000 series that was about 40% of the write phase's CPU;
-	// 16 took 12-27% off the server's CPU (docs/performance.md, "L0
+	// go. At 100,000 series compactions were 47% of the write phase's
+	// CPU; 16 took 6-28% off the server's CPU (docs/performance.md, "L0
 	// compactions of head rows").
 	po.L0CompactionThreshold = 16
 	return po

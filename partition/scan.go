@@ -275,16 +275,18 @@ func compareScanOrder(a, b scanOrder) int {
 	return int(a.rank - b.rank)
 }
 
-// endBucket sorts the finished bucket's rows into the output. It returns
-// false once the output is full.
+// endBucket puts the finished bucket's rows, the end of the output, in
+// order and cuts them to the limit. It returns false once the output is
+// full.
 func (s *scanner) endBucket() bool {
 	if s.full {
 		return !s.truncated
 	}
 	rows := s.out[s.bucketStart:]
 	if !slices.IsSortedFunc(s.order, compareScanOrder) {
-		// Several series at interleaved times: put the rows in order.
-		// (One series' rows, or series at distinct times, are already.)
+		// Series at interleaved times: put the rows in order. (The
+		// rows of one series, or of series whose times follow one
+		// another, are in order already.)
 		slices.SortFunc(s.order, compareScanOrder)
 		s.sorted = append(s.sorted[:0], rows...)
 		for i, o := range s.order {
