@@ -224,68 +224,86 @@ func decodeFields(v []byte, keep func([]byte) bool, r *rawRow) error {
 
 // decodeSelected is decodeFields' path for a value of one operand; false
 // when v is not one, or does not decode (r's fields are then partial). It
-// reads the bytes directly rather than through decoder: the counts,
-// lengths and indexes of a value are mostly one byte, and an aggregate
+// reads the bytes by index rather than through decoder, with the one-byte
+// varints (most counts, lengths and indexes) read in line: an aggregate
 // over the head decodes millions of values.
 func (r *rawRow) decodeSelected(v []byte, keep func([]byte) bool) bool {
 	r.versions = r.versions[:0]
 	r.fields = r.fields[:0]
-	b := v
-	seq, ok := takeUvarint(&b)
-	if !ok {
+	seq, i := uvarintAt(v, 0)
+	if i < 0 {
 		return false
 	}
 	r.seq = seq
-	nv, ok := takeUvarint(&b)
-	if !ok || nv > uint64(len(b)/9) { // a version takes at least 9 bytes
+	nv, i := uvarintAt(v, i)
+	if i < 0 || nv > uint64((len(v)-i)/9) { // a version takes at least 9 bytes
 		return false
 	}
 	for range nv {
-		_, n := binary.Varint(b)
-		if n <= 0 || len(b)-n < 8 {
+		// The wall's varint ends at its first byte below 0x80; the node
+		// takes 8 more.
+		j := i
+		for j < len(v) && j-i < binary.MaxVarintLen64 && v[j] >= 0x80 {
+			j++
+		}
+		if j >= len(v) || j-i >= binary.MaxVarintLen64 || j-i == binary.MaxVarintLen64-1 && v[j] > 1 {
+			return false // binary.Varint's overflow
+		}
+		if i = j + 9; i > len(v) {
 			return false
 		}
-		b = b[n+8:]
 	}
-	nf, ok := takeUvarint(&b)
-	if !ok || nf > uint64(len(b)/4) { // a field takes at least 4 bytes
+	nf, i := uvarintAt(v, i)
+	if i < 0 || nf > uint64((len(v)-i)/4) { // a field takes at least 4 bytes
 		return false
 	}
 	for range nf {
 		var f rawField
-		l, ok := takeUvarint(&b)
-		if !ok || l > uint64(len(b)) {
+		// The name's length and the version index, read in line when one
+		// byte each (uvarintAt is over the inlining budget).
+		l, j := uint64(0), i
+		if j < len(v) && v[j] < 0x80 {
+			l, j = uint64(v[j]), j+1
+		} else if l, j = uvarintSlow(v, i); j < 0 {
 			return false
 		}
-		f.name, b = b[:l:l], b[l:]
-		vi, ok := takeUvarint(&b)
-		if !ok || vi >= nv || len(b) == 0 {
+		if l > uint64(len(v)-j) {
 			return false
 		}
-		f.ver, f.kind, b = int(vi), model.Kind(b[0]), b[1:]
+		f.name, i = v[j:j+int(l):j+int(l)], j+int(l)
+		vi := uint64(0)
+		if j = i; j < len(v) && v[j] < 0x80 {
+			vi, j = uint64(v[j]), j+1
+		} else if vi, j = uvarintSlow(v, i); j < 0 {
+			return false
+		}
+		if vi >= nv || j >= len(v) {
+			return false
+		}
+		f.ver, f.kind, i = int(vi), model.Kind(v[j]), j+1
 		switch f.kind {
 		case model.KindFloat:
-			if len(b) < 8 {
+			if len(v)-i < 8 {
 				return false
 			}
-			f.num, b = binary.LittleEndian.Uint64(b), b[8:]
+			f.num, i = binary.LittleEndian.Uint64(v[i:]), i+8
 		case model.KindInt:
-			x, n := binary.Varint(b)
+			x, n := binary.Varint(v[i:])
 			if n <= 0 {
 				return false
 			}
-			f.num, b = uint64(x), b[n:]
+			f.num, i = uint64(x), i+n
 		case model.KindBool:
-			if len(b) == 0 || b[0] > 1 {
+			if i >= len(v) || v[i] > 1 {
 				return false
 			}
-			f.num, b = uint64(b[0]), b[1:]
+			f.num, i = uint64(v[i]), i+1
 		case model.KindString:
-			l, ok := takeUvarint(&b)
-			if !ok || l > uint64(len(b)) {
+			l, j := uvarintAt(v, i)
+			if j < 0 || l > uint64(len(v)-j) {
 				return false
 			}
-			f.str, b = b[:l:l], b[l:]
+			f.str, i = v[j:j+int(l):j+int(l)], j+int(l)
 		case model.KindDeleted:
 		default:
 			return false
@@ -294,23 +312,25 @@ func (r *rawRow) decodeSelected(v []byte, keep func([]byte) bool) bool {
 			r.fields = append(r.fields, f)
 		}
 	}
-	return len(b) == 0
+	return i == len(v)
 }
 
-// takeUvarint reads a uvarint off the front of *b, a one-byte one without
-// a call.
-func takeUvarint(b *[]byte) (uint64, bool) {
-	if len(*b) > 0 && (*b)[0] < 0x80 {
-		x := uint64((*b)[0])
-		*b = (*b)[1:]
-		return x, true
+// uvarintAt reads the uvarint at b[i:] and returns it with the index past
+// it, or -1 if there is none; a one-byte one without a call.
+func uvarintAt(b []byte, i int) (uint64, int) {
+	if i < len(b) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1
 	}
-	x, n := binary.Uvarint(*b)
+	return uvarintSlow(b, i)
+}
+
+// uvarintSlow is uvarintAt's call of binary.Uvarint.
+func uvarintSlow(b []byte, i int) (uint64, int) {
+	x, n := binary.Uvarint(b[i:])
 	if n <= 0 {
-		return 0, false
+		return 0, -1
 	}
-	*b = (*b)[n:]
-	return x, true
+	return x, i + n
 }
 
 // decoder reads the primitives of a row value; the first error sticks and

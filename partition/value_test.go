@@ -189,6 +189,22 @@ func TestDecodeFieldsMatchesDecodeRaw(t *testing.T) {
 		return encodeRow(rng.Uint64()>>1, fields)
 	}
 	var got, want rawRow
+	// A version wall of 10 bytes whose last is over 1 overflows int64:
+	// both refuse it.
+	overflow := []byte{1, 1}
+	overflow = append(overflow, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02)
+	overflow = append(overflow, make([]byte, 8)...)
+	overflow = append(overflow, 1, 1, 'a', 0, byte(model.KindFloat), 0, 0, 0, 0, 0, 0, 0, 0)
+	if err := decodeRaw(overflow, &want); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decodeRaw of an overflowing wall: %v", err)
+	}
+	if err := decodeFields(overflow, filters["two"], &got); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("decodeFields of an overflowing wall: %v", err)
+	}
+	overflow[11] = 0x01 // the largest 10-byte varint: both read it
+	if err := decodeFields(overflow, filters["two"], &got); err != nil || len(got.fields) != 1 {
+		t.Fatalf("decodeFields of a 10-byte wall: %v, %d fields", err, len(got.fields))
+	}
 	for i := range 20_000 {
 		v := operand()
 		for range rng.Intn(3) {
