@@ -376,6 +376,7 @@ func benchmarkAggregate(b *testing.B, r *Replica) {
 		{"group_all_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
 		{"one_series_one_field", model.Query{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
 		{"group_all_step_10m", model.Query{From: minTime, To: maxTime, Step: 600e9, GroupAll: true}, 100_000},
+		{"group_all_step_60s_one_field", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, 100_000},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
