@@ -55,9 +55,8 @@ type applyScratch struct {
 	seqKey  []byte
 	seqVal  []byte
 	// written are the input rows written, in key order (their sequences
-	// are prev+1, prev+2, ...); oldSeqs the index entries they supersede.
+	// are prev+1, prev+2, ...).
 	written []int32
-	oldSeqs []uint64
 	// whole[i] reports that written row i's new value is its incoming
 	// fields alone (nothing kept from the stored row), so origin holds it.
 	whole []bool
@@ -90,7 +89,6 @@ func (sc *applyScratch) release() {
 	sc.valEnds = sc.valEnds[:0]
 	sc.entries = sc.entries[:0]
 	sc.written = sc.written[:0]
-	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
 	sc.origin, sc.originSeq, sc.own = uuid.Nil, 0, nil
 	sc.ix.reset()
@@ -455,7 +453,6 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	var look rowLookup
 	defer look.close()
 	sc.written = sc.written[:0]
-	sc.oldSeqs = sc.oldSeqs[:0]
 	sc.whole = sc.whole[:0]
 	sc.vals = sc.vals[:0]
 	sc.valEnds = sc.valEnds[:0]
@@ -472,8 +469,6 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		fields := sc.fields[e.row]
 		var (
 			merged []encField
-			oldSeq uint64
-			exists bool
 			whole  = true
 			blind  bool
 			err    error
@@ -493,7 +488,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 				}
 			}
-			merged, oldSeq, exists, whole, err = sc.mergeStored(&look, key, fields)
+			merged, whole, err = sc.mergeStored(&look, key, fields)
 			if err != nil {
 				return 0, fmt.Errorf("partition: replica %s: row %x: %w", r.info.Placement, key, err)
 			}
@@ -521,9 +516,6 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		}
 		sc.written = append(sc.written, e.row)
 		sc.whole = append(sc.whole, whole)
-		if exists && oldSeq != 0 { // 0: a sealed row, whose entry is not known
-			sc.oldSeqs = append(sc.oldSeqs, oldSeq)
-		}
 	}
 	if look.it != nil {
 		if err := look.it.Error(); err != nil {
@@ -536,13 +528,22 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	return len(sc.written), sc.ix.addToBatch(batch)
 }
 
-// addSeqIndex adds the sequence index changes after all the rows: each
-// written row's log entry, which carries the row's value as written
-// above, and the deletes of the entries they supersede. Each key
-// range is written in ascending order because pebble's memtable inserter
-// caches its last skiplist position: ascending keys that follow each other
-// insert in about constant time, while alternating between the row and
-// index ranges would search the skiplist from the top for every key.
+// addSeqIndex adds the batch's log after all its rows: one record of its
+// changes (appendLogRecordHeader) under the sequence key of the last one,
+// or one entry when the batch has a single change. Each change carries
+// the row value written above. One key per batch instead of one per
+// change halves the keys a replicated batch inserts into pebble's
+// memtable, flushes and compacts, and a push reads the batch with one
+// step of its iterator. An overwrite deletes no earlier entry (it could
+// not delete one change out of a record): every change stays in the log
+// until the truncation passes it, as changes written without a read
+// always did, and a reader of the log merges them by version.
+//
+// The log's key range is written after the rows because pebble's
+// memtable inserter caches its last skiplist position: ascending keys that
+// follow each other insert in about constant time, while alternating
+// between the row and log ranges would search the skiplist from the top
+// for every key.
 //
 // While nobody reads the log (SetLogValues(false): no target, no mark),
 // the batch writes only the entry of its last change, in the legacy form
@@ -556,32 +557,31 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 	if sc.tailOnly {
 		return r.addLogTail(sc, rows, batch, prev)
 	}
-	start := int32(0)
-	for i, ri := range sc.written {
-		row := &rows[ri]
-		val := sc.vals[start:sc.valEnds[i]]
-		start = sc.valEnds[i]
-		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+1+uint64(i))
-		origin := uuid.Nil
-		if sc.whole[i] {
-			origin = sc.origin
-		}
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin, val)
-		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
-			return fmt.Errorf("partition: batch set: %w", err)
-		}
-	}
-	if r.applyMu.shared.Load() {
-		// A stored row's sequence may be another member's: its entry,
-		// if any, is not ours to delete (truncation removes ours).
+	n := len(sc.written)
+	if n == 0 {
 		return nil
 	}
-	slices.Sort(sc.oldSeqs)
-	for _, old := range sc.oldSeqs {
-		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], old)
-		if err := batch.Delete(sc.seqKey, nil); err != nil {
-			return fmt.Errorf("partition: batch delete: %w", err)
+	origin := func(i int) uuid.UUID {
+		if sc.whole[i] {
+			return sc.origin
 		}
+		return uuid.Nil
+	}
+	sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+uint64(n))
+	if n == 1 {
+		row := &rows[sc.written[0]]
+		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin(0), sc.vals[:sc.valEnds[0]])
+	} else {
+		sc.seqVal = appendLogRecordHeader(sc.seqVal[:0], n)
+		start := int32(0)
+		for i, ri := range sc.written {
+			row := &rows[ri]
+			sc.seqVal = appendRecordEntry(sc.seqVal, row.Series, row.Time, origin(i), sc.vals[start:sc.valEnds[i]])
+			start = sc.valEnds[i]
+		}
+	}
+	if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
+		return fmt.Errorf("partition: batch set: %w", err)
 	}
 	return nil
 }
@@ -700,27 +700,26 @@ func (l *rowLookup) close() {
 // mergeStored looks key up (keys come in ascending order, so most lookups
 // need no seek or a cheap one) and merges the incoming fields into the
 // stored row. It returns the fields to write, or nil when nothing changed,
-// the stored row's sequence when there is one, and whether the fields to
-// write are the incoming ones alone (every stored field replaced or
+// and whether the fields to write are the incoming ones alone (every stored field replaced or
 // equal). The result aliases the iterator's value and is valid until the
 // next positioning call.
-func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Field) (merged []encField, oldSeq uint64, exists, whole bool, err error) {
+func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Field) (merged []encField, whole bool, err error) {
 	sc.merged = sc.merged[:0]
 	found, err := look.find(key)
 	if err != nil {
-		return nil, 0, false, false, err
+		return nil, false, err
 	}
 	if !found {
-		return sc.newFields(in), 0, false, true, nil
+		return sc.newFields(in), true, nil
 	}
 	it := look.it
 	v, err := it.ValueAndErr()
 	if err != nil {
-		return nil, 0, false, false, err
+		return nil, false, err
 	}
 	raw := &sc.raw
 	if err := decodeRaw(v, raw); err != nil {
-		return nil, 0, false, false, err
+		return nil, false, err
 	}
 	changed, whole := false, true
 	i, j := 0, 0
@@ -758,9 +757,9 @@ func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Fiel
 		}
 	}
 	if !changed {
-		return nil, raw.seq, true, false, nil
+		return nil, false, nil
 	}
-	return sc.merged, raw.seq, true, whole, nil
+	return sc.merged, whole, nil
 }
 
 // compareName compares a stored field name with an incoming one without

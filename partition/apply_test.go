@@ -163,8 +163,9 @@ func TestApplyRandomAgainstModel(t *testing.T) {
 	checkSeqIndex(t, r)
 }
 
-// checkSeqIndex reads the whole log and checks it holds every live row
-// exactly once, at distinct sequences, with the row's current value.
+// checkSeqIndex reads the whole log and checks that its entries, in
+// ascending sequence order up to the high sequence, fold (field by field,
+// by version) into exactly the live rows.
 func checkSeqIndex(t *testing.T, r *Replica) {
 	t.Helper()
 	log, err := r.ReadLog(0, 0)
@@ -172,10 +173,6 @@ func checkSeqIndex(t *testing.T, r *Replica) {
 		t.Fatalf("ReadLog: %v", err)
 	}
 	rows := scanAll(t, r)
-	if len(log) != len(rows) {
-		t.Fatalf("log has %d entries for %d live rows", len(log), len(rows))
-	}
-	var logRows []model.Row
 	for i, e := range log {
 		if i > 0 && e.Seq <= log[i-1].Seq {
 			t.Fatalf("log not in ascending sequence order at %d", i)
@@ -183,9 +180,8 @@ func checkSeqIndex(t *testing.T, r *Replica) {
 		if e.Seq > r.SyncedSeq() {
 			t.Fatalf("log entry %d above the synced watermark %d", e.Seq, r.SyncedSeq())
 		}
-		logRows = append(logRows, e.Row)
 	}
-	sortRows(logRows)
+	logRows := foldLog(log)
 	if err := sameRows(logRows, rows); err != nil {
 		t.Fatalf("log vs rows: %v", err)
 	}
@@ -194,50 +190,94 @@ func checkSeqIndex(t *testing.T, r *Replica) {
 	}
 }
 
-func TestSeqIndexCoversLiveRowsOnly(t *testing.T) {
+// TestLogKeepsEveryChange: the log holds one record per batch (one entry
+// for a batch of one change), under the sequence of its last change; an
+// overwrite deletes no earlier change, and a read goes on from the middle
+// of a record.
+func TestLogKeepsEveryChange(t *testing.T) {
 	s := openTestStore(t, "")
 	r := lookingUp(createTestReplica(t, s))
-	mustApply(t, r, row("a", 1, fl("x", 1, 1)), row("b", 1, fl("x", 1, 1)), row("c", 1, fl("x", 1, 1))) // seqs 1-3
-	mustApply(t, r, row("a", 1, fl("x", 2, 2)))                                                         // seq 4 supersedes a's
-	mustApply(t, r, row("b", 1, fl("y", 3, 1)))                                                         // seq 5 supersedes b's
+	mustApply(t, r, row("a", 1, fl("x", 1, 1)), row("b", 1, fl("x", 1, 1)), row("c", 1, fl("x", 1, 1))) // seqs 1-3, one record
+	mustApply(t, r, row("a", 1, fl("x", 2, 2)))                                                         // seq 4 overwrites a
+	mustApply(t, r, row("b", 1, fl("y", 3, 1)))                                                         // seq 5 adds y to b
 	mustApply(t, r, row("a", 1, fl("x", 9, 1)))                                                         // loses: no seq
 
-	log, err := r.ReadLog(0, 0)
+	entries := func(after uint64, max int) string {
+		t.Helper()
+		log, err := r.ReadLog(after, max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range log {
+			got = append(got, fmt.Sprintf("%d:%s", e.Seq, e.Row.Series))
+		}
+		return fmt.Sprint(got)
+	}
+	if got := entries(0, 0); got != "[1:a 2:b 3:c 4:a 5:b]" {
+		t.Fatalf("log = %v", got)
+	}
+	// A looked-up change's entry carries the whole row as it stored it.
+	log, err := r.ReadLog(4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, e := range log {
-		got = append(got, fmt.Sprintf("%d:%s", e.Seq, e.Row.Series))
-	}
-	if fmt.Sprint(got) != "[3:c 4:a 5:b]" {
-		t.Fatalf("log = %v, want [3:c 4:a 5:b]", got)
-	}
-	// The entry carries the latest version of every field.
-	if err := sameRow(log[2].Row, row("b", 1, fl("x", 1, 1), fl("y", 3, 1))); err != nil {
+	if err := sameRow(log[0].Row, row("b", 1, fl("x", 1, 1), fl("y", 3, 1))); err != nil {
 		t.Fatal(err)
 	}
-	// Reading after a sequence and with a limit.
-	log, err = r.ReadLog(3, 1)
-	if err != nil || len(log) != 1 || log[0].Seq != 4 {
-		t.Fatalf("ReadLog(3, 1) = %+v, %v", log, err)
+	// Reads that start or stop inside the record of seqs 1-3.
+	for _, c := range []struct {
+		after uint64
+		max   int
+		want  string
+	}{
+		{0, 1, "[1:a]"},
+		{1, 1, "[2:b]"},
+		{1, 0, "[2:b 3:c 4:a 5:b]"},
+		{2, 2, "[3:c 4:a]"},
+		{3, 1, "[4:a]"},
+		{5, 10, "[]"},
+	} {
+		if got := entries(c.after, c.max); got != c.want {
+			t.Fatalf("ReadLog(%d, %d) = %v, want %v", c.after, c.max, got, c.want)
+		}
 	}
-	log, err = r.ReadLog(5, 10)
-	if err != nil || len(log) != 0 {
-		t.Fatalf("ReadLog(5, 10) = %+v, %v", log, err)
-	}
-	// The raw index holds exactly the three live entries.
+	// The raw index holds the record and the two single entries.
 	it, err := s.DB().NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	n := 0
+	var keys []uint64
 	for ok := it.SeekGE(r.ks.seqLo); ok && string(it.Key()) < string(r.ks.seqHi); ok = it.Next() {
-		n++
+		seq, err := seqFromKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isLogRecord(it.Value()) != (seq == 3) {
+			t.Fatalf("log key %d: record %v", seq, isLogRecord(it.Value()))
+		}
+		keys = append(keys, seq)
 	}
-	if n != 3 {
-		t.Fatalf("sequence index holds %d entries, want 3", n)
+	if fmt.Sprint(keys) != "[3 4 5]" {
+		t.Fatalf("log keys %v, want [3 4 5]", keys)
+	}
+	// A truncation inside the record keeps it, and reads above the point
+	// skip its entries at or below it.
+	if err := r.TruncateLog(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(2, 0); got != "[3:c 4:a 5:b]" {
+		t.Fatalf("after TruncateLog(2): %v", got)
+	}
+	if _, err := r.ReadLog(1, 0); !errors.Is(err, ErrLogTruncated) {
+		t.Fatalf("ReadLog below the point: %v", err)
+	}
+	if err := r.TruncateLog(3); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(3, 0); got != "[4:a 5:b]" {
+		t.Fatalf("after TruncateLog(3): %v", got)
 	}
 }
 

@@ -101,17 +101,14 @@ func TestTombstones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged []model.Row
-	for _, e := range entries {
-		logged = append(logged, e.Row)
-	}
+	logged := foldLog(entries)
 	wantLog := []model.Row{
 		row("cpu", 10, tomb("a", 6), fl("b", 2, 5)),
 		row("mem", 10, fl("a", 4, 5), tomb("z", 6)),
 		row("cpu", 20, fl("a", 7, 8)),
 		row("disk", 30, tomb("a", 6)),
 	}
-	sortRows(logged)
+	sortRows(wantLog)
 	if err := sameRows(logged, wantLog); err != nil {
 		t.Errorf("log: %v", err)
 	}

@@ -37,12 +37,13 @@
 //   - Every stored row change gets the next per-replica sequence number,
 //     written in the same batch as the row. A write that changes nothing
 //     gets none.
-//   - The sequence index covers live rows only: the batch that overwrites a
-//     row deletes the index entry of the sequence it supersedes, and the
-//     row value records its own sequence.
-//   - A sequence index entry carries its row's value as the same batch
-//     wrote it under the row key (issue 16), so ReadLog reads the log with
-//     one sequential iterator and no row lookup. A store without the log
+//   - The sequence index holds every change until the truncation passes
+//     it: a batch writes one record of its changes under the sequence of
+//     its last one (one entry for a single change), and an overwrite
+//     deletes no earlier entry. The row value records its own sequence.
+//   - A log entry carries its row's value as the same batch wrote it under
+//     the row key (issue 16), so ReadLog reads the log with one sequential
+//     iterator and no row lookup. A store without the log
 //     format marker (written before) has its entries rewritten by Open
 //     (logupgrade.go); readLog also reads an entry of the legacy form, by
 //     looking its row up.
@@ -111,7 +112,7 @@
 // upper bound of its stored times; after Open it is the end of the last
 // non-empty storage bucket) cannot exist and is not looked up, so
 // time-ordered ingest does no reads. The batch holds the rows first, then
-// the sequence index entries, each in ascending key order, which lets
+// the log record, each in ascending key order, which lets
 // pebble's memtable inserter reuse its skiplist position.
 //
 // ReadLog takes a DB snapshot under applyMu (so it holds exactly the

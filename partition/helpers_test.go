@@ -158,6 +158,27 @@ func (m naiveModel) rows() []model.Row {
 	return out
 }
 
+// foldLog folds log entries into rows, field by field by version (rule
+// 2), sorted as sortRows does: what a receiver of the whole log holds.
+func foldLog(entries []LogEntry) []model.Row {
+	folded := map[string]model.Row{}
+	for _, e := range entries {
+		k := fmt.Sprintf("%s@%d", e.Row.Series, e.Row.Time)
+		f, ok := folded[k]
+		if !ok {
+			f = model.Row{Series: e.Row.Series, Time: e.Row.Time}
+		}
+		f.Fields = mergeIncoming(f.Fields, normalized(e.Row.Fields))
+		folded[k] = f
+	}
+	out := make([]model.Row, 0, len(folded))
+	for _, row := range folded {
+		out = append(out, row)
+	}
+	sortRows(out)
+	return out
+}
+
 func sortRows(rows []model.Row) {
 	slices.SortFunc(rows, func(a, b model.Row) int {
 		if a.Time != b.Time {

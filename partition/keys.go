@@ -243,6 +243,10 @@ const seqEntryTag byte = 0x00
 // seqFlagOrigin is the flag bit of a log entry that holds an origin.
 const seqFlagOrigin byte = 0x01
 
+// seqFlagRecord is the flag bit of a log value that is a record of
+// several changes (appendLogRecordHeader), not one entry.
+const seqFlagRecord byte = 0x02
+
 // appendSeqValue appends the log entry (sequence index value) of the row
 // (series, t) whose stored value is rowValue (the 'r' value bytes, its
 // sequence included), with origin, when not uuid.Nil, the placement the
@@ -290,6 +294,113 @@ type seqEntry struct {
 	rowValue []byte
 }
 
+// appendLogRecordHeader appends the header of a log record: the log value
+// of a batch's n >= 2 changes, at sequences k-n+1, ..., k, stored under
+// the key of the last one, k. The header is followed by n entries
+// (appendRecordEntry), in sequence order:
+//
+//	0(8) | 0x00 | 0x02 | n:uvarint | entry * n
+//
+// The zero u and the tag byte make the record's flags sit where an
+// entry's do, so that a record is never read as an entry: seqValueParts
+// refuses a set flag bit 1.
+func appendLogRecordHeader(dst []byte, n int) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, 0)
+	dst = append(dst, seqEntryTag, seqFlagRecord)
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+// appendRecordEntry appends one change of a log record: an entry as
+// appendSeqValue writes it, with the row value's length before it.
+//
+//	u(8, BE) | flags(1) | len(series):uvarint | series | [origin(16)] | len(value):uvarint | row value
+func appendRecordEntry(dst []byte, series string, t int64, origin uuid.UUID, rowValue []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
+	flags := byte(0)
+	if origin != uuid.Nil {
+		flags |= seqFlagOrigin
+	}
+	dst = append(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(len(series)))
+	dst = append(dst, series...)
+	if origin != uuid.Nil {
+		dst = append(dst, origin[:]...)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(rowValue)))
+	return append(dst, rowValue...)
+}
+
+// isLogRecord reports whether the log value v is a record of several
+// changes (appendLogRecordHeader) rather than one entry.
+func isLogRecord(v []byte) bool {
+	return len(v) > timeLen+1 && v[timeLen] == seqEntryTag && v[timeLen+1]&seqFlagRecord != 0
+}
+
+// logRecordParts decodes the header of the log record v stored under the
+// sequence key last: the sequence of its first change and the entries
+// that follow (read them with nextRecordEntry).
+func logRecordParts(v []byte, last uint64) (first uint64, n int, body []byte, err error) {
+	if !isLogRecord(v) || binary.BigEndian.Uint64(v) != 0 || v[timeLen+1] != seqFlagRecord {
+		return 0, 0, nil, fmt.Errorf("%w: bad log record at sequence %d", ErrCorrupt, last)
+	}
+	rest := v[timeLen+2:]
+	c, w := binary.Uvarint(rest)
+	// Every entry takes at least 13 bytes (u, flags, a series length
+	// and byte, a value length and byte).
+	if w <= 0 || c < 2 || c > last || c > uint64(len(rest)-w)/13 {
+		return 0, 0, nil, fmt.Errorf("%w: bad log record at sequence %d", ErrCorrupt, last)
+	}
+	return last - c + 1, int(c), rest[w:], nil
+}
+
+// nextRecordEntry decodes the first entry of body, the rest of a log
+// record, and returns the bytes after it. Its series and rowValue alias
+// body.
+func nextRecordEntry(body []byte) (seqEntry, []byte, error) {
+	var e seqEntry
+	if len(body) < timeLen+1 {
+		return e, nil, fmt.Errorf("%w: log record entry cut short", ErrCorrupt)
+	}
+	e.t = timeFromOrdered(binary.BigEndian.Uint64(body))
+	flags := body[timeLen]
+	if flags&^seqFlagOrigin != 0 {
+		return e, nil, fmt.Errorf("%w: log record entry with flags %#x", ErrCorrupt, flags)
+	}
+	rest, err := entrySeriesOrigin(&e, flags, body[timeLen+1:])
+	if err != nil {
+		return e, nil, err
+	}
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n == 0 || n > uint64(len(rest)-w) {
+		return e, nil, fmt.Errorf("%w: log record entry of %q without its row", ErrCorrupt, e.series)
+	}
+	rest = rest[w:]
+	e.rowValue = rest[:n:n]
+	return e, rest[n:], nil
+}
+
+// entrySeriesOrigin decodes the series and, when flags say so, the origin
+// of a log entry from rest, into e, and returns the bytes after them.
+func entrySeriesOrigin(e *seqEntry, flags byte, rest []byte) ([]byte, error) {
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n == 0 || n > uint64(len(rest)-w) {
+		return nil, fmt.Errorf("%w: log entry with a bad series length", ErrCorrupt)
+	}
+	rest = rest[w:]
+	e.series, rest = rest[:n], rest[n:]
+	if bytes.IndexByte(e.series, 0) >= 0 {
+		return nil, fmt.Errorf("%w: log entry with a NUL byte in its series %q", ErrCorrupt, e.series)
+	}
+	if flags&seqFlagOrigin != 0 {
+		if len(rest) < placementLen {
+			return nil, fmt.Errorf("%w: log entry of %q cut short in its origin", ErrCorrupt, e.series)
+		}
+		copy(e.origin[:], rest)
+		rest = rest[placementLen:]
+	}
+	return rest, nil
+}
+
 // seqValueParts decodes a log entry of either form: the current one
 // (appendSeqValue) or the legacy one written before log entries carried
 // their row (before issue 16: u(8, BE) | series [ 0x00 | origin(16) ]).
@@ -306,23 +417,9 @@ func seqValueParts(v []byte) (seqEntry, error) {
 	if len(rest) < 1 || rest[0]&^seqFlagOrigin != 0 {
 		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
 	}
-	flags := rest[0]
-	rest = rest[1:]
-	n, w := binary.Uvarint(rest)
-	if w <= 0 || n == 0 || n > uint64(len(rest)-w) {
-		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
-	}
-	rest = rest[w:]
-	e.series, rest = rest[:n], rest[n:]
-	if bytes.IndexByte(e.series, 0) >= 0 {
-		return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
-	}
-	if flags&seqFlagOrigin != 0 {
-		if len(rest) < placementLen {
-			return e, fmt.Errorf("%w: bad sequence index value %x", ErrCorrupt, v)
-		}
-		copy(e.origin[:], rest)
-		rest = rest[placementLen:]
+	rest, err := entrySeriesOrigin(&e, rest[0], rest[1:])
+	if err != nil {
+		return e, fmt.Errorf("%w (value %x)", err, v)
 	}
 	if len(rest) == 0 {
 		return e, fmt.Errorf("%w: sequence index value %x without its row", ErrCorrupt, v)

@@ -40,31 +40,90 @@ func storedRows(t *testing.T, r *Replica) map[string]LogEntry {
 	return out
 }
 
-// checkLogIsStored checks that the log holds exactly the stored rows, each
-// once at its stored sequence, with the wanted origins (by series).
+// rawLogEntry is one change of the log as stored, decoded from a record
+// or a single entry.
+type rawLogEntry struct {
+	seq uint64
+	e   seqEntry
+}
+
+// rawLog decodes the replica's log as stored: every change of every
+// record and single entry, in sequence order.
+func rawLog(t *testing.T, s *Store, r *Replica) []rawLogEntry {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []rawLogEntry
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := seqFromKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := bytes.Clone(it.Value())
+		if !isLogRecord(v) {
+			e, err := seqValueParts(v)
+			if err != nil {
+				t.Fatalf("entry %d: %v", seq, err)
+			}
+			out = append(out, rawLogEntry{seq, e})
+			continue
+		}
+		first, n, body, err := logRecordParts(v, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			var e seqEntry
+			if e, body, err = nextRecordEntry(body); err != nil {
+				t.Fatalf("record %d, entry %d: %v", seq, i, err)
+			}
+			out = append(out, rawLogEntry{first + uint64(i), e})
+		}
+		if len(body) != 0 {
+			t.Fatalf("record %d: %d bytes left", seq, len(body))
+		}
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkLogIsStored checks the log of a replica whose writes are all
+// looked up (each entry then carries the whole row as stored by its
+// change): every stored row's newest entry is at its stored sequence with
+// its stored value, every entry names a stored row, and every entry has
+// the wanted origin (by series).
 func checkLogIsStored(t *testing.T, r *Replica, entries []LogEntry, origins map[string]uuid.UUID) {
 	t.Helper()
 	stored := storedRows(t, r)
-	if len(entries) != len(stored) {
-		t.Fatalf("%d log entries, %d stored rows", len(entries), len(stored))
-	}
+	newest := map[string]LogEntry{}
 	for i, e := range entries {
 		if i > 0 && e.Seq <= entries[i-1].Seq {
 			t.Fatalf("entry %d: sequence %d after %d", i, e.Seq, entries[i-1].Seq)
 		}
 		k := fmt.Sprintf("%s@%d", e.Row.Series, e.Row.Time)
-		s, ok := stored[k]
-		if !ok {
+		if _, ok := stored[k]; !ok {
 			t.Fatalf("entry %d (%s) has no stored row", e.Seq, k)
-		}
-		if s.Seq != e.Seq {
-			t.Fatalf("entry %d (%s): row stored with sequence %d", e.Seq, k, s.Seq)
-		}
-		if err := sameRow(e.Row, s.Row); err != nil {
-			t.Fatalf("entry %d: %v", e.Seq, err)
 		}
 		if o := origins[e.Row.Series]; e.Origin != o {
 			t.Fatalf("entry %d (%s): origin %s, want %s", e.Seq, k, e.Origin, o)
+		}
+		newest[k] = e
+	}
+	if len(newest) != len(stored) {
+		t.Fatalf("log entries name %d rows, %d stored", len(newest), len(stored))
+	}
+	for k, e := range newest {
+		s := stored[k]
+		if s.Seq != e.Seq {
+			t.Fatalf("newest entry %d (%s): row stored with sequence %d", e.Seq, k, s.Seq)
+		}
+		if err := sameRow(e.Row, s.Row); err != nil {
+			t.Fatalf("entry %d: %v", e.Seq, err)
 		}
 	}
 }
@@ -110,29 +169,28 @@ func TestLogEntriesCarryRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLogIsStored(t, r, entries, origins)
-	if len(entries) != 6 {
-		t.Fatalf("%d entries, want 6 live rows", len(entries))
+	if len(entries) != 9 {
+		t.Fatalf("%d entries, want the 9 changes", len(entries))
 	}
-	// Every entry holds the stored value bytes.
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		e, err := seqValueParts(it.Value())
-		if err != nil || e.rowValue == nil {
-			t.Fatalf("entry %x: %+v, %v", it.Key(), e, err)
+	// Every change carries a value, and the newest of each row holds the
+	// stored value bytes.
+	newest := map[string]rawLogEntry{}
+	for _, le := range rawLog(t, s, r) {
+		if le.e.rowValue == nil {
+			t.Fatalf("entry %d without its value: %+v", le.seq, le.e)
 		}
-		rv, closer, err := s.db.Get(r.ks.appendRowKey(nil, string(e.series), e.t))
+		newest[string(r.ks.appendRowKey(nil, string(le.e.series), le.e.t))] = le
+	}
+	for key, le := range newest {
+		rv, closer, err := s.db.Get([]byte(key))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(rv, e.rowValue) {
-			t.Fatalf("entry %x carries %x, the row holds %x", it.Key(), e.rowValue, rv)
+		if !bytes.Equal(rv, le.e.rowValue) {
+			t.Fatalf("entry %d carries %x, the row holds %x", le.seq, le.e.rowValue, rv)
 		}
 		_ = closer.Close()
 	}
-	_ = it.Close()
 
 	ls, err := r.SnapshotLog()
 	if err != nil {
@@ -168,34 +226,34 @@ func TestLogEntriesCarryRows(t *testing.T) {
 	}
 }
 
-// legacyLog rewrites every log entry of r in the legacy form (no row) and
-// removes the log format marker, as a store written before issue 16 has it.
-func legacyLog(t *testing.T, s *Store, r *Replica) int {
+// legacyLog rewrites the log of r in the legacy form, as a store written
+// before issue 16 has it: one entry (no row) per row, at the sequence of
+// the row's newest change, and no log format marker. It returns the
+// sequences it kept.
+func legacyLog(t *testing.T, s *Store, r *Replica) map[uint64]bool {
 	t.Helper()
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
-	if err != nil {
-		t.Fatal(err)
+	newest := map[string]rawLogEntry{}
+	for _, le := range rawLog(t, s, r) {
+		newest[fmt.Sprintf("%s@%d", le.e.series, le.e.t)] = le
 	}
 	b := s.db.NewBatch()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		e, err := seqValueParts(it.Value())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Set(it.Key(), appendLegacySeqValue(nil, string(e.series), e.t, e.origin), nil); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	if err := b.DeleteRange(r.ks.seqLo, r.ks.seqHi, nil); err != nil {
+		t.Fatal(err)
 	}
-	_ = it.Close()
+	kept := map[uint64]bool{}
+	for _, le := range newest {
+		if err := b.Set(r.ks.appendSeqKey(nil, le.seq), appendLegacySeqValue(nil, string(le.e.series), le.e.t, le.e.origin), nil); err != nil {
+			t.Fatal(err)
+		}
+		kept[le.seq] = true
+	}
 	if err := b.Delete(logFormatKey, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return kept
 }
 
 // TestLegacyLogUpgrade: a store whose log entries have the legacy form
@@ -211,12 +269,16 @@ func TestLegacyLogUpgrade(t *testing.T) {
 	for i := int64(0); i < 300; i++ { // enough for several pages
 		mustApply(t, r, row(fmt.Sprintf("bulk,n=%d", i%7), 1000+i, fl("a", float64(i), 1)))
 	}
-	want, err := r.ReadLog(0, 0)
+	all, err := r.ReadLog(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := legacyLog(t, s, r); n != len(want) {
-		t.Fatalf("rewrote %d entries, want %d", n, len(want))
+	kept := legacyLog(t, s, r)
+	var want []LogEntry // what a legacy log holds: each row's newest change
+	for _, e := range all {
+		if kept[e.Seq] {
+			want = append(want, e)
+		}
 	}
 	same := func(what string, got []LogEntry) {
 		t.Helper()
@@ -430,7 +492,7 @@ func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
 	for i := int64(0); i < 20; i++ {
 		mustApply(t, r, row(fmt.Sprintf("s%d", i%3), i, fl("a", float64(i), 1)))
 	}
-	n := legacyLog(t, s, r)
+	n := len(legacyLog(t, s, r)) // 20 distinct rows: every entry kept
 	// The row of the entry at sequence 5 (s1@4) disappears behind the
 	// replica's back.
 	if err := s.db.Delete(r.ks.appendRowKey(nil, "s1", 4), pebble.Sync); err != nil {
@@ -475,5 +537,106 @@ func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
 	}
 	if _, err := r.ReadLog(0, 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("ReadLog across the skipped entry: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestLogFormatEntriesOpens: a store marked with the log format of entries
+// only (before log records) opens, its entries read as they are, the
+// marker becomes the current one, and new batches are written as records
+// that read back beside the old entries.
+func TestLogFormatEntriesOpens(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir)
+	r := lookingUp(createTestReplica(t, s))
+	placement := r.Info().Placement
+	for i := int64(0); i < 5; i++ {
+		mustApply(t, r, row("one", i, fl("a", float64(i), 1))) // single entries 1-5
+	}
+	if err := s.db.Set(logFormatKey, []byte(logFormatEntries), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStore(t, dir)
+	v, closer, err := s.db.Get(logFormatKey)
+	if err != nil || string(v) != logFormat {
+		t.Fatalf("log format marker %q, %v; want %q", v, err, logFormat)
+	}
+	_ = closer.Close()
+	r, ok := s.Replica(placement)
+	if !ok {
+		t.Fatal("replica gone after reopen")
+	}
+	r = lookingUp(r)
+	mustApply(t, r, row("two", 1, fl("a", 1, 1)), row("two", 2, fl("a", 2, 1))) // record 6-7
+	entries, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLogIsStored(t, r, entries, nil)
+	if len(entries) != 7 || entries[6].Seq != 7 || entries[5].Row.Series != "two" {
+		t.Fatalf("log after reopen: %+v", entries)
+	}
+	if got, err := r.ReadLog(5, 1); err != nil || len(got) != 1 || got[0].Seq != 6 {
+		t.Fatalf("ReadLog(5, 1) = %+v, %v; want the record's first change", got, err)
+	}
+}
+
+// TestLogRecordCorrupt: a log record cut short or with a changed byte
+// reads as ErrCorrupt or as entries that account for every byte, never as
+// a panic, and an entry decoder refuses a record.
+func TestLogRecordCorrupt(t *testing.T) {
+	var enc valueEncoder
+	rec := appendLogRecordHeader(nil, 3)
+	for i := range 3 {
+		val := enc.appendValue(nil, uint64(10+i), []encField{encFromModel(&model.Field{Name: "v", Value: model.Float(float64(i)), Version: model.Version{Wall: 5, Node: 1}})})
+		rec = appendRecordEntry(rec, fmt.Sprintf("s%d", i), int64(i), uuid.Nil, val)
+	}
+	decodeAll := func(v []byte) (int, error) {
+		first, n, body, err := logRecordParts(v, 12)
+		if err != nil {
+			return 0, err
+		}
+		if first != 10 {
+			return 0, fmt.Errorf("first %d", first)
+		}
+		for i := 0; i < n; i++ {
+			var e seqEntry
+			if e, body, err = nextRecordEntry(body); err != nil {
+				return i, err
+			}
+			var raw rawRow
+			if err := decodeRaw(e.rowValue, &raw); err != nil {
+				return i, err
+			}
+		}
+		if len(body) != 0 {
+			return n, fmt.Errorf("%w: %d bytes left", ErrCorrupt, len(body))
+		}
+		return n, nil
+	}
+	if n, err := decodeAll(rec); n != 3 || err != nil {
+		t.Fatalf("intact record: %d entries, %v", n, err)
+	}
+	if _, err := seqValueParts(rec); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("seqValueParts of a record: %v, want ErrCorrupt", err)
+	}
+	if _, _, _, err := logRecordParts(rec, 2); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a record of 3 changes under sequence 2: %v, want ErrCorrupt", err)
+	}
+	for cut := 0; cut < len(rec); cut++ {
+		if _, err := decodeAll(rec[:cut]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("record cut at %d: %v, want ErrCorrupt", cut, err)
+		}
+	}
+	for i := range rec {
+		for _, b := range []byte{0x00, 0x01, 0x7f, 0xff} {
+			v := bytes.Clone(rec)
+			v[i] = b
+			if _, err := decodeAll(v); err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("byte %d set to %#x: %v, want nil or ErrCorrupt", i, b, err)
+			}
+		}
 	}
 }

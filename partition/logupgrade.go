@@ -17,9 +17,14 @@ const nsLogFormat byte = 0x08
 
 var logFormatKey = []byte{nsLogFormat}
 
-// logFormat is the value of the marker: the log entry layout of keys.go
+// logFormat is the value of the marker: the log layout of keys.go, one
+// record per batch (appendLogRecordHeader) or one entry per change
 // (appendSeqValue).
-const logFormat = "2"
+const logFormat = "3"
+
+// logFormatEntries is the marker of a store whose log holds entries only
+// (before log records): Open reads it as it is and marks it logFormat.
+const logFormatEntries = "2"
 
 // upgradeBatchBytes is the size at which the upgrade commits a batch.
 const upgradeBatchBytes = 4 << 20
@@ -42,10 +47,19 @@ func (s *Store) upgradeLog() error {
 	case err == nil:
 		have := string(v)
 		_ = closer.Close()
-		if have != logFormat {
-			return fmt.Errorf("%w: log format %q, this build knows %q", ErrCorrupt, have, logFormat)
+		switch have {
+		case logFormat:
+			return nil
+		case logFormatEntries:
+			// Entries read as they are; the marker keeps an older build,
+			// which would read a record as a corrupt entry, from opening
+			// the store once records are written.
+			if err := s.db.Set(logFormatKey, []byte(logFormat), pebble.Sync); err != nil {
+				return fmt.Errorf("partition: write log format marker: %w", err)
+			}
+			return nil
 		}
-		return nil
+		return fmt.Errorf("%w: log format %q, this build knows %q and %q", ErrCorrupt, have, logFormatEntries, logFormat)
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("partition: read log format marker: %w", err)
 	}
@@ -131,6 +145,9 @@ func (r *Replica) upgradeLogLocked() (int, error) {
 		v, err := seqIt.ValueAndErr()
 		if err != nil {
 			return n, fmt.Errorf("partition: replica %s: upgrade log: %w", r.info.Placement, err)
+		}
+		if isLogRecord(v) {
+			continue // written by this build: never legacy
 		}
 		e, err := seqValueParts(v)
 		if err != nil {

@@ -12,8 +12,7 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
-// LogEntry is one row change of the sequence index that no later
-// looked-up write of its row superseded.
+// LogEntry is one row change of the replication log (the sequence index).
 type LogEntry struct {
 	// Seq is the sequence of the change.
 	Seq uint64
@@ -34,10 +33,9 @@ type LogEntry struct {
 
 // ReadLog returns, in ascending sequence order, the log entries whose
 // sequence is above after and at most the synced watermark, at most
-// maxRows of them (maxRows <= 0: no limit). A row overwritten since after
-// by a looked-up write appears at its newest sequence only; one written
-// without a read since appears once per such write, each entry with its
-// own change (merged by the receiver, field by field). A read from below the log's
+// maxRows of them (maxRows <= 0: no limit). A row changed several times
+// since after appears once per change, each entry with the value that
+// change wrote (merged by the receiver, field by field). A read from below the log's
 // truncation point (after < LogStart, see TruncateLog) fails with
 // ErrLogTruncated: the entries it needs are gone.
 //
@@ -73,10 +71,12 @@ func (r *Replica) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 // overwritten since is read at its sequence then, with its value then.
 //
 // A mark (a split's backfill, a join's catch-up: DESIGN.md sections 5 and
-// 6, rule 7) must be read from one. The live log covers live rows only: a
-// row held at the mark and overwritten after it has left the log at or
-// below the mark for a sequence above it, so a push of the live log up to
-// the mark would miss it.
+// 6, rule 7) must be read from one: it keeps the entries at or below the
+// mark that a truncation deletes meanwhile, and in a log written before
+// log records (when an overwrite deleted the entry it superseded) a row
+// held at the mark and overwritten after it has left the log at or below
+// the mark for a sequence above it, so a push of the live log up to the
+// mark would miss it.
 //
 // A LogSnapshot pins the pebble state it reads (compactions keep it) until
 // Close; the Store closes the ones still open when it closes. Its methods
@@ -183,7 +183,8 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 
 // readLog decodes the log entries above after, at most high, with one
 // sequential iterator over the sequence index: each entry carries its row's
-// value as written. An entry of the legacy form (written before entries
+// value as written, alone or in the record of its batch's changes (the
+// record of the first sequence above after may begin at or below it). An entry of the legacy form (written before entries
 // carried their rows and not yet upgraded, see upgradeLog) is completed by
 // a lookup of its row.
 func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int) ([]LogEntry, error) {
@@ -225,7 +226,47 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 	} else {
 		out = make([]LogEntry, 0, min(n, 16384))
 	}
-	for ok := seqIt.First(); ok && (maxRows <= 0 || len(out) < maxRows); ok = seqIt.Next() {
+	full := func() bool { return maxRows > 0 && len(out) >= maxRows }
+	// add appends the entry e of sequence seq.
+	add := func(seq uint64, e seqEntry) error {
+		name := series.get(e.series)
+		if e.rowValue != nil {
+			if err := decodeRaw(e.rowValue, &raw); err != nil {
+				return fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
+			}
+		} else {
+			if rowIt == nil {
+				var err error
+				if rowIt, err = newRowIter(snap, &r.ks, nil, nil); err != nil {
+					return fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
+				}
+			}
+			key = r.ks.appendRowKey(key[:0], name, e.t)
+			if err := r.readRow(rowIt, key, &raw); err != nil {
+				return err
+			}
+		}
+		if raw.seq < seq && raw.seq != 0 && !r.applyMu.shared.Load() {
+			// A legacy entry's row may have been overwritten since: by
+			// a later write without a read (a merge operand, which
+			// deletes no entry), or in a shared space by another member.
+			// Its current value is sent, a superset by the merge rule.
+			// A sealed row (sequence 0) is read with the changes
+			// sealed into it, a superset too. Only a row older than the
+			// entry is wrong.
+			return fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
+		}
+		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
+		if le.Origin != uuid.Nil && e.rowValue != nil {
+			// Only for the value the entry carries, as written: a legacy
+			// entry's row is read as it is now, which in a shared space
+			// may hold fields of other members' writes.
+			le.OriginSeq = r.hints.lookup(seq, le.Origin)
+		}
+		out = append(out, le)
+		return nil
+	}
+	for ok := seqIt.First(); ok && !full(); ok = seqIt.Next() {
 		seq, err := seqFromKey(seqIt.Key())
 		if err != nil {
 			return nil, err
@@ -237,44 +278,36 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 		}
-		e, err := seqValueParts(v)
+		if !isLogRecord(v) {
+			e, err := seqValueParts(v)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(seq, e); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// A record of a batch's changes, the first ones possibly at or
+		// below after (a read that goes on from the middle of it).
+		first, n, body, err := logRecordParts(v, seq)
 		if err != nil {
 			return nil, err
 		}
-		name := series.get(e.series)
-		if e.rowValue != nil {
-			if err := decodeRaw(e.rowValue, &raw); err != nil {
-				return nil, fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
+		for i := 0; i < n && !full(); i++ {
+			var e seqEntry
+			if e, body, err = nextRecordEntry(body); err != nil {
+				return nil, fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
 			}
-		} else {
-			if rowIt == nil {
-				if rowIt, err = newRowIter(snap, &r.ks, nil, nil); err != nil {
-					return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
+			if s := first + uint64(i); s > after {
+				if err := add(s, e); err != nil {
+					return nil, err
 				}
 			}
-			key = r.ks.appendRowKey(key[:0], name, e.t)
-			if err := r.readRow(rowIt, key, &raw); err != nil {
-				return nil, err
-			}
 		}
-		if raw.seq < seq && raw.seq != 0 && !r.applyMu.shared.Load() {
-			// A legacy entry's row may have been overwritten since: by
-			// a later write without a read (a merge operand, which
-			// deletes no entry), or in a shared space by another member.
-			// Its current value is sent, a superset by the merge rule.
-			// A sealed row (sequence 0) is read with the changes
-			// sealed into it, a superset too. Only a row older than the
-			// entry is wrong.
-			return nil, fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
+		if !full() && len(body) != 0 {
+			return nil, fmt.Errorf("%w: log record %d has %d bytes after its %d entries", ErrCorrupt, seq, len(body), n)
 		}
-		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
-		if le.Origin != uuid.Nil && e.rowValue != nil {
-			// Only for the value the entry carries, as written: a legacy
-			// entry's row is read as it is now, which in a shared space
-			// may hold fields of other members' writes.
-			le.OriginSeq = r.hints.lookup(seq, le.Origin)
-		}
-		out = append(out, le)
 	}
 	if err := seqIt.Error(); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)

@@ -6,10 +6,10 @@ import (
 )
 
 // TestLogSnapshotKeepsOverwrittenRows: a snapshot of the log reads the
-// rows as they were when it was taken (an overwrite since moved a row's
-// live entry above its Seq, where ReadLog alone would put it), stops at
-// its Seq, fails after Close and after a drop, and one left open does not
-// keep the Store from closing.
+// rows as they were when it was taken (the live log has an overwrite
+// since as a change above its Seq), stops at its Seq, fails after Close
+// and after a drop, and one left open does not keep the Store from
+// closing.
 func TestLogSnapshotKeepsOverwrittenRows(t *testing.T) {
 	dir := t.TempDir()
 	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
@@ -32,8 +32,8 @@ func TestLogSnapshotKeepsOverwrittenRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(live) != 3 || live[0].Row.Series != "b" || live[1].Seq != 3 || live[1].Row.Series != "a" {
-		t.Fatalf("live log %+v; want b@2, a@3, c@4", live)
+	if len(live) != 4 || live[0].Row.Series != "a" || live[1].Row.Series != "b" || live[2].Seq != 3 || live[2].Row.Series != "a" || live[3].Row.Series != "c" {
+		t.Fatalf("live log %+v; want a@1, b@2, a@3, c@4", live)
 	}
 	got, err := snap.ReadLog(0, 0)
 	if err != nil {

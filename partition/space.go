@@ -48,9 +48,8 @@ type dataSpace struct {
 	index *indexState
 	// shared is set once a second placement joined the space, and stays
 	// set (persisted as the 'x' key): a row's stored sequence may then be
-	// another member's, so an overwrite no longer deletes the log entry
-	// of the sequence it supersedes (apply.go), and a legacy log entry's
-	// row may carry a later sequence (readlog.go). Set under the lock.
+	// another member's, so a legacy log entry's row may carry a later
+	// sequence (readlog.go). Set under the lock.
 	shared atomic.Bool
 	// oversized names the series of storage buckets whose rows are too
 	// many for a block (seal.go): seals leave them in the head unread.

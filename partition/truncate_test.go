@@ -25,7 +25,7 @@ func TestTruncateLog(t *testing.T) {
 	for i := int64(0); i < 20; i++ {
 		mustApply(t, r, row(fmt.Sprintf("s%d", i%5), i, fl("a", float64(i), 1)))
 	}
-	mustApply(t, r, row("s0", 0, fl("a", 9, 2))) // overwrites sequence 1: now 21
+	mustApply(t, r, row("s0", 0, fl("a", 9, 2))) // overwrites sequence 1's row at 21
 	before, err := r.SnapshotLog()
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestTruncateLog(t *testing.T) {
 		t.Fatalf("ReadLog from the truncation point: %d entries, %v", len(es), err)
 	}
 	old, err := before.ReadLog(0, 0)
-	if err != nil || len(old) != 20 {
+	if err != nil || len(old) != 21 {
 		t.Fatalf("snapshot taken before the truncation: %d entries, %v", len(old), err)
 	}
 	// A snapshot taken after it reads its rows instead.

@@ -22,8 +22,9 @@ import (
 // Log is the local replica a Pusher reads; *partition.Replica implements
 // it.
 type Log interface {
-	// ReadLog returns the live rows above sequence after and at or below
-	// the synced watermark, in sequence order, at most maxRows of them.
+	// ReadLog returns the row changes above sequence after and at or
+	// below the synced watermark, in sequence order, at most maxRows of
+	// them.
 	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
 	// SyncedSeq is the replica's synced watermark.
 	SyncedSeq() uint64
@@ -43,8 +44,9 @@ type Log interface {
 // it. A joining or split target's mark is the Seq of one, and the target's
 // catch-up up to the mark reads it: a row held at the mark and
 // overwritten after it is in the snapshot at its old sequence, while the
-// live log has it only above the mark (DESIGN.md section 5: the sequence
-// index covers live rows only).
+// live log may have it only above the mark (it has lost the entries a
+// truncation deleted, and a log written before log records lost the
+// entries an overwrite superseded: DESIGN.md section 5).
 type LogSnapshot interface {
 	// Seq is the log's high sequence when the snapshot was taken.
 	Seq() uint64
