@@ -109,13 +109,17 @@ func benchReplicated(b *testing.B, rf int) {
 	// The CPU of the load and of its replication, the probes' included
 	// (a row every 20 ms): less sensitive than rows/s to what else runs.
 	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/rows, "cpu-ns/row")
-	var pushedRows, pushedBytes, coordRows float64
+	var pushedRows, pushedBytes, coordRows, relayDropped float64
 	for _, n := range nodes {
 		pushedRows += testutil.ToFloat64(n.rmetrics.PushRows)
 		pushedBytes += testutil.ToFloat64(n.rmetrics.PushBytes)
 		coordRows += testutil.ToFloat64(n.rmetrics.CoordinatedRows)
+		relayDropped += testutil.ToFloat64(n.rmetrics.RelayRowsDropped)
 	}
 	b.ReportMetric(pushedRows/coordRows, "pushed-rows/row")
+	// Relayed copies the receivers dropped unread (they count in pushed
+	// rows too): what the senders shipped for nothing.
+	b.ReportMetric(relayDropped/coordRows, "relay-dropped/row")
 	b.ReportMetric(pushedBytes/float64(lpBytes), "pushed-bytes/lp-byte")
 	if len(lags) > 0 {
 		slices.Sort(lags)

@@ -73,3 +73,48 @@ func TestApplyFromRecordsOrigin(t *testing.T) {
 	}
 	check(r)
 }
+
+// TestReadLogForLeavesTargetsValues: ReadLogFor returns every entry
+// ReadLog does, at the same sequences, and those whose origin is the
+// target with their time and origin only.
+func TestReadLogForLeavesTargetsValues(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	o, other := uuid.New(), uuid.New()
+	mustApply(t, r, row("local", 1, fl("a", 1, 10)), row("local", 2, fl("a", 1, 10)))
+	if _, err := r.ApplyFrom([]model.Row{row("fromO", 3, fl("a", 2, 11)), row("fromO", 4, fl("a", 2, 11))}, o, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ApplyFrom([]model.Row{row("fromOther", 5, fl("a", 3, 12))}, other, 0); err != nil {
+		t.Fatal(err)
+	}
+	all, err := r.ReadLog(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []uint64{0, 2, 3} {
+		got, err := r.ReadLogFor(after, 0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all[after:]
+		if len(got) != len(want) {
+			t.Fatalf("after %d: %d entries, want %d", after, len(got), len(want))
+		}
+		for i, e := range got {
+			w := want[i]
+			if e.Seq != w.Seq || e.Origin != w.Origin || e.Row.Time != w.Row.Time {
+				t.Fatalf("after %d: entry %+v, want %+v", after, e, w)
+			}
+			if w.Origin == o {
+				if e.Row.Series != "" || e.Row.Fields != nil {
+					t.Fatalf("entry %d of the target's own values decoded: %+v", e.Seq, e.Row)
+				}
+				continue
+			}
+			if err := sameRow(e.Row, w.Row); err != nil {
+				t.Fatalf("entry %d: %v", e.Seq, err)
+			}
+		}
+	}
+}

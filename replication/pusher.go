@@ -70,6 +70,16 @@ type TruncatingLog interface {
 	TruncateLog(upTo uint64) error
 }
 
+// TargetLog is a Log that can leave out the values a target holds
+// (*partition.Replica, through ReplicaLog: Replica.ReadLogFor): an entry
+// whose Origin is target comes back with its Seq, Origin and Row.Time
+// only. filterRows sends such an entry nowhere at a replica target, so a
+// Pusher reads a replica target's batches this way and spares decoding
+// the rows that target pushed here.
+type TargetLog interface {
+	ReadLogFor(after uint64, maxRows int, target uuid.UUID) ([]partition.LogEntry, error)
+}
+
 // LogValuesLog is a Log that can be told whether its log will be read
 // (*partition.Replica, through ReplicaLog: Replica.SetLogValues). The
 // Pusher turns the values off while its view, once set, has no target and
@@ -1431,9 +1441,14 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	}
 	var entries []partition.LogEntry
 	var err error
-	if frozen {
+	tl, targeted := p.cfg.Log.(TargetLog)
+	switch {
+	case frozen:
 		entries, err = st.frozen.ReadLog(from, batchRows)
-	} else {
+	case targeted && st.spec.Kind == metadata.TargetReplica:
+		// The condition of filterRows' skip of the target's own values.
+		entries, err = tl.ReadLogFor(from, batchRows, st.spec.PlacementID)
+	default:
 		entries, err = p.cfg.Log.ReadLog(from, batchRows)
 	}
 	if errors.Is(err, partition.ErrLogTruncated) {
