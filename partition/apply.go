@@ -85,6 +85,9 @@ func (sc *applyScratch) release() {
 	if cap(sc.vals) > maxPooledKeys {
 		sc.vals = nil
 	}
+	if cap(sc.seqVal) > maxPooledKeys {
+		sc.seqVal = nil
+	}
 	sc.vals = sc.vals[:0]
 	sc.valEnds = sc.valEnds[:0]
 	sc.entries = sc.entries[:0]
@@ -528,10 +531,22 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	return len(sc.written), sc.ix.addToBatch(batch)
 }
 
-// addSeqIndex adds the batch's log after all its rows: one record of its
-// changes (appendLogRecordHeader) under the sequence key of the last one,
-// or one entry when the batch has a single change. Each change carries
-// the row value written above. One key per batch instead of one per
+// maxRecordChanges and maxRecordBytes bound a log record: a batch's
+// changes are cut into records of at most maxRecordChanges changes, a
+// record ending early once its value passes maxRecordBytes. A push reads
+// at most replication.DefaultBatchRows (2,048) changes at a time, and a
+// read that stops inside a record walks it from its start again at the
+// next one, so one huge record (a 32 MiB insert is a million rows) would
+// cost every page of it.
+const (
+	maxRecordChanges = 512
+	maxRecordBytes   = 256 << 10
+)
+
+// addSeqIndex adds the batch's log after all its rows: records of its
+// changes (appendLogRecordHeader), each under the sequence key of its last
+// one and of at most maxRecordChanges changes, or one entry for a single
+// change. Each change carries the row value written above. One key per batch instead of one per
 // change halves the keys a replicated batch inserts into pebble's
 // memtable, flushes and compacts, and a push reads the batch with one
 // step of its iterator. An overwrite deletes no earlier entry (it could
@@ -557,31 +572,41 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 	if sc.tailOnly {
 		return r.addLogTail(sc, rows, batch, prev)
 	}
-	n := len(sc.written)
-	if n == 0 {
-		return nil
-	}
 	origin := func(i int) uuid.UUID {
 		if sc.whole[i] {
 			return sc.origin
 		}
 		return uuid.Nil
 	}
-	sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+uint64(n))
-	if n == 1 {
-		row := &rows[sc.written[0]]
-		sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin(0), sc.vals[:sc.valEnds[0]])
-	} else {
-		sc.seqVal = appendLogRecordHeader(sc.seqVal[:0], n)
+	value := func(i int) []byte {
 		start := int32(0)
-		for i, ri := range sc.written {
-			row := &rows[ri]
-			sc.seqVal = appendRecordEntry(sc.seqVal, row.Series, row.Time, origin(i), sc.vals[start:sc.valEnds[i]])
-			start = sc.valEnds[i]
+		if i > 0 {
+			start = sc.valEnds[i-1]
 		}
+		return sc.vals[start:sc.valEnds[i]]
 	}
-	if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
-		return fmt.Errorf("partition: batch set: %w", err)
+	for first := 0; first < len(sc.written); {
+		// The record of changes first..end-1: its size decides its end.
+		end, size := first, 0
+		for end < len(sc.written) && end-first < maxRecordChanges && size < maxRecordBytes {
+			size += len(rows[sc.written[end]].Series) + len(value(end))
+			end++
+		}
+		if end-first == 1 {
+			row := &rows[sc.written[first]]
+			sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin(first), value(first))
+		} else {
+			sc.seqVal = appendLogRecordHeader(sc.seqVal[:0], end-first)
+			for i := first; i < end; i++ {
+				row := &rows[sc.written[i]]
+				sc.seqVal = appendRecordEntry(sc.seqVal, row.Series, row.Time, origin(i), value(i))
+			}
+		}
+		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+uint64(end))
+		if err := batch.Set(sc.seqKey, sc.seqVal, nil); err != nil {
+			return fmt.Errorf("partition: batch set: %w", err)
+		}
+		first = end
 	}
 	return nil
 }

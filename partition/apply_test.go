@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -354,8 +357,8 @@ func TestConcurrentOverwrites(t *testing.T) {
 }
 
 // testConcurrentOverwrites runs TestConcurrentOverwrites with every write
-// looked up first, or with late writes blind (merge operands); the index
-// of live rows only is checked for the first.
+// looked up first, or with late writes blind (merge operands); the log's
+// fold into the stored rows is checked for the first.
 func testConcurrentOverwrites(t *testing.T, lookUp bool) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
@@ -586,4 +589,65 @@ func TestRowLookupFind(t *testing.T) {
 		}
 		look.close()
 	}
+}
+
+// TestLogRecordsBounded: a batch's changes are cut into records of at
+// most maxRecordChanges changes and about maxRecordBytes, each under its
+// last sequence, and read back whole and from inside any of them.
+func TestLogRecordsBounded(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	var small []model.Row
+	for i := range 2*maxRecordChanges + 100 {
+		small = append(small, row("s", int64(i), fl("v", float64(i), 1)))
+	}
+	mustApply(t, r, small...)
+	big := strings.Repeat("x", 4<<10)
+	var large []model.Row
+	for i := range 100 { // 400 KiB of values: two records by size
+		large = append(large, model.Row{Series: "t", Time: int64(i), Fields: []model.Field{{Name: "v", Value: model.String(big), Version: model.Version{Wall: 1, Node: 1}}}})
+	}
+	mustApply(t, r, large...)
+	keys := rawLogKeys(t, s, r)
+	n := uint64(len(small))
+	if len(keys) != 5 || keys[0] != maxRecordChanges || keys[1] != 2*maxRecordChanges || keys[2] != n || keys[4] != n+100 {
+		t.Fatalf("log keys %v; want %d, %d, %d, then two records of the large batch ending at %d", keys, maxRecordChanges, 2*maxRecordChanges, n, n+100)
+	}
+	all, err := r.ReadLog(0, 0)
+	if err != nil || len(all) != int(n)+100 {
+		t.Fatalf("ReadLog: %d entries, %v", len(all), err)
+	}
+	for i, e := range all {
+		if e.Seq != uint64(i)+1 {
+			t.Fatalf("entry %d has sequence %d", i, e.Seq)
+		}
+	}
+	for _, after := range []uint64{1, maxRecordChanges - 1, maxRecordChanges, maxRecordChanges + 7, n - 1, n + 50} {
+		got, err := r.ReadLog(after, 3)
+		if err != nil || len(got) != min(3, int(n+100-after)) || got[0].Seq != after+1 {
+			t.Fatalf("ReadLog(%d, 3) = %d entries, %v", after, len(got), err)
+		}
+		if err := sameRow(got[0].Row, all[after].Row); err != nil {
+			t.Fatalf("ReadLog(%d, 3): %v", after, err)
+		}
+	}
+}
+
+// rawLogKeys returns the sequences of the replica's log keys, in order.
+func rawLogKeys(t *testing.T, s *Store, r *Replica) []uint64 {
+	t.Helper()
+	it, err := s.DB().NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []uint64
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := seqFromKey(it.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, seq)
+	}
+	return out
 }

@@ -123,8 +123,8 @@ func (r *Replica) SnapshotLog() (*LogSnapshot, error) {
 // the snapshot holds every change up to it and none above.
 func (s *LogSnapshot) Seq() uint64 { return s.high }
 
-// ReadLog is Replica.ReadLog on the snapshot: the rows live when it was
-// taken whose sequence is above after (all at or below Seq), in ascending
+// ReadLog is Replica.ReadLog on the snapshot: the changes held when it
+// was taken whose sequence is above after (all at or below Seq), in ascending
 // sequence order, at most maxRows of them (maxRows <= 0: no limit). It
 // first waits until Seq is synced, so it returns only synced rows (rule
 // 1). It fails with ErrLogTruncated for after below the truncation point
@@ -310,7 +310,8 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		if err != nil {
 			return nil, err
 		}
-		for i := 0; i < n && !full(); i++ {
+		i := 0
+		for ; i < n && !full(); i++ {
 			var e seqEntry
 			if e, body, err = nextRecordEntry(body); err != nil {
 				return nil, fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
@@ -321,7 +322,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 				}
 			}
 		}
-		if !full() && len(body) != 0 {
+		if i == n && len(body) != 0 {
 			return nil, fmt.Errorf("%w: log record %d has %d bytes after its %d entries", ErrCorrupt, seq, len(body), n)
 		}
 	}

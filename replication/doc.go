@@ -28,8 +28,9 @@
 //     WaitConfirmed waiters wake. A cursor never moves back. A cursor
 //     claims that the target has every row written at or below it, so a
 //     batch cut by its size moves it only if the batch skips no sequence:
-//     a skipped sequence is a row overwritten since, whose new entry may
-//     lie beyond the batch. Otherwise the next reads go on from the
+//     a skipped sequence (in a log written before log records, where an
+//     overwrite deleted the entry it superseded) is a row overwritten
+//     since, whose new entry may lie beyond the batch. Otherwise the next reads go on from the
 //     batch's end and the cursor moves once a read reaches the end of the
 //     log (rows overwritten before that read are in it).
 //  4. On failure the cursor stays; the goroutine backs off (RetryMin
@@ -125,8 +126,9 @@
 // The first time a placement appears as a joining target of a Pusher, the
 // Pusher fixes its mark := the Seq of a snapshot of the log
 // (Log.SnapshotLog), and the target's pushes up to the mark read that
-// snapshot: a row held at the mark and overwritten since is in the live
-// log only above the mark. A split target's backfill does the same. The
+// snapshot: a row held at the mark and overwritten since may be in the
+// live log only above the mark (its old entry truncated, or deleted by the
+// overwrite in a log written before log records). A split target's backfill does the same. The
 // snapshot is released once the cursor reaches the mark, when the target
 // is removed (its mark is forgotten with it) and when Run returns (the next
 // Run sets the marks again). Once the target's cursor reaches

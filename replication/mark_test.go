@@ -14,9 +14,10 @@ import (
 )
 
 // Tests of what a mark covers (DESIGN.md section 5 join, section 6 split,
-// rule 7) when rows held at the mark are overwritten after it. The
-// sequence index covers live rows only: an overwrite deletes the row's old
-// entry (at or below the mark) and writes a new one above it.
+// rule 7) when rows held at the mark are overwritten after it: the
+// overwrite writes a new entry above the mark, and the old one (at or
+// below it) may be gone from the live log (truncated, or deleted by the
+// overwrite in a log written before log records).
 
 // holds reports whether rows holds a row of series at time ts.
 func holds(rows []model.Row, series string, ts int64) bool {

@@ -50,8 +50,8 @@ type Log interface {
 type LogSnapshot interface {
 	// Seq is the log's high sequence when the snapshot was taken.
 	Seq() uint64
-	// ReadLog is Log.ReadLog on the snapshot: the rows live then with a
-	// sequence above after, all at or below Seq and synced.
+	// ReadLog is Log.ReadLog on the snapshot: the changes held then with
+	// a sequence above after, all at or below Seq and synced.
 	ReadLog(after uint64, maxRows int) ([]partition.LogEntry, error)
 	// Close releases the snapshot. Idempotent.
 	Close()
@@ -1479,7 +1479,9 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	}
 	// What the cursor may claim after this push. A read that got to the
 	// end of the log (or snapshot) has every row written up to last: a
-	// sequence it skipped was overwritten by a change it holds. A batch
+	// sequence it skipped was overwritten by a change it holds (in a log
+	// written before log records; since them no write deletes an entry,
+	// and a log skips no sequence above its truncation point). A batch
 	// cut by its size has that only if it skips no sequence, straight
 	// from the cursor: a row overwritten after an earlier read (its entry
 	// below last gone, its new one maybe beyond the batch) would otherwise
