@@ -725,9 +725,9 @@ func (l *rowLookup) close() {
 // mergeStored looks key up (keys come in ascending order, so most lookups
 // need no seek or a cheap one) and merges the incoming fields into the
 // stored row. It returns the fields to write, or nil when nothing changed,
-// and whether the fields to write are the incoming ones alone (every stored field replaced or
-// equal). The result aliases the iterator's value and is valid until the
-// next positioning call.
+// and whether the fields to write are the incoming ones alone (every
+// stored field replaced or equal). The result aliases the iterator's value
+// and is valid until the next positioning call.
 func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Field) (merged []encField, whole bool, err error) {
 	sc.merged = sc.merged[:0]
 	found, err := look.find(key)
