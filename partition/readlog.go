@@ -196,9 +196,9 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 // origin skip, when not uuid.Nil, as ReadLogFor leaves them), with one
 // sequential iterator over the sequence index: each entry carries its row's
 // value as written, alone or in the record of its batch's changes (the
-// record of the first sequence above after may begin at or below it). An entry of the legacy form (written before entries
-// carried their rows and not yet upgraded, see upgradeLog) is completed by
-// a lookup of its row.
+// record of the first sequence above after may begin at or below it). An
+// entry of the legacy form (written before entries carried their rows and
+// not yet upgraded, see upgradeLog) is completed by a lookup of its row.
 func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int, skip uuid.UUID) ([]LogEntry, error) {
 	trunc, err := readTrunc(snap, &r.ks)
 	if err != nil {
