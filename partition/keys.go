@@ -257,17 +257,26 @@ const seqFlagRecord byte = 0x02
 // flags bit 0: origin present; the other bits are 0.
 func appendSeqValue(dst []byte, series string, t int64, origin uuid.UUID, rowValue []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
+	dst = append(dst, seqEntryTag)
+	dst = appendFlagsSeriesOrigin(dst, series, origin)
+	return append(dst, rowValue...)
+}
+
+// appendFlagsSeriesOrigin appends the part of a log entry that both its
+// forms share (appendSeqValue, appendRecordEntry; entrySeriesOrigin reads
+// it back): flags(1) | len(series):uvarint | series | [origin(16)].
+func appendFlagsSeriesOrigin(dst []byte, series string, origin uuid.UUID) []byte {
 	flags := byte(0)
 	if origin != uuid.Nil {
 		flags |= seqFlagOrigin
 	}
-	dst = append(dst, seqEntryTag, flags)
+	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(series)))
 	dst = append(dst, series...)
 	if origin != uuid.Nil {
 		dst = append(dst, origin[:]...)
 	}
-	return append(dst, rowValue...)
+	return dst
 }
 
 // appendLegacySeqValue appends a log entry of the legacy form, which does
@@ -316,16 +325,7 @@ func appendLogRecordHeader(dst []byte, n int) []byte {
 //	u(8, BE) | flags(1) | len(series):uvarint | series | [origin(16)] | len(value):uvarint | row value
 func appendRecordEntry(dst []byte, series string, t int64, origin uuid.UUID, rowValue []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, orderedTime(t))
-	flags := byte(0)
-	if origin != uuid.Nil {
-		flags |= seqFlagOrigin
-	}
-	dst = append(dst, flags)
-	dst = binary.AppendUvarint(dst, uint64(len(series)))
-	dst = append(dst, series...)
-	if origin != uuid.Nil {
-		dst = append(dst, origin[:]...)
-	}
+	dst = appendFlagsSeriesOrigin(dst, series, origin)
 	dst = binary.AppendUvarint(dst, uint64(len(rowValue)))
 	return append(dst, rowValue...)
 }
