@@ -424,6 +424,9 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 		return ApplyResult{}, nil, fmt.Errorf("partition: replica %s: apply: %w", r.info.Placement, err)
 	}
 	r.beginApply()
+	if h := r.applyMu.mem; h != nil {
+		r.insertMem(h, sc, rows, prev)
+	}
 	sc.ix.commit(r.applyMu.index)
 	r.hints.add(prev+1, last, sc.origin, sc.originSeq)
 	r.synced.add(prev+1, last)
@@ -453,7 +456,7 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 // when first needed, whose seeks are monotone, and written only when they
 // change it.
 func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) (int, error) {
-	var look rowLookup
+	look := rowLookup{mem: r.applyMu.mem}
 	defer look.close()
 	sc.written = sc.written[:0]
 	sc.whole = sc.whole[:0]
@@ -487,7 +490,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			merged, blind = sc.newFields(fields), true
 		default:
 			if look.it == nil {
-				if look.it, err = newRowIter(r.store.db, &r.ks, nil, nil); err != nil {
+				if look.it, err = newRowIter(r.store.db, nil, &r.ks, nil, nil); err != nil {
 					return 0, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 				}
 			}
@@ -506,12 +509,19 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			return 0, fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
 		}
 		sc.valEnds = append(sc.valEnds, int32(len(sc.vals)))
-		if blind {
+		switch {
+		case r.applyMu.mem != nil:
+			// Into the memory head once the batch is visible
+			// (applyLocked); the log record below is its durable form.
+			if !blind {
+				r.noteIndex(&sc.ix, ixState, row.Series, merged)
+			}
+		case blind:
 			// Nothing to note: covers found every index entry present.
 			if err := batch.Merge(key, sc.vals[start:], nil); err != nil {
 				return 0, fmt.Errorf("partition: batch merge: %w", err)
 			}
-		} else {
+		default:
 			if err := batch.Set(key, sc.vals[start:], nil); err != nil {
 				return 0, fmt.Errorf("partition: batch set: %w", err)
 			}
@@ -568,7 +578,9 @@ const (
 // now below the point), and so, once, are the entries written otherwise.
 // The newest change keeps its entry, as TruncateLog keeps it.
 func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.Batch, prev uint64) error {
-	sc.tailOnly = r.noLogValues.Load() && len(sc.written) > 0
+	// With a memory head the log records are the rows' durable form:
+	// always written whole (truncated once sealed, memhead.go).
+	sc.tailOnly = r.noLogValues.Load() && len(sc.written) > 0 && r.applyMu.mem == nil
 	if sc.tailOnly {
 		return r.addLogTail(sc, rows, batch, prev)
 	}
@@ -683,20 +695,60 @@ func (sc *applyScratch) newFields(in []model.Field) []encField {
 // older than the replica's newest (a split backfill or a joiner's
 // catch-up while newer rows already arrived) so needs no seek per row.
 type rowLookup struct {
-	it *rowIter // the head and the sealed rows
+	it *rowIter // the head and the sealed rows in pebble
+	// mem is the data space's memory head (nil: none), read directly:
+	// the apply lock keeps its writers out. memVal is the value it holds
+	// for the key last found, itFound whether it found the key too.
+	mem     *memHead
+	memVal  []byte
+	itFound bool
+	buf     []byte
 	// positioned: a seek was made; valid: it found a key (else every key
 	// asked for from now on is absent).
 	positioned, valid bool
 }
 
-// find reports whether key is stored; if so the iterator stands on it.
-// Keys must be asked for in ascending order. It never steps the iterator
+// find reports whether key is stored, in pebble (the iterator then
+// stands on it) or in the memory head. Keys must be asked for in
+// ascending order.
+func (l *rowLookup) find(key []byte) (bool, error) {
+	found, err := l.findPebble(key)
+	if err != nil {
+		return false, err
+	}
+	l.itFound, l.memVal = found, nil
+	if l.mem != nil {
+		_, series, t, err := rowKeyParts(key)
+		if err != nil {
+			return false, err
+		}
+		l.memVal = l.mem.getLocked(series, t)
+	}
+	return found || l.memVal != nil, nil
+}
+
+// value returns the value of the key find found: pebble's followed by the
+// memory head's (folded by decodeRaw).
+func (l *rowLookup) value() ([]byte, error) {
+	if !l.itFound {
+		return l.memVal, nil
+	}
+	v, err := l.it.ValueAndErr()
+	if err != nil || l.memVal == nil {
+		return v, err
+	}
+	l.buf = append(append(l.buf[:0], v...), l.memVal...)
+	return l.buf, nil
+}
+
+// findPebble reports whether key is stored in pebble; if so the iterator
+// stands on it. Keys must be asked for in ascending order. It never steps the iterator
 // with Next: only consecutive SeekGEs let pebble reuse its position
 // (TrySeekUsingNext), and a seek after a Next reads the index and a data
 // block of every level again (measured: with up to 4 Nexts before each
 // seek, the lookups took 21% of the server's CPU in
 // BenchmarkReplicatedIngest at RF 1, ingest fell by 15%).
-func (l *rowLookup) find(key []byte) (bool, error) {
+func (l *rowLookup) findPebble(key []byte) (bool, error) {
 	if l.positioned {
 		if !l.valid {
 			return false, l.it.Error()
@@ -737,8 +789,7 @@ func (sc *applyScratch) mergeStored(look *rowLookup, key []byte, in []model.Fiel
 	if !found {
 		return sc.newFields(in), true, nil
 	}
-	it := look.it
-	v, err := it.ValueAndErr()
+	v, err := look.value()
 	if err != nil {
 		return nil, false, err
 	}

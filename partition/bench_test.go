@@ -57,7 +57,7 @@ func setBenchTime(rows []model.Row, t int64) {
 
 func openBenchStore(b *testing.B) *Store {
 	b.Helper()
-	s, err := Open(Options{Dir: b.TempDir()})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

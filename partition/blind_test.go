@@ -198,7 +198,7 @@ func TestApplyPushOwnRows(t *testing.T) {
 // merged after a reopen.
 func TestFormatOneUpgrades(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s := openPlainStore(t, dir)
 	r := lookingUp(createTestReplica(t, s))
 	p := r.Info().Placement
 	mustApply(t, r, row("cpu", 10, fl("a", 1, 5)), row("cpu", 20, fl("a", 1, 5)))
@@ -222,7 +222,7 @@ func TestFormatOneUpgrades(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openTestStore(t, dir)
+	s = openPlainStore(t, dir)
 	r, _ = s.Replica(p)
 	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", 10, fl("a", 2, 6)), row("cpu", 20, fl("a", 1, 5))}); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // ever cached.
 func TestBlockCacheBesideFullMemtables(t *testing.T) {
 	const memtable = 1 << 20
-	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: memtable, CacheSize: memtable})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: t.TempDir(), MemTableSize: memtable, CacheSize: memtable})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +37,9 @@ func TestBlockCacheBesideFullMemtables(t *testing.T) {
 		rows = append(rows, row(fmt.Sprintf("series-%03d", i%10), int64(i)*1e9, fl("v", float64(i), 1)))
 	}
 	mustApply(t, small, rows...)
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	scan := func() {
-		if n := countKeys(t, s.db, small.ks.rowLo, small.ks.rowHi); n != len(rows) {
+		if n := countHeadRows(t, small); n != len(rows) {
 			t.Fatalf("scan: %d rows, want %d", n, len(rows))
 		}
 	}

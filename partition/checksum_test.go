@@ -168,7 +168,7 @@ func cloneRows(rows []model.Row) []model.Row {
 // reopen.
 func TestChecksumRange(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

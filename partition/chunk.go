@@ -79,7 +79,7 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	if empty {
 		return Chunk{Done: true}, nil
 	}
-	it, err := newRowIter(s.snap, &r.ks, lower, upper)
+	it, err := newRowIter(s.snap, s.mem, &r.ks, lower, upper)
 	if err != nil {
 		return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
 	}
@@ -457,7 +457,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 // in the head or sealed.
 func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 	upper := append(append([]byte(nil), last...), 0) // the successor of last
-	it, err := newRowIter(r.store.db, &r.ks, first, upper)
+	it, err := newRowIter(r.store.db, r.memView(first, upper), &r.ks, first, upper)
 	if err != nil {
 		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}
@@ -476,7 +476,7 @@ func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 func (r *Replica) newerEntries(pc *parsedChunk) ([]int, error) {
 	first, last := pc.entries[0].key, pc.entries[len(pc.entries)-1].key
 	upper := append(append([]byte(nil), last...), 0)
-	it, err := newRowIter(r.store.db, &r.ks, first, upper)
+	it, err := newRowIter(r.store.db, r.memView(first, upper), &r.ks, first, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}

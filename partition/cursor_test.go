@@ -27,7 +27,7 @@ func applyN(t testing.TB, r *Replica, n int) uint64 {
 // Close/Open.
 func TestCursorsPersistAndAreMonotonic(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

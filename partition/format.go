@@ -37,7 +37,12 @@ import (
 //   - 4: a block of fewer than block.SummaryMinRows rows may keep no
 //     summaries (header flag bit 1), which a build before version 4
 //     refuses as a corrupt block. Versions 1 to 3 become 4 without
-//     rewriting anything (their blocks all keep summaries).
+//     rewriting anything (their blocks all keep summaries);
+//   - 5: rows may live in log records only (Options.MemoryHead,
+//     memhead.go): a build before version 5 would not read them, and
+//     would truncate their records. Open writes 5 before any Apply when
+//     the option is on; a store of version 5 opened without it has its
+//     rows replayed and written to pebble's head, and is marked 4 again.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -46,11 +51,15 @@ const nsFormat byte = 0x00
 
 var formatKey = []byte{nsFormat}
 
-// storeFormat is the version this build writes in a new store.
-const storeFormat = 4
+// storeFormat is the version this build writes in a new store, and
+// memHeadFormat the one it writes in a store with a memory head.
+const (
+	storeFormat   = 4
+	memHeadFormat = 5
+)
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{1, 2, 3, storeFormat}
+var supportedFormats = []int{1, 2, 3, storeFormat, memHeadFormat}
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).
@@ -105,21 +114,23 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 	return held, nil
 }
 
-// writeFormat writes the marker of storeFormat, synced, in a store marked
-// with an older version (from, 0 when it had none); legacy (holdsKeys
+// writeFormat writes the marker of version to, synced, in a store marked
+// with another version (from, 0 when it had none); legacy (holdsKeys
 // before Open wrote anything) tells a store written before the marker
 // existed from a new one, for the log. Versions 1 to 3 need no change of
 // their keys to be version 4: they only hold no merge operands, no blocks
-// or only blocks with summaries yet.
-func (s *Store) writeFormat(from int, legacy bool) error {
-	if err := formatmark.Write(s.db, formatKey, storeFormat); err != nil {
+// or only blocks with summaries yet; nor does any of them to be 5. A store
+// of version 5 becomes 4 once its memory heads are drained
+// (Store.drainMemHeads).
+func (s *Store) writeFormat(from, to int, legacy bool) error {
+	if err := formatmark.Write(s.db, formatKey, to); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)
 	}
 	switch {
 	case from > 0:
-		s.log.Info("partition store upgraded", "dir", s.dir, "from_format", from, "format", storeFormat)
+		s.log.Info("partition store format changed", "dir", s.dir, "from_format", from, "format", to)
 	case legacy:
-		s.log.Info("partition store written before the format marker: marked", "dir", s.dir, "format", storeFormat)
+		s.log.Info("partition store written before the format marker: marked", "dir", s.dir, "format", to)
 	}
 	return nil
 }

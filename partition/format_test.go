@@ -69,7 +69,7 @@ func TestFormatMarkerFresh(t *testing.T) {
 		t.Fatalf("a new store logged as written before the marker:\n%s", log)
 	}
 	_ = s.Close()
-	s = openTestStore(t, dir)
+	s = openPlainStore(t, dir)
 	if got := formatMarker(t, s); got != "4" {
 		t.Fatalf("format marker after reopen = %q, want \"4\"", got)
 	}
@@ -80,7 +80,7 @@ func TestFormatMarkerFresh(t *testing.T) {
 // version 1, keeps its rows and gets the marker of version 4.
 func TestFormatMarkerLegacy(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s := openPlainStore(t, dir)
 	if err := s.RecordBirth(nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +114,15 @@ func TestFormatMarkerUnknown(t *testing.T) {
 		want   error
 		text   []string
 	}{
-		{"5", ErrUnknownFormat, []string{"format version 5", "supports version 1, 2, 3, 4 only"}},
-		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4 only"}},
+		{"6", ErrUnknownFormat, []string{"format version 6", "supports version 1, 2, 3, 4, 5 only"}},
+		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4, 5 only"}},
 		{"x", ErrCorrupt, []string{`"x"`, "not a version"}},
 		{"01", ErrCorrupt, []string{`"01"`}},
 		{"0", ErrCorrupt, []string{`"0"`}},
 	} {
 		t.Run(tc.marker, func(t *testing.T) {
 			dir := t.TempDir()
-			s := openTestStore(t, dir)
+			s := openPlainStore(t, dir)
 			createTestReplica(t, s)
 			setMarker(t, s, tc.marker)
 

@@ -15,9 +15,63 @@ import (
 	"github.com/tsdb/tsdb/model"
 )
 
+// memHeadTests makes the tests' stores keep a memory head
+// (Options.MemoryHead) when TSDB_TEST_MEMHEAD is set: the whole suite
+// then runs against it.
+var memHeadTests = os.Getenv("TSDB_TEST_MEMHEAD") != ""
+
+// drainMem writes every memory head's rows to pebble's head (nothing
+// without a memory head), for tests that read pebble's keys.
+func drainMem(t testing.TB, s *Store) {
+	t.Helper()
+	for _, r := range s.Replicas() {
+		for r.applyMu.mem != nil && r.store.MemoryHeadBytes() > 0 && !r.dropped.Load() {
+			before := r.store.MemoryHeadBytes()
+			if err := r.drainOldestBucket(); err != nil {
+				t.Fatalf("drain the memory head: %v", err)
+			}
+			if r.store.MemoryHeadBytes() == before {
+				break // another space's
+			}
+		}
+	}
+}
+
+// countHeadRows counts r's data space's head rows: its row keys in
+// pebble and its rows in the memory head.
+func countHeadRows(t *testing.T, r *Replica) int {
+	t.Helper()
+	n := countKeys(t, r.store.db, r.ks.rowLo, r.ks.rowHi)
+	if v := r.memView(nil, nil); v != nil {
+		for _, b := range v.buckets {
+			for _, s := range b.series {
+				n += len(s.rows)
+			}
+		}
+	}
+	return n
+}
+
 // openTestStore opens a store in dir (a fresh temp dir when empty) and
 // closes it at the end of the test.
 func openTestStore(t testing.TB, dir string) *Store {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// openPlainStore is openTestStore without a memory head, whatever
+// TSDB_TEST_MEMHEAD says: for the tests of what a store without one writes
+// (the tail-only log, legacy upgrades, row keys in pebble, the format
+// marker).
+func openPlainStore(t testing.TB, dir string) *Store {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()

@@ -210,7 +210,7 @@ func TestIndexDropRemovesKeys(t *testing.T) {
 // (no index keys, no marker): Open rebuilds the index.
 func TestIndexUpgradeAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func TestAggregateRefusesGroupAllWithGroupBy(t *testing.T) {
 // index alone unless Options.CheckIndex asks it to compare and repair.
 func TestIndexCheckAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestIndexCheckAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	seriesAfterOpen := func(check bool) []string {
-		s, err := Open(Options{Dir: dir, CheckIndex: check})
+		s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, CheckIndex: check})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,9 +51,10 @@ func (r *Replica) CheckIndex(repair bool) (IndexReport, error) {
 	}
 	defer r.store.gate.Exit()
 	if !repair {
+		mem := r.memView(nil, nil) // before the snapshot
 		snap := r.store.db.NewSnapshot()
 		defer snap.Close()
-		rep, _, _, err := r.diffIndex(snap)
+		rep, _, _, err := r.diffIndex(snap, mem)
 		return rep, err
 	}
 	r.applyMu.Lock()
@@ -66,7 +67,7 @@ func (r *Replica) CheckIndex(repair bool) (IndexReport, error) {
 
 // repairIndexLocked is CheckIndex(true) under applyMu.
 func (r *Replica) repairIndexLocked() (IndexReport, error) {
-	rep, missing, extra, err := r.diffIndex(r.store.db)
+	rep, missing, extra, err := r.diffIndex(r.store.db, r.memView(nil, nil))
 	if err != nil || rep.OK() {
 		return rep, err
 	}
@@ -92,8 +93,8 @@ func (r *Replica) repairIndexLocked() (IndexReport, error) {
 
 // diffIndex compares the index with the rows as db shows them and returns
 // the missing and extra keys.
-func (r *Replica) diffIndex(db reader) (rep IndexReport, missing, extra [][]byte, err error) {
-	want, err := r.wantedIndex(db, &rep)
+func (r *Replica) diffIndex(db reader, mem *memView) (rep IndexReport, missing, extra [][]byte, err error) {
+	want, err := r.wantedIndex(db, mem, &rep)
 	if err != nil {
 		return rep, nil, nil, err
 	}
@@ -134,8 +135,8 @@ func (r *Replica) diffIndex(db reader) (rep IndexReport, missing, extra [][]byte
 }
 
 // wantedIndex walks the rows and returns every index key they need.
-func (r *Replica) wantedIndex(db reader, rep *IndexReport) (map[string]struct{}, error) {
-	it, err := newRowIter(db, &r.ks, nil, nil) // the head and the sealed rows
+func (r *Replica) wantedIndex(db reader, mem *memView, rep *IndexReport) (map[string]struct{}, error) {
+	it, err := newRowIter(db, mem, &r.ks, nil, nil) // the head and the sealed rows
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}

@@ -16,20 +16,26 @@ import (
 // (tombstones kept), by series and time, with its sequence.
 func storedRows(t *testing.T, r *Replica) map[string]LogEntry {
 	t.Helper()
-	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
+	mem := r.memView(nil, nil) // the head in memory too
+	pb, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
 	if err != nil {
 		t.Fatal(err)
 	}
+	it := newHeadIter(pb, mem, r.ks.rowLo, r.ks.rowHi)
 	defer it.Close()
 	out := map[string]LogEntry{}
 	var raw rawRow
 	var slab fieldSlab
-	for ok := it.First(); ok; ok = it.Next() {
+	for ok := it.SeekGE(r.ks.rowLo); ok; ok = it.Next() {
 		_, series, tm, err := rowKeyParts(it.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := decodeRaw(it.Value(), &raw); err != nil {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeRaw(v, &raw); err != nil {
 			t.Fatal(err)
 		}
 		out[fmt.Sprintf("%s@%d", series, tm)] = LogEntry{Seq: raw.seq, Row: toModelRow(string(series), tm, &raw, interner{}, nil, false, &slab)}
@@ -161,7 +167,7 @@ func logTestRows(t *testing.T, r *Replica) map[string]uuid.UUID {
 // stored rows, tombstones and origins included, without reading the row
 // keyspace: with the rows deleted underneath it, the log still decodes.
 func TestLogEntriesCarryRows(t *testing.T) {
-	s := openTestStore(t, "")
+	s := openPlainStore(t, "")
 	r := lookingUp(createTestReplica(t, s))
 	origins := logTestRows(t, r)
 	entries, err := r.ReadLog(0, 0)
@@ -262,7 +268,7 @@ func legacyLog(t *testing.T, s *Store, r *Replica) map[uint64]bool {
 // marker written) without changing what ReadLog returns.
 func TestLegacyLogUpgrade(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s := openPlainStore(t, dir)
 	r := lookingUp(createTestReplica(t, s))
 	placement := r.Info().Placement
 	origins := logTestRows(t, r)
@@ -316,7 +322,7 @@ func TestLegacyLogUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = openTestStore(t, dir)
+	s = openPlainStore(t, dir)
 	r, ok := s.Replica(placement)
 	if !ok {
 		t.Fatal("replica gone after reopen")
@@ -358,7 +364,7 @@ func TestLogFormatUnknown(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(Options{Dir: dir}); err == nil {
+	if s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir}); err == nil {
 		_ = s.Close()
 		t.Fatal("Open accepted an unknown log format")
 	}
@@ -376,7 +382,7 @@ func TestLogFormatUnknown(t *testing.T) {
 // reopen.
 func TestLogValuesOff(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s := openPlainStore(t, dir)
 	r := lookingUp(createTestReplica(t, s))
 	r.SetLogValues(false)
 	if r.LogValues() {
@@ -464,7 +470,7 @@ func TestLogValuesOff(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openTestStore(t, dir)
+	s = openPlainStore(t, dir)
 	r, ok := s.Replica(placement)
 	if !ok {
 		t.Fatal("replica gone after reopen")
@@ -486,7 +492,7 @@ func TestLogValuesOff(t *testing.T) {
 // (UpgradeSkipped) and rewrites every other entry.
 func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
 	dir := t.TempDir()
-	s := openTestStore(t, dir)
+	s := openPlainStore(t, dir)
 	r := createTestReplica(t, s)
 	placement := r.Info().Placement
 	for i := int64(0); i < 20; i++ {
@@ -501,7 +507,7 @@ func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openTestStore(t, dir)
+	s = openPlainStore(t, dir)
 	if got := s.UpgradeSkipped(); got != 1 {
 		t.Fatalf("UpgradeSkipped = %d, want 1", got)
 	}

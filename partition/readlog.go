@@ -98,6 +98,8 @@ type LogSnapshot struct {
 	// mu is held shared by ReadLog and exclusively by Close.
 	mu   sync.RWMutex
 	snap *pebble.Snapshot // nil once closed
+	// mem is the memory head's rows, taken just before snap.
+	mem *memView
 }
 
 // SnapshotLog freezes the replica's log (see LogSnapshot). It takes the
@@ -107,11 +109,11 @@ func (r *Replica) SnapshotLog() (*LogSnapshot, error) {
 		return nil, err
 	}
 	defer r.store.gate.Exit()
-	snap, high, err := r.snapshot()
+	snap, mem, high, err := r.snapshotWithRows()
 	if err != nil {
 		return nil, err
 	}
-	ls := &LogSnapshot{r: r, high: high, snap: snap}
+	ls := &LogSnapshot{r: r, high: high, snap: snap, mem: mem}
 	s := r.store
 	s.snaps.Lock()
 	s.snaps.m[ls] = struct{}{}
@@ -192,6 +194,19 @@ func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
 	return r.store.db.NewSnapshot(), r.high.Load(), nil
 }
 
+// snapshotWithRows is snapshot with the memory head's rows, taken before
+// the DB snapshot (under applyMu, so both hold exactly the changes up to
+// high).
+func (r *Replica) snapshotWithRows() (*pebble.Snapshot, *memView, uint64, error) {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return nil, nil, 0, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	mem := r.memView(nil, nil)
+	return r.store.db.NewSnapshot(), mem, r.high.Load(), nil
+}
+
 // readLog decodes the log entries above after, at most high (those of
 // origin skip, when not uuid.Nil, as ReadLogFor leaves them), with one
 // sequential iterator over the sequence index: each entry carries its row's
@@ -253,7 +268,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		} else {
 			if rowIt == nil {
 				var err error
-				if rowIt, err = newRowIter(snap, &r.ks, nil, nil); err != nil {
+				if rowIt, err = newRowIter(snap, nil, &r.ks, nil, nil); err != nil {
 					return fmt.Errorf("partition: replica %s: read log: %w", r.info.Placement, err)
 				}
 			}

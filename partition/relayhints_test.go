@@ -65,7 +65,7 @@ func TestRelayHints(t *testing.T) {
 // sequence for an entry that carries the value written, and not for a
 // legacy entry (SetLogValues(false)), whose row is read as it is now.
 func TestOriginSeqOnlyForCarriedValues(t *testing.T) {
-	s := openTestStore(t, t.TempDir())
+	s := openPlainStore(t, t.TempDir())
 	origin := uuid.New()
 	for _, values := range []bool{true, false} {
 		r := createTestReplica(t, s)

@@ -311,6 +311,10 @@ func (r *Replica) dropLocked() error {
 	wasDropped := r.markDropped()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
+	if err := r.drainMemForDrop(); err != nil {
+		r.dropped.Store(wasDropped)
+		return err
+	}
 	b := r.store.db.NewBatch()
 	defer b.Close()
 	if err := r.dropOps(b); err != nil {

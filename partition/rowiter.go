@@ -32,7 +32,8 @@ import (
 type rowIter struct {
 	ks           *keyspace
 	lower, upper []byte // row-key bounds
-	head, blk    *pebble.Iterator
+	head         *headIter
+	blk          *pebble.Iterator
 
 	hValid bool
 
@@ -74,42 +75,45 @@ type rowIter struct {
 }
 
 // newRowIter returns a rowIter over the rows whose keys lie in [lower,
-// upper) (nil: the whole row keyspace of ks), unpositioned.
-func newRowIter(db reader, ks *keyspace, lower, upper []byte) (*rowIter, error) {
+// upper) (nil: the whole row keyspace of ks), unpositioned, reading the
+// memory head's rows from mem (nil: none; memhead.go), which the caller
+// takes before db's view.
+func newRowIter(db reader, mem *memView, ks *keyspace, lower, upper []byte) (*rowIter, error) {
 	if lower == nil {
 		lower = ks.rowLo
 	}
 	if upper == nil {
 		upper = ks.rowHi
 	}
-	head, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	pb, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
-	return withBlocks(head, ks, lower, upper)
+	return withBlocks(newHeadIter(pb, mem, lower, upper), ks, lower, upper)
 }
 
 // cloneRange returns an unpositioned rowIter over the rows of [lower,
-// upper) as it sees them: the same view of the store (pebble's Clone), so
-// that several iterators over parts of a range read one state of it.
+// upper) as it sees them: the same view of the store (pebble's Clone, the
+// same memory view), so that several iterators over parts of a range read
+// one state of it.
 func (it *rowIter) cloneRange(lower, upper []byte) (*rowIter, error) {
-	head, err := it.head.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: lower, UpperBound: upper}})
+	pb, err := it.head.pb.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: lower, UpperBound: upper}})
 	if err != nil {
 		return nil, err
 	}
-	return withBlocks(head, it.ks, lower, upper)
+	return withBlocks(newHeadIter(pb, it.head.view, lower, upper), it.ks, lower, upper)
 }
 
 // withBlocks returns a rowIter over [lower, upper) reading the head with
-// head and the blocks with a clone of it.
-func withBlocks(head *pebble.Iterator, ks *keyspace, lower, upper []byte) (*rowIter, error) {
+// head and the blocks with a clone of its pebble iterator.
+func withBlocks(head *headIter, ks *keyspace, lower, upper []byte) (*rowIter, error) {
 	blkLower := ks.blkLo
 	if len(lower) >= len(ks.rowLo)+4 {
 		// From the first block of lower's bucket: a block below
 		// blockBound(lower) may still hold rows at or above lower.
 		blkLower = ks.blockBound(lower[:len(ks.rowLo)+4])
 	}
-	blk, err := head.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: blkLower, UpperBound: ks.blockBound(upper)}})
+	blk, err := head.pb.Clone(pebble.CloneOptions{IterOptions: &pebble.IterOptions{LowerBound: blkLower, UpperBound: ks.blockBound(upper)}})
 	if err != nil {
 		_ = head.Close()
 		return nil, err
@@ -413,8 +417,7 @@ func (it *rowIter) rowBytesHead() int {
 	if !it.inHead {
 		return 0
 	}
-	v := it.head.LazyValue()
-	return len(it.head.Key()) + v.Len()
+	return len(it.head.Key()) + it.head.valueLen()
 }
 
 // rowBytes weighs the current row for split sizing: a head row its key and
@@ -430,7 +433,7 @@ func (it *rowIter) rowBytes() uint64 {
 // estimateRows is pebble's estimate of the disk usage of the rows in
 // [lower, upper) of the row keyspace: their head keys and the blocks that
 // hold sealed rows of the same buckets and series.
-func estimateRows(db *pebble.DB, ks *keyspace, lower, upper []byte) (uint64, error) {
+func estimateRows(db *pebble.DB, mem *memHead, ks *keyspace, lower, upper []byte) (uint64, error) {
 	head, err := db.EstimateDiskUsage(lower, upper)
 	if err != nil {
 		return 0, err
@@ -439,5 +442,111 @@ func estimateRows(db *pebble.DB, ks *keyspace, lower, upper []byte) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	return head + sealed, nil
+	return head + sealed + mem.bytesInKeys(ks.rowLo, lower, upper), nil
 }
+
+// headIter reads the head rows of a range from both places they live:
+// pebble (one key per row) and the memory head's view (memhead.go). A
+// row in both reads as pebble's value followed by memory's (decodeRaw
+// folds them by version, rule 2). Key and ValueAndErr are valid until the
+// next move.
+type headIter struct {
+	pb   *pebble.Iterator
+	view *memView // nil: pebble alone
+	mem  *memCursor
+
+	pValid, mValid bool
+	inP, inM       bool
+	buf            []byte
+}
+
+func newHeadIter(pb *pebble.Iterator, view *memView, lower, upper []byte) *headIter {
+	h := &headIter{pb: pb, view: view}
+	if view != nil && len(view.buckets) > 0 {
+		h.mem = newMemCursor(view, lower, upper)
+	}
+	return h
+}
+
+// SeekGE positions on the first head row at or above key.
+func (h *headIter) SeekGE(key []byte) bool {
+	h.pValid = h.pb.SeekGE(key)
+	if h.mem != nil {
+		h.mValid = h.mem.SeekGE(key)
+	}
+	return h.settle()
+}
+
+// Next moves to the next head row.
+func (h *headIter) Next() bool {
+	if h.inP {
+		h.pValid = h.pb.Next()
+	}
+	if h.inM {
+		h.mValid = h.mem.Next()
+	}
+	return h.settle()
+}
+
+func (h *headIter) settle() bool {
+	h.inP, h.inM = false, false
+	switch {
+	case h.pValid && h.mValid:
+		switch c := bytes.Compare(h.pb.Key(), h.mem.Key()); {
+		case c < 0:
+			h.inP = true
+		case c > 0:
+			h.inM = true
+		default:
+			h.inP, h.inM = true, true
+		}
+	case h.pValid:
+		h.inP = true
+	case h.mValid:
+		h.inM = true
+	}
+	return h.inP || h.inM
+}
+
+// Key returns the current row's key.
+func (h *headIter) Key() []byte {
+	if h.inP {
+		return h.pb.Key()
+	}
+	return h.mem.Key()
+}
+
+// ValueAndErr returns the current row's value.
+func (h *headIter) ValueAndErr() ([]byte, error) {
+	if !h.inM {
+		return h.pb.ValueAndErr()
+	}
+	if !h.inP {
+		return h.mem.Value(), nil
+	}
+	v, err := h.pb.ValueAndErr()
+	if err != nil {
+		return nil, err
+	}
+	h.buf = append(append(h.buf[:0], v...), h.mem.Value()...)
+	return h.buf, nil
+}
+
+// valueLen returns the current row's value length.
+func (h *headIter) valueLen() int {
+	n := 0
+	if h.inP {
+		lv := h.pb.LazyValue()
+		n += lv.Len()
+	}
+	if h.inM {
+		n += len(h.mem.Value())
+	}
+	return n
+}
+
+// Error returns pebble's error.
+func (h *headIter) Error() error { return h.pb.Error() }
+
+// Close closes the pebble iterator.
+func (h *headIter) Close() error { return h.pb.Close() }

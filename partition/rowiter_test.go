@@ -33,7 +33,7 @@ func TestRowIterSeeks(t *testing.T) {
 	}
 	mustApply(t, r, again...)
 	flush(t, s)
-	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n == 0 {
+	if n := countHeadRows(t, r); n == 0 {
 		t.Fatal("no head rows over the blocks")
 	}
 	all := rowKeys(t, r, nil, nil)
@@ -47,7 +47,7 @@ func TestRowIterSeeks(t *testing.T) {
 			lower, upper = nil, nil
 		}
 		keys := rowKeys(t, r, lower, upper)
-		it, err := newRowIter(s.db, &r.ks, lower, upper)
+		it, err := newRowIter(s.db, r.memView(lower, upper), &r.ks, lower, upper)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestRowIterSeeks(t *testing.T) {
 // rowKeys lists the row keys of r in [lower, upper) by First and Next.
 func rowKeys(t *testing.T, r *Replica, lower, upper []byte) [][]byte {
 	t.Helper()
-	it, err := newRowIter(r.store.db, &r.ks, lower, upper)
+	it, err := newRowIter(r.store.db, r.memView(lower, upper), &r.ks, lower, upper)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +114,11 @@ func TestRowIterSeekAgainAfterUpper(t *testing.T) {
 	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Rows != 3 {
 		t.Fatalf("seal: %+v, %v", st, err)
 	}
-	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != 0 {
+	if n := countHeadRows(t, r); n != 0 {
 		t.Fatalf("%d head rows left", n)
 	}
 	upper := r.ks.appendRowKey(nil, "cpu", 20)
-	it, err := newRowIter(s.db, &r.ks, nil, upper)
+	it, err := newRowIter(s.db, r.memView(nil, upper), &r.ks, nil, upper)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestRule1NoAckWithoutSync(t *testing.T) {
 	})
 	failing := &errorfs.Toggle{Injector: inj}
 	fs := errorfs.Wrap(vfs.Default, failing)
-	s, err := Open(Options{Dir: filepath.Join(t.TempDir(), "pebble"), FS: fs})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: filepath.Join(t.TempDir(), "pebble"), FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

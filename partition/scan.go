@@ -389,10 +389,13 @@ type walker struct {
 
 // newWalker returns a walker, or nil when the range is empty.
 func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker, error) {
-	return r.newWalkerOn(r.store.db, from, to, series, prefix)
+	return r.newWalkerOn(r.store.db, nil, from, to, series, prefix)
 }
 
-func (r *Replica) newWalkerOn(db reader, from, to int64, series string, prefix bool) (*walker, error) {
+// newWalkerOn is newWalker reading db, and the memory head's rows from
+// mem (taken before db's view; nil: a view taken now, db being the live
+// store).
+func (r *Replica) newWalkerOn(db reader, mem *memView, from, to int64, series string, prefix bool) (*walker, error) {
 	// Only the replica's range: its data space may hold other replicas'
 	// rows around it (space.go).
 	if b := r.info.Begin; b != nil && from < *b {
@@ -415,7 +418,10 @@ func (r *Replica) newWalkerOn(db reader, from, to int64, series string, prefix b
 	if w.last < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, w.last+1, "")
 	}
-	it, err := newRowIter(db, &r.ks, lower, upper)
+	if mem == nil {
+		mem = r.memView(lower, upper)
+	}
+	it, err := newRowIter(db, mem, &r.ks, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
 	}
@@ -606,8 +612,9 @@ func (r *Replica) newQueryWalker(q model.Query, sm *model.SeriesMatcher) (*walke
 	}
 	// One snapshot for the index read and the walk: a series first
 	// written between them is in both or in neither.
+	mem := r.memViewTimes(q.From, q.To) // before the snapshot
 	snap := r.store.db.NewSnapshot()
-	w, err := r.newIndexedWalker(snap, q, sm)
+	w, err := r.newIndexedWalker(snap, mem, q, sm)
 	if w == nil {
 		_ = snap.Close()
 	} else {
@@ -616,7 +623,7 @@ func (r *Replica) newQueryWalker(q model.Query, sm *model.SeriesMatcher) (*walke
 	return w, err
 }
 
-func (r *Replica) newIndexedWalker(snap *pebble.Snapshot, q model.Query, sm *model.SeriesMatcher) (*walker, error) {
+func (r *Replica) newIndexedWalker(snap *pebble.Snapshot, mem *memView, q model.Query, sm *model.SeriesMatcher) (*walker, error) {
 	var list [][]byte
 	{
 		series, read, err := r.matchingSeries(snap, q, sm)
@@ -645,7 +652,7 @@ func (r *Replica) newIndexedWalker(snap *pebble.Snapshot, q model.Query, sm *mod
 			}
 		}
 	}
-	w, err := r.newWalkerOn(snap, q.From, q.To, q.Series, q.Prefix)
+	w, err := r.newWalkerOn(snap, mem, q.From, q.To, q.Series, q.Prefix)
 	if err != nil || w == nil {
 		return nil, err
 	}

@@ -133,6 +133,7 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 	defer r.store.gate.Exit()
 	defer func() { r.store.sealed.add(st) }()
 	defer r.forgetQuietWrites(p)
+	defer r.releaseLogs()
 	from := r.ks.rowLo
 	counted := uint32(0)
 	first := true
@@ -220,18 +221,27 @@ func (r *Replica) compactSealed(ctx context.Context, lo, hi uint32) error {
 	return nil
 }
 
-// nextHeadBucket returns the bucket of the first head row at or above key.
+// nextHeadBucket returns the bucket of the first head row at or above key,
+// in pebble or in memory (the bucket of key counts as holding one when
+// the memory head holds a row of it).
 func (r *Replica) nextHeadBucket(key []byte) (uint32, bool, error) {
+	mb, mok := r.applyMu.mem.nextBucket(r.ks.rowLo, key)
 	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: key, UpperBound: r.ks.rowHi})
 	if err != nil {
 		return 0, false, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
 	}
 	defer it.Close()
 	if !it.First() {
-		return 0, false, it.Error()
+		return mb, mok, it.Error()
 	}
 	b, _, _, err := rowKeyParts(it.Key())
-	return b, err == nil, err
+	if err != nil {
+		return 0, false, err
+	}
+	if mok {
+		b = min(b, mb)
+	}
+	return b, true, nil
 }
 
 // sealScratch holds one series' rows while a batch of a seal reads them.
@@ -253,11 +263,23 @@ type sealScratch struct {
 	enc     block.Encoder
 	buf     []byte
 	key     []byte
+	// memDone are the series whose rows in the memory head the batch
+	// seals or drains into pebble's head: removed from memory once it is
+	// committed.
+	memDone []string
 }
 
 // keep leaves the current series' head rows where they are: the range
 // deletion before it ends at the series, the next starts after it.
 func (sc *sealScratch) keep(r *Replica, b uint32, batch *pebble.Batch) error {
+	if h := r.applyMu.mem; h != nil {
+		// Its rows in memory go to pebble's head, where series too
+		// large for a block stay (they would pin the log otherwise).
+		if err := h.drainSeriesOps(&r.ks, b, sc.series, batch); err != nil {
+			return err
+		}
+		sc.memDone = append(sc.memDone, sc.series)
+	}
 	lo := r.ks.appendBucketSeriesKey(nil, b, sc.series)
 	hi := append(append([]byte(nil), lo...), 1) // past series|0x00|time
 	lo = append(lo, 0)
@@ -289,7 +311,7 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 	if b < maxBucket {
 		end = r.ks.appendBucketSeriesKey(nil, b+1, "")
 	}
-	it, err := newRowIter(r.store.db, &r.ks, from, end)
+	it, err := newRowIter(r.store.db, r.memView(from, end), &r.ks, from, end)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
 	}
@@ -402,6 +424,7 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 			return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
 		}
 	}
+	r.removeMem(b, sc.memDone)
 	return next, nil
 }
 
@@ -425,6 +448,9 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	}
 	sc.key = r.ks.appendBlockKey(sc.key[:0], b, sc.series)
 	sc.deletes = true
+	if r.applyMu.mem != nil {
+		sc.memDone = append(sc.memDone, sc.series)
+	}
 	if len(sc.rows) == 0 {
 		// Rows without fields (none are written): nothing to keep.
 		return batch.Delete(sc.key, nil)
@@ -530,6 +556,9 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 			errs = append(errs, err)
 		}
 		done[space] = true
+	}
+	if err := s.fitMemHeads(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, c := range compact {
 		if err := c.r.enter(); err != nil {

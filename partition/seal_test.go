@@ -234,7 +234,7 @@ func TestSealLeavesOversizedSeries(t *testing.T) {
 	if err := sameRows(scanAll(t, r), before); err != nil {
 		t.Fatalf("after the seal: %v", err)
 	}
-	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxFields+1 {
+	if n := countHeadRows(t, r); n != block.MaxFields+1 {
 		t.Fatalf("%d head rows left; want b's %d", n, block.MaxFields+1)
 	}
 	// Sealing again changes nothing and keeps b where it is: the bucket
@@ -249,7 +249,7 @@ func TestSealLeavesOversizedSeries(t *testing.T) {
 	if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Buckets != 1 || st.Series != 1 || st.Rows != 11 || st.Skipped != 0 {
 		t.Fatalf("seal after a write: %+v, %v; want a sealed again with its 11 rows", st, err)
 	}
-	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxFields+1 {
+	if n := countHeadRows(t, r); n != block.MaxFields+1 {
 		t.Fatalf("%d head rows left after the second seal; want b's %d", n, block.MaxFields+1)
 	}
 	if err := sameRows(scanAll(t, r), before); err != nil {
@@ -306,7 +306,7 @@ func TestSealQuietBuckets(t *testing.T) {
 	old := int64(5) << bucketShift                      // ended in 1970
 	future := time.Now().Add(24 * time.Hour).UnixNano() // not ended at any Now below
 	mustApply(t, r, row("cpu", old, fl("a", 1, 1)), row("cpu", future, fl("a", 1, 1)))
-	heads := func() int { return countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi) }
+	heads := func() int { return countHeadRows(t, r) }
 	now := time.Now().UnixNano()
 	p := SealPolicy{Before: math.MinInt64, Now: now, Quiet: time.Hour}
 	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 0 || heads() != 2 {
@@ -347,7 +347,7 @@ func TestSealStopsReadingOversizedSeries(t *testing.T) {
 	if err != nil || st.Series != 2 || st.Rows != 3 || st.Skipped != 1 {
 		t.Fatalf("seal: %+v, %v; want a and c sealed, big skipped", st, err)
 	}
-	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != block.MaxRows+1 {
+	if n := countHeadRows(t, r); n != block.MaxRows+1 {
 		t.Fatalf("%d head rows; want big's %d", n, block.MaxRows+1)
 	}
 	if got := scanAll(t, r); len(got) != len(rows) {

@@ -69,6 +69,9 @@ type dataSpace struct {
 	// members are the live replicas in the space, by placement. Guarded
 	// by Store.mu.
 	members map[uuid.UUID]*Replica
+	// mem is the space's memory head (memhead.go), nil without
+	// Options.MemoryHead.
+	mem *memHead
 }
 
 // noteWrite records a write into storage bucket b at wall time now (ns).
@@ -90,6 +93,9 @@ func (s *Store) spaceLocked(id uuid.UUID) *dataSpace {
 	sp := s.mu.spaces[id]
 	if sp == nil {
 		sp = &dataSpace{id: id, maxTime: math.MinInt64, members: map[uuid.UUID]*Replica{}}
+		if s.memoryHead {
+			sp.mem = newMemHead()
+		}
 		s.mu.spaces[id] = sp
 	}
 	return sp

@@ -44,7 +44,13 @@ func rowsIn(rows []model.Row, begin, end *int64) []model.Row {
 func storedRowKeys(t *testing.T, s *Store, space uuid.UUID, begin, end int64) int {
 	t.Helper()
 	ks := newKeyspace(space, space)
-	it, err := newRowIter(s.db, &ks, nil, nil) // in the head and sealed
+	var mem *memView // and in memory
+	s.mu.Lock()
+	if sp := s.mu.spaces[space]; sp != nil && sp.mem != nil {
+		mem = sp.mem.view(ks.rowLo, nil, nil)
+	}
+	s.mu.Unlock()
+	it, err := newRowIter(s.db, mem, &ks, nil, nil) // in the head and sealed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +102,7 @@ func testLocalSplitSharesRows(t *testing.T, sealed bool) {
 		if err != nil || st.Rows != len(all) {
 			t.Fatalf("seal: %+v, %v; want %d rows", st, err, len(all))
 		}
-		if n := countKeys(t, s.db, parent.ks.rowLo, parent.ks.rowHi); n != 0 {
+		if n := countHeadRows(t, parent); n != 0 {
 			t.Fatalf("%d head rows left after sealing everything", n)
 		}
 	}
@@ -248,7 +254,7 @@ func TestReaddedPlacementKeepsRowsWhenOldIsDropped(t *testing.T) {
 func TestSharedOverwriteKeepsOtherLogs(t *testing.T) {
 	for _, values := range []bool{true, false} {
 		t.Run(fmt.Sprintf("logvalues=%v", values), func(t *testing.T) {
-			s := openTestStore(t, "")
+			s := openPlainStore(t, "")
 			parent := createSharingReplica(t, s, nil, nil)
 			parent.SetLogValues(values)
 			mustApply(t, parent, row("cpu", 10, fl("a", 1, 1)))
@@ -353,7 +359,7 @@ func TestSpaceChoice(t *testing.T) {
 		t.Fatalf("a replica without a table creation time: %v", err)
 	}
 
-	ns, err := Open(Options{Dir: t.TempDir(), NoShare: true})
+	ns, err := Open(Options{MemoryHead: memHeadTests, Dir: t.TempDir(), NoShare: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (r *Replica) splitErr(err error) error {
 // bucketSizer chooses how to weigh the buckets (mode splitAuto decides
 // from the estimate and the unflushed bytes) and returns the sizer.
 func (r *Replica) bucketSizer(sr *splitReader, mode splitMode, first, last uint32) (bucketSizer, splitMode, error) {
-	est := &estimateSizer{db: r.store.db, sr: sr, start: sr.bucketKey(first)}
+	est := &estimateSizer{db: r.store.db, mem: r.applyMu.mem, sr: sr, start: sr.bucketKey(first)}
 	if mode == splitAuto {
 		n, err := est.upTo(last)
 		if err != nil {
@@ -173,12 +173,13 @@ type bucketSizer interface {
 // only, counting whole blocks at the edges).
 type estimateSizer struct {
 	db    *pebble.DB
+	mem   *memHead
 	sr    *splitReader
 	start []byte // first key of the first bucket holding a row
 }
 
 func (e *estimateSizer) upTo(b uint32) (uint64, error) {
-	n, err := estimateRows(e.db, e.sr.ks, e.start, e.sr.bucketEnd(b))
+	n, err := estimateRows(e.db, e.mem, e.sr.ks, e.start, e.sr.bucketEnd(b))
 	if err != nil {
 		return 0, fmt.Errorf("estimate disk usage: %w", err)
 	}
@@ -394,7 +395,7 @@ type splitReader struct {
 
 func (r *Replica) newSplitReader() (*splitReader, error) {
 	sr := r.rangeBounds()
-	it, err := newRowIter(r.store.db, &r.ks, sr.bucketKey(sr.lo), sr.bucketEnd(sr.hi))
+	it, err := newRowIter(r.store.db, r.memView(sr.bucketKey(sr.lo), sr.bucketEnd(sr.hi)), &r.ks, sr.bucketKey(sr.lo), sr.bucketEnd(sr.hi))
 	if err != nil {
 		return nil, r.splitErr(err)
 	}
@@ -456,19 +457,27 @@ func (sr *splitReader) lastRowBucket() (uint32, bool, error) {
 	return hb, hok, nil
 }
 
-// lastHeadBucket returns the last bucket holding an in-range head row.
+// lastHeadBucket returns the last bucket holding an in-range head row, in
+// pebble or in memory.
 func (sr *splitReader) lastHeadBucket() (uint32, bool, error) {
-	it := sr.it.head
+	mb, mok := uint32(0), false
+	if v := sr.it.head.view; v != nil {
+		mb, mok = v.lastBucketWhere(sr.inRange)
+	}
+	it := sr.it.head.pb
 	for valid := it.Last(); valid; valid = it.Prev() {
 		kb, _, t, err := rowKeyParts(it.Key())
 		if err != nil {
 			return 0, false, err
 		}
 		if sr.inRange(t) {
+			if mok {
+				kb = max(kb, mb)
+			}
 			return kb, true, nil
 		}
 	}
-	return 0, false, it.Error()
+	return mb, mok, it.Error()
 }
 
 // lastBlockBucket returns the last bucket whose block holds an in-range
@@ -602,7 +611,7 @@ func (r *Replica) sharedSizeOver(limit uint64) (bool, uint64, error) {
 		return true, whole, nil
 	}
 	lower, upper := r.ownRowBounds()
-	cover, err := estimateRows(r.store.db, &r.ks, lower, upper)
+	cover, err := estimateRows(r.store.db, r.applyMu.mem, &r.ks, lower, upper)
 	if err != nil {
 		return false, 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}
@@ -662,7 +671,7 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 func (r *Replica) rowDiskUsage() (uint64, error) {
 	if !r.applyMu.shared.Load() {
 		lower, upper := r.ownRowBounds()
-		return estimateRows(r.store.db, &r.ks, lower, upper)
+		return estimateRows(r.store.db, r.applyMu.mem, &r.ks, lower, upper)
 	}
 	whole, err := r.wholeBucketUsage()
 	if err != nil {
@@ -689,7 +698,7 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 		if last < first || hi < lo {
 			continue // nothing stored in the range's part of the bucket
 		}
-		usage, err := estimateRows(r.store.db, &r.ks, sr.bucketKey(b), sr.bucketEnd(b))
+		usage, err := estimateRows(r.store.db, r.applyMu.mem, &r.ks, sr.bucketKey(b), sr.bucketEnd(b))
 		if err != nil {
 			return 0, err
 		}
@@ -706,7 +715,7 @@ func (r *Replica) wholeBucketUsage() (uint64, error) {
 	if bytes.Compare(lower, upper) >= 0 {
 		return 0, nil
 	}
-	n, err := estimateRows(r.store.db, &r.ks, lower, upper)
+	n, err := estimateRows(r.store.db, r.applyMu.mem, &r.ks, lower, upper)
 	if err != nil {
 		return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
 	}

@@ -60,6 +60,7 @@ func timesN(n int) []int64 {
 
 func flush(t testing.TB, s *Store) {
 	t.Helper()
+	drainMem(t, s)
 	if err := s.DB().Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
@@ -76,6 +77,7 @@ type timeWeight struct {
 // returns their weights per time, in time order.
 func weights(t testing.TB, r *Replica, from, to int64) []timeWeight {
 	t.Helper()
+	drainMem(t, r.store)
 	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.rowLo, UpperBound: r.ks.rowHi})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,7 @@ func TestSplitPointSealed(t *testing.T) {
 			t.Fatalf("seal %s: %+v, %v", c.name, st, err)
 		}
 		flush(t, s)
-		if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); c.name == "all" && n != 0 {
+		if n := countHeadRows(t, r); c.name == "all" && n != 0 {
 			t.Fatalf("%d head rows left after sealing everything", n)
 		}
 		for _, mode := range splitModes {
@@ -335,7 +337,7 @@ func TestSplitPointTwoTimes(t *testing.T) {
 // estimates are 0; SplitPoint weighs by scanning and still splits near the
 // middle, and the estimate mode alone still returns a valid t.
 func TestSplitPointMemtableOnly(t *testing.T) {
-	s := openTestStore(t, "")
+	s := openPlainStore(t, "")
 	r := createTestReplica(t, s)
 	fillRows(t, r, 20, timesN(150), func(int) int { return 40 })
 	if n, err := r.DiskUsage(); err != nil || n != 0 {
@@ -647,7 +649,7 @@ func BenchmarkSplitPoint(b *testing.B) {
 // and Size must measure the rows only, or splits trigger early.
 func rowsOnDisk(t *testing.T, r *Replica) uint64 {
 	t.Helper()
-	rows, err := estimateRows(r.store.db, &r.ks, r.ks.rowLo, r.ks.rowHi) // the head and the (absent) blocks
+	rows, err := estimateRows(r.store.db, r.applyMu.mem, &r.ks, r.ks.rowLo, r.ks.rowHi) // the head and the (absent) blocks
 	if err != nil || rows == 0 {
 		t.Fatalf("setup: rows on disk after flush = %d, %v", rows, err)
 	}

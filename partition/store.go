@@ -61,7 +61,21 @@ type Options struct {
 	// and a negative value skips the flush (the WAL is then kept as pebble
 	// leaves it, replayed at the next Open).
 	CloseFlushTimeout time.Duration
+	// MemoryHead keeps the rows an Apply writes in memory, per data
+	// space, instead of one pebble key per row: the batch's log record
+	// is their durable form, Open replays it, and seals move the rows
+	// from memory into blocks (memhead.go; docs/storage-plan.md, step
+	// 6).
+	MemoryHead bool
+	// MemoryHeadBytes bounds the memory heads of all data spaces: past
+	// it, each Seal writes the oldest buckets in memory to pebble's head
+	// until they fit (as rows were stored without a memory head). 0 means
+	// DefaultMemoryHeadBytes.
+	MemoryHeadBytes int64
 }
+
+// DefaultMemoryHeadBytes is Options.MemoryHeadBytes' default.
+const DefaultMemoryHeadBytes = 256 << 20
 
 const (
 	defaultMemTableSize = 64 << 20
@@ -80,6 +94,10 @@ type Store struct {
 	checkIndex bool
 	// noShare is Options.NoShare.
 	noShare bool
+	// memoryHead is Options.MemoryHead, or a store of memHeadFormat
+	// being opened without it; memBudget is Options.MemoryHeadBytes.
+	memoryHead bool
+	memBudget  int64
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
 	// opened is when Open opened the store (wall clock ns): the sealer
@@ -248,8 +266,9 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{opened: time.Now().UnixNano(), db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare,
+	s := &Store{opened: time.Now().UnixNano(), db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare, memoryHead: opts.MemoryHead || format == memHeadFormat,
 		closeFlushTimeout: opts.CloseFlushTimeout, walFS: walFS}
+	s.memBudget = orDefault(opts.MemoryHeadBytes, DefaultMemoryHeadBytes)
 	if s.closeFlushTimeout == 0 {
 		s.closeFlushTimeout = pebbleclose.DefaultFlushTimeout
 	}
@@ -276,8 +295,19 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	if format != storeFormat {
-		if err := s.writeFormat(format, legacy); err != nil {
+	want := storeFormat
+	if opts.MemoryHead {
+		want = memHeadFormat
+	} else if s.memoryHead {
+		// Rows in log records only, which this store's options no longer
+		// read: into pebble's head, before the marker says 4.
+		if err := s.drainMemHeads(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	if format != want {
+		if err := s.writeFormat(format, want, legacy); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -348,6 +378,9 @@ func (s *Store) loadRegistry() error {
 			return err
 		}
 		r.initSeq(high, bound)
+		if err := r.replayLog(); err != nil {
+			return err
+		}
 		if err := r.loadCursors(); err != nil {
 			return err
 		}

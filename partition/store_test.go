@@ -22,7 +22,7 @@ func int64p(v int64) *int64 { return &v }
 // the log survive.
 func TestPersistence(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestCreateReplica(t *testing.T) {
 // also after a reopen.
 func TestDropReplica(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func countKeys(t *testing.T, db *pebble.DB, lo, hi []byte) int {
 }
 
 func TestClosedStore(t *testing.T) {
-	s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestPebbleLogsGoToSlog(t *testing.T) {
 	h := &captureHandler{}
 	dir := t.TempDir()
 	for i := 0; i < 2; i++ { // the reopen replays a WAL, which pebble logs
-		s, err := Open(Options{Dir: dir, Logger: slog.New(h), MemTableSize: 4 << 20, CacheSize: 8 << 20})
+		s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, Logger: slog.New(h), MemTableSize: 4 << 20, CacheSize: 8 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

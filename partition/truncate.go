@@ -97,6 +97,20 @@ func (r *Replica) TruncateLog(upTo uint64) error {
 	if high := r.high.Load(); upTo >= high && high > 0 {
 		upTo = high - 1
 	}
+	return r.truncateLocked(upTo)
+}
+
+// truncateLocked is TruncateLog under applyMu, upTo checked against the
+// synced watermark and the high sequence. With a memory head it never
+// passes the lowest sequence whose row is only in memory (memhead.go):
+// the record is that row's durable form until a seal or a drain writes
+// it to pebble.
+func (r *Replica) truncateLocked(upTo uint64) error {
+	if h := r.applyMu.mem; h != nil {
+		if lo := h.minSeq(r.info.Placement); lo <= upTo {
+			upTo = lo - 1
+		}
+	}
 	if upTo <= r.trunc.Load() {
 		return nil
 	}
@@ -167,7 +181,7 @@ func (s *LogSnapshot) ReadRows(after *RowPos, rr RowRange, maxRows int) ([]model
 	if empty {
 		return nil, nil
 	}
-	it, err := newRowIter(s.snap, &r.ks, lower, upper)
+	it, err := newRowIter(s.snap, s.mem, &r.ks, lower, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: read rows: %w", r.info.Placement, err)
 	}

@@ -18,7 +18,7 @@ import (
 // persisted.
 func TestUnloadRefusesApply(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestApplyLosingToADropFails(t *testing.T) {
 		var hold atomic.Bool
 		entered := make(chan struct{})
 		release := make(chan struct{})
-		s, err := Open(Options{Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20, Throttle: func(int) {
+		s, err := Open(Options{MemoryHead: memHeadTests, Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20, Throttle: func(int) {
 			if hold.CompareAndSwap(true, false) {
 				close(entered)
 				<-release

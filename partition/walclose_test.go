@@ -54,7 +54,7 @@ func TestCloseLeavesNoWAL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := Open(Options{Dir: dir, MemTableSize: tc.memtable, CacheSize: 8 << 20})
+			s, err := Open(Options{MemoryHead: memHeadTests, Dir: dir, MemTableSize: tc.memtable, CacheSize: 8 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
