@@ -1,0 +1,416 @@
+package partition
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/uuid"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// openMemStore opens a store with a memory head in dir on fs (nil: the
+// real one), closed at the end of the test.
+func openMemStore(t testing.TB, fs vfs.FS, dir string, budget int64) *Store {
+	t.Helper()
+	s, err := Open(Options{Dir: dir, FS: fs, MemTableSize: 4 << 20, CacheSize: 8 << 20, MemoryHead: true, MemoryHeadBytes: budget})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// memRows returns the number of rows in r's space's memory head.
+func memRows(r *Replica) int {
+	n := 0
+	if v := r.memView(nil, nil); v != nil {
+		for _, b := range v.buckets {
+			for _, s := range b.series {
+				n += len(s.rows)
+			}
+		}
+	}
+	return n
+}
+
+// randomRows returns n rows over a few series, storage buckets and fields,
+// with overwrites and tombstones among them.
+func randomRows(rng *rand.Rand, n int, wall *int64) []model.Row {
+	rows := make([]model.Row, 0, n)
+	for range n {
+		*wall++
+		t := int64(rng.Intn(4))<<bucketShift + int64(rng.Intn(50))
+		f := fl(fmt.Sprintf("f%d", rng.Intn(3)), float64(rng.Intn(1000)), *wall)
+		if rng.Intn(10) == 0 {
+			f.Value = model.Value{Kind: model.KindDeleted}
+		}
+		rows = append(rows, row(fmt.Sprintf("s%02d", rng.Intn(12)), t, f))
+	}
+	return rows
+}
+
+// TestMemCursorSeeks: the memory head's cursor finds, for every bound and
+// seek key (row keys, bucket and series prefixes, keys between rows), the
+// same row as a sorted list of the keys does.
+func TestMemCursorSeeks(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	ks := newKeyspace(uuid.New(), uuid.Nil)
+	h := newMemHead()
+	var keys [][]byte
+	seen := map[string]bool{}
+	for range 400 {
+		series := fmt.Sprintf("s%d", rng.Intn(9))
+		if rng.Intn(4) == 0 {
+			series += "x" // a series that is a prefix of another
+		}
+		tm := int64(rng.Intn(5)-2)<<bucketShift + int64(rng.Intn(20)-10)
+		if rng.Intn(20) == 0 {
+			tm = []int64{math.MinInt64, math.MaxInt64}[rng.Intn(2)]
+		}
+		h.mu.Lock()
+		h.insertLocked(series, tm, []byte{byte(rng.Intn(256))}, uuid.Nil, 1)
+		h.mu.Unlock()
+		k := ks.appendRowKey(nil, series, tm)
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	// Probes: every key, its successor and predecessor-ish, bucket and
+	// series prefixes.
+	var probes [][]byte
+	for _, k := range keys {
+		probes = append(probes, k, append(slices.Clone(k), 0), k[:len(k)-1], k[:rowHeaderLen], k[:rowHeaderLen-2])
+		_, series, _, _ := rowKeyParts(k)
+		probes = append(probes, ks.appendBucketSeriesKey(nil, binary.BigEndian.Uint32(k[len(ks.rowLo):]), string(series)))
+	}
+	probes = append(probes, ks.rowLo, ks.rowHi, nil)
+	for i := range 50 {
+		lower, upper := probes[rng.Intn(len(probes))], probes[rng.Intn(len(probes))]
+		if i == 0 {
+			lower, upper = nil, nil
+		}
+		v := h.view(ks.rowLo, lower, upper)
+		c := newMemCursor(v, lower, upper)
+		in := func(k []byte) bool {
+			return (lower == nil || bytes.Compare(k, lower) >= 0) && (upper == nil || bytes.Compare(k, upper) < 0)
+		}
+		for _, p := range probes {
+			if p == nil {
+				continue
+			}
+			var want []byte
+			for _, k := range keys {
+				if bytes.Compare(k, p) >= 0 && (lower == nil || bytes.Compare(k, lower) >= 0) {
+					if in(k) {
+						want = k
+					}
+					break
+				}
+			}
+			ok := c.SeekGE(p)
+			if ok != (want != nil) || ok && !bytes.Equal(c.Key(), want) {
+				var got []byte
+				if ok {
+					got = c.Key()
+				}
+				t.Fatalf("bounds [%x, %x): SeekGE(%x) = %x, want %x", lower, upper, p, got, want)
+			}
+		}
+		// A walk from the start gives every key in bounds, in order.
+		var walked [][]byte
+		for ok := c.SeekGE(ks.rowLo); ok; ok = c.Next() {
+			walked = append(walked, slices.Clone(c.Key()))
+		}
+		var want [][]byte
+		for _, k := range keys {
+			if in(k) {
+				want = append(want, k)
+			}
+		}
+		if len(walked) != len(want) {
+			t.Fatalf("bounds [%x, %x): walk gave %d keys, want %d", lower, upper, len(walked), len(want))
+		}
+		for j := range want {
+			if !bytes.Equal(walked[j], want[j]) {
+				t.Fatalf("bounds [%x, %x): key %d = %x, want %x", lower, upper, j, walked[j], want[j])
+			}
+		}
+	}
+}
+
+// TestMemHeadMatchesPebbleHead is the differential test of the memory
+// head: a store with one and a store without read the same rows (scans,
+// aggregates, the log) after every random batch, through seals, drains
+// for the memory budget, reopens and crashes (a copy of the file system
+// with only what was synced).
+func TestMemHeadMatchesPebbleHead(t *testing.T) {
+	for seed := range int64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { memHeadMatchesPebbleHead(t, seed) })
+	}
+}
+
+func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	fs := vfs.NewCrashableMem()
+	memStore := openMemStore(t, fs, "mem", 0)
+	plain := openPlainStore(t, "")
+	info := testInfo(uuid.New())
+	mr, err := memStore.CreateReplica(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := plain.CreateReplica(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		if err := sameRows(scanAll(t, mr), scanAll(t, pr)); err != nil {
+			t.Fatalf("%s: scans differ: %v", step, err)
+		}
+		q := model.Query{From: math.MinInt64, To: math.MaxInt64, Step: 1 << 30}
+		ma, err := mr.Aggregate(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pa, err := pr.Aggregate(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Sums of floats may be added in another order (a block's
+		// summaries, a bucket's rows): equal to a relative 1e-9.
+		if err := sameUpToFloats(fmt.Sprint(ma), fmt.Sprint(pa)); err != nil {
+			t.Fatalf("%s: aggregates differ: %v\n%v\n%v", step, err, ma, pa)
+		}
+	}
+	wall := int64(0)
+	for round := range 40 {
+		rows := randomRows(rng, 1+rng.Intn(60), &wall)
+		mustApply(t, mr, rows...)
+		mustApply(t, pr, rows...)
+		check(fmt.Sprintf("round %d", round))
+		switch rng.Intn(6) {
+		case 0: // seal the first buckets
+			before := int64(rng.Intn(4)+1) << bucketShift
+			for _, r := range []*Replica{mr, pr} {
+				if _, err := r.Seal(context.Background(), before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check(fmt.Sprintf("round %d, after a seal", round))
+		case 1: // the memory budget: everything to pebble's head
+			memStore.memBudget = 1
+			if err := memStore.fitMemHeads(); err != nil {
+				t.Fatal(err)
+			}
+			memStore.memBudget = DefaultMemoryHeadBytes
+			if n := memStore.MemoryHeadBytes(); n != 0 {
+				t.Fatalf("round %d: %d bytes in memory past a budget of 1", round, n)
+			}
+			check(fmt.Sprintf("round %d, after a drain", round))
+		case 2: // a crash: only what was synced survives
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+			memStore.Close()
+			fs = crashed
+			memStore = openMemStore(t, fs, "mem", 0)
+			var ok bool
+			if mr, ok = memStore.Replica(info.Placement); !ok {
+				t.Fatal("replica missing after the crash")
+			}
+			check(fmt.Sprintf("round %d, after a crash", round))
+		}
+	}
+}
+
+// TestMemHeadKeepsRowsInRecords: with a memory head an Apply writes its
+// log record and no row key; the log is truncated only below the rows
+// still in memory, so a replica nobody pushes from keeps the records of
+// its unsealed rows, and sheds them once they are sealed; the rows read
+// the same throughout, and after a reopen.
+func TestMemHeadKeepsRowsInRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := openMemStore(t, nil, dir, 0)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false) // RF 1: nobody reads the log
+	var rows []model.Row
+	for i := range 100 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%10), int64(i/10)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, r, rows...)
+	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != 0 {
+		t.Fatalf("%d row keys in pebble, want none", n)
+	}
+	if n := memRows(r); n != 100 {
+		t.Fatalf("%d rows in memory, want 100", n)
+	}
+	if err := r.TruncateLog(r.SyncedSeq()); err != nil || r.LogStart() != 0 {
+		t.Fatalf("TruncateLog with every row in memory: %v, start %d; want 0", err, r.LogStart())
+	}
+	want := scanAll(t, r)
+	sortRows(rows)
+	if err := sameRows(want, rows); err != nil {
+		t.Fatal(err)
+	}
+	// Seal the first five buckets: their records may go, the others'
+	// stay.
+	if _, err := r.Seal(t.Context(), 5<<bucketShift); err != nil {
+		t.Fatal(err)
+	}
+	if n := memRows(r); n != 50 {
+		t.Fatalf("%d rows in memory after the seal, want 50", n)
+	}
+	if got := r.LogStart(); got != 50 {
+		t.Fatalf("log start after the seal = %d, want 50 (the rows of sequences 51 to 100 are in memory)", got)
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatalf("after the seal: %v", err)
+	}
+	// A reopen replays the records of the rows in memory.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openMemStore(t, nil, dir, 0)
+	r, _ = s.Replica(r.Info().Placement)
+	if n := memRows(r); n != 50 {
+		t.Fatalf("%d rows in memory after the reopen, want 50", n)
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatalf("after the reopen: %v", err)
+	}
+	// Opened without the option, the store writes them to pebble's
+	// head and is marked 4 again.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openPlainStore(t, dir)
+	r, _ = s.Replica(r.Info().Placement)
+	if r.applyMu.mem != nil || countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi) != 50 {
+		t.Fatalf("opened without a memory head: %d row keys in pebble, want 50", countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi))
+	}
+	if got := readMarker(t, s); got != "4" {
+		t.Fatalf("marker %q, want 4", got)
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatalf("opened without a memory head: %v", err)
+	}
+}
+
+// TestMemHeadDropKeepsSharersRows: a parent whose rows are in memory, their
+// records in its log only, is dropped after a local split: the child, in
+// the same data space, keeps every row of its range through a crash. The
+// drop writes the memory head to pebble before it deletes the parent's
+// log; without that the child's rows would live in no durable form.
+func TestMemHeadDropKeepsSharersRows(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openMemStore(t, fs, "d", 0)
+	mid := int64(3) << bucketShift
+	parent := createSharingReplica(t, s, nil, nil)
+	var rows []model.Row
+	for i := range 60 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%6), int64(i/6)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, parent, rows...)
+	child := createSharingReplica(t, s, &mid, nil)
+	if child.DataSpace() != parent.DataSpace() {
+		t.Fatal("the child does not share the parent's space")
+	}
+	if err := s.DropReplica(parent.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	var want []model.Row
+	for _, r := range rows {
+		if r.Time >= mid {
+			want = append(want, r)
+		}
+	}
+	sortRows(want)
+	if err := sameRows(scanAll(t, child), want); err != nil {
+		t.Fatalf("child after the drop: %v", err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s = openMemStore(t, crashed, "d", 0)
+	child, _ = s.Replica(child.Info().Placement)
+	if err := sameRows(scanAll(t, child), want); err != nil {
+		t.Fatalf("child after the drop and a crash: %v", err)
+	}
+}
+
+// TestMemHeadBudget: past Options.MemoryHeadBytes a seal writes the
+// oldest buckets in memory to pebble's head until the rest fits, and
+// the log of a replica nobody pushes from is then truncated below them.
+func TestMemHeadBudget(t *testing.T) {
+	s := openMemStore(t, nil, t.TempDir(), 4<<10)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false)
+	var rows []model.Row
+	for i := range 400 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%20), int64(i/20)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, r, rows...)
+	if n := s.MemoryHeadBytes(); n <= 4<<10 {
+		t.Fatalf("setup: %d bytes in memory, want more than the budget", n)
+	}
+	// Nothing is sealable (Before far in the past): only the budget acts.
+	if _, err := s.Seal(t.Context(), SealPolicy{Before: math.MinInt64}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.MemoryHeadBytes(); n > 4<<10 || n == 0 {
+		t.Fatalf("%d bytes in memory after the seal, want at most the budget and more than 0", n)
+	}
+	if r.LogStart() == 0 {
+		t.Fatal("log not truncated after the drain")
+	}
+	sortRows(rows)
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var floatText = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?(e[-+][0-9]+)?`)
+
+// sameUpToFloats compares a and b, their numbers with a fraction on
+// either side to a relative 1e-9 and the rest exactly.
+func sameUpToFloats(a, b string) error {
+	fa, fb := floatText.FindAllString(a, -1), floatText.FindAllString(b, -1)
+	if floatText.ReplaceAllString(a, "#") != floatText.ReplaceAllString(b, "#") || len(fa) != len(fb) {
+		return fmt.Errorf("not the same apart from fractions")
+	}
+	for i := range fa {
+		if fa[i] == fb[i] {
+			continue
+		}
+		if !strings.ContainsAny(fa[i]+fb[i], ".e") {
+			return fmt.Errorf("%s against %s", fa[i], fb[i]) // integers: exact
+		}
+		x, _ := strconv.ParseFloat(fa[i], 64)
+		y, _ := strconv.ParseFloat(fb[i], 64)
+		if math.Abs(x-y) > 1e-9*max(math.Abs(x), math.Abs(y)) {
+			return fmt.Errorf("%s against %s", fa[i], fb[i])
+		}
+	}
+	return nil
+}
+
+func readMarker(t *testing.T, s *Store) string {
+	t.Helper()
+	v, closer, err := s.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	return string(v)
+}
