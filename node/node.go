@@ -157,6 +157,12 @@ type Config struct {
 	// CheckIndex compares every local replica's tag index with its rows
 	// at start-up and repairs it (tsdb server --check-index).
 	CheckIndex bool
+	// NoMemoryHead stores every unsealed row as a pebble key, as before
+	// the memory head (partition.Options.MemoryHead; tsdb server
+	// --memory-head=false). MemoryHeadBytes bounds the memory head (0:
+	// partition.DefaultMemoryHeadBytes).
+	NoMemoryHead    bool
+	MemoryHeadBytes int64
 	// NoPresplit and NoRebalance turn those duties of the master off
 	// (tsdb server --presplit=false, --rebalance=false; tests of other
 	// features, whose partition maps they would change).
@@ -445,7 +451,7 @@ func (n *Node) openStorage(u *undo) error {
 	}
 	n.store, err = partition.Open(partition.Options{Dir: filepath.Join(cfg.DataDir, "pebble"), Logger: n.log,
 		Throttle: func(b int) { _ = n.limiter.Wait(context.Background(), b) }, CheckIndex: cfg.CheckIndex,
-		CacheSize: cacheSize})
+		CacheSize: cacheSize, MemoryHead: !cfg.NoMemoryHead, MemoryHeadBytes: cfg.MemoryHeadBytes})
 	if err != nil {
 		return fmt.Errorf("node: open partition store: %w", err)
 	}

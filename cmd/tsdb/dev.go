@@ -26,6 +26,7 @@ func newDevCmd() *cobra.Command {
 		presplitOn                  bool
 		sealQuiet, sealAfter        time.Duration
 		cacheSize                   int64
+		mem                         memHeadFlags
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -77,7 +78,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
-				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, cacheSize: cacheSize,
+				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, cacheSize: cacheSize, mem: mem,
 			})
 		},
 	}
@@ -92,6 +93,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.Var(bytesize.Var(&cacheSize), "cache-size", "block cache of each server's partition store, such as 256MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB, shared by the servers)")
 	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
+	mem.register(f)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
 	logs.register(f)
 	return cmd
@@ -110,6 +112,8 @@ type devConfig struct {
 	// cacheSize is --cache-size, each server's block cache (0: shared
 	// out of node.AutoCacheSize's eighth of the memory).
 	cacheSize int64
+	// mem is --memory-head and --memory-head-bytes.
+	mem memHeadFlags
 }
 
 // nodeConfig returns the configuration of the dev cluster's i-th server
@@ -117,19 +121,21 @@ type devConfig struct {
 func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
 	id := fmt.Sprintf("s%d", i+1)
 	cfg := node.Config{
-		ID:            id,
-		Listen:        fmt.Sprintf("127.0.0.1:%d", c.port+i),
-		DataDir:       filepath.Join(c.data, id),
-		EtcdEndpoints: []string{etcdEndpoint},
-		AuthToken:     c.token,
-		ClusterSecret: c.secret,
-		MaxBodyBytes:  tsdbhttp.DefaultMaxBodyBytes,
-		Logger:        c.log,
-		HTTP:          newHTTPServer,
-		NoPresplit:    c.noPresplit,
-		SealQuiet:     orNever(c.sealQuiet),
-		SealAfter:     orNever(c.sealAfter),
-		CacheSize:     c.cacheSize,
+		ID:              id,
+		Listen:          fmt.Sprintf("127.0.0.1:%d", c.port+i),
+		DataDir:         filepath.Join(c.data, id),
+		EtcdEndpoints:   []string{etcdEndpoint},
+		AuthToken:       c.token,
+		ClusterSecret:   c.secret,
+		MaxBodyBytes:    tsdbhttp.DefaultMaxBodyBytes,
+		Logger:          c.log,
+		HTTP:            newHTTPServer,
+		NoPresplit:      c.noPresplit,
+		SealQuiet:       orNever(c.sealQuiet),
+		SealAfter:       orNever(c.sealAfter),
+		CacheSize:       c.cacheSize,
+		NoMemoryHead:    !c.mem.on,
+		MemoryHeadBytes: c.mem.bytes,
 	}
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = node.AutoCacheSize(c.servers)

@@ -13,6 +13,7 @@ import (
 	tsdbhttp "github.com/tsdb/tsdb/http"
 	"github.com/tsdb/tsdb/internal/bytesize"
 	"github.com/tsdb/tsdb/node"
+	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/presplit"
 )
 
@@ -24,6 +25,7 @@ type serverFlags struct {
 	deadAfter, presplitEvery, sealAfter, sealQuiet                   time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
+	mem                                                              memHeadFlags
 	writeLimit, smearMaxBytes, cacheSize                             int64
 	logs                                                             logFlags
 	limits                                                           limitFlags
@@ -80,6 +82,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
+	s.mem.register(f)
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -180,6 +183,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
 		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), CacheSize: s.cacheSize,
+		NoMemoryHead: !s.mem.on, MemoryHeadBytes: s.mem.bytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
@@ -195,6 +199,19 @@ const (
 	sealQuietUsage = "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)"
 	sealAfterUsage = "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)"
 )
+
+// memHeadFlags are --memory-head and --memory-head-bytes, shared by tsdb
+// server and tsdb dev.
+type memHeadFlags struct {
+	on    bool
+	bytes int64
+}
+
+func (m *memHeadFlags) register(f *pflag.FlagSet) {
+	f.BoolVar(&m.on, "memory-head", true, "keep the rows of storage buckets not sealed yet in memory, their inserts' log records being their durable form (replayed at start-up), instead of one pebble key per row (false: as before; a store is converted at its next start either way)")
+	m.bytes = partition.DefaultMemoryHeadBytes
+	f.Var(bytesize.Var(&m.bytes), "memory-head-bytes", "memory the memory head of this server's store may hold; past it the oldest buckets in memory are written to pebble as rows")
+}
 
 // orNever maps --seal-after and --seal-quiet to node.Config: 0 or less is
 // never (-1), since the node reads 0 as its default.
