@@ -140,13 +140,18 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 	}
 	i := sort.Search(n, func(i int) bool { return s.rows[i].t >= t })
 	if i < n && s.rows[i].t == t {
-		// An overwrite: the row's value followed by val (decodeRaw folds
-		// operands back to back by version).
+		// An overwrite: the row's value and val folded into one value
+		// (a row overwritten k times would otherwise hold k operands,
+		// and the arena k²/2 of them). The arena beyond off is past
+		// every view's.
 		old := s.rows[i]
 		s.arena = append(s.arena, s.arena[old.off:old.off+old.n]...)
 		s.arena = append(s.arena, val...)
-		s.rows[i] = memRow{t: t, off: uint32(off), n: old.n + uint32(len(val))}
-		return int64(old.n) + int64(len(val))
+		if folded := foldOperands(s.arena[off:]); len(folded) < len(s.arena)-off {
+			s.arena = append(s.arena[:off], folded...)
+		}
+		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena) - off)}
+		return int64(len(s.arena) - off)
 	}
 	s.arena = append(s.arena, val...)
 	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
@@ -323,7 +328,6 @@ func (h *memHead) view(rowLo, lower, upper []byte) *memView {
 	if upper != nil {
 		hi, hiRest = rowKeyBucket(rowLo, upper)
 	}
-	h.views.Add(1)
 	h.mu.RLock()
 	if !h.sortedIn(lo, hi) {
 		h.mu.RUnlock()
@@ -342,6 +346,14 @@ func (h *memHead) view(rowLo, lower, upper []byte) *memView {
 		h.mu.RLock()
 	}
 	defer h.mu.RUnlock()
+	// Counted under the read lock that the slice headers below are read
+	// under: a writer (holding mu) that reads views before this count
+	// has finished before the headers are read, and every writer after
+	// it sees a count above any series' gen, so it copies before it
+	// changes a row. Counted before the lock, a writer could make or
+	// copy a series with gen equal to this count and change it in place
+	// after this view read it.
+	h.views.Add(1)
 	for _, b := range h.bucketRange(lo, hi) {
 		bk := h.buckets[b]
 		sorted := bk.sorted

@@ -56,18 +56,25 @@ func (f *rowFolder) Finish(bool) ([]byte, io.Closer, error) {
 	if !f.more {
 		return f.ops, nil, nil
 	}
+	return foldOperands(f.ops), nil, nil
+}
+
+// foldOperands returns ops, row values back to back (oldest first), as
+// one row value by decodeRaw's fold, in a new slice; or ops itself when it
+// is one value already or does not decode.
+func foldOperands(ops []byte) []byte {
 	var raw rawRow
-	rest, err := raw.decodeOne(f.ops)
+	rest, err := raw.decodeOne(ops)
 	if err != nil || len(rest) == 0 {
-		return f.ops, nil, nil
+		return ops
 	}
-	if err := decodeRaw(f.ops, &raw); err != nil {
-		return f.ops, nil, nil
+	if err := decodeRaw(ops, &raw); err != nil {
+		return ops
 	}
 	fields := make([]encField, len(raw.fields))
 	for i := range raw.fields {
 		fields[i] = encFromRaw(&raw, &raw.fields[i])
 	}
 	var enc valueEncoder
-	return enc.appendValue(nil, raw.seq, fields), nil, nil
+	return enc.appendValue(nil, raw.seq, fields)
 }
