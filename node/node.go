@@ -624,6 +624,12 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 	n.goAttach(func() { n.replica.RunResync(bg) })
 	if cfg.SealAfter >= 0 {
 		n.goAttach(func() { n.every(bg, cfg.SealInterval, "seal", n.sealOnce) })
+	} else if !cfg.NoMemoryHead {
+		// Nothing is sealed, but the memory head keeps its budget (Seal
+		// fits it otherwise).
+		n.goAttach(func() {
+			n.every(bg, cfg.SealInterval, "memory head budget", func(context.Context) error { return n.store.FitMemoryHeads() })
+		})
 	}
 	n.goAttach(func() { n.replica.RunSession(bg) })
 }

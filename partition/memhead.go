@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -52,6 +53,12 @@ type memHead struct {
 	// maxTime is the largest row time inserted (math.MinInt64: none);
 	// under the space lock.
 	maxTime int64
+	// low caches minSeq per placement while lowOK (under the space
+	// lock): an insert only lowers it, a removal of rows invalidates it
+	// (a pusher's truncation check asks every second, and a walk of every
+	// series in memory under the apply lock would hold writers back).
+	low   map[uuid.UUID]uint64
+	lowOK bool
 }
 
 // memBucket holds one storage bucket's rows, per series.
@@ -119,6 +126,11 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 	s.bytes += grown
 	h.bytes.Add(grown)
 	s.noteSeq(p, seq)
+	if h.lowOK {
+		if lo, ok := h.low[p]; !ok || seq < lo {
+			h.low[p] = seq
+		}
+	}
 	h.maxTime = max(h.maxTime, t)
 }
 
@@ -205,6 +217,7 @@ func (h *memHead) removeSeriesLocked(b uint32, series string) {
 		return
 	}
 	h.bytes.Add(-s.bytes)
+	h.lowOK = false
 	delete(bk.series, series)
 	bk.sorted = nil
 	if len(bk.series) == 0 {
@@ -216,17 +229,23 @@ func (h *memHead) removeSeriesLocked(b uint32, series string) {
 // row still in memory, or math.MaxUint64. The caller holds the space
 // lock.
 func (h *memHead) minSeq(p uuid.UUID) uint64 {
-	lo := uint64(math.MaxUint64)
-	for _, bk := range h.buckets {
-		for _, s := range bk.series {
-			for i := range s.seqs {
-				if s.seqs[i].p == p {
-					lo = min(lo, s.seqs[i].lo)
+	if !h.lowOK {
+		h.low = map[uuid.UUID]uint64{}
+		for _, bk := range h.buckets {
+			for _, s := range bk.series {
+				for i := range s.seqs {
+					if lo, ok := h.low[s.seqs[i].p]; !ok || s.seqs[i].lo < lo {
+						h.low[s.seqs[i].p] = s.seqs[i].lo
+					}
 				}
 			}
 		}
+		h.lowOK = true
 	}
-	return lo
+	if lo, ok := h.low[p]; ok {
+		return lo
+	}
+	return math.MaxUint64
 }
 
 // bucketRange returns the buckets in memory from lo to hi (inclusive), in
@@ -693,6 +712,7 @@ func (h *memHead) clearLocked() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.buckets = map[uint32]*memBucket{}
+	h.lowOK = false
 	h.bytes.Store(0)
 }
 
@@ -733,6 +753,15 @@ func (r *Replica) releaseLogs() {
 // member covers read pebble (dropSpaceOps). The caller holds the store's
 // lock and applyMu, with the replica marked dropped.
 func (r *Replica) drainMemForDrop() error {
+	if err := r.drainMemLocked(); err != nil {
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}
+
+// drainMemLocked writes every row of r's space's memory head to pebble's
+// head in one synced batch and empties it. The caller holds applyMu.
+func (r *Replica) drainMemLocked() error {
 	h := r.applyMu.mem
 	if h == nil || len(h.buckets) == 0 {
 		return nil
@@ -740,11 +769,12 @@ func (r *Replica) drainMemForDrop() error {
 	b := r.store.db.NewBatch()
 	defer b.Close()
 	if err := h.drainAllOps(&r.ks, b); err != nil {
-		return fmt.Errorf("partition: drop replica %s: drain the memory head: %w", r.info.Placement, err)
+		return fmt.Errorf("drain the memory head: %w", err)
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("partition: drop replica %s: drain the memory head: %w", r.info.Placement, err)
+		return fmt.Errorf("drain the memory head: %w", err)
 	}
+	r.store.memDrained.Add(int64(b.Count()))
 	h.clearLocked()
 	return nil
 }
@@ -843,6 +873,42 @@ func (s *Store) drainMemHeads() error {
 	return nil
 }
 
+// DrainMemoryHeads writes every row of the store's memory heads to
+// pebble's head (one synced batch per data space) and empties them; the
+// memory heads stay on. The logs of replicas nobody reads are then
+// truncated as far as they may be. For tests and tools that need every
+// row in pebble's keys, or a log that can be truncated to its end.
+func (s *Store) DrainMemoryHeads() error {
+	for _, r := range s.Replicas() {
+		if err := r.drainMem(); err != nil {
+			return err
+		}
+		r.releaseLogs()
+	}
+	return nil
+}
+
+// drainMem is drainMemLocked under applyMu (nothing for a dropped
+// replica).
+func (r *Replica) drainMem() error {
+	if err := r.enter(); err != nil {
+		if errors.Is(err, ErrDropped) {
+			return nil
+		}
+		return err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return nil
+	}
+	if err := r.drainMemLocked(); err != nil {
+		return fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}
+
 // MemoryHeadBytes returns the memory the store's memory heads hold.
 func (s *Store) MemoryHeadBytes() int64 {
 	s.mu.Lock()
@@ -856,9 +922,17 @@ func (s *Store) MemoryHeadBytes() int64 {
 	return n
 }
 
-// fitMemHeads writes the oldest buckets of the largest memory heads to
-// pebble's head until all of them hold at most the budget
-// (Options.MemoryHeadBytes).
+// FitMemoryHeads writes the oldest buckets of the largest memory heads
+// to pebble's head until all of them hold at most the budget
+// (Options.MemoryHeadBytes); a no-op without memory heads. Seal calls it
+// after sealing; a server that never seals calls it on its own.
+func (s *Store) FitMemoryHeads() error { return s.fitMemHeads() }
+
+// MemoryHeadDrainedRows returns the rows written from a memory head to
+// pebble's head so far (budget and drop drains).
+func (s *Store) MemoryHeadDrainedRows() int64 { return s.memDrained.Load() }
+
+// fitMemHeads is FitMemoryHeads.
 func (s *Store) fitMemHeads() error {
 	if !s.memoryHead {
 		return nil
@@ -917,6 +991,7 @@ func (r *Replica) drainOldestBucket() error {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("partition: replica %s: drain the memory head: %w", r.info.Placement, err)
 	}
+	r.store.memDrained.Add(int64(b.Count()))
 	r.removeMem(bk, names)
 	return nil
 }

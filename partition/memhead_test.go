@@ -503,3 +503,76 @@ func TestMemViewStableUnderWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestMemHeadMinSeqCached: minSeq, cached between removals, answers what
+// a walk of every series' sequences answers, through random inserts of
+// two placements, removals of series and clears.
+func TestMemHeadMinSeqCached(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	h := newMemHead()
+	ps := []uuid.UUID{uuid.New(), uuid.New()}
+	seqs := map[uuid.UUID]uint64{}
+	walk := func(p uuid.UUID) uint64 {
+		lo := uint64(math.MaxUint64)
+		for _, bk := range h.buckets {
+			for _, s := range bk.series {
+				for _, q := range s.seqs {
+					if q.p == p {
+						lo = min(lo, q.lo)
+					}
+				}
+			}
+		}
+		return lo
+	}
+	for i := range 3000 {
+		switch n := rng.Intn(20); {
+		case n == 0:
+			h.clearLocked() // takes mu
+		case n < 4:
+			h.mu.Lock()
+			h.removeSeriesLocked(timeBucket(int64(rng.Intn(3))<<bucketShift), fmt.Sprintf("s%d", rng.Intn(5)))
+			h.mu.Unlock()
+		default:
+			p := ps[rng.Intn(2)]
+			seqs[p]++
+			h.mu.Lock()
+			h.insertLocked(fmt.Sprintf("s%d", rng.Intn(5)), int64(rng.Intn(3))<<bucketShift, []byte{1}, p, seqs[p])
+			h.mu.Unlock()
+		}
+		for _, p := range ps {
+			if got, want := h.minSeq(p), walk(p); got != want {
+				t.Fatalf("step %d: minSeq = %d, a walk gives %d", i, got, want)
+			}
+		}
+	}
+}
+
+// TestMemHeadBudgetAtOpen: a store reopened with a smaller budget than
+// its replayed logs hold is within it once Open returns, every row still
+// read.
+func TestMemHeadBudgetAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	s := openMemStore(t, nil, dir, 0)
+	r := createTestReplica(t, s)
+	var rows []model.Row
+	for i := range 400 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%20), int64(i/20)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, r, rows...)
+	if n := s.MemoryHeadBytes(); n <= 4<<10 {
+		t.Fatalf("setup: %d bytes in memory, want more than 4 KiB", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openMemStore(t, nil, dir, 4<<10)
+	if n := s.MemoryHeadBytes(); n > 4<<10 {
+		t.Fatalf("%d bytes in memory after Open, over the budget of 4 KiB", n)
+	}
+	r, _ = s.Replica(r.Info().Placement)
+	sortRows(rows)
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -98,6 +98,9 @@ type Store struct {
 	// being opened without it; memBudget is Options.MemoryHeadBytes.
 	memoryHead bool
 	memBudget  int64
+	// memDrained counts the rows written from memory heads to pebble's
+	// head (MemoryHeadDrainedRows).
+	memDrained atomic.Int64
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
 	// opened is when Open opened the store (wall clock ns): the sealer
@@ -311,6 +314,13 @@ func Open(opts Options) (*Store, error) {
 			_ = db.Close()
 			return nil, err
 		}
+	}
+	// The replayed logs may hold more than the budget (a log kept for a
+	// target that is down holds rows sealed since): within it before the
+	// first Apply.
+	if err := s.fitMemHeads(); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	log.Info("partition store opened", "dir", opts.Dir, "replicas", len(s.mu.replicas))
 	return s, nil
