@@ -32,8 +32,10 @@ func startNode(t testing.TB, e *embedetcd.Etcd, id, dir string, mut ...func(*Con
 	// Pre-split and rebalancing change partition maps on their own, and
 	// smearing delays inserts into the narrow partitions many tests make;
 	// the tests of other features turn them off, their own tests back on.
+	// TSDB_TEST_MEMHEAD=0 runs the servers without a memory head (tsdb
+	// server --memory-head=false), for a comparison of the benchmarks.
 	cfg := Config{ID: id, Listen: "127.0.0.1:0", DataDir: dir, EtcdEndpoints: []string{e.Endpoint()},
-		NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP}
+		NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP, NoMemoryHead: os.Getenv("TSDB_TEST_MEMHEAD") == "0"}
 	if os.Getenv("TSDB_TEST_LOG") != "" {
 		// Debugging aid: the servers' logs on stderr.
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -16,9 +16,10 @@ import (
 )
 
 // memHeadTests makes the tests' stores keep a memory head
-// (Options.MemoryHead) when TSDB_TEST_MEMHEAD is set: the whole suite
-// then runs against it.
-var memHeadTests = os.Getenv("TSDB_TEST_MEMHEAD") != ""
+// (Options.MemoryHead), as tsdb server's do by default; with
+// TSDB_TEST_MEMHEAD=0 the whole suite runs without one (make test runs
+// it both ways).
+var memHeadTests = os.Getenv("TSDB_TEST_MEMHEAD") != "0"
 
 // drainMem writes every memory head's rows to pebble's head (nothing
 // without a memory head), for tests that read pebble's keys.

@@ -322,6 +322,7 @@ func testConverge(t *testing.T, kind fault, rate float64, exact, truncate, late 
 		// its end (but the last entry), and the replicas still agree.
 		for _, id := range ids {
 			l := net.nodes[id].log
+			drainMemory(t, l) // as seals would
 			pollUntil(t, id+"'s log truncated", func() bool { return l.LogStart() == l.SyncedSeq()-1 })
 		}
 		for _, id := range ids[1:] {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -150,16 +151,37 @@ func openStore(t testing.TB) *partition.Store {
 	return openStoreWith(t, partition.Options{MemTableSize: 4 << 20, CacheSize: 8 << 20})
 }
 
-// openStoreWith opens a store with opts in a temp dir.
+// memHeadTests gives the tests' stores a memory head
+// (partition.Options.MemoryHead), as tsdb server's have by default; with
+// TSDB_TEST_MEMHEAD=0 the package runs without one (make test runs it both
+// ways).
+var memHeadTests = os.Getenv("TSDB_TEST_MEMHEAD") != "0"
+
+// openStoreWith opens a store with opts in a temp dir, with a memory head
+// as tsdb server's have by default (TSDB_TEST_MEMHEAD=0: without; make
+// test runs the package both ways).
 func openStoreWith(t testing.TB, opts partition.Options) *partition.Store {
 	t.Helper()
 	opts.Dir = t.TempDir()
+	opts.MemoryHead = memHeadTests
 	s, err := partition.Open(opts)
 	if err != nil {
 		t.Fatalf("partition.Open: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// drainMemory writes the rows of l's store's memory heads to pebble's
+// head, as a seal or the memory budget does in a server: a log is
+// truncated only below the rows still in memory (their records are their
+// durable form), so a test that truncates a log, or waits for a pusher to,
+// drains first.
+func drainMemory(t testing.TB, l *replicaLog) {
+	t.Helper()
+	if err := l.store.DrainMemoryHeads(); err != nil {
+		t.Fatalf("drain the memory heads: %v", err)
+	}
 }
 
 // addReplica creates another replica of pid in an open store.
