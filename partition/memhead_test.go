@@ -222,6 +222,11 @@ func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
 				t.Fatalf("round %d: %d bytes in memory past a budget of 1", round, n)
 			}
 			check(fmt.Sprintf("round %d, after a drain", round))
+		case 3: // a truncation as far as every target confirmed: the
+			// records of rows only in memory stay
+			if err := mr.TruncateLog(mr.SyncedSeq()); err != nil {
+				t.Fatal(err)
+			}
 		case 2: // a crash: only what was synced survives
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 			memStore.Close()
