@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/uuid"
@@ -64,9 +65,12 @@ type memHead struct {
 // memBucket holds one storage bucket's rows, per series.
 type memBucket struct {
 	series map[string]*memSeries
-	// sorted is series ordered by name; nil when a series was added or
+	// sorted is series ordered by name; nil when a series was added, or
+	// when removed (memSeries.removed, skipped by views) are half of it.
+	// removed counts those in sorted.
 	// removed since (view sorts it again, under mu).
-	sorted []*memSeries
+	sorted  []*memSeries
+	removed int
 }
 
 // memSeries holds one series' rows of a storage bucket in time order.
@@ -85,6 +89,9 @@ type memSeries struct {
 	// bytes is the memory s holds (rows and arena), as counted in
 	// memHead.bytes.
 	bytes int64
+	// removed: s left its bucket (sealed or drained) and is skipped in
+	// the bucket's sorted list. Under mu.
+	removed bool
 }
 
 // memRow is one row: its time and its value in the series' arena.
@@ -119,10 +126,19 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 	s := bk.series[series]
 	if s == nil {
 		s = &memSeries{name: strings.Clone(series), gen: h.views.Load()}
+		if prev := h.buckets[b-1]; prev != nil && b > 0 {
+			// Room for as many rows as the series took in the bucket
+			// before: no growth, and no garbage of the grown slices.
+			if p := prev.series[series]; p != nil {
+				s.rows = make([]memRow, 0, len(p.rows))
+				s.arena = make([]byte, 0, len(p.arena))
+			}
+		}
 		bk.series[s.name] = s
-		bk.sorted = nil
+		bk.sorted, bk.removed = nil, 0
 	}
-	grown := s.add(t, val, h.views.Load())
+	s.add(t, val, h.views.Load())
+	grown := s.footprint() - s.bytes
 	s.bytes += grown
 	h.bytes.Add(grown)
 	s.noteSeq(p, seq)
@@ -134,8 +150,21 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 	h.maxTime = max(h.maxTime, t)
 }
 
-// add stores val as row t's change and returns the memory it took.
-func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
+// memSeriesOverhead is what a series of a bucket costs in memory besides
+// its rows, values and name: the struct, its map entry, its place in the
+// sorted list and its sequences (measured with a heap profile at 100,000
+// series: about 200 bytes).
+const memSeriesOverhead = 200
+
+// footprint returns the memory s holds: its slices' capacity, not their
+// length, and its overhead (memHead.bytes counts it, so that the budget
+// bounds what the process holds).
+func (s *memSeries) footprint() int64 {
+	return int64(cap(s.rows))*memRowOverhead + int64(cap(s.arena)) + memSeriesOverhead + int64(len(s.name))
+}
+
+// add stores val as row t's change.
+func (s *memSeries) add(t int64, val []byte, views uint64) {
 	n := len(s.rows)
 	off := len(s.arena)
 	if n == 0 || s.rows[n-1].t < t {
@@ -143,7 +172,7 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 		// the rows below n only).
 		s.arena = append(s.arena, val...)
 		s.rows = append(s.rows, memRow{t: t, off: uint32(off), n: uint32(len(val))})
-		return int64(len(val)) + memRowOverhead
+		return
 	}
 	if s.gen != views {
 		// A view holds these rows: change a copy.
@@ -163,11 +192,10 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 			s.arena = append(s.arena[:off], folded...)
 		}
 		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena) - off)}
-		return int64(len(s.arena) - off)
+		return
 	}
 	s.arena = append(s.arena, val...)
 	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
-	return int64(len(val)) + memRowOverhead
 }
 
 // noteSeq records that placement p's sequence seq holds a row of s.
@@ -219,7 +247,15 @@ func (h *memHead) removeSeriesLocked(b uint32, series string) {
 	h.bytes.Add(-s.bytes)
 	h.lowOK = false
 	delete(bk.series, series)
-	bk.sorted = nil
+	s.removed = true
+	if bk.sorted != nil {
+		// Left in the sorted list, skipped by views, until half of it
+		// is gone (a seal removes a bucket's series a batch at a time,
+		// and every view after each batch would sort them again).
+		if bk.removed++; bk.removed*2 > len(bk.sorted) {
+			bk.sorted, bk.removed = nil, 0
+		}
+	}
 	if len(bk.series) == 0 {
 		delete(h.buckets, b)
 	}
@@ -332,12 +368,44 @@ func rowKeyBucket(rowLo, k []byte) (uint32, []byte) {
 }
 
 // view returns the rows of [lower, upper) (row keys of the space whose
-// row prefix is rowLo; nil: unbounded), taken now. A nil head has an
-// empty view.
+// row prefix is rowLo; nil: unbounded), taken now: viewOf without a
+// selection or a bound. A nil head has an empty view.
 func (h *memHead) view(rowLo, lower, upper []byte) *memView {
-	v := &memView{rowLo: rowLo}
+	v, _ := h.viewOf(rowLo, lower, upper, nil, 0)
+	return v
+}
+
+// memSel narrows a view to the series a reader walks: one series, the
+// series with a prefix, or a sorted list (a nil *memSel: every series).
+type memSel struct {
+	series string
+	prefix bool
+	list   [][]byte // sorted; used when series is ""
+}
+
+// selFor returns the selection of a walk of series (with prefix, a
+// prefix; "": every series) or of list (sorted; nil: no list).
+func selFor(series string, prefix bool, list [][]byte) *memSel {
+	switch {
+	case series != "":
+		return &memSel{series: series, prefix: prefix}
+	case list != nil:
+		return &memSel{list: list}
+	}
+	return nil
+}
+
+// viewOf is view of the series sel selects (nil: all). With maxRows > 0
+// it stops after the series that brings its rows to maxRows or more and
+// returns the row-key bound of the first series it left out (end: the
+// next series in memory after the last taken, as bucket|series, which
+// every row key of the series taken sorts below); a reader must not read
+// past end, where the rows in memory are not in the view. end is nil when
+// nothing was left out.
+func (h *memHead) viewOf(rowLo, lower, upper []byte, sel *memSel, maxRows int) (v *memView, end []byte) {
+	v = &memView{rowLo: rowLo}
 	if h == nil {
-		return v
+		return v, nil
 	}
 	lo, hi := uint32(0), maxBucket
 	var loRest, hiRest []byte
@@ -354,11 +422,7 @@ func (h *memHead) view(rowLo, lower, upper []byte) *memView {
 		for _, b := range h.bucketRange(lo, hi) {
 			bk := h.buckets[b]
 			if bk.sorted == nil {
-				bk.sorted = make([]*memSeries, 0, len(bk.series))
-				for _, s := range bk.series {
-					bk.sorted = append(bk.sorted, s)
-				}
-				slices.SortFunc(bk.sorted, func(a, b *memSeries) int { return strings.Compare(a.name, b.name) })
+				bk.sorted = sortedSeries(bk)
 			}
 		}
 		h.mu.Unlock()
@@ -373,15 +437,12 @@ func (h *memHead) view(rowLo, lower, upper []byte) *memView {
 	// copy a series with gen equal to this count and change it in place
 	// after this view read it.
 	h.views.Add(1)
+	rows := 0
 	for _, b := range h.bucketRange(lo, hi) {
 		bk := h.buckets[b]
 		sorted := bk.sorted
 		if sorted == nil { // changed while unlocked: a writer added a series
-			sorted = make([]*memSeries, 0, len(bk.series))
-			for _, s := range bk.series {
-				sorted = append(sorted, s)
-			}
-			slices.SortFunc(sorted, func(a, b *memSeries) int { return strings.Compare(a.name, b.name) })
+			sorted = sortedSeries(bk)
 		}
 		from, to := 0, len(sorted)
 		if b == lo && len(loRest) > 0 {
@@ -394,16 +455,85 @@ func (h *memHead) view(rowLo, lower, upper []byte) *memView {
 		if from >= to {
 			continue
 		}
-		vb := memViewBucket{b: b, series: make([]memViewSeries, 0, to-from)}
-		for _, s := range sorted[from:to] {
-			if len(s.rows) == 0 {
-				continue
+		vb := memViewBucket{b: b}
+		take := func(s *memSeries) bool {
+			if len(s.rows) == 0 || s.removed {
+				return true
+			}
+			if maxRows > 0 && rows >= maxRows {
+				end = appendBucketSeries(append([]byte(nil), rowLo...), b, s.name)
+				return false
 			}
 			vb.series = append(vb.series, memViewSeries{name: s.name, rows: s.rows, arena: s.arena})
+			rows += len(s.rows)
+			return true
 		}
-		v.buckets = append(v.buckets, vb)
+		more := sel.each(sorted[from:to], take)
+		if len(vb.series) > 0 {
+			v.buckets = append(v.buckets, vb)
+		}
+		if !more {
+			return v, end
+		}
 	}
-	return v
+	return v, nil
+}
+
+// each calls take for the series of sorted (ordered by name) that sel
+// selects, in order, until take returns false; it returns false then.
+func (sel *memSel) each(sorted []*memSeries, take func(*memSeries) bool) bool {
+	switch {
+	case sel == nil:
+		for _, s := range sorted {
+			if !take(s) {
+				return false
+			}
+		}
+	case sel.series != "":
+		i := sort.Search(len(sorted), func(i int) bool { return sorted[i].name >= sel.series })
+		for ; i < len(sorted); i++ {
+			name := sorted[i].name
+			if name != sel.series && (!sel.prefix || !strings.HasPrefix(name, sel.series)) {
+				break
+			}
+			if !take(sorted[i]) {
+				return false
+			}
+		}
+	default:
+		at := 0
+		for _, want := range sel.list {
+			rest := sorted[at:]
+			i := sort.Search(len(rest), func(i int) bool { return rest[i].name >= string(want) })
+			at += i
+			if at == len(sorted) {
+				break
+			}
+			if sorted[at].name == string(want) {
+				if !take(sorted[at]) {
+					return false
+				}
+				at++
+			}
+		}
+	}
+	return true
+}
+
+// sortedSeries returns bk's series ordered by name.
+func sortedSeries(bk *memBucket) []*memSeries {
+	sorted := make([]*memSeries, 0, len(bk.series))
+	for _, s := range bk.series {
+		sorted = append(sorted, s)
+	}
+	slices.SortFunc(sorted, func(a, b *memSeries) int { return strings.Compare(a.name, b.name) })
+	return sorted
+}
+
+// appendBucketSeries appends bucket b and series (the prefix of the
+// series' row keys after the space's row prefix) to dst.
+func appendBucketSeries(dst []byte, b uint32, series string) []byte {
+	return append(binary.BigEndian.AppendUint32(dst, b), series...)
 }
 
 // sortedIn reports whether every bucket from lo to hi has its series
@@ -577,6 +707,22 @@ func (v *memView) lastBucketWhere(in func(int64) bool) (uint32, bool) {
 // unbounded), or nil without a memory head. Take it before the pebble view
 // it goes with.
 func (r *Replica) memView(lower, upper []byte) *memView {
+	return r.memViewSel(lower, upper, nil)
+}
+
+// memViewBounded is memView of the series up to the one that brings its
+// rows to maxRows, and the row-key bound past which its reader must not
+// read (nil: the view holds every row in memory up to upper).
+func (r *Replica) memViewBounded(lower, upper []byte, maxRows int) (*memView, []byte) {
+	h := r.applyMu.mem
+	if h == nil {
+		return nil, nil
+	}
+	return h.viewOf(r.ks.rowLo, lower, upper, nil, maxRows)
+}
+
+// memViewSel is memView of the series sel selects (nil: every one).
+func (r *Replica) memViewSel(lower, upper []byte, sel *memSel) *memView {
 	h := r.applyMu.mem
 	if h == nil {
 		return nil
@@ -587,20 +733,8 @@ func (r *Replica) memView(lower, upper []byte) *memView {
 	if upper == nil {
 		upper = r.ks.rowHi
 	}
-	return h.view(r.ks.rowLo, lower, upper)
-}
-
-// memViewTimes is memView over the storage buckets of [from, to).
-func (r *Replica) memViewTimes(from, to int64) *memView {
-	if r.applyMu.mem == nil || to <= from {
-		return nil
-	}
-	lower := r.ks.appendBucketSeriesKey(nil, timeBucket(from), "")
-	upper := r.ks.rowHi
-	if last := timeBucket(to - 1); last < maxBucket {
-		upper = r.ks.appendBucketSeriesKey(nil, last+1, "")
-	}
-	return r.memView(lower, upper)
+	v, _ := h.viewOf(r.ks.rowLo, lower, upper, sel, 0)
+	return v
 }
 
 // insertMem puts the rows an Apply wrote into the memory head, once its
@@ -932,12 +1066,25 @@ func (s *Store) FitMemoryHeads() error { return s.fitMemHeads() }
 // pebble's head so far (budget and drop drains).
 func (s *Store) MemoryHeadDrainedRows() int64 { return s.memDrained.Load() }
 
-// fitMemHeads is FitMemoryHeads.
+// MemoryHeadEarlySealedRows returns the rows sealed before their bucket
+// went quiet so far, to keep the memory heads within their budget.
+func (s *Store) MemoryHeadEarlySealedRows() int64 { return s.memSealed.Load() }
+
+// fitMemHeads is FitMemoryHeads: while the memory heads hold more than
+// the budget, the oldest bucket in the largest one is sealed now when it
+// has ended (its later rows are folded in by the next seal, as late rows
+// are), and written to pebble's head as rows otherwise (the present's
+// bucket: sealed early again and again, its blocks would be rewritten at
+// every pass).
 func (s *Store) fitMemHeads() error {
 	if !s.memoryHead {
 		return nil
 	}
-	for s.MemoryHeadBytes() > s.memBudget {
+	for {
+		before := s.MemoryHeadBytes()
+		if before <= s.memBudget {
+			return nil
+		}
 		var largest *Replica
 		size := int64(0)
 		s.mu.Lock()
@@ -946,7 +1093,7 @@ func (s *Store) fitMemHeads() error {
 				continue
 			}
 			for _, m := range sp.members {
-				if !m.dropped.Load() {
+				if !m.dropped.Load() && !m.unloading.Load() {
 					largest, size = m, sp.mem.bytes.Load()
 					break
 				}
@@ -956,11 +1103,46 @@ func (s *Store) fitMemHeads() error {
 		if largest == nil {
 			return nil
 		}
-		if err := largest.drainOldestBucket(); err != nil {
+		if err := largest.shedOldestBucket(time.Now().UnixNano()); err != nil {
+			if errors.Is(err, ErrDropped) || errors.Is(err, ErrUnloading) {
+				continue // picked again without it, or the space with another member
+			}
 			return err
 		}
 		largest.releaseLogs()
+		if s.MemoryHeadBytes() >= before {
+			return nil // nothing shed (the space's rows went meanwhile): next time
+		}
 	}
+}
+
+// shedOldestBucket seals the oldest bucket in the space's memory head when
+// it ended before now (ns), or writes it to pebble's head.
+func (r *Replica) shedOldestBucket(now int64) error {
+	r.applyMu.Lock()
+	b, ok := r.applyMu.mem.firstBucketFrom(0)
+	r.applyMu.Unlock()
+	if !ok {
+		return nil
+	}
+	if b == maxBucket || bucketStart(b+1) > now {
+		return r.drainOldestBucket()
+	}
+	var st SealStats
+	defer func() { r.store.sealed.add(st) }()
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.store.gate.Exit()
+	from, since := r.ks.appendBucketSeriesKey(nil, b, ""), time.Now().UnixNano()
+	for from != nil {
+		st.Buckets = 1
+		var err error
+		if from, err = r.sealSome(b, from, since, &st); err != nil {
+			return err
+		}
+	}
+	r.store.memSealed.Add(int64(st.Rows))
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/google/uuid"
@@ -161,6 +162,13 @@ func TestMemHeadMatchesPebbleHead(t *testing.T) {
 	for seed := range int64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { memHeadMatchesPebbleHead(t, seed) })
 	}
+	// Seals of a few rows a batch: each batch reads a bounded view of
+	// the series in memory and stops at its end.
+	defer func(n int) { sealBatchRows = n }(sealBatchRows)
+	sealBatchRows = 7
+	for seed := range int64(4) {
+		t.Run(fmt.Sprintf("small seal batches %d", seed), func(t *testing.T) { memHeadMatchesPebbleHead(t, 100+seed) })
+	}
 }
 
 func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
@@ -212,7 +220,7 @@ func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
 				}
 			}
 			check(fmt.Sprintf("round %d, after a seal", round))
-		case 1: // the memory budget: everything to pebble's head
+		case 1: // the memory budget: every bucket (ended) sealed early
 			memStore.memBudget = 1
 			if err := memStore.fitMemHeads(); err != nil {
 				t.Fatal(err)
@@ -221,7 +229,13 @@ func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
 			if n := memStore.MemoryHeadBytes(); n != 0 {
 				t.Fatalf("round %d: %d bytes in memory past a budget of 1", round, n)
 			}
-			check(fmt.Sprintf("round %d, after a drain", round))
+			check(fmt.Sprintf("round %d, after the budget", round))
+		case 4: // the oldest bucket to pebble's head as rows (the
+			// budget's way with the present's bucket)
+			if err := mr.drainOldestBucket(); err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("round %d, after a drain of a bucket", round))
 		case 3: // a truncation as far as every target confirmed: the
 			// records of rows only in memory stay
 			if err := mr.TruncateLog(mr.SyncedSeq()); err != nil {
@@ -355,32 +369,60 @@ func TestMemHeadDropKeepsSharersRows(t *testing.T) {
 	}
 }
 
-// TestMemHeadBudget: past Options.MemoryHeadBytes a seal writes the
-// oldest buckets in memory to pebble's head until the rest fits, and
-// the log of a replica nobody pushes from is then truncated below them.
+// TestMemHeadBudget: past Options.MemoryHeadBytes a seal sheds the
+// oldest buckets in memory until the rest fits: a bucket that has ended
+// is sealed early, the present's is written to pebble's head as rows; the
+// log of a replica nobody pushes from is then truncated below them, and
+// the rows read the same throughout.
 func TestMemHeadBudget(t *testing.T) {
-	s := openMemStore(t, nil, t.TempDir(), 4<<10)
+	const budget = 32 << 10
+	s := openMemStore(t, nil, t.TempDir(), budget)
 	r := createTestReplica(t, s)
 	r.SetLogValues(false)
 	var rows []model.Row
-	for i := range 400 {
+	for i := range 400 { // 20 buckets that ended in 1970
 		rows = append(rows, row(fmt.Sprintf("s%d", i%20), int64(i/20)<<bucketShift, fl("a", float64(i), 1)))
 	}
+	now := time.Now().UnixNano()
+	for i := range 100 { // the present's bucket
+		rows = append(rows, row(fmt.Sprintf("s%d", i%20), now-int64(i), fl("a", float64(i), 1)))
+	}
 	mustApply(t, r, rows...)
-	if n := s.MemoryHeadBytes(); n <= 4<<10 {
+	sortRows(rows)
+	if n := s.MemoryHeadBytes(); n <= budget {
 		t.Fatalf("setup: %d bytes in memory, want more than the budget", n)
 	}
 	// Nothing is sealable (Before far in the past): only the budget acts.
 	if _, err := s.Seal(t.Context(), SealPolicy{Before: math.MinInt64}); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.MemoryHeadBytes(); n > 4<<10 || n == 0 {
+	if n := s.MemoryHeadBytes(); n > budget || n == 0 {
 		t.Fatalf("%d bytes in memory after the seal, want at most the budget and more than 0", n)
 	}
-	if r.LogStart() == 0 {
-		t.Fatal("log not truncated after the drain")
+	if s.MemoryHeadEarlySealedRows() == 0 || s.MemoryHeadDrainedRows() != 0 {
+		t.Fatalf("early sealed %d rows, drained %d: want the ended buckets sealed, nothing drained",
+			s.MemoryHeadEarlySealedRows(), s.MemoryHeadDrainedRows())
 	}
-	sortRows(rows)
+	if _, ok := r.applyMu.mem.buckets[timeBucket(0)]; ok {
+		t.Fatal("the oldest bucket is still in memory")
+	}
+	if _, ok := r.applyMu.mem.buckets[timeBucket(now)]; !ok {
+		t.Fatal("the present's bucket is not in memory any more")
+	}
+	if r.LogStart() == 0 {
+		t.Fatal("log not truncated after the seal")
+	}
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatal(err)
+	}
+	// A budget nothing fits: the present's bucket goes to pebble's head.
+	s.memBudget = 1
+	if err := s.FitMemoryHeads(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.MemoryHeadBytes(); n != 0 || s.MemoryHeadDrainedRows() == 0 {
+		t.Fatalf("%d bytes in memory and %d rows drained, want 0 and the present's rows", n, s.MemoryHeadDrainedRows())
+	}
 	if err := sameRows(scanAll(t, r), rows); err != nil {
 		t.Fatal(err)
 	}
@@ -579,5 +621,80 @@ func TestMemHeadBudgetAtOpen(t *testing.T) {
 	sortRows(rows)
 	if err := sameRows(scanAll(t, r), rows); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemViewSelection: a view of one series, of a prefix or of a list
+// holds exactly the rows of a whole view that the selection names, and a
+// view bounded by rows holds whole series up to its end, past which the
+// rest of the whole view lies.
+func TestMemViewSelection(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	ks := newKeyspace(uuid.New(), uuid.Nil)
+	h := newMemHead()
+	names := []string{"a", "ab", "abc", "b", "ba", "c", "cpu,host=1", "cpu,host=10", "cpu,host=2"}
+	h.mu.Lock()
+	for range 600 {
+		h.insertLocked(names[rng.Intn(len(names))], int64(rng.Intn(3))<<bucketShift+int64(rng.Intn(30)), []byte{1}, uuid.Nil, 1)
+	}
+	h.mu.Unlock()
+	type key struct {
+		b    uint32
+		name string
+		n    int
+	}
+	flat := func(v *memView, keep func(string) bool) []key {
+		var out []key
+		for _, b := range v.buckets {
+			for _, s := range b.series {
+				if keep(s.name) {
+					out = append(out, key{b.b, s.name, len(s.rows)})
+				}
+			}
+		}
+		return out
+	}
+	all := h.view(ks.rowLo, nil, nil)
+	for _, sel := range []*memSel{
+		{series: "ab"}, {series: "ab", prefix: true}, {series: "cpu,host=1", prefix: true}, {series: "zz"},
+		{list: [][]byte{[]byte("a"), []byte("abc"), []byte("c"), []byte("d")}}, {list: [][]byte{}},
+	} {
+		keep := func(n string) bool {
+			switch {
+			case sel.series != "" && sel.prefix:
+				return strings.HasPrefix(n, sel.series)
+			case sel.series != "":
+				return n == sel.series
+			}
+			return slices.ContainsFunc(sel.list, func(b []byte) bool { return string(b) == n })
+		}
+		v, end := h.viewOf(ks.rowLo, nil, nil, sel, 0)
+		got, want := flat(v, func(string) bool { return true }), flat(all, keep)
+		if !slices.Equal(got, want) || end != nil {
+			t.Fatalf("selection %+v: %v, want %v (end %x)", sel, got, want, end)
+		}
+	}
+	for _, max := range []int{1, 50, 200, 10000} {
+		v, end := h.viewOf(ks.rowLo, nil, nil, nil, max)
+		got, whole := flat(v, func(string) bool { return true }), flat(all, func(string) bool { return true })
+		if len(got) > len(whole) || !slices.Equal(got, whole[:len(got)]) {
+			t.Fatalf("bounded by %d rows: %v is not a beginning of %v", max, got, whole)
+		}
+		if (end == nil) != (len(got) == len(whole)) {
+			t.Fatalf("bounded by %d rows: end %x with %d of %d series", max, end, len(got), len(whole))
+		}
+		if end != nil {
+			next := whole[len(got)]
+			if want := ks.appendBucketSeriesKey(nil, next.b, next.name); !bytes.Equal(end, want) {
+				t.Fatalf("bounded by %d rows: end %x, want %x (the next series)", max, end, want)
+			}
+			rows := 0
+			for _, k := range got {
+				rows += k.n
+			}
+			if rows < max || rows-got[len(got)-1].n >= max {
+				t.Fatalf("bounded by %d rows: took %d rows in %d series", max, rows, len(got))
+			}
+		}
 	}
 }

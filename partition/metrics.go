@@ -35,8 +35,10 @@ func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 		func() float64 { return float64(store.Metrics().BlockCache.Misses) })
 	gauge("tsdb_memory_head_bytes", "Bytes the memory heads hold: rows of unsealed storage buckets kept in memory, their log records being their durable form (--memory-head).",
 		func() float64 { return float64(store.MemoryHeadBytes()) })
-	counter("tsdb_memory_head_drained_rows_total", "Rows written from the memory heads to pebble's head as rows: past --memory-head-bytes, and before a drop.",
+	counter("tsdb_memory_head_drained_rows_total", "Rows written from the memory heads to pebble's head as rows: past --memory-head-bytes (the present's bucket), and before a drop.",
 		func() float64 { return float64(store.MemoryHeadDrainedRows()) })
+	counter("tsdb_memory_head_early_sealed_rows_total", "Rows sealed from the memory heads before their storage bucket went quiet: past --memory-head-bytes (a bucket that has ended).",
+		func() float64 { return float64(store.MemoryHeadEarlySealedRows()) })
 	c := &store.sealed
 	counter("tsdb_seal_rows_total", "Rows sealed into column blocks.",
 		func() float64 { return float64(c.rows.Load()) })

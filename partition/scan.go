@@ -393,9 +393,28 @@ func (r *Replica) newWalker(from, to int64, series string, prefix bool) (*walker
 }
 
 // newWalkerOn is newWalker reading db, and the memory head's rows from
-// mem (taken before db's view; nil: a view taken now, db being the live
-// store).
+// mem (taken before db's view; nil: a view of the walk's series taken
+// now, db being the live store).
 func (r *Replica) newWalkerOn(db reader, mem *memView, from, to int64, series string, prefix bool) (*walker, error) {
+	w, lower, upper := r.walkBounds(from, to, series, prefix)
+	if w == nil {
+		return nil, nil
+	}
+	if mem == nil {
+		mem = r.memViewSel(lower, upper, selFor(series, prefix, nil))
+	}
+	it, err := newRowIter(db, mem, &r.ks, lower, upper)
+	if err != nil {
+		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
+	}
+	w.it = it
+	return w, nil
+}
+
+// walkBounds returns a walker of [from, to) cut to the replica's range,
+// without its iterator, and the row-key bounds of its storage buckets; a
+// nil walker when the range is empty.
+func (r *Replica) walkBounds(from, to int64, series string, prefix bool) (w *walker, lower, upper []byte) {
 	// Only the replica's range: its data space may hold other replicas'
 	// rows around it (space.go).
 	if b := r.info.Begin; b != nil && from < *b {
@@ -406,27 +425,19 @@ func (r *Replica) newWalkerOn(db reader, mem *memView, from, to int64, series st
 	}
 	toOpen := to == math.MaxInt64
 	if from >= to && !toOpen {
-		return nil, nil
+		return nil, nil, nil
 	}
-	w := &walker{ks: &r.ks, from: from, to: to, toOpen: toOpen, series: series, seriesB: []byte(series),
+	w = &walker{ks: &r.ks, from: from, to: to, toOpen: toOpen, series: series, seriesB: []byte(series),
 		prefix: prefix, first: timeBucket(from), last: maxBucket}
 	if !toOpen {
 		w.last = timeBucket(to - 1)
 	}
-	lower := r.ks.appendBucketSeriesKey(nil, w.first, "")
-	upper := r.ks.rowHi
+	lower = r.ks.appendBucketSeriesKey(nil, w.first, "")
+	upper = r.ks.rowHi
 	if w.last < maxBucket {
 		upper = r.ks.appendBucketSeriesKey(nil, w.last+1, "")
 	}
-	if mem == nil {
-		mem = r.memView(lower, upper)
-	}
-	it, err := newRowIter(db, mem, &r.ks, lower, upper)
-	if err != nil {
-		return nil, fmt.Errorf("partition: replica %s: scan: %w", r.info.Placement, err)
-	}
-	w.it = it
-	return w, nil
+	return w, lower, upper
 }
 
 func (w *walker) close() {
@@ -610,52 +621,58 @@ func (r *Replica) newQueryWalker(q model.Query, sm *model.SeriesMatcher) (*walke
 	if sm == nil {
 		return r.newWalker(q.From, q.To, q.Series, q.Prefix)
 	}
-	// One snapshot for the index read and the walk: a series first
-	// written between them is in both or in neither.
-	mem := r.memViewTimes(q.From, q.To) // before the snapshot
-	snap := r.store.db.NewSnapshot()
-	w, err := r.newIndexedWalker(snap, mem, q, sm)
-	if w == nil {
-		_ = snap.Close()
-	} else {
-		w.snap = snap
-	}
-	return w, err
-}
-
-func (r *Replica) newIndexedWalker(snap *pebble.Snapshot, mem *memView, q model.Query, sm *model.SeriesMatcher) (*walker, error) {
-	var list [][]byte
-	{
-		series, read, err := r.matchingSeries(snap, q, sm)
-		if err != nil {
-			return nil, err
-		}
-		if len(series) == 0 {
-			return nil, nil
-		}
-		if _, narrowed := narrowingTag(q.Tags); narrowed && q.Measurement != "" {
-			// The index read was one tag value's entries: weigh the
-			// matches against the measurement's series.
-			read = 0
-			err := r.scanIndex(snap, kindSeriesIx, append([]byte(q.Measurement), 0), func([]byte) bool {
-				read++
-				return true
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-		if len(series)*indexSeekRatio <= read {
-			list = make([][]byte, len(series))
-			for i, s := range series {
-				list[i] = []byte(s)
-			}
-		}
-	}
-	w, err := r.newWalkerOn(snap, mem, q.From, q.To, q.Series, q.Prefix)
-	if err != nil || w == nil {
+	// The series come from one snapshot of the index, the rows from a
+	// view of the memory head of those series and a snapshot taken after
+	// it: a series first written after the index's snapshot is left out
+	// of a list (or tested against sm when the walk needs no list), never
+	// read in part.
+	isnap := r.store.db.NewSnapshot()
+	list, any, err := r.indexedList(isnap, q, sm)
+	_ = isnap.Close()
+	if err != nil || !any {
 		return nil, err
 	}
+	_, lower, upper := r.walkBounds(q.From, q.To, q.Series, q.Prefix)
+	if lower == nil {
+		return nil, nil
+	}
+	mem := r.memViewSel(lower, upper, selFor(q.Series, q.Prefix, list)) // before the snapshot
+	snap := r.store.db.NewSnapshot()
+	w, err := r.newWalkerOn(snap, mem, q.From, q.To, q.Series, q.Prefix)
+	if err != nil || w == nil {
+		_ = snap.Close()
+		return nil, err
+	}
+	w.snap = snap
 	w.match, w.list = sm, list
 	return w, nil
+}
+
+// indexedList returns the sorted series the tag index lists for q and
+// sm when the walk is to seek to them (nil when it is to walk every
+// series and test each), and whether any series matches at all.
+func (r *Replica) indexedList(snap *pebble.Snapshot, q model.Query, sm *model.SeriesMatcher) (list [][]byte, any bool, err error) {
+	series, read, err := r.matchingSeries(snap, q, sm)
+	if err != nil || len(series) == 0 {
+		return nil, false, err
+	}
+	if _, narrowed := narrowingTag(q.Tags); narrowed && q.Measurement != "" {
+		// The index read was one tag value's entries: weigh the
+		// matches against the measurement's series.
+		read = 0
+		err := r.scanIndex(snap, kindSeriesIx, append([]byte(q.Measurement), 0), func([]byte) bool {
+			read++
+			return true
+		})
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if len(series)*indexSeekRatio <= read {
+		list = make([][]byte, len(series))
+		for i, s := range series {
+			list[i] = []byte(s)
+		}
+	}
+	return list, true, nil
 }

@@ -41,8 +41,9 @@ import (
 // overwrite of a sealed row deletes no entry.
 
 // sealBatchRows bounds the rows one batch of a seal reads, and so how long
-// it holds the data space's apply lock (a series is never cut).
-const sealBatchRows = 50_000
+// it holds the data space's apply lock (a series is never cut). A variable
+// for the tests of seals in many batches only.
+var sealBatchRows = 50_000
 
 // SealStats counts what a seal did.
 type SealStats struct {
@@ -311,7 +312,15 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 	if b < maxBucket {
 		end = r.ks.appendBucketSeriesKey(nil, b+1, "")
 	}
-	it, err := newRowIter(r.store.db, r.memView(from, end), &r.ks, from, end)
+	// The rows in memory of about a batch of series (the view would
+	// copy every series of the bucket otherwise, at every batch); the
+	// batch reads no further than the view's end.
+	mem, memEnd := r.memViewBounded(from, end, sealBatchRows)
+	upper := end
+	if memEnd != nil {
+		upper = memEnd
+	}
+	it, err := newRowIter(r.store.db, mem, &r.ks, from, upper)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: seal: %w", r.info.Placement, err)
 	}
@@ -396,6 +405,9 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 		if err := r.sealSeries(b, sc, batch, st); err != nil {
 			return nil, err
 		}
+	}
+	if next == nil && memEnd != nil {
+		next = memEnd // the bucket goes on past the view
 	}
 	if next == nil && sc.kept {
 		// Series too large for a block stay in the head: the bucket is

@@ -101,6 +101,9 @@ type Store struct {
 	// memDrained counts the rows written from memory heads to pebble's
 	// head (MemoryHeadDrainedRows).
 	memDrained atomic.Int64
+	// memSealed counts the rows sealed early for the memory budget
+	// (MemoryHeadEarlySealedRows).
+	memSealed atomic.Int64
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
 	// opened is when Open opened the store (wall clock ns): the sealer
