@@ -1080,6 +1080,14 @@ func (s *Store) fitMemHeads() error {
 	if !s.memoryHead {
 		return nil
 	}
+	for _, r := range s.Replicas() {
+		switch unpinned, err := r.unpinLog(); {
+		case err != nil && !errors.Is(err, ErrDropped):
+			return err
+		case unpinned:
+			r.releaseLogs()
+		}
+	}
 	for {
 		before := s.MemoryHeadBytes()
 		if before <= s.memBudget {
@@ -1093,7 +1101,7 @@ func (s *Store) fitMemHeads() error {
 				continue
 			}
 			for _, m := range sp.members {
-				if !m.dropped.Load() && !m.unloading.Load() {
+				if !m.dropped.Load() {
 					largest, size = m, sp.mem.bytes.Load()
 					break
 				}
@@ -1105,7 +1113,7 @@ func (s *Store) fitMemHeads() error {
 		}
 		if err := largest.shedOldestBucket(time.Now().UnixNano()); err != nil {
 			if errors.Is(err, ErrDropped) || errors.Is(err, ErrUnloading) {
-				continue // picked again without it, or the space with another member
+				continue // picked again without it, or drained (unloading)
 			}
 			return err
 		}
@@ -1116,8 +1124,74 @@ func (s *Store) fitMemHeads() error {
 	}
 }
 
+// maxPinnedChanges bounds how far the rows still in memory may hold a
+// replica's log back from its synced sequence: a row of the present's
+// bucket written first (a row seen first by a long-lived series, the
+// harness's warm-up tick) keeps every record after it, sealed rows' too,
+// until its bucket is sealed; the records take the disk and are replayed
+// at the next start. Past the bound unpinLog writes such rows to
+// pebble's head. A variable for tests.
+var maxPinnedChanges uint64 = 1 << 20
+
+// unpinLog writes to pebble's head the series of the space's memory head
+// that hold a change of r's log more than maxPinnedChanges below its
+// synced sequence (the older half of the bound's span), so that the log
+// may be truncated past them. It reports whether it wrote any.
+func (r *Replica) unpinLog() (bool, error) {
+	if r.applyMu.mem == nil {
+		return false, nil
+	}
+	if err := r.enter(); err != nil {
+		return false, err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	h, p, synced := r.applyMu.mem, r.info.Placement, r.SyncedSeq()
+	if lo := h.minSeq(p); lo == math.MaxUint64 || synced < lo || synced-lo <= maxPinnedChanges || r.dropped.Load() {
+		return false, nil
+	}
+	cut := synced - maxPinnedChanges/2
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	drained := map[uint32][]string{}
+	for bk, mb := range h.buckets {
+		for name, ms := range mb.series {
+			if ms.lowestOf(p) >= cut {
+				continue
+			}
+			if err := h.drainSeriesOps(&r.ks, bk, name, b); err != nil {
+				return false, fmt.Errorf("partition: replica %s: unpin the log: %w", p, err)
+			}
+			drained[bk] = append(drained[bk], name)
+		}
+	}
+	// Not synced: the records stay until a truncation, which the WAL
+	// orders after this batch.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return false, fmt.Errorf("partition: replica %s: unpin the log: %w", p, err)
+	}
+	r.store.memDrained.Add(int64(b.Count()))
+	for bk, names := range drained {
+		r.removeMem(bk, names)
+	}
+	return len(drained) > 0, nil
+}
+
+// lowestOf returns the lowest sequence of placement p's log holding a row
+// of s, or math.MaxUint64.
+func (s *memSeries) lowestOf(p uuid.UUID) uint64 {
+	for i := range s.seqs {
+		if s.seqs[i].p == p {
+			return s.seqs[i].lo
+		}
+	}
+	return math.MaxUint64
+}
+
 // shedOldestBucket seals the oldest bucket in the space's memory head when
-// it ended before now (ns), or writes it to pebble's head.
+// it ended before now (ns), or writes it to pebble's head (also for an
+// unloading replica, which seals nothing).
 func (r *Replica) shedOldestBucket(now int64) error {
 	r.applyMu.Lock()
 	b, ok := r.applyMu.mem.firstBucketFrom(0)
@@ -1125,7 +1199,7 @@ func (r *Replica) shedOldestBucket(now int64) error {
 	if !ok {
 		return nil
 	}
-	if b == maxBucket || bucketStart(b+1) > now {
+	if b == maxBucket || bucketStart(b+1) > now || r.unloading.Load() {
 		return r.drainOldestBucket()
 	}
 	var st SealStats

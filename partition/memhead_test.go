@@ -698,3 +698,53 @@ func TestMemViewSelection(t *testing.T) {
 		}
 	}
 }
+
+// TestMemHeadUnpinsLog: a row of the present's bucket written first keeps
+// the log of a replica nobody pushes from until its bucket is sealed;
+// once the log holds more than maxPinnedChanges changes above it, the
+// row is written to pebble's head and the log truncated past it, and
+// every row reads the same, after a crash too.
+func TestMemHeadUnpinsLog(t *testing.T) {
+	defer func(n uint64) { maxPinnedChanges = n }(maxPinnedChanges)
+	fs := vfs.NewCrashableMem()
+	s := openMemStore(t, fs, "u", 0)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false)
+	now := time.Now().UnixNano()
+	rows := []model.Row{row("present", now, fl("a", 1, 1))}
+	mustApply(t, r, rows...)
+	for i := range 100 {
+		rw := row(fmt.Sprintf("s%d", i%10), int64(i/10)<<bucketShift, fl("a", float64(i), 2))
+		mustApply(t, r, rw)
+		rows = append(rows, rw)
+	}
+	sortRows(rows)
+	// Seal what has ended, no bound: the present's row stays in memory,
+	// and the log from its sequence (1) with it.
+	maxPinnedChanges = math.MaxUint64
+	if _, err := s.Seal(t.Context(), SealPolicy{Before: bucketStart(timeBucket(now))}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.LogStart(); got != 0 {
+		t.Fatalf("log start %d: the present's row (sequence 1) does not hold it", got)
+	}
+	// Past the bound, the next fit writes that row to pebble's head.
+	maxPinnedChanges = 50
+	if err := s.FitMemoryHeads(); err != nil {
+		t.Fatal(err)
+	}
+	if s.MemoryHeadDrainedRows() != 1 || r.LogStart() < 100 {
+		t.Fatalf("drained %d rows, log start %d: want the present's row drained and the log truncated past 100",
+			s.MemoryHeadDrainedRows(), r.LogStart())
+	}
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s = openMemStore(t, crashed, "u", 0)
+	r, _ = s.Replica(r.Info().Placement)
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatalf("after a crash: %v", err)
+	}
+}
