@@ -86,9 +86,10 @@ type memSeries struct {
 	// seqs is, per placement that wrote rows here, the lowest sequence
 	// of its log that holds one of them.
 	seqs []memSeq
-	// bytes is the memory s holds (rows and arena), as counted in
-	// memHead.bytes.
-	bytes int64
+	// bytes is the memory s holds (footprint), as counted in
+	// memHead.bytes; data is the bytes of its rows (their values and
+	// times), which sizes count as pebble's estimates count stored rows.
+	bytes, data int64
 	// removed: s left its bucket (sealed or drained) and is skipped in
 	// the bucket's sorted list. Under mu.
 	removed bool
@@ -137,7 +138,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 		bk.series[s.name] = s
 		bk.sorted, bk.removed = nil, 0
 	}
-	s.add(t, val, h.views.Load())
+	s.data += s.add(t, val, h.views.Load())
 	grown := s.footprint() - s.bytes
 	s.bytes += grown
 	h.bytes.Add(grown)
@@ -163,8 +164,9 @@ func (s *memSeries) footprint() int64 {
 	return int64(cap(s.rows))*memRowOverhead + int64(cap(s.arena)) + memSeriesOverhead + int64(len(s.name))
 }
 
-// add stores val as row t's change.
-func (s *memSeries) add(t int64, val []byte, views uint64) {
+// add stores val as row t's change and returns how much it changed the
+// series' data bytes.
+func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 	n := len(s.rows)
 	off := len(s.arena)
 	if n == 0 || s.rows[n-1].t < t {
@@ -172,7 +174,7 @@ func (s *memSeries) add(t int64, val []byte, views uint64) {
 		// the rows below n only).
 		s.arena = append(s.arena, val...)
 		s.rows = append(s.rows, memRow{t: t, off: uint32(off), n: uint32(len(val))})
-		return
+		return int64(len(val)) + memRowOverhead
 	}
 	if s.gen != views {
 		// A view holds these rows: change a copy.
@@ -192,10 +194,11 @@ func (s *memSeries) add(t int64, val []byte, views uint64) {
 			s.arena = append(s.arena[:off], folded...)
 		}
 		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena) - off)}
-		return
+		return int64(s.rows[i].n) - int64(old.n)
 	}
 	s.arena = append(s.arena, val...)
 	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
+	return int64(len(val)) + memRowOverhead
 }
 
 // noteSeq records that placement p's sequence seq holds a row of s.
@@ -309,7 +312,8 @@ func (h *memHead) firstBucketFrom(lo uint32) (uint32, bool) {
 	return best, found
 }
 
-// bytesIn returns the memory held by the rows of buckets lo to hi.
+// bytesIn returns the data bytes of the rows of buckets lo to hi (their
+// values and times, not the memory that holds them).
 func (h *memHead) bytesIn(lo, hi uint32) uint64 {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -317,7 +321,7 @@ func (h *memHead) bytesIn(lo, hi uint32) uint64 {
 	for b, bk := range h.buckets {
 		if b >= lo && b <= hi {
 			for _, s := range bk.series {
-				n += s.bytes
+				n += s.data
 			}
 		}
 	}
@@ -802,7 +806,7 @@ func (r *Replica) removeMem(b uint32, series []string) {
 	}
 }
 
-// bytesInKeys returns the memory held by the rows of the storage buckets
+// bytesInKeys returns the data bytes of the rows of the storage buckets
 // that the row keys [lower, upper) touch (0 for a nil head): the split's
 // sizes count rows in memory as their pebble estimates count the rest.
 func (h *memHead) bytesInKeys(rowLo, lower, upper []byte) uint64 {
