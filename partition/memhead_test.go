@@ -261,8 +261,8 @@ func memHeadMatchesPebbleHead(t *testing.T, seed int64) {
 // its unsealed rows, and sheds them once they are sealed; the rows read
 // the same throughout, and after a reopen.
 func TestMemHeadKeepsRowsInRecords(t *testing.T) {
-	dir := t.TempDir()
-	s := openMemStore(t, nil, dir, 0)
+	fs := vfs.NewCrashableMem()
+	s := openMemStore(t, fs, "k", 0)
 	r := createTestReplica(t, s)
 	r.SetLogValues(false) // RF 1: nobody reads the log
 	var rows []model.Row
@@ -298,11 +298,10 @@ func TestMemHeadKeepsRowsInRecords(t *testing.T) {
 	if err := sameRows(scanAll(t, r), want); err != nil {
 		t.Fatalf("after the seal: %v", err)
 	}
-	// A reopen replays the records of the rows in memory.
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openMemStore(t, nil, dir, 0)
+	// A reopen after a crash replays the records of the rows in memory.
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s = openMemStore(t, crashed, "k", 0)
 	r, _ = s.Replica(r.Info().Placement)
 	if n := memRows(r); n != 50 {
 		t.Fatalf("%d rows in memory after the reopen, want 50", n)
@@ -310,12 +309,15 @@ func TestMemHeadKeepsRowsInRecords(t *testing.T) {
 	if err := sameRows(scanAll(t, r), want); err != nil {
 		t.Fatalf("after the reopen: %v", err)
 	}
-	// Opened without the option, the store writes them to pebble's
-	// head and is marked 4 again.
-	if err := s.Close(); err != nil {
+	// Opened without the option after a crash, the store writes them to
+	// pebble's head and is marked 4 again.
+	crashed = crashed.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s, err := Open(Options{Dir: "k", FS: crashed, MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
 		t.Fatal(err)
 	}
-	s = openPlainStore(t, dir)
+	t.Cleanup(func() { _ = s.Close() })
 	r, _ = s.Replica(r.Info().Placement)
 	if r.applyMu.mem != nil || countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi) != 50 {
 		t.Fatalf("opened without a memory head: %d row keys in pebble, want 50", countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi))
@@ -595,12 +597,12 @@ func TestMemHeadMinSeqCached(t *testing.T) {
 	}
 }
 
-// TestMemHeadBudgetAtOpen: a store reopened with a smaller budget than
-// its replayed logs hold is within it once Open returns, every row still
-// read.
+// TestMemHeadBudgetAtOpen: a store reopened after a crash with a smaller
+// budget than its replayed logs hold is within it once Open returns,
+// every row still read.
 func TestMemHeadBudgetAtOpen(t *testing.T) {
-	dir := t.TempDir()
-	s := openMemStore(t, nil, dir, 0)
+	fs := vfs.NewCrashableMem()
+	s := openMemStore(t, fs, "b", 0)
 	r := createTestReplica(t, s)
 	var rows []model.Row
 	for i := range 400 {
@@ -610,10 +612,9 @@ func TestMemHeadBudgetAtOpen(t *testing.T) {
 	if n := s.MemoryHeadBytes(); n <= 4<<10 {
 		t.Fatalf("setup: %d bytes in memory, want more than 4 KiB", n)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = openMemStore(t, nil, dir, 4<<10)
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}) // the rows in records only
+	s.Close()
+	s = openMemStore(t, crashed, "b", 4<<10)
 	if n := s.MemoryHeadBytes(); n > 4<<10 {
 		t.Fatalf("%d bytes in memory after Open, over the budget of 4 KiB", n)
 	}
@@ -699,11 +700,11 @@ func TestMemViewSelection(t *testing.T) {
 	}
 }
 
-// TestMemHeadUnpinsLog: a row of the present's bucket written first keeps
-// the log of a replica nobody pushes from until its bucket is sealed;
-// once the log holds more than maxPinnedChanges changes above it, the
-// row is written to pebble's head and the log truncated past it, and
-// every row reads the same, after a crash too.
+// TestMemHeadUnpinsLog: a row of a future bucket written first keeps the
+// log of a replica nobody pushes from until its bucket is sealed; once
+// the log holds more than maxPinnedChanges changes above it, the row is
+// written to pebble's head and the log truncated past it, and every row
+// reads the same, after a crash too.
 func TestMemHeadUnpinsLog(t *testing.T) {
 	defer func(n uint64) { maxPinnedChanges = n }(maxPinnedChanges)
 	fs := vfs.NewCrashableMem()
@@ -711,31 +712,34 @@ func TestMemHeadUnpinsLog(t *testing.T) {
 	r := createTestReplica(t, s)
 	r.SetLogValues(false)
 	now := time.Now().UnixNano()
-	rows := []model.Row{row("present", now, fl("a", 1, 1))}
+	rows := []model.Row{row("ahead", now+int64(2*time.Hour), fl("a", 1, 1))}
 	mustApply(t, r, rows...)
 	for i := range 100 {
 		rw := row(fmt.Sprintf("s%d", i%10), int64(i/10)<<bucketShift, fl("a", float64(i), 2))
 		mustApply(t, r, rw)
 		rows = append(rows, rw)
 	}
+	present := row("present", now, fl("a", 1, 3)) // sequence 102: left alone
+	mustApply(t, r, present)
+	rows = append(rows, present)
 	sortRows(rows)
-	// Seal what has ended, no bound: the present's row stays in memory,
-	// and the log from its sequence (1) with it.
+	// Seal what has ended, no bound: the future row stays in memory, and
+	// the log from its sequence (1) with it.
 	maxPinnedChanges = math.MaxUint64
 	if _, err := s.Seal(t.Context(), SealPolicy{Before: bucketStart(timeBucket(now))}); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.LogStart(); got != 0 {
-		t.Fatalf("log start %d: the present's row (sequence 1) does not hold it", got)
+		t.Fatalf("log start %d: the future row (sequence 1) does not hold it", got)
 	}
 	// Past the bound, the next fit writes that row to pebble's head.
 	maxPinnedChanges = 50
 	if err := s.FitMemoryHeads(); err != nil {
 		t.Fatal(err)
 	}
-	if s.MemoryHeadDrainedRows() != 1 || r.LogStart() < 100 {
-		t.Fatalf("drained %d rows, log start %d: want the present's row drained and the log truncated past 100",
-			s.MemoryHeadDrainedRows(), r.LogStart())
+	if s.MemoryHeadDrainedRows() != 1 || r.LogStart() < 100 || memRows(r) != 1 {
+		t.Fatalf("drained %d rows, log start %d, %d rows in memory: want the future row drained, the log truncated past 100 and the present's row in memory",
+			s.MemoryHeadDrainedRows(), r.LogStart(), memRows(r))
 	}
 	if err := sameRows(scanAll(t, r), rows); err != nil {
 		t.Fatal(err)
@@ -746,5 +750,42 @@ func TestMemHeadUnpinsLog(t *testing.T) {
 	r, _ = s.Replica(r.Info().Placement)
 	if err := sameRows(scanAll(t, r), rows); err != nil {
 		t.Fatalf("after a crash: %v", err)
+	}
+}
+
+// TestMemHeadDrainedAtClose: a clean Close writes the memory heads to
+// pebble's head and truncates the logs nobody reads past them, so the
+// next Open replays nothing but the log's last change and finds every
+// row.
+func TestMemHeadDrainedAtClose(t *testing.T) {
+	dir := t.TempDir()
+	s := openMemStore(t, nil, dir, 0)
+	r := createTestReplica(t, s)
+	r.SetLogValues(false)
+	var rows []model.Row
+	for i := range 100 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%10), int64(i/10)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, r, rows...)
+	sortRows(rows)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openMemStore(t, nil, dir, 0)
+	r, _ = s.Replica(r.Info().Placement)
+	r.SetLogValues(false)
+	if n := memRows(r); n != 1 {
+		// The log keeps its last change (TruncateLog), which Open
+		// replays: a copy of a row pebble holds, folded with it.
+		t.Fatalf("%d rows replayed into memory after a clean close, want 1 (the last change)", n)
+	}
+	if n := countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi); n != 100 {
+		t.Fatalf("%d row keys in pebble after a clean close, want 100", n)
+	}
+	if got := r.LogStart(); got != 99 {
+		t.Fatalf("log start %d after a clean close, want 99 (the last entry stays)", got)
+	}
+	if err := sameRows(scanAll(t, r), rows); err != nil {
+		t.Fatal(err)
 	}
 }

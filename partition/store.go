@@ -412,6 +412,7 @@ func (s *Store) loadRegistry() error {
 // once Close has begun.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.drainForClose()
 		s.gate.Close()
 		s.snaps.Lock()
 		open := make([]*LogSnapshot, 0, len(s.snaps.m))

@@ -1,0 +1,473 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// How rows leave the memory head (memhead.go) other than by a regular
+// seal, and how they come back at Open: the budget's early seals and
+// drains, the drains before a drop and of pinned logs, the truncation of
+// logs nobody reads, and the replay of the log records.
+
+// drainSeriesOps adds to b series' rows of bucket b in memory, as merge
+// operands of pebble's head (the rows then live there as before a memory
+// head existed). The caller holds the space lock, and removes the series
+// from memory once b is committed.
+func (h *memHead) drainSeriesOps(ks *keyspace, bk uint32, series string, b *pebble.Batch) error {
+	mb := h.buckets[bk]
+	if mb == nil {
+		return nil
+	}
+	s := mb.series[series]
+	if s == nil {
+		return nil
+	}
+	var key []byte
+	for i := range s.rows {
+		key = ks.appendRowKey(key[:0], series, s.rows[i].t)
+		if err := b.Merge(key, s.value(i), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainAllOps adds to b every row in memory, as merge operands of
+// pebble's head. The caller holds the space lock and clears the head
+// (clearLocked) once b is committed.
+func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
+	var key []byte
+	for _, mb := range h.buckets {
+		for name, s := range mb.series {
+			for i := range s.rows {
+				key = ks.appendRowKey(key[:0], name, s.rows[i].t)
+				if err := b.Merge(key, s.value(i), nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// releaseLogs raises the truncation point of each member of r's data
+// space whose log nobody reads (SetLogValues(false)) as far as its rows in
+// memory allow (truncateLocked): after a seal, the records of the rows it
+// moved into blocks are no longer needed. A replica nobody pushes from
+// so keeps the records of its unsealed rows only.
+func (r *Replica) releaseLogs() {
+	if r.applyMu.mem == nil {
+		return
+	}
+	s := r.store
+	s.mu.Lock()
+	members := make([]*Replica, 0, len(r.applyMu.members))
+	for _, m := range r.applyMu.members {
+		members = append(members, m)
+	}
+	s.mu.Unlock()
+	for _, m := range members {
+		if !m.noLogValues.Load() {
+			continue
+		}
+		m.applyMu.Lock()
+		if high := m.high.Load(); !m.dropped.Load() && high > 0 {
+			if err := m.truncateLocked(min(m.SyncedSeq(), high-1)); err != nil {
+				s.log.Warn("partition: truncate the log after a seal", "placement", m.info.Placement, "err", err)
+			}
+		}
+		m.applyMu.Unlock()
+	}
+}
+
+// drainMemForDrop writes every row of the space's memory head to pebble's
+// head (one synced batch) and empties the memory head, before a drop:
+// the rows' records are in member logs, the dropped replica's among them,
+// which the drop deletes, and the drop's deletes of the rows no other
+// member covers read pebble (dropSpaceOps). The caller holds the store's
+// lock and applyMu, with the replica marked dropped.
+func (r *Replica) drainMemForDrop() error {
+	if err := r.drainMemLocked(); err != nil {
+		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}
+
+// drainMemLocked writes every row of r's space's memory head to pebble's
+// head in one synced batch and empties it. The caller holds applyMu.
+func (r *Replica) drainMemLocked() error {
+	h := r.applyMu.mem
+	if h == nil || len(h.buckets) == 0 {
+		return nil
+	}
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	if err := h.drainAllOps(&r.ks, b); err != nil {
+		return fmt.Errorf("drain the memory head: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("drain the memory head: %w", err)
+	}
+	r.store.memDrained.Add(int64(b.Count()))
+	h.clearLocked()
+	return nil
+}
+
+// replayLog puts the rows of the replica's log records above its
+// truncation point into its space's memory head (Open): the records are
+// the durable form of the rows an Apply kept in memory. Rows a seal or a
+// drain already wrote to pebble may come back too (the truncation follows
+// them lazily); they read folded with their pebble copy, and the next
+// seal of their bucket folds them in again. An entry without a value (the
+// legacy form) has its row in pebble.
+func (r *Replica) replayLog() error {
+	h := r.applyMu.mem
+	if h == nil {
+		return nil
+	}
+	trunc := r.trunc.Load()
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.appendSeqKey(nil, trunc+1), UpperBound: r.ks.seqHi})
+	if err != nil {
+		return fmt.Errorf("partition: replica %s: replay the log: %w", r.info.Placement, err)
+	}
+	defer it.Close()
+	p := r.info.Placement
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := seqFromKey(it.Key())
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("partition: replica %s: replay the log: %w", r.info.Placement, err)
+		}
+		if !isLogRecord(v) {
+			e, err := seqValueParts(v)
+			if err != nil {
+				return fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
+			}
+			if e.rowValue != nil {
+				h.insertLocked(string(e.series), e.t, e.rowValue, p, seq)
+			}
+			continue
+		}
+		first, n, body, err := logRecordParts(v, seq)
+		if err != nil {
+			return fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+		}
+		for i := range n {
+			var e seqEntry
+			if e, body, err = nextRecordEntry(body); err != nil {
+				return fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
+			}
+			if s := first + uint64(i); s > trunc {
+				h.insertLocked(string(e.series), e.t, e.rowValue, p, s)
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("partition: replica %s: replay the log: %w", r.info.Placement, err)
+	}
+	r.applyMu.Lock()
+	r.applyMu.maxTime = max(r.applyMu.maxTime, h.maxTime)
+	r.applyMu.Unlock()
+	return nil
+}
+
+// drainMemHeads writes every space's memory head to pebble's head (one
+// synced batch per space) and turns the memory heads off: Open of a store
+// whose rows may be in log records only, without Options.MemoryHead.
+func (s *Store) drainMemHeads() error {
+	for _, sp := range s.mu.spaces {
+		h := sp.mem
+		if h == nil {
+			continue
+		}
+		var ks keyspace
+		for _, m := range sp.members {
+			ks = m.ks
+			break
+		}
+		if len(h.buckets) > 0 {
+			b := s.db.NewBatch()
+			err := h.drainAllOps(&ks, b)
+			if err == nil {
+				err = b.Commit(pebble.Sync)
+			}
+			_ = b.Close()
+			if err != nil {
+				return fmt.Errorf("partition: data space %s: drain the memory head: %w", sp.id, err)
+			}
+		}
+		sp.mem = nil
+	}
+	s.memoryHead = false
+	return nil
+}
+
+// DrainMemoryHeads writes every row of the store's memory heads to
+// pebble's head (one synced batch per data space) and empties them; the
+// memory heads stay on. The logs of replicas nobody reads are then
+// truncated as far as they may be. For tests and tools that need every
+// row in pebble's keys, or a log that can be truncated to its end.
+func (s *Store) DrainMemoryHeads() error {
+	for _, r := range s.Replicas() {
+		if err := r.drainMem(); err != nil {
+			return err
+		}
+		r.releaseLogs()
+	}
+	return nil
+}
+
+// drainForClose writes every memory head's rows to pebble's head, a bucket
+// at a time, and truncates the logs nobody reads past them, before a clean
+// Close: the next Open then replays nothing, and the data directory holds
+// the rows once (as rows, like a store without a memory head), not their
+// records too. Not synced: the WAL orders the truncations after the
+// drains, and Close flushes both. A failure leaves the rows in their
+// records, which Open replays.
+func (s *Store) drainForClose() {
+	if !s.memoryHead {
+		return
+	}
+	for _, r := range s.Replicas() {
+		for {
+			r.applyMu.Lock()
+			ok := false
+			if h := r.applyMu.mem; h != nil {
+				_, ok = h.firstBucketFrom(0)
+			}
+			r.applyMu.Unlock()
+			if !ok {
+				break
+			}
+			if err := r.drainOldestBucket(); err != nil {
+				if !errors.Is(err, ErrDropped) {
+					s.log.Warn("partition: drain the memory head at close (its rows stay in their log records)", "placement", r.info.Placement, "err", err)
+				}
+				break
+			}
+		}
+		r.releaseLogs()
+	}
+}
+
+// drainMem is drainMemLocked under applyMu (nothing for a dropped
+// replica).
+func (r *Replica) drainMem() error {
+	if err := r.enter(); err != nil {
+		if errors.Is(err, ErrDropped) {
+			return nil
+		}
+		return err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.dropped.Load() {
+		return nil
+	}
+	if err := r.drainMemLocked(); err != nil {
+		return fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+	}
+	return nil
+}
+
+// FitMemoryHeads writes the oldest buckets of the largest memory heads
+// to pebble's head until all of them hold at most the budget
+// (Options.MemoryHeadBytes); a no-op without memory heads. Seal calls it
+// after sealing; a server that never seals calls it on its own.
+func (s *Store) FitMemoryHeads() error { return s.fitMemHeads() }
+
+// MemoryHeadDrainedRows returns the rows written from a memory head to
+// pebble's head so far (budget and drop drains).
+func (s *Store) MemoryHeadDrainedRows() int64 { return s.memDrained.Load() }
+
+// MemoryHeadEarlySealedRows returns the rows sealed before their bucket
+// went quiet so far, to keep the memory heads within their budget.
+func (s *Store) MemoryHeadEarlySealedRows() int64 { return s.memSealed.Load() }
+
+// fitMemHeads is FitMemoryHeads: while the memory heads hold more than
+// the budget, the oldest bucket in the largest one is sealed now when it
+// has ended (its later rows are folded in by the next seal, as late rows
+// are), and written to pebble's head as rows otherwise (the present's
+// bucket: sealed early again and again, its blocks would be rewritten at
+// every pass).
+func (s *Store) fitMemHeads() error {
+	if !s.memoryHead {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	for _, r := range s.Replicas() {
+		switch unpinned, err := r.unpinLog(now); {
+		case err != nil && !errors.Is(err, ErrDropped):
+			return err
+		case unpinned:
+			r.releaseLogs()
+		}
+	}
+	for {
+		before := s.MemoryHeadBytes()
+		if before <= s.memBudget {
+			return nil
+		}
+		var largest *Replica
+		size := int64(0)
+		s.mu.Lock()
+		for _, sp := range s.mu.spaces {
+			if sp.mem == nil || sp.mem.bytes.Load() <= size {
+				continue
+			}
+			for _, m := range sp.members {
+				if !m.dropped.Load() {
+					largest, size = m, sp.mem.bytes.Load()
+					break
+				}
+			}
+		}
+		s.mu.Unlock()
+		if largest == nil {
+			return nil
+		}
+		if err := largest.shedOldestBucket(now); err != nil {
+			if errors.Is(err, ErrDropped) || errors.Is(err, ErrUnloading) {
+				continue // picked again without it, or drained (unloading)
+			}
+			return err
+		}
+		largest.releaseLogs()
+		if s.MemoryHeadBytes() >= before {
+			return nil // nothing shed (the space's rows went meanwhile): next time
+		}
+	}
+}
+
+// maxPinnedChanges bounds how far rows of future storage buckets may hold
+// a replica's log back from its synced sequence. A row stays in memory
+// until its bucket has ended and is sealed, so one row stamped an hour
+// ahead (a device whose clock runs fast) would keep every record after
+// it, sealed rows' too, for that hour: the records take the disk and are
+// replayed at the next start. Past the bound, unpinLog writes the rows of
+// future buckets to pebble's head. The present's bucket is sealed about a
+// bucket after its first row and is left alone (at real time its rows are
+// most of what the log holds). A variable for tests.
+var maxPinnedChanges uint64 = 1 << 20
+
+// unpinLog writes to pebble's head the series of future buckets (starting
+// after now, ns) in the space's memory head that hold a change of r's log
+// more than maxPinnedChanges below its synced sequence, so that the log
+// may be truncated past them. It reports whether it wrote any.
+func (r *Replica) unpinLog(now int64) (bool, error) {
+	if r.applyMu.mem == nil {
+		return false, nil
+	}
+	if err := r.enter(); err != nil {
+		return false, err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	h, p, synced := r.applyMu.mem, r.info.Placement, r.SyncedSeq()
+	if lo := h.minSeq(p); lo == math.MaxUint64 || synced < lo || synced-lo <= maxPinnedChanges || r.dropped.Load() {
+		return false, nil
+	}
+	cut := synced - maxPinnedChanges
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	drained := map[uint32][]string{}
+	for bk, mb := range h.buckets {
+		if bucketStart(bk) <= now {
+			continue // ended, or the present's: sealed soon
+		}
+		for name, ms := range mb.series {
+			if ms.lowestOf(p) >= cut {
+				continue
+			}
+			if err := h.drainSeriesOps(&r.ks, bk, name, b); err != nil {
+				return false, fmt.Errorf("partition: replica %s: unpin the log: %w", p, err)
+			}
+			drained[bk] = append(drained[bk], name)
+		}
+	}
+	// Not synced: the records stay until a truncation, which the WAL
+	// orders after this batch.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return false, fmt.Errorf("partition: replica %s: unpin the log: %w", p, err)
+	}
+	r.store.memDrained.Add(int64(b.Count()))
+	for bk, names := range drained {
+		r.removeMem(bk, names)
+	}
+	return len(drained) > 0, nil
+}
+
+// shedOldestBucket seals the oldest bucket in the space's memory head when
+// it ended before now (ns), or writes it to pebble's head (also for an
+// unloading replica, which seals nothing).
+func (r *Replica) shedOldestBucket(now int64) error {
+	r.applyMu.Lock()
+	b, ok := r.applyMu.mem.firstBucketFrom(0)
+	r.applyMu.Unlock()
+	if !ok {
+		return nil
+	}
+	if b == maxBucket || bucketStart(b+1) > now || r.unloading.Load() {
+		return r.drainOldestBucket()
+	}
+	var st SealStats
+	defer func() { r.store.sealed.add(st) }()
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.store.gate.Exit()
+	from, since := r.ks.appendBucketSeriesKey(nil, b, ""), time.Now().UnixNano()
+	for from != nil {
+		st.Buckets = 1
+		var err error
+		if from, err = r.sealSome(b, from, since, &st); err != nil {
+			return err
+		}
+	}
+	r.store.memSealed.Add(int64(st.Rows))
+	return nil
+}
+
+// drainOldestBucket writes the rows of the oldest bucket in the space's
+// memory head to pebble's head and removes them from memory. Not synced:
+// their records stay until a truncation, which the WAL orders after it.
+func (r *Replica) drainOldestBucket() error {
+	if err := r.enter(); err != nil {
+		return err
+	}
+	defer r.store.gate.Exit()
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	h := r.applyMu.mem
+	bk, ok := h.firstBucketFrom(0)
+	if !ok || r.dropped.Load() {
+		return nil
+	}
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	var names []string
+	for name := range h.buckets[bk].series {
+		if err := h.drainSeriesOps(&r.ks, bk, name, b); err != nil {
+			return fmt.Errorf("partition: replica %s: drain the memory head: %w", r.info.Placement, err)
+		}
+		names = append(names, name)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("partition: replica %s: drain the memory head: %w", r.info.Placement, err)
+	}
+	r.store.memDrained.Add(int64(b.Count()))
+	r.removeMem(bk, names)
+	return nil
+}
