@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -470,4 +471,40 @@ func (r *Replica) drainOldestBucket() error {
 	r.store.memDrained.Add(int64(b.Count()))
 	r.removeMem(bk, names)
 	return nil
+}
+
+// minLogCompaction is the fewest truncated changes that make compactLogs
+// compact a log's key range during operation (at Close, any).
+const minLogCompaction = 1 << 16
+
+// compactLogs compacts the key range of every replica's log truncated by
+// at least min changes since its last compaction. With a memory head the
+// log records carry the rows until they are sealed, so they are most of
+// what pebble flushes; a truncation deletes them with a range deletion,
+// which leaves their files on disk until a compaction reaches them (the
+// harness's data directory held 29 MB after shutdown for 15 of rows).
+// Without a memory head a log nobody reads holds one entry, and a
+// replicated one's records are compacted with the rest.
+func (s *Store) compactLogs(ctx context.Context, min uint64) error {
+	if !s.memoryHead {
+		return nil
+	}
+	var errs []error
+	for _, r := range s.Replicas() {
+		trunc, done := r.trunc.Load(), r.logCompacted.Load()
+		if trunc < done+min || trunc == done {
+			continue
+		}
+		if err := r.enter(); err != nil {
+			continue // dropped or closed: nothing to compact
+		}
+		err := s.db.Compact(ctx, r.ks.seqLo, r.ks.appendSeqKey(nil, trunc+1), false)
+		r.store.gate.Exit()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("partition: replica %s: compact the truncated log: %w", r.info.Placement, err))
+			continue
+		}
+		r.logCompacted.Store(trunc)
+	}
+	return errors.Join(errs...)
 }

@@ -61,6 +61,9 @@ type Replica struct {
 	// trunc is the log's truncation point (TruncateLog): the entries at or
 	// below it are deleted. Written under applyMu.
 	trunc atomic.Uint64
+	// logCompacted is the truncation point up to which the log's key
+	// range was last compacted (compactLogs).
+	logCompacted atomic.Uint64
 
 	// noLogValues is set by SetLogValues(false): nobody reads the log, and
 	// Apply writes the entry of its batch's last change only (logTail). A

@@ -572,6 +572,9 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 	if err := s.fitMemHeads(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.compactLogs(ctx, minLogCompaction); err != nil {
+		errs = append(errs, err)
+	}
 	for _, c := range compact {
 		if err := c.r.enter(); err != nil {
 			continue // dropped or closed since: nothing to compact

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -413,6 +414,9 @@ func (s *Store) loadRegistry() error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.drainForClose()
+		if err := s.compactLogs(context.Background(), 1); err != nil {
+			s.log.Warn("partition: compact the truncated logs at close", "err", err)
+		}
 		s.gate.Close()
 		s.snaps.Lock()
 		open := make([]*LogSnapshot, 0, len(s.snaps.m))
