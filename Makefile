@@ -45,8 +45,9 @@ test: vet bin/etcdctl
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@command -v influx >/dev/null || echo "note: the influx CLI is not installed: TestInfluxCLI skips (Debian: apt-get install influxdb-client)"
 	TSDB_ETCDCTL=$(CURDIR)/bin/etcdctl $(GO) test $(TESTFLAGS) ./...
-	@# The store's tests again without the memory head (tsdb server --memory-head=false).
-	TSDB_TEST_MEMHEAD=0 $(GO) test $(TESTFLAGS) ./partition/ ./replication/
+	@# The store's tests again without the memory head (tsdb server --memory-head=false);
+	@# -count=1: the variable is read at package init, which go test's cache does not see.
+	TSDB_TEST_MEMHEAD=0 $(GO) test $(TESTFLAGS) -count=1 ./partition/ ./replication/
 
 # The ingest benchmark runs a fixed 2000 requests (2 M rows) per case so that
 # the raw ceiling and the HTTP path write the same volume, flushes included.
