@@ -111,7 +111,10 @@ type Config struct {
 	// goes quiet. Default 10m; negative: never seal at all.
 	SealAfter time.Duration
 	// SealInterval is how often the sealer looks for buckets to seal;
-	// default 2s.
+	// default 500ms: a bucket is sealed within half a second of going
+	// quiet, and a look that finds nothing costs a pebble seek per data
+	// space (an idle dev server: 1.3% of a core, as with 2s;
+	// docs/performance.md, "Aggregates over the memory head").
 	SealInterval time.Duration
 	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
 	// the parent's rows, a joining server's initial copy) this server has
@@ -250,7 +253,7 @@ func (c *Config) ensureDefaults() {
 	if c.SealQuiet == 0 {
 		c.SealQuiet = DefaultSealQuiet
 	}
-	orDefault(&c.SealInterval, 2*time.Second)
+	orDefault(&c.SealInterval, 500*time.Millisecond)
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
 	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
 	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)

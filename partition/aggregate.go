@@ -117,7 +117,7 @@ func aggregateWorkers() int {
 func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, error) {
 	a := aggregator{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: map[string]*aggSeries{}}
 	if !r.store.rowAggregates {
-		w.visitBlock = a.visitBlock
+		w.visitBlock, w.visitMem = a.visitBlock, a.visitMem
 	}
 	if err := w.walk(a.visit, a.endBucket); err != nil {
 		return nil, err
@@ -141,6 +141,7 @@ type aggregator struct {
 	prevPos                int
 	raw                    rawRow
 	col                    block.Column // visitBlock's
+	runs                   []memRun     // visitMem's, one per float field met
 	name                   []byte       // visitBlock's field name
 	summarized             int64        // fields of blocks answered by their summaries
 
@@ -216,7 +217,7 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 	hint := 0
 	for i := range a.raw.fields {
 		f := &a.raw.fields[i]
-		if f.kind == model.KindDeleted || (a.keep != nil && !a.keep(f.name)) {
+		if f.kind == model.KindDeleted {
 			continue
 		}
 		if b == nil {
@@ -298,6 +299,105 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 		}
 	}
 	return true, nil
+}
+
+// visitMem folds the rows lo to hi-1 of a memory head's series that no
+// other row overlays (walker.visitMem). Each row's selected fields are
+// decoded as visit decodes them, but a float field's values in one
+// aggregation bucket are gathered and summed up by model.FloatRun, then
+// merged, as a block's column is (floatRuns): no bucket lookup, series
+// comparison or Welford step per value. The states are those visit would
+// give (equal up to float rounding in Sum, Mean and M2).
+func (a *aggregator) visitMem(series []byte, s *memViewSeries, lo, hi int) (bool, error) {
+	a.setSeries(series)
+	var start, end int64
+	exact, in := false, false // in: start and end hold the rows' bucket
+	for j := lo; j < hi; j++ {
+		t := s.rows[j].t
+		if !in || exact && t >= end || !exact && bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset) != start {
+			if err := a.flushRuns(); err != nil {
+				return false, err
+			}
+			// The bucket's end as floatRuns finds it.
+			start, in = bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset), true
+			end, exact = int64(math.MaxInt64), a.q.Step == 0
+			if a.q.Step > 0 && start != math.MinInt64 && start <= math.MaxInt64-a.q.Step {
+				end, exact = start+a.q.Step, true
+			}
+		}
+		if err := decodeFields(s.value(j), a.keep, &a.raw); err != nil { // the selected fields only
+			return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
+		}
+		hint := 0
+		for i := range a.raw.fields {
+			f := &a.raw.fields[i]
+			if f.kind == model.KindDeleted {
+				continue
+			}
+			if f.kind == model.KindFloat {
+				a.runFor(f.name, hint).add(t, math.Float64frombits(f.num))
+			} else {
+				b, err := a.bucket(t)
+				if err != nil {
+					return false, err
+				}
+				b.state(f.name, hint, a.names).Add(t, a.curName, f.aggValue())
+			}
+			hint++
+		}
+	}
+	return true, a.flushRuns()
+}
+
+// memRun gathers one float field's values of the current series in one
+// aggregation bucket for visitMem.
+type memRun struct {
+	name        []byte
+	vals        []float64
+	first, last int64 // the times of vals[0] and of the last value
+}
+
+func (r *memRun) add(t int64, v float64) {
+	if len(r.vals) == 0 {
+		r.first = t
+	}
+	r.vals = append(r.vals, v)
+	r.last = t
+}
+
+// runFor returns the run of field name, the hint-th selected field of its
+// row (rows mostly carry the same fields, so its run is first looked for
+// there), adding it if missing.
+func (a *aggregator) runFor(name []byte, hint int) *memRun {
+	if hint < len(a.runs) && string(a.runs[hint].name) == string(name) {
+		return &a.runs[hint]
+	}
+	for i := range a.runs {
+		if string(a.runs[i].name) == string(name) {
+			return &a.runs[i]
+		}
+	}
+	a.runs = append(a.runs, memRun{name: append([]byte(nil), name...)})
+	return &a.runs[len(a.runs)-1]
+}
+
+// flushRuns merges the gathered runs into their bucket's states and
+// empties them; the runs (and their names) stay for the next bucket.
+func (a *aggregator) flushRuns() error {
+	for i := range a.runs {
+		r := &a.runs[i]
+		if len(r.vals) == 0 {
+			continue
+		}
+		b, err := a.bucket(r.first)
+		if err != nil {
+			return err
+		}
+		run := model.FloatRun(r.vals, r.first, r.last, a.curName)
+		b.state(r.name, i, a.names).Merge(&run)
+		r.vals = r.vals[:0]
+	}
+	return nil
 }
 
 // floatRuns folds a.col, a column of floats only (field a.name, the i-th

@@ -332,6 +332,15 @@ func (c *memCursor) Next() bool {
 	return c.settle()
 }
 
+// skipSeries moves past the rest of the current series' rows.
+func (c *memCursor) skipSeries() bool {
+	if !c.valid {
+		return false
+	}
+	c.si, c.ri, c.keySeries = c.si+1, 0, -1
+	return c.settle()
+}
+
 // settle moves past exhausted series and buckets and checks upper.
 func (c *memCursor) settle() bool {
 	c.valid = false

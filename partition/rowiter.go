@@ -202,6 +202,37 @@ func (it *rowIter) SkipBlock() bool {
 	return it.settle()
 }
 
+// memRun reports whether the current row is in the memory head alone and
+// no other row of its series and bucket, in pebble's head or in a block,
+// lies at or after it: the rest of the memory head's series can be read
+// from it alone (memSeries).
+func (it *rowIter) memRun() bool {
+	if !it.inHead || it.inBlock || it.head.mem == nil || len(it.key) < timeLen {
+		return false
+	}
+	prefix := it.key[:len(it.key)-timeLen] // rowLo|bucket|series|0x00
+	if !it.head.memOnly(prefix) || bytes.HasPrefix(it.upper, prefix) {
+		return false
+	}
+	// The block side stands on the first block row above this one: in
+	// this series and bucket if the blocks hold any there.
+	return !it.bValid || !bytes.Equal(it.bPrefix, prefix)
+}
+
+// memSeries returns the memory head's series the current row is in and
+// the row's position in it. Valid while memRun holds, until the next
+// move.
+func (it *rowIter) memSeries() (*memViewSeries, int) {
+	return it.head.mem.series(), it.head.mem.ri
+}
+
+// skipMemSeries moves past the rest of the current memory head's series.
+// Only while memRun holds: no other row is then passed over.
+func (it *rowIter) skipMemSeries() bool {
+	it.hValid = it.head.skipMemSeries()
+	return it.settle()
+}
+
 // unpositionBlocks forgets the block side's position, for a caller that
 // moves the block iterator itself: the next use seeks.
 func (it *rowIter) unpositionBlocks() {
@@ -506,6 +537,19 @@ func (h *headIter) settle() bool {
 		h.inM = true
 	}
 	return h.inP || h.inM
+}
+
+// memOnly reports whether the current head row is in memory alone and
+// pebble's head holds no row under prefix after it.
+func (h *headIter) memOnly(prefix []byte) bool {
+	return h.inM && !h.inP && (!h.pValid || !bytes.HasPrefix(h.pb.Key(), prefix))
+}
+
+// skipMemSeries moves the memory side past its current series (memOnly
+// holding: pebble's side stands past it already).
+func (h *headIter) skipMemSeries() bool {
+	h.mValid = h.mem.skipSeries()
+	return h.settle()
 }
 
 // Key returns the current row's key.

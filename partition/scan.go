@@ -385,6 +385,11 @@ type walker struct {
 	// lo to hi-1 of br (times holds every row's time), all in the
 	// walk's range. It returns false to stop.
 	visitBlock func(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error)
+	// visitMem, when set, is given the rest of a memory head's series
+	// that no other row of its bucket overlays (rowIter.memRun), instead
+	// of visit for each of its rows: the rows lo to hi-1 of s, all in
+	// the walk's range. It returns false to stop.
+	visitMem func(series []byte, s *memViewSeries, lo, hi int) (bool, error)
 }
 
 // newWalker returns a walker, or nil when the range is empty.
@@ -572,6 +577,18 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 				return false, err
 			}
 			valid = w.it.SkipBlock() // the rows from hi on are past the range
+			continue
+		}
+		if w.visitMem != nil && w.it.memRun() {
+			s, lo := w.it.memSeries()
+			hi := len(s.rows)
+			if !w.toOpen {
+				hi = lo + sort.Search(hi-lo, func(i int) bool { return s.rows[lo+i].t >= w.to })
+			}
+			if more, err := w.visitMem(series, s, lo, hi); err != nil || !more {
+				return false, err
+			}
+			valid = w.it.skipMemSeries() // the rows from hi on are past the range
 			continue
 		}
 		v, err := w.it.ValueAndErr()

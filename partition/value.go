@@ -216,13 +216,24 @@ func (r *rawRow) decodeOne(v []byte) ([]byte, error) {
 // operands by version (rule 2) and reports the error: the answer is
 // always decodeRaw's, restricted to the fields selected.
 func decodeFields(v []byte, keep func([]byte) bool, r *rawRow) error {
-	if keep != nil && r.decodeSelected(v, keep) {
+	if r.decodeSelected(v, keep) {
 		return nil
 	}
-	return decodeRaw(v, r)
+	if err := decodeRaw(v, r); err != nil || keep == nil {
+		return err
+	}
+	kept := r.fields[:0]
+	for _, f := range r.fields {
+		if keep(f.name) {
+			kept = append(kept, f)
+		}
+	}
+	r.fields = kept
+	return nil
 }
 
-// decodeSelected is decodeFields' path for a value of one operand; false
+// decodeSelected is decodeFields' path for a value of one operand (keep
+// nil: every field); false
 // when v is not one, or does not decode (r's fields are then partial). It
 // reads the bytes by index rather than through decoder, with the one-byte
 // varints (most counts, lengths and indexes) read in line: an aggregate
@@ -308,7 +319,7 @@ func (r *rawRow) decodeSelected(v []byte, keep func([]byte) bool) bool {
 		default:
 			return false
 		}
-		if keep(f.name) {
+		if keep == nil || keep(f.name) {
 			r.fields = append(r.fields, f)
 		}
 	}

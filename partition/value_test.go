@@ -169,6 +169,7 @@ func TestDecodeFieldsMatchesDecodeRaw(t *testing.T) {
 		"one":  fieldFilter([]string{"usage_user"}),
 		"two":  fieldFilter([]string{"a", "z"}),
 		"none": fieldFilter([]string{"missing"}),
+		"all":  nil, // every field, as an aggregate without a field list
 	}
 	operand := func() []byte {
 		var fields []model.Field
@@ -230,16 +231,11 @@ func TestDecodeFieldsMatchesDecodeRaw(t *testing.T) {
 			}
 			var sel []rawField
 			for _, f := range want.fields {
-				if keep(f.name) {
+				if keep == nil || keep(f.name) {
 					sel = append(sel, f)
 				}
 			}
-			var fs []rawField
-			for _, f := range got.fields {
-				if keep(f.name) {
-					fs = append(fs, f)
-				}
-			}
+			fs := got.fields // only the fields selected
 			if len(fs) != len(sel) {
 				t.Fatalf("value %d, filter %s: %d fields, want %d", i, name, len(fs), len(sel))
 			}
