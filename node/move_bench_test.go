@@ -37,7 +37,8 @@ import (
 // It reports s (the join), MiB/s (the replica's stored size, from a key
 // scan of s1's replica, per second), lp-MiB/s (line-protocol MiB per
 // second), rows/s, and the snapshot chunks the joiner's store ingested as
-// sstables and merged row by row.
+// sstables and merged row by row, and the sealed blocks it ingested as
+// they came.
 // Run it once: go test -run '^$' -bench BenchmarkJoin -benchtime 1x ./node
 func BenchmarkJoin(b *testing.B) {
 	mib := envInt(b, "TSDB_BENCH_JOIN_MIB", 16)
@@ -113,6 +114,7 @@ func BenchmarkJoin(b *testing.B) {
 	b.ReportMetric(float64(src.Rows)/elapsed.Seconds(), "rows/s")
 	b.ReportMetric(float64(ingested), "chunks-ingested")
 	b.ReportMetric(float64(merged), "chunks-merged")
+	b.ReportMetric(float64(joiner.store.SnapshotBlocksIngested()), "blocks-ingested")
 	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol) from %d replica(s): finalized after %v, every row counted on %s after %v; %d chunks ingested, %d merged",
 		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), rf, finalized.Round(time.Millisecond), id, elapsed.Round(time.Millisecond), ingested, merged)
 }

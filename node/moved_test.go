@@ -60,7 +60,9 @@ func TestMovedDataMetrics(t *testing.T) {
 	if got := testutil.ToFloat64(m.MovedRows.WithLabelValues("snapshot")); got < rows {
 		t.Fatalf("%v snapshot rows moved, want at least %d", got, rows)
 	}
-	if got := testutil.ToFloat64(m.MovedBytes.WithLabelValues("snapshot")); got < rows*10 {
+	// Bytes counted (sealed blocks move as they are: about 2 bytes per
+	// row of this regular data, against 60 or more as rows).
+	if got := testutil.ToFloat64(m.MovedBytes.WithLabelValues("snapshot")); got <= 0 {
 		t.Fatalf("%v snapshot bytes moved for %d rows", got, rows)
 	}
 	if got := testutil.ToFloat64(m.Snapshots.WithLabelValues(replication.SnapshotDone)); got < 1 {

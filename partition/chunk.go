@@ -19,26 +19,43 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // Snapshot chunks (issue 16, "range snapshots"; docs/storage-format.md,
-// "Snapshot chunk"): a row snapshot moves as chunks of stored rows, read
-// sequentially from a pebble snapshot and ingested by the receiver as
-// sstables it builds, instead of as rows it merges one by one.
+// "Snapshot chunk"): a row snapshot moves as chunks of stored rows and
+// sealed blocks, read sequentially from a pebble snapshot and ingested by
+// the receiver as sstables it builds, instead of as rows it merges one by
+// one.
 //
-//	chunk := 'K' 0x01 entry*
-//	entry := len(key):uvarint key len(value):uvarint value
+//	chunk := 'K' 0x02 entry*
+//	entry := 'r' len(key):uvarint key len(value):uvarint value   (a row)
+//	       | 'b' len(bkey):uvarint bkey len(block):uvarint block (a sealed block)
 //	key   := bucket(4, BE) | series | 0x00 | time(8, BE, ordered)
+//	bkey  := bucket(4, BE) | series | 0x00
 //	value := the stored row value (docs/storage-format.md, "Row value")
+//	block := the sealed block as stored (docs/storage-format.md, "The block encoding")
 //
-// A key is a row key without its replica's prefix|'r'; entries are in key
-// order. The value's leading sequence is the sender's: the receiver
-// replaces it with its own.
+// A key is a row key without its replica's prefix|'r', a bkey a block key
+// without its space's prefix|'b'; entries are in the key order of the rows
+// they hold (a block's rows are those of its times). A row value's leading
+// sequence is the sender's: the receiver replaces it with its own. A block
+// is shipped as it is when it is wholly in the range and no head row of its
+// series and bucket lies after its first (issue 17, item 4); version 1
+// (rows only, no kind byte) is still read.
 
-// chunkTag and chunkVersion open every chunk.
+// chunkTag and chunkVersion open every chunk written; chunkRowsOnly is
+// the version before blocks.
 const (
-	chunkTag     byte = 'K'
-	chunkVersion byte = 0x01
+	chunkTag      byte = 'K'
+	chunkVersion  byte = 0x02
+	chunkRowsOnly byte = 0x01
+)
+
+// The kinds of a version 2 chunk's entries.
+const (
+	chunkKindRow   byte = 'r'
+	chunkKindBlock byte = 'b'
 )
 
 // IsChunk reports whether b is a snapshot chunk (as opposed to the rows
@@ -49,8 +66,10 @@ func IsChunk(b []byte) bool { return len(b) >= 2 && b[0] == chunkTag }
 type Chunk struct {
 	// Data is the encoded chunk (nil when Rows is 0).
 	Data []byte
-	// Rows is the number of rows in it.
+	// Rows is the number of rows in it, those of its blocks included.
 	Rows int
+	// Blocks is the number of sealed blocks in it, shipped as they are.
+	Blocks int
 	// Last is the last row in it (nil when Rows is 0): the next read goes
 	// on after it.
 	Last *RowPos
@@ -87,9 +106,10 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	c := Chunk{Data: append(dst[:0], chunkTag, chunkVersion)}
 	var lastKey []byte
 	ok := it.First()
-	for ; ok && (maxBytes <= 0 || c.Rows == 0 || len(c.Data) < maxBytes); ok = it.Next() {
+	for ok && (maxBytes <= 0 || c.Rows == 0 || len(c.Data) < maxBytes) {
 		key := it.Key()
 		if afterKey != nil && bytes.Equal(key, afterKey) {
+			ok = it.Next()
 			continue
 		}
 		_, _, t, err := rowKeyParts(key)
@@ -97,19 +117,29 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 			return Chunk{}, err
 		}
 		if !rr.contains(t) {
-			continue // an edge bucket's row outside the range
+			ok = it.Next() // an edge bucket's row outside the range
+			continue
+		}
+		if bkey, block, times, whole, err := it.wholeBlock(); err != nil {
+			return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
+		} else if whole && rr.contains(times[len(times)-1]) {
+			// Every row of a sealed block, none overlaid: the block as
+			// it is stored.
+			c.Data = appendChunkEntry(c.Data, chunkKindBlock, bkey[prefixLen+1:], block)
+			c.Rows += len(times)
+			c.Blocks++
+			lastKey = it.blockRowKey(lastKey[:0], len(times)-1)
+			ok = it.SkipBlock()
+			continue
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
 		}
-		suffix := key[prefixLen+1:]
-		c.Data = binary.AppendUvarint(c.Data, uint64(len(suffix)))
-		c.Data = append(c.Data, suffix...)
-		c.Data = binary.AppendUvarint(c.Data, uint64(len(v)))
-		c.Data = append(c.Data, v...)
+		c.Data = appendChunkEntry(c.Data, chunkKindRow, key[prefixLen+1:], v)
 		c.Rows++
 		lastKey = append(lastKey[:0], key...)
+		ok = it.Next()
 	}
 	if err := it.Error(); err != nil {
 		return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
@@ -121,6 +151,15 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	_, sb, t, _ := rowKeyParts(lastKey)
 	c.Last = &RowPos{Series: string(sb), Time: t}
 	return c, nil
+}
+
+// appendChunkEntry appends a version 2 chunk entry of kind to dst.
+func appendChunkEntry(dst []byte, kind byte, key, value []byte) []byte {
+	dst = append(dst, kind)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	return append(dst, value...)
 }
 
 // rowBounds returns the iterator bounds of the rows in rr after the row at
@@ -147,18 +186,32 @@ func (r *Replica) rowBounds(after *RowPos, rr RowRange) (lower, upper, afterKey 
 	return lower, upper, afterKey, false
 }
 
-// chunkEntry is one parsed entry of a chunk: its full row key (this
-// replica's prefix added) and its value, aliasing the chunk.
+// chunkEntry is one parsed row of a chunk: its full row key (this
+// replica's prefix added) and its value, aliasing the chunk (or, for a
+// block's row, the value parseChunk encoded).
 type chunkEntry struct {
 	key, value []byte
 	series     []byte // aliases key
 	time       int64
+	block      int // the index of its block in parsedChunk.blocks; -1: a row entry
+	vs, ve     int // a block's row: where its value lies in parsedChunk.vals
+}
+
+// chunkBlock is one sealed block of a chunk, its rows being the entries
+// first to last (inclusive).
+type chunkBlock struct {
+	bucket      uint32
+	series      []byte // aliases the chunk
+	value       []byte // the block as stored, aliasing the chunk
+	first, last int
 }
 
 // parsedChunk is a chunk checked whole before anything is written.
 type parsedChunk struct {
 	entries []chunkEntry
+	blocks  []chunkBlock
 	keys    []byte // the full row keys, back to back
+	vals    []byte // the values of the blocks' rows, back to back
 	newest  model.Version
 	maxTime int64
 }
@@ -166,70 +219,184 @@ type parsedChunk struct {
 // parseChunk decodes and checks every entry of chunk: keys well formed, in
 // strictly ascending order, with the bucket of their time and a series
 // Apply would accept; values that decode, with fields sorted by name
-// without duplicates, each with a version and a known kind. It never
-// panics on malformed input; errors match ErrCorrupt.
+// without duplicates, each with a version and a known kind. A block is
+// decoded into its rows, which are checked the same way (each row's value
+// encoded as a sealed row's, sequence 0). It never panics on malformed
+// input; errors match ErrCorrupt.
 func parseChunk(rowLo, chunk []byte) (*parsedChunk, error) {
-	if !IsChunk(chunk) || chunk[1] != chunkVersion {
-		return nil, fmt.Errorf("%w: not a snapshot chunk of version %d", ErrCorrupt, chunkVersion)
+	if !IsChunk(chunk) || chunk[1] != chunkVersion && chunk[1] != chunkRowsOnly {
+		return nil, fmt.Errorf("%w: not a snapshot chunk of version %d or %d", ErrCorrupt, chunkRowsOnly, chunkVersion)
 	}
+	kinds := chunk[1] == chunkVersion
 	d := decoder{b: chunk[2:]}
 	pc := &parsedChunk{maxTime: math.MinInt64}
-	var raw rawRow
-	var keyEnds []int
+	p := chunkParser{pc: pc, rowLo: rowLo}
 	for len(d.b) > 0 && d.err == nil {
-		suffix := d.bytes()
+		kind := chunkKindRow
+		if kinds {
+			kind = d.byte()
+		}
+		key := d.bytes()
 		value := d.bytes()
 		if d.err != nil {
 			break
 		}
-		start := len(pc.keys)
-		pc.keys = append(append(pc.keys, rowLo...), suffix...)
-		key := pc.keys[start:]
-		b, series, t, err := rowKeyParts(key)
+		var err error
+		switch kind {
+		case chunkKindRow:
+			err = p.add(key, value)
+		case chunkKindBlock:
+			err = p.addBlock(key, value)
+		default:
+			err = fmt.Errorf("%w: entry %d: unknown kind %d", ErrCorrupt, len(p.keyEnds), kind)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("entry %d: %w", len(keyEnds), err)
+			return nil, err
 		}
-		switch {
-		case b != timeBucket(t):
-			return nil, fmt.Errorf("%w: entry %d: bucket %d does not hold time %d", ErrCorrupt, len(keyEnds), b, t)
-		case len(series) == 0 || bytes.IndexByte(series, 0) >= 0:
-			return nil, fmt.Errorf("%w: entry %d: empty series or a series with a NUL byte", ErrCorrupt, len(keyEnds))
-		case len(keyEnds) > 0 && bytes.Compare(pc.keys[keyStart(keyEnds, len(keyEnds)-1):start], key) >= 0:
-			return nil, fmt.Errorf("%w: entry %d: keys out of order", ErrCorrupt, len(keyEnds))
-		}
-		if err := decodeRaw(value, &raw); err != nil {
-			return nil, fmt.Errorf("entry %d: %w", len(keyEnds), err)
-		}
-		if len(raw.fields) == 0 {
-			return nil, fmt.Errorf("%w: entry %d: no fields", ErrCorrupt, len(keyEnds))
-		}
-		for i := range raw.fields {
-			f := &raw.fields[i]
-			if len(f.name) == 0 || i > 0 && bytes.Compare(raw.fields[i-1].name, f.name) >= 0 {
-				return nil, fmt.Errorf("%w: entry %d: field names empty, unsorted or repeated", ErrCorrupt, len(keyEnds))
-			}
-			v := raw.versions[f.ver]
-			if v.IsZero() {
-				return nil, fmt.Errorf("%w: entry %d: field %q has a zero version", ErrCorrupt, len(keyEnds), f.name)
-			}
-			if pc.newest.Less(v) {
-				pc.newest = v
-			}
-		}
-		keyEnds = append(keyEnds, len(pc.keys))
-		pc.entries = append(pc.entries, chunkEntry{value: value, time: t})
-		pc.maxTime = max(pc.maxTime, t)
 	}
 	if d.err != nil {
 		return nil, d.err
 	}
-	// The keys alias pc.keys only now that it stopped growing.
+	// The keys and the blocks' values alias pc.keys and pc.vals only now
+	// that they stopped growing.
 	for i := range pc.entries {
 		e := &pc.entries[i]
-		e.key = pc.keys[keyStart(keyEnds, i):keyEnds[i]]
+		e.key = pc.keys[keyStart(p.keyEnds, i):p.keyEnds[i]]
 		_, e.series, _, _ = rowKeyParts(e.key)
+		if e.block >= 0 {
+			e.value = pc.vals[e.vs:e.ve]
+		}
 	}
 	return pc, nil
+}
+
+// chunkParser is parseChunk's state.
+type chunkParser struct {
+	pc      *parsedChunk
+	rowLo   []byte
+	keyEnds []int
+	raw     rawRow
+	reader  block.Reader
+	rows    []model.Row
+	fields  []encField
+	enc     valueEncoder
+	key     []byte
+}
+
+// add checks the row entry of key (a row key after prefix|'r') and value
+// and adds it.
+func (p *chunkParser) add(suffix, value []byte) error {
+	n := len(p.keyEnds)
+	t, err := p.addKey(suffix)
+	if err != nil {
+		return err
+	}
+	if err := decodeRaw(value, &p.raw); err != nil {
+		return fmt.Errorf("entry %d: %w", n, err)
+	}
+	if len(p.raw.fields) == 0 {
+		return fmt.Errorf("%w: entry %d: no fields", ErrCorrupt, n)
+	}
+	for i := range p.raw.fields {
+		f := &p.raw.fields[i]
+		if len(f.name) == 0 || i > 0 && bytes.Compare(p.raw.fields[i-1].name, f.name) >= 0 {
+			return fmt.Errorf("%w: entry %d: field names empty, unsorted or repeated", ErrCorrupt, n)
+		}
+		if !p.noteVersion(p.raw.versions[f.ver]) {
+			return fmt.Errorf("%w: entry %d: field %q has a zero version", ErrCorrupt, n, f.name)
+		}
+	}
+	p.pc.entries = append(p.pc.entries, chunkEntry{time: t, block: -1, value: value})
+	return nil
+}
+
+// addKey checks the row key of the next entry (after prefix|'r') and
+// adds it to pc.keys, returning its time.
+func (p *chunkParser) addKey(suffix []byte) (int64, error) {
+	pc, n := p.pc, len(p.keyEnds)
+	start := len(pc.keys)
+	pc.keys = append(append(pc.keys, p.rowLo...), suffix...)
+	key := pc.keys[start:]
+	b, series, t, err := rowKeyParts(key)
+	if err != nil {
+		return 0, fmt.Errorf("entry %d: %w", n, err)
+	}
+	switch {
+	case b != timeBucket(t):
+		return 0, fmt.Errorf("%w: entry %d: bucket %d does not hold time %d", ErrCorrupt, n, b, t)
+	case len(series) == 0 || bytes.IndexByte(series, 0) >= 0:
+		return 0, fmt.Errorf("%w: entry %d: empty series or a series with a NUL byte", ErrCorrupt, n)
+	case n > 0 && bytes.Compare(pc.keys[keyStart(p.keyEnds, n-1):start], key) >= 0:
+		return 0, fmt.Errorf("%w: entry %d: keys out of order", ErrCorrupt, n)
+	}
+	p.keyEnds = append(p.keyEnds, len(pc.keys))
+	pc.maxTime = max(pc.maxTime, t)
+	return t, nil
+}
+
+// noteVersion keeps the newest of the versions met; false for the zero
+// version, which no written field has.
+func (p *chunkParser) noteVersion(v model.Version) bool {
+	if p.pc.newest.Less(v) {
+		p.pc.newest = v
+	}
+	return !v.IsZero()
+}
+
+// addBlock decodes the block of bkey (a block key after prefix|'b') and
+// adds its rows as entries of the block.
+func (p *chunkParser) addBlock(bkey, value []byte) error {
+	pc, n := p.pc, len(p.keyEnds)
+	if len(bkey) < 4+2 || bkey[len(bkey)-1] != 0 {
+		return fmt.Errorf("%w: entry %d: bad block key %x", ErrCorrupt, n, bkey)
+	}
+	b, series := binary.BigEndian.Uint32(bkey), bkey[4:len(bkey)-1]
+	if len(series) == 0 || bytes.IndexByte(series, 0) >= 0 {
+		return fmt.Errorf("%w: entry %d: empty series or a series with a NUL byte", ErrCorrupt, n)
+	}
+	if err := p.reader.Reset(value); err != nil {
+		return fmt.Errorf("%w: entry %d: block: %w", ErrCorrupt, n, err)
+	}
+	rows, err := p.reader.Rows(p.rows[:0], string(series))
+	if err != nil {
+		return fmt.Errorf("%w: entry %d: block: %w", ErrCorrupt, n, err)
+	}
+	p.rows = rows
+	if len(rows) == 0 {
+		return fmt.Errorf("%w: entry %d: a block without rows", ErrCorrupt, n)
+	}
+	bi := len(pc.blocks)
+	pc.blocks = append(pc.blocks, chunkBlock{bucket: b, series: series, value: value, first: n, last: n + len(rows) - 1})
+	// Each row checked as add checks a row entry, on the decoded fields,
+	// and its value encoded as a sealed row's (sequence 0).
+	for i := range rows {
+		r, n := &rows[i], len(p.keyEnds)
+		p.key = binary.BigEndian.AppendUint32(p.key[:0], b)
+		p.key = append(append(p.key, series...), 0)
+		p.key = binary.BigEndian.AppendUint64(p.key, orderedTime(r.Time))
+		t, err := p.addKey(p.key)
+		if err != nil {
+			return err
+		}
+		if len(r.Fields) == 0 {
+			return fmt.Errorf("%w: entry %d: no fields", ErrCorrupt, n)
+		}
+		p.fields = p.fields[:0]
+		for j := range r.Fields {
+			f := &r.Fields[j]
+			if f.Name == "" || j > 0 && r.Fields[j-1].Name >= f.Name {
+				return fmt.Errorf("%w: entry %d: field names empty, unsorted or repeated", ErrCorrupt, n)
+			}
+			if !p.noteVersion(f.Version) {
+				return fmt.Errorf("%w: entry %d: field %q has a zero version", ErrCorrupt, n, f.Name)
+			}
+			p.fields = append(p.fields, encFromModel(f))
+		}
+		vs := len(pc.vals)
+		pc.vals = p.enc.appendValue(pc.vals, 0, p.fields)
+		pc.entries = append(pc.entries, chunkEntry{time: t, block: bi, vs: vs, ve: len(pc.vals)})
+	}
+	return nil
 }
 
 // keyStart returns where key i starts given the keys' end offsets.
@@ -400,8 +567,15 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	if err != nil {
 		return ApplyResult{}, false, nil, err
 	}
+	// A block is ingested as a block unless this replica holds one of its
+	// series and bucket already (rows outside the span): an ingested key
+	// would replace it. Its rows then go to the head as row entries do.
+	blocks, err := r.noBlocksOf(pc)
+	if err != nil {
+		return ApplyResult{}, false, nil, err
+	}
 	prev := r.high.Load()
-	files, ix, err := r.writeChunkTables(pc, prev, origin, ixState)
+	files, ix, err := r.writeChunkTables(pc, prev, origin, ixState, blocks)
 	defer r.store.removeIngestFiles(files)
 	if err != nil {
 		return ApplyResult{}, false, nil, err
@@ -433,6 +607,9 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 		// applies: a slow one stalls the server's writes (docs/status.md).
 		r.store.log.Warn("slow ingest of a snapshot chunk", "placement", r.info.Placement,
 			"rows", len(pc.entries), "took", took.Round(time.Millisecond))
+	}
+	if blocks {
+		r.store.blocksIngested.Add(int64(len(pc.blocks)))
 	}
 	// Ingested, hence synced: the sequences are visible and durable at once.
 	lastSeq := prev + uint64(len(pc.entries))
@@ -466,6 +643,28 @@ func (r *Replica) noRowsIn(first, last []byte) (bool, error) {
 		return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 	}
 	return !found, nil
+}
+
+// noBlocksOf reports whether the replica holds no sealed block of the
+// series and bucket of any block of pc. The caller holds applyMu.
+func (r *Replica) noBlocksOf(pc *parsedChunk) (bool, error) {
+	if len(pc.blocks) == 0 {
+		return true, nil
+	}
+	var key []byte
+	for i := range pc.blocks {
+		b := &pc.blocks[i]
+		key = r.ks.appendBlockKey(key[:0], b.bucket, string(b.series))
+		_, closer, err := r.store.db.Get(key)
+		switch {
+		case err == nil:
+			_ = closer.Close()
+			return false, nil
+		case !errors.Is(err, pebble.ErrNotFound):
+			return false, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
+		}
+	}
+	return true, nil
 }
 
 // newerEntries returns the entries of pc that would change the row held
@@ -548,14 +747,16 @@ func changes(incoming, stored *rawRow) bool {
 }
 
 // writeChunkTables writes the sstables of an ingest of pc at sequences
-// prev+1...: the log entries and the rows, each kind in its own file (an
-// sstable's bounds are its smallest and largest keys: one file of both
-// would span every key between them). Neither overlaps a key held here
-// (fresh sequences; a span the caller found empty), so the ingest does
-// not rotate the memtable. It returns the files written (to remove once
-// ingested, whatever happened) and the new index entries, for the caller
-// to write and commit.
-func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, ixState *indexState) (files []string, ix *indexBuilder, err error) {
+// prev+1...: the log entries, the rows and (with blocks) the blocks as
+// they came, each kind in its own file (an sstable's bounds are its
+// smallest and largest keys: one file of two kinds would span every key
+// between them). None overlaps a key held here (fresh sequences; a span
+// the caller found empty; blocks of series and buckets it holds no block
+// of), so the ingest does not rotate the memtable. Without blocks, the
+// blocks' rows are written as rows. It returns the files written (to
+// remove once ingested, whatever happened) and the new index entries, for
+// the caller to write and commit.
+func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, ixState *indexState, blocks bool) (files []string, ix *indexBuilder, err error) {
 	ix = &indexBuilder{}
 	ix.reset()
 	var (
@@ -584,8 +785,8 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 	}
 	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
 	noValues := r.noLogValues.Load()
-	write := func(kv func(i int) (k, v []byte)) error {
-		path, err := r.store.writeTable(len(pc.entries), kv)
+	write := func(n int, kv func(i int) (k, v []byte)) error {
+		path, err := r.store.writeTable(n, kv)
 		if path != "" {
 			files = append(files, path)
 		}
@@ -595,7 +796,7 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		return nil
 	}
 	var seqKey, seqVal []byte
-	err = write(func(i int) ([]byte, []byte) { // the log entries
+	err = write(len(pc.entries), func(i int) ([]byte, []byte) { // the log entries
 		e := &pc.entries[i]
 		seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
 		if noValues {
@@ -605,8 +806,31 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		}
 		return seqKey, seqVal
 	})
+	if !blocks || len(pc.blocks) == 0 {
+		if err == nil {
+			err = write(len(pc.entries), func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) }) // the rows
+		}
+		if err != nil {
+			return files, nil, err
+		}
+		return files, ix, nil
+	}
+	var rows []int // the row entries
+	for i := range pc.entries {
+		if pc.entries[i].block < 0 {
+			rows = append(rows, i)
+		}
+	}
+	if err == nil && len(rows) > 0 {
+		err = write(len(rows), func(i int) ([]byte, []byte) { return pc.entries[rows[i]].key, value(rows[i]) })
+	}
+	var blockKey []byte
 	if err == nil {
-		err = write(func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) }) // the rows
+		err = write(len(pc.blocks), func(i int) ([]byte, []byte) { // the blocks, as they are
+			b := &pc.blocks[i]
+			blockKey = r.ks.appendBlockKey(blockKey[:0], b.bucket, string(b.series))
+			return blockKey, b.value
+		})
 	}
 	if err != nil {
 		return files, nil, err
@@ -678,3 +902,7 @@ func (s *Store) cleanIngestDir() error {
 func (s *Store) ChunkStats() (ingested, merged int64) {
 	return s.chunksIngested.Load(), s.chunksMerged.Load()
 }
+
+// SnapshotBlocksIngested returns how many sealed blocks of snapshot chunks
+// the store ingested as they came (not rewritten as rows).
+func (s *Store) SnapshotBlocksIngested() int64 { return s.blocksIngested.Load() }

@@ -9,12 +9,20 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // copyByChunks moves the rows of src held now in rr into dst by snapshot
 // chunks of about maxBytes, as a row snapshot push does, and returns the
 // number of chunks.
 func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) int {
+	n, _ := copyByChunksBlocks(t, src, dst, rr, maxBytes)
+	return n
+}
+
+// copyByChunksBlocks is copyByChunks also returning the number of sealed
+// blocks the chunks carried.
+func copyByChunksBlocks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) (chunks, blocks int) {
 	t.Helper()
 	ls, err := src.SnapshotLog()
 	if err != nil {
@@ -22,7 +30,6 @@ func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) in
 	}
 	defer ls.Close()
 	var pos *RowPos
-	chunks := 0
 	for {
 		c, err := ls.ReadChunk(nil, pos, rr, maxBytes)
 		if err != nil {
@@ -30,13 +37,14 @@ func copyByChunks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes int) in
 		}
 		if c.Rows > 0 {
 			chunks++
+			blocks += c.Blocks
 			if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); err != nil {
 				t.Fatalf("IngestChunk: %v", err)
 			}
 			pos = c.Last
 		}
 		if c.Done {
-			return chunks
+			return chunks, blocks
 		}
 	}
 }
@@ -62,7 +70,23 @@ func wholeChunk(t *testing.T, src *Replica) Chunk {
 // matches them, all durable across a reopen, and later writes merge with
 // them by version (rule 2).
 func TestChunkIngestCopiesTheRange(t *testing.T) {
-	src, _, _, _ := randomReplica(t)
+	t.Run("head", func(t *testing.T) {
+		src, _, _, _ := randomReplica(t)
+		chunkIngestCopiesTheRange(t, src, false)
+	})
+	// Sealed: most blocks shipped as they are, those with a row written
+	// after the seal as rows.
+	t.Run("sealed", func(t *testing.T) {
+		src, _, rng, times := randomReplica(t)
+		if _, err := src.Seal(t.Context(), maxTime); err != nil {
+			t.Fatal(err)
+		}
+		mustApply(t, src, randRows(rng, 20, testSeries, times)...)
+		chunkIngestCopiesTheRange(t, src, true)
+	})
+}
+
+func chunkIngestCopiesTheRange(t *testing.T, src *Replica, sealed bool) {
 	p := func(v int64) *int64 { return &v }
 	for _, rr := range []RowRange{{}, {Begin: p(0)}, {Begin: p(-3 << bucketShift), End: p(2<<bucketShift + 5)}} {
 		dir := t.TempDir()
@@ -74,7 +98,10 @@ func TestChunkIngestCopiesTheRange(t *testing.T) {
 		}
 		mustApply(t, dst, row("a-first", minTime+5, fl("v", 1, 1))) // sorts before every chunk: outside their spans
 		before := dst.HighSeq()
-		chunks := copyByChunks(t, src, dst, rr, 512)
+		chunks, blocks := copyByChunksBlocks(t, src, dst, rr, 512)
+		if got := ds.SnapshotBlocksIngested(); sealed != (blocks > 0) || got != int64(blocks) {
+			t.Fatalf("range %v..%v: %d blocks shipped, %d ingested as blocks (sealed: %v)", rr.Begin, rr.End, blocks, got, sealed)
+		}
 		var want []model.Row
 		for _, r := range scanAll(t, src) {
 			if rr.contains(r.Time) {
@@ -187,17 +214,29 @@ func TestChunkBadInput(t *testing.T) {
 	if c.Rows != 2 {
 		t.Fatalf("chunk of %d rows, want 2", c.Rows)
 	}
-	entry := func(key, value []byte) []byte {
-		b := binary.AppendUvarint(nil, uint64(len(key)))
+	entryOf := func(kind byte, key, value []byte) []byte {
+		b := binary.AppendUvarint([]byte{kind}, uint64(len(key)))
 		b = append(b, key...)
 		b = binary.AppendUvarint(b, uint64(len(value)))
 		return append(b, value...)
 	}
-	// The first entry of the good chunk, taken apart.
+	entry := func(key, value []byte) []byte { return entryOf(chunkKindRow, key, value) }
+	// The entries of the good chunk, taken apart.
 	d := decoder{b: c.Data[2:]}
+	if d.byte() != chunkKindRow {
+		t.Fatal("the first entry is not a row")
+	}
 	k1, v1 := d.bytes(), d.bytes()
+	d.byte()
 	k2, v2 := d.bytes(), d.bytes()
 	head := []byte{chunkTag, chunkVersion}
+	// A block key (bucket|series|0x00) and a sealed block of row a.
+	bkey := append([]byte(nil), k1[:len(k1)-timeLen]...)
+	var enc block.Encoder
+	goodBlock, err := enc.Encode(nil, []model.Row{row("a", 1, fl("v", 1, 10))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	badBucket := append([]byte(nil), k1...)
 	badBucket[0] ^= 0x40
@@ -217,6 +256,12 @@ func TestChunkBadInput(t *testing.T) {
 		"short key":       {join(head, entry(k1[:6], v1)), 1},
 		"bad value":       {join(head, entry(k1, v1[:len(v1)-1])), 1},
 		"no fields":       {join(head, entry(k1, []byte{1, 0, 0})), 1},
+		"unknown kind":    {join(head, entryOf('x', k1, v1)), 1},
+		"bad block":       {join(head, entryOf(chunkKindBlock, bkey, goodBlock[:len(goodBlock)-2])), 1},
+		"block key":       {join(head, entryOf(chunkKindBlock, bkey[:len(bkey)-1], goodBlock)), 1},
+		"block count":     {join(head, entryOf(chunkKindBlock, bkey, goodBlock)), 2},
+		"block order":     {join(head, entry(k1, v1), entryOf(chunkKindBlock, bkey, goodBlock)), 2},
+		"v1 with kinds":   {join([]byte{chunkTag, chunkRowsOnly}, entry(k1, v1)), 1},
 	} {
 		_, err := dst.IngestChunk(tc.chunk, tc.rows, uuid.Nil)
 		if !errors.Is(err, ErrCorrupt) {
@@ -286,5 +331,68 @@ func TestChunkIngestThenApply(t *testing.T) {
 	}
 	if es, err := dst.ReadLog(0, 0); err != nil || len(es) != 3 || es[2].Row.Series != "b" || es[2].Origin != uuid.Nil {
 		t.Fatalf("log after the overwrite: %+v, %v", es, err)
+	}
+}
+
+// TestChunkBlockBesideHeldBlock: a shipped block whose series and bucket
+// the receiver holds a block of already (rows outside the chunk's span)
+// is stored as rows: ingested as a block it would replace the held one
+// and lose its rows.
+func TestChunkBlockBesideHeldBlock(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	mustApply(t, src, row("m", 10, fl("v", 1, 10)), row("m", 20, fl("v", 2, 10)), row("m", 30, fl("v", 3, 10)))
+	mustApply(t, dst, row("m", 5, fl("v", 0, 10)))
+	for _, r := range []*Replica{src, dst} {
+		if _, err := r.Seal(t.Context(), maxTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, blocks := copyByChunksBlocks(t, src, dst, RowRange{}, 0); blocks != 1 {
+		t.Fatalf("%d blocks shipped, want 1", blocks)
+	}
+	if n := s.SnapshotBlocksIngested(); n != 0 {
+		t.Fatalf("%d blocks ingested as blocks beside a held one", n)
+	}
+	want := []model.Row{row("m", 5, fl("v", 0, 10)), row("m", 10, fl("v", 1, 10)), row("m", 20, fl("v", 2, 10)), row("m", 30, fl("v", 3, 10))}
+	if err := sameRows(scanAll(t, dst), want); err != nil {
+		t.Fatal(err)
+	}
+	// Into a replica without that block, the block is stored as it came.
+	other := createTestReplica(t, s)
+	copyByChunks(t, src, other, RowRange{}, 0)
+	if n := s.SnapshotBlocksIngested(); n != 1 {
+		t.Fatalf("%d blocks ingested as blocks, want 1", n)
+	}
+	if err := sameRows(scanAll(t, other), want[1:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestChunkVersion1: a chunk of the version before blocks (rows, no kind
+// byte) is still read and ingested.
+func TestChunkVersion1(t *testing.T) {
+	s := openTestStore(t, "")
+	src, dst := createTestReplica(t, s), createTestReplica(t, s)
+	rows := []model.Row{row("a", 1, fl("v", 1, 10)), row("b", 2, fl("v", 2, 10))}
+	mustApply(t, src, rows...)
+	c := wholeChunk(t, src)
+	v1 := []byte{chunkTag, chunkRowsOnly}
+	d := decoder{b: c.Data[2:]}
+	for len(d.b) > 0 {
+		if kind := d.byte(); kind != chunkKindRow {
+			t.Fatalf("entry of kind %q", kind)
+		}
+		k, v := d.bytes(), d.bytes()
+		v1 = binary.AppendUvarint(v1, uint64(len(k)))
+		v1 = append(v1, k...)
+		v1 = binary.AppendUvarint(v1, uint64(len(v)))
+		v1 = append(v1, v...)
+	}
+	if _, err := dst.IngestChunk(v1, 2, uuid.Nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := sameRows(scanAll(t, dst), rows); err != nil {
+		t.Fatal(err)
 	}
 }

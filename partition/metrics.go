@@ -39,6 +39,8 @@ func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 		func() float64 { return float64(store.MemoryHeadDrainedRows()) })
 	counter("tsdb_memory_head_early_sealed_rows_total", "Rows sealed from the memory heads before their storage bucket went quiet: past --memory-head-bytes (a bucket that has ended).",
 		func() float64 { return float64(store.MemoryHeadEarlySealedRows()) })
+	counter("tsdb_snapshot_blocks_ingested_total", "Sealed blocks received in snapshot chunks and stored as they came, not rewritten as rows.",
+		func() float64 { return float64(store.SnapshotBlocksIngested()) })
 	c := &store.sealed
 	counter("tsdb_seal_rows_total", "Rows sealed into column blocks.",
 		func() float64 { return float64(c.rows.Load()) })

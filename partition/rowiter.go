@@ -195,6 +195,23 @@ func (it *rowIter) Block() (r *block.Reader, times []int64, pos int) {
 	return &it.reader, it.bTimes, it.bPos
 }
 
+// wholeBlock reports whether the current row is the first of a sealed
+// block that no head row overlays (blockRun at the block's first row),
+// and returns the block's key, its stored bytes (both valid until the
+// next move) and its rows' times.
+func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool, err error) {
+	if !it.blockRun() || it.bPos != 0 {
+		return nil, nil, nil, false, nil
+	}
+	if !bytes.Equal(it.blk.Key(), it.bKey) {
+		return nil, nil, nil, false, nil // not where loadBlock left it: read by rows
+	}
+	if value, err = it.blk.ValueAndErr(); err != nil {
+		return nil, nil, nil, false, err
+	}
+	return it.bKey, value, it.bTimes, true, nil
+}
+
 // SkipBlock moves past the rest of the loaded block. Only while blockRun
 // holds: no head row is then passed over.
 func (it *rowIter) SkipBlock() bool {

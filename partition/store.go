@@ -133,9 +133,10 @@ type Store struct {
 	relayed recentRelays
 	// ingestSeq numbers the sstables written for ingests (chunk.go);
 	// chunksIngested and chunksMerged count the snapshot chunks stored
-	// each way (ChunkStats).
-	ingestSeq                    atomic.Uint64
-	chunksIngested, chunksMerged atomic.Int64
+	// each way (ChunkStats), blocksIngested their blocks ingested as
+	// blocks.
+	ingestSeq                                    atomic.Uint64
+	chunksIngested, chunksMerged, blocksIngested atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
