@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -110,11 +111,9 @@ type Config struct {
 	// SealAfter seals a bucket this long after its end even if it never
 	// goes quiet. Default 10m; negative: never seal at all.
 	SealAfter time.Duration
-	// SealInterval is how often the sealer looks for buckets to seal;
-	// default 500ms: a bucket is sealed within half a second of going
-	// quiet, and a look that finds nothing costs a pebble seek per data
-	// space (an idle dev server: 1.3% of a core, as with 2s;
-	// docs/performance.md, "Aggregates over the memory head").
+	// SealInterval is how often the sealer seals the buckets SealAfter
+	// names; default 2s. Between, it wakes when a bucket goes quiet
+	// (within 100 ms of it).
 	SealInterval time.Duration
 	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
 	// the parent's rows, a joining server's initial copy) this server has
@@ -253,7 +252,7 @@ func (c *Config) ensureDefaults() {
 	if c.SealQuiet == 0 {
 		c.SealQuiet = DefaultSealQuiet
 	}
-	orDefault(&c.SealInterval, 500*time.Millisecond)
+	orDefault(&c.SealInterval, 2*time.Second)
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
 	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
 	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)
@@ -626,7 +625,7 @@ func (n *Node) startLoops(bg context.Context, serverTLS *tls.Config) {
 	})
 	n.goAttach(func() { n.replica.RunResync(bg) })
 	if cfg.SealAfter >= 0 {
-		n.goAttach(func() { n.every(bg, cfg.SealInterval, "seal", n.sealOnce) })
+		n.goAttach(func() { n.sealLoop(bg) })
 	} else if !cfg.NoMemoryHead {
 		// Nothing is sealed, but the memory head keeps its budget (Seal
 		// fits it otherwise).
@@ -714,13 +713,61 @@ const DefaultSealAfter = 10 * time.Minute
 // DefaultSealQuiet is Config.SealQuiet's default.
 const DefaultSealQuiet = 5 * time.Second
 
-// sealOnce seals the storage buckets that ended SealAfter ago or earlier,
-// and those that ended and took no write for SealQuiet.
-func (n *Node) sealOnce(ctx context.Context) error {
+// minSealWait is the least time between two passes of the sealer, and
+// sealRecheck how often it looks for buckets going quiet (new writes
+// move them) while it waits.
+const (
+	minSealWait = 100 * time.Millisecond
+	sealRecheck = 500 * time.Millisecond
+)
+
+// sealLoop seals every SealInterval (sealOnce with SealAfter's rule), and
+// in between as soon as a storage bucket goes quiet
+// (partition.Store.NextQuietSeal, looked at every sealRecheck; a pass
+// that seals the quiet buckets only): a bucket is sealed within
+// minSealWait of going quiet, while the buckets SealAfter's rule seals
+// without waiting for quiet (an old backfill's, still taking writes) are
+// sealed again no more often than every SealInterval (docs/performance.md,
+// "Aggregates over the memory head").
+func (n *Node) sealLoop(ctx context.Context) {
+	full := time.Now().Add(n.cfg.SealInterval) // the next pass with SealAfter's rule
+	for {
+		wait := time.Until(full)
+		now := n.now()
+		if at, ok := n.store.NextQuietSeal(partition.SealPolicy{Now: now.UnixNano(), Quiet: n.cfg.SealQuiet}); ok {
+			wait = min(wait, max(time.Duration(at-now.UnixNano()), minSealWait))
+		}
+		seal := wait <= sealRecheck
+		t := time.NewTimer(max(min(wait, sealRecheck), 0))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !seal {
+			continue // look again: writes may have moved the next quiet bucket
+		}
+		whole := !time.Now().Before(full)
+		if whole {
+			full = time.Now().Add(n.cfg.SealInterval)
+		}
+		if err := n.sealOnce(ctx, whole); err != nil && ctx.Err() == nil {
+			n.log.Warn("seal failed", "err", err)
+		}
+	}
+}
+
+// sealOnce seals the storage buckets that ended and took no write for
+// SealQuiet, and with after those that ended SealAfter ago or earlier.
+func (n *Node) sealOnce(ctx context.Context, after bool) error {
 	start := time.Now()
 	now := n.now()
-	st, err := n.store.Seal(ctx, partition.SealPolicy{
-		Before: now.Add(-n.cfg.SealAfter).UnixNano(), Now: now.UnixNano(), Quiet: n.cfg.SealQuiet})
+	p := partition.SealPolicy{Before: math.MinInt64, Now: now.UnixNano(), Quiet: n.cfg.SealQuiet}
+	if after {
+		p.Before = now.Add(-n.cfg.SealAfter).UnixNano()
+	}
+	st, err := n.store.Seal(ctx, p)
 	if st.Series > 0 || st.Skipped > 0 {
 		n.log.Debug("sealed", "blocks", st.Series, "rows", st.Rows, "skipped", st.Skipped,
 			"head_bytes", st.HeadBytes, "block_bytes", st.BlockBytes, "took", time.Since(start))

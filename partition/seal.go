@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -190,6 +191,44 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 		}
 		from = next
 	}
+}
+
+// NextQuietSeal returns when (wall clock ns) the next storage bucket goes
+// quiet under p: the earliest, over the buckets whose writes the store
+// noted and no seal has forgotten since, of the later of its end and its
+// last write plus p.Quiet (at or before p.Now: quiet already, to seal
+// now). False when there is none (or p.Quiet is off). A sealer sleeping
+// until then seals a bucket as soon as it went quiet; a seal forgets the
+// notes of quiet buckets (forgetQuietWrites), so it is not woken for them
+// again.
+func (s *Store) NextQuietSeal(p SealPolicy) (int64, bool) {
+	if p.Quiet <= 0 {
+		return 0, false
+	}
+	var (
+		next  int64
+		found bool
+	)
+	done := map[uuid.UUID]bool{}
+	for _, r := range s.Replicas() {
+		space := r.DataSpace()
+		if done[space] || r.dropped.Load() || r.unloading.Load() {
+			continue // Seal skips them too: their notes would wake it for nothing
+		}
+		done[space] = true
+		r.applyMu.Lock()
+		for b, last := range r.applyMu.lastWrite {
+			if b >= maxBucket || last > math.MaxInt64-int64(p.Quiet) {
+				continue
+			}
+			at := max(bucketStart(b+1), last+int64(p.Quiet))
+			if !found || at < next {
+				next, found = at, true
+			}
+		}
+		r.applyMu.Unlock()
+	}
+	return next, found
 }
 
 // forgetQuietWrites drops the notes of writes older than p.Quiet (all of

@@ -1,0 +1,40 @@
+package node
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSealerWakesForQuietBucket: a storage bucket that has ended and gone
+// quiet is sealed as soon as it may be, not at the sealer's next full
+// pass: with an hour between full passes, rows of a bucket that ended a
+// few minutes ago (younger than SealAfter) are sealed once they took no
+// write for SealQuiet.
+func TestSealerWakesForQuietBucket(t *testing.T) {
+	e := testEtcd(t)
+	n := startNode(t, e, "s1", t.TempDir(), func(c *Config) {
+		c.SealInterval, c.SealQuiet = time.Hour, 200*time.Millisecond
+	})
+	c := &client{t: t, base: n.URL()}
+	createTable(c, "quiet")
+	ts := time.Now().Add(-3 * time.Minute).UnixNano()
+	if r := c.do("POST", "/write?db=quiet", fmt.Appendf(nil, "m v=1 %d\nm v=2 %d\n", ts, ts+1)); r.status != 204 {
+		t.Fatalf("write: %d %s", r.status, r.body)
+	}
+	waitFor(t, "2 rows sealed", func() bool { return sealedRows(c) >= 2 })
+}
+
+// sealedRows returns the server's tsdb_seal_rows_total.
+func sealedRows(c *client) float64 {
+	r := c.do("GET", "/metrics", nil)
+	for _, line := range strings.Split(string(r.body), "\n") {
+		if v, ok := strings.CutPrefix(line, "tsdb_seal_rows_total "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n
+		}
+	}
+	return 0
+}
