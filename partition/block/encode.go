@@ -397,6 +397,24 @@ func (e *Encoder) gather(rows []model.Row, j int) {
 	}
 }
 
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// finiteFloats returns the gathered values as floats (e.floats) when
+// they are all floats (kind, not mixed) and finite; false otherwise.
+func (e *Encoder) finiteFloats(kind model.Kind, mixed bool) ([]float64, bool) {
+	if mixed || kind != model.KindFloat {
+		return nil, false
+	}
+	e.floats = e.floats[:0]
+	for _, v := range e.vals {
+		if !finite(v.F) {
+			return nil, false
+		}
+		e.floats = append(e.floats, v.F)
+	}
+	return e.floats, true
+}
+
 // encodeField writes field j's head, body and the exceptions form of its
 // versions.
 func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
@@ -408,9 +426,22 @@ func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
 	}
 	var sum model.AggState
 	if e.summaries {
-		for i, v := range e.vals {
-			if v.Kind != model.KindDeleted {
-				sum.Add(rows[e.rows[i]].Time, "", v)
+		floats, ok := e.finiteFloats(kind, mixed)
+		if ok {
+			// A column of finite floats at ascending times: FloatRun
+			// builds the state Add would, up to float rounding in Sum,
+			// Mean and M2, at a fraction of its cost (Add was a third of
+			// Encode's). Not when its sum or moments overflow, where
+			// Welford's running mean would not.
+			sum = model.FloatRun(floats, rows[e.rows[0]].Time, rows[e.rows[m-1]].Time, "")
+			ok = finite(sum.Sum) && finite(sum.M2)
+		}
+		if !ok {
+			sum = model.AggState{}
+			for i, v := range e.vals {
+				if v.Kind != model.KindDeleted {
+					sum.Add(rows[e.rows[i]].Time, "", v)
+				}
 			}
 		}
 	} else {
