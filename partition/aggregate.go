@@ -238,9 +238,9 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 // fields are decoded, and a whole block inside one aggregation bucket
 // is answered from its per-field summaries without decoding any value
 // when it keeps them (a block of block.SummaryMinRows rows or more).
-// The states are those the rows would give (the summaries are built by
-// AggState.Add in time order, and merged with AggState.Merge: equal up to
-// float rounding in Sum, Mean and M2, as merges of partitions are).
+// The states are those the rows would give (the summaries are built as
+// AggState.Add would in time order, and merged with AggState.Merge: equal
+// up to float rounding in Sum, Mean and M2, as merges of partitions are).
 func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
 	a.setSeries(series)
 	whole := lo == 0 && hi == len(times) && br.HasSummaries() &&

@@ -91,7 +91,9 @@
 // # Summaries
 //
 // Per field, the model.AggState that AggState.Add builds over the field's
-// non-tombstone values in time order: Count (values other than
+// non-tombstone values in time order (for a column of finite floats,
+// model.FloatRun's, equal up to float rounding in Sum, Mean and M2, when
+// neither overflows): Count (values other than
 // tombstones), N (numeric: float, int, bool as 0 or 1; strings count in
 // Count only), Sum, Min, Max, first and last (time, value) and Welford's
 // Mean and M2 (stddev). Summary sets FirstSeries and LastSeries to the

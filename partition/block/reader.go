@@ -260,6 +260,7 @@ func (r *Reader) find(name string) int {
 
 // Summary returns the aggregate state of field's values in the block, as
 // model.AggState.Add computes it over the field's values in time order
+// (up to float rounding in Sum, Mean and M2: see "Summaries" in doc.go)
 // with the given series (FirstSeries and LastSeries are series when N >
 // 0). Tombstones are not counted: Count is the number of values of other
 // kinds, N of the numeric ones (float, int, bool as 0 or 1). ok is false
