@@ -25,6 +25,14 @@ import (
 // the load), the rows pushed per row inserted and the pushed bytes (the
 // replication codec, before the transport's zstd) per line-protocol byte
 // inserted.
+//
+// Compare RF 1 and RF 3 over runs of about the same length: the rows are
+// older than Config.SealAfter, so every 2 s the sealer seals what came,
+// and a run of RF 1 that lasts a second (the default -benchtime 1000x)
+// ends before any seal or compaction of its rows, where RF 3's five
+// seconds pay for theirs. -benchtime 12000x for rf=1 and 3000x for rf=3
+// run about 17 s each (docs/performance.md, "RF 3 against RF 1 over runs
+// of the same length").
 func BenchmarkReplicatedIngest(b *testing.B) {
 	for _, rf := range []int{1, 3} {
 		b.Run(fmt.Sprintf("rf=%d", rf), func(b *testing.B) { benchReplicated(b, rf) })
