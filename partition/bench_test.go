@@ -368,18 +368,25 @@ func BenchmarkAggregate(b *testing.B) {
 	}
 }
 
+// aggCase is one query of the aggregate benchmarks, over rows rows.
+type aggCase struct {
+	name string
+	q    model.Query
+	rows int
+}
+
 func benchmarkAggregate(b *testing.B, r *Replica) {
-	cases := []struct {
-		name string
-		q    model.Query
-		rows int
-	}{
+	benchAggregateCases(b, r, []aggCase{
 		{"per_series_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9}, 100_000},
 		{"group_all_step_60s", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true}, 100_000},
 		{"one_series_one_field", model.Query{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
 		{"group_all_step_10m", model.Query{From: minTime, To: maxTime, Step: 600e9, GroupAll: true}, 100_000},
 		{"group_all_step_60s_one_field", model.Query{From: minTime, To: maxTime, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, 100_000},
-	}
+	})
+}
+
+// benchAggregateCases runs each case as a sub-benchmark reporting rows/s.
+func benchAggregateCases(b *testing.B, r *Replica, cases []aggCase) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -427,27 +434,13 @@ func BenchmarkAggregateDense(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cases := []struct {
-				name string
-				q    model.Query
-			}{
-				// The data's range, as the harness asks (an open end is
-				// walked by one goroutine).
-				{"group_all_step_60s_one_field", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}},
-				{"per_series_step_60s", model.Query{From: 0, To: ticks * interval, Step: 60e9}},
-			}
-			for _, c := range cases {
-				b.Run(c.name, func(b *testing.B) {
-					b.ReportAllocs()
-					start := time.Now()
-					for b.Loop() {
-						if _, err := r.Aggregate(c.q); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(b.N)*float64(ticks*len(rows))/time.Since(start).Seconds(), "rows/s")
-				})
-			}
+			n := ticks * len(rows)
+			// The data's range, as the harness asks (an open end is
+			// walked by one goroutine).
+			benchAggregateCases(b, r, []aggCase{
+				{"group_all_step_60s_one_field", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, n},
+				{"per_series_step_60s", model.Query{From: 0, To: ticks * interval, Step: 60e9}, n},
+			})
 		})
 	}
 }
