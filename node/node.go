@@ -759,11 +759,12 @@ func (n *Node) sealLoop(ctx context.Context) {
 }
 
 // sealOnce seals the storage buckets that ended and took no write for
-// SealQuiet, and with after those that ended SealAfter ago or earlier.
+// SealQuiet; with after, also those that ended SealAfter ago or earlier,
+// and fits the memory head's budget (partition.SealPolicy.QuietOnly).
 func (n *Node) sealOnce(ctx context.Context, after bool) error {
 	start := time.Now()
 	now := n.now()
-	p := partition.SealPolicy{Before: math.MinInt64, Now: now.UnixNano(), Quiet: n.cfg.SealQuiet}
+	p := partition.SealPolicy{Before: math.MinInt64, Now: now.UnixNano(), Quiet: n.cfg.SealQuiet, QuietOnly: !after}
 	if after {
 		p.Before = now.Add(-n.cfg.SealAfter).UnixNano()
 	}

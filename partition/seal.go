@@ -81,6 +81,14 @@ type SealPolicy struct {
 	Before int64
 	Now    int64
 	Quiet  time.Duration
+	// QuietOnly marks a pass a sealer makes between its regular ones for
+	// the buckets that just went quiet (Before being then of no use): it
+	// leaves the memory budget and the compaction of truncated logs to the
+	// regular passes. Fitted at every such pass, a budget the writes keep
+	// exceeding sealed the oldest bucket again and again while it still
+	// took rows, each time merging its block anew (docs/performance.md,
+	// "Aggregates over the memory head").
+	QuietOnly bool
 }
 
 // sealable reports whether bucket b is to be sealed now, and stop when no
@@ -608,11 +616,13 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 		}
 		done[space] = true
 	}
-	if err := s.fitMemHeads(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := s.compactLogs(ctx, minLogCompaction); err != nil {
-		errs = append(errs, err)
+	if !p.QuietOnly {
+		if err := s.fitMemHeads(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := s.compactLogs(ctx, minLogCompaction); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, c := range compact {
 		if err := c.r.enter(); err != nil {
