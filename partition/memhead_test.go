@@ -789,3 +789,35 @@ func TestMemHeadDrainedAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSealQuietOnlyLeavesBudget: a pass for quiet buckets only
+// (SealPolicy.QuietOnly) leaves the memory budget to the regular passes,
+// which fit it.
+func TestSealQuietOnlyLeavesBudget(t *testing.T) {
+	s := openMemStore(t, vfs.NewMem(), "mem", 0)
+	r, err := s.CreateReplica(testInfo(uuid.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, r, row("a", 1, fl("v", 1, 10)), row("b", 2, fl("v", 2, 10)))
+	s.memBudget = 1
+	now := time.Now().UnixNano()
+	// Ended long ago but just written: not quiet under an hour's Quiet.
+	p := SealPolicy{Before: math.MinInt64, Now: now, Quiet: time.Hour, QuietOnly: true}
+	if _, err := s.Seal(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if s.MemoryHeadBytes() == 0 {
+		t.Fatal("a quiet-only pass fitted the budget")
+	}
+	p.QuietOnly = false
+	if _, err := s.Seal(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.MemoryHeadBytes(); n != 0 {
+		t.Fatalf("%d bytes in memory after a regular pass under a budget of 1", n)
+	}
+	if err := sameRows(scanAll(t, r), []model.Row{row("a", 1, fl("v", 1, 10)), row("b", 2, fl("v", 2, 10))}); err != nil {
+		t.Fatal(err)
+	}
+}
