@@ -806,26 +806,20 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		}
 		return seqKey, seqVal
 	})
-	if !blocks || len(pc.blocks) == 0 {
-		if err == nil {
-			err = write(len(pc.entries), func(i int) ([]byte, []byte) { return pc.entries[i].key, value(i) }) // the rows
-		}
-		if err != nil {
-			return files, nil, err
-		}
-		return files, ix, nil
-	}
-	var rows []int // the row entries
+	// The rows: every entry, or without the blocks' when they go as they
+	// came.
+	blocks = blocks && len(pc.blocks) > 0
+	rows := make([]int, 0, len(pc.entries))
 	for i := range pc.entries {
-		if pc.entries[i].block < 0 {
+		if !blocks || pc.entries[i].block < 0 {
 			rows = append(rows, i)
 		}
 	}
 	if err == nil && len(rows) > 0 {
 		err = write(len(rows), func(i int) ([]byte, []byte) { return pc.entries[rows[i]].key, value(rows[i]) })
 	}
-	var blockKey []byte
-	if err == nil {
+	if err == nil && blocks {
+		var blockKey []byte
 		err = write(len(pc.blocks), func(i int) ([]byte, []byte) { // the blocks, as they are
 			b := &pc.blocks[i]
 			blockKey = r.ks.appendBlockKey(blockKey[:0], b.bucket, string(b.series))

@@ -237,15 +237,8 @@ func (h *memHead) sortedIn(lo, hi uint32) bool {
 // compareSeriesMax compares the largest key suffix of series name
 // (name|0x00|0xff...) with rest, a key suffix after the bucket.
 func compareSeriesMax(name string, rest []byte) int {
-	n := min(len(name), len(rest))
-	if c := strings.Compare(name[:n], string(rest[:n])); c != 0 {
+	if c, ok := compareSeriesName(name, rest); ok {
 		return c
-	}
-	if len(rest) <= len(name) {
-		return 1 // rest is a prefix of name|0x00|...
-	}
-	if rest[len(name)] != 0 {
-		return -1 // name|0x01... and above
 	}
 	// name|0x00|ff*8 is at or above every row key of the series; a bound
 	// past the largest (time math.MaxInt64 followed by more bytes) reads
@@ -256,15 +249,8 @@ func compareSeriesMax(name string, rest []byte) int {
 // compareSeriesMin compares the smallest key suffix of series name
 // (name|0x00|0x00...) with rest.
 func compareSeriesMin(name string, rest []byte) int {
-	n := min(len(name), len(rest))
-	if c := strings.Compare(name[:n], string(rest[:n])); c != 0 {
+	if c, ok := compareSeriesName(name, rest); ok {
 		return c
-	}
-	if len(rest) <= len(name) {
-		return 1 // rest is a prefix of name|0x00|...
-	}
-	if rest[len(name)] != 0 {
-		return -1
 	}
 	// name|0x00|0x00*8 against name|0x00|tail: at or above it only when
 	// tail is at most 8 zero bytes.
@@ -278,6 +264,23 @@ func compareSeriesMin(name string, rest []byte) int {
 		}
 	}
 	return 0
+}
+
+// compareSeriesName compares name|0x00 with the start of rest, what
+// compareSeriesMax and compareSeriesMin share: ok false when rest starts
+// with name|0x00 (the time decides).
+func compareSeriesName(name string, rest []byte) (c int, ok bool) {
+	n := min(len(name), len(rest))
+	if c := strings.Compare(name[:n], string(rest[:n])); c != 0 {
+		return c, true
+	}
+	if len(rest) <= len(name) {
+		return 1, true // rest is a prefix of name|0x00|...
+	}
+	if rest[len(name)] != 0 {
+		return -1, true // name|0x01... and above
+	}
+	return 0, false
 }
 
 // memCursor walks a memView's rows in key order within [lower, upper).
