@@ -22,7 +22,7 @@ func (s *Server) handleInternalReplicate(ctx *fasthttp.RequestCtx) {
 	serveInternal(s, ctx, http.StatusOK, checkPush,
 		func(c context.Context, req wire.PushRequest) (any, error) {
 			resp, err := s.cfg.Internal.Replicate(c, req)
-			if err != nil || len(resp.Shares) == 0 {
+			if err != nil || len(resp.Shares) == 0 && len(resp.Unheld) == 0 {
 				return nil, err // an empty body: the zero PushResponse
 			}
 			return resp, nil
@@ -78,6 +78,21 @@ func checkPush(r *wire.PushRequest) error {
 	p = append(p, checkRows(r.Rows, r.Count))
 	if r.Count > 0 && r.LastSeq == 0 {
 		p = append(p, badRequest("last_seq: required with rows (sequences start at 1)"))
+	}
+	for i, h := range r.Held {
+		switch {
+		case h.Origin == uuid.Nil:
+			p = append(p, badRequest("held[%d].origin: required", i))
+		case h.Origin == r.ToPlacement || h.Origin == r.FromPlacement:
+			p = append(p, badRequest("held[%d].origin: %s is the push's own sender or receiver", i, h.Origin))
+		case h.Seq == 0:
+			p = append(p, badRequest("held[%d].seq: required (sequences start at 1)", i))
+		case h.Rows <= 0:
+			p = append(p, badRequest("held[%d].rows: %d (want at least 1)", i, h.Rows))
+		}
+	}
+	if len(r.Held) > 0 && r.LastSeq == 0 {
+		p = append(p, badRequest("last_seq: required with held (sequences start at 1)"))
 	}
 	return joinProblems(p...)
 }

@@ -460,6 +460,13 @@ func TestInternalBadRequests(t *testing.T) {
 		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Count = -1 }), api.CodeBadRequest, "count: -1"},
 		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.LastSeq = 0 }), api.CodeBadRequest, "last_seq: required"},
 		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Table = "Metrics" }), api.CodeInvalidTableName, "table: "},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Held = []wire.HeldRelay{{Seq: 1, Rows: 1}} }), api.CodeBadRequest, "held[0].origin: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Held = []wire.HeldRelay{{Origin: r.FromPlacement, Seq: 1, Rows: 1}} }), api.CodeBadRequest, "held[0].origin: "},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Held = []wire.HeldRelay{{Origin: uuid.New(), Rows: 1}} }), api.CodeBadRequest, "held[0].seq: required"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) { r.Held = []wire.HeldRelay{{Origin: uuid.New(), Seq: 1}} }), api.CodeBadRequest, "held[0].rows: 0"},
+		{wire.PathReplicate, with(validPush, func(r *wire.PushRequest) {
+			r.Rows, r.Count, r.LastSeq, r.Held = nil, 0, 0, []wire.HeldRelay{{Origin: uuid.New(), Seq: 1, Rows: 1}}
+		}), api.CodeBadRequest, "last_seq: required with held"},
 		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.Consistency = "QUORUM" }), api.CodeBadRequest, `consistency: "QUORUM"`},
 		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.Rows = nil }), api.CodeBadRequest, "rows: required"},
 		{wire.PathInsert, with(validForward, func(r *wire.ForwardInsertRequest) { r.TxnSeq = 0 }), api.CodeBadRequest, "txnseq: required"},

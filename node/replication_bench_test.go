@@ -104,6 +104,7 @@ func benchReplicated(b *testing.B, rf int) {
 		return
 	}
 	// Let replication finish, then count what it shipped.
+	drainStart := time.Now()
 	waitFor(b, "replication to finish", func() bool {
 		for _, n := range nodes {
 			for _, st := range n.ReplicaStatuses() {
@@ -114,21 +115,29 @@ func benchReplicated(b *testing.B, rf int) {
 		}
 		return true
 	})
+	b.ReportMetric(time.Since(drainStart).Seconds(), "drain-s")
 	// The CPU of the load and of its replication, the probes' included
 	// (a row every 20 ms): less sensitive than rows/s to what else runs.
 	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/rows, "cpu-ns/row")
-	var pushedRows, pushedBytes, coordRows, relayDropped float64
+	var pushedRows, pushedBytes, coordRows, relayDropped, relayElided, unheld float64
 	for _, n := range nodes {
 		pushedRows += testutil.ToFloat64(n.rmetrics.PushRows)
 		pushedBytes += testutil.ToFloat64(n.rmetrics.PushBytes)
 		coordRows += testutil.ToFloat64(n.rmetrics.CoordinatedRows)
 		relayDropped += testutil.ToFloat64(n.rmetrics.RelayRowsDropped)
+		relayElided += testutil.ToFloat64(n.rmetrics.RelayRowsElided)
+		unheld += testutil.ToFloat64(n.rmetrics.RelayClaimsUnheld)
 	}
 	b.ReportMetric(pushedRows/coordRows, "pushed-rows/row")
 	// Relayed copies the receivers dropped unread (they count in pushed
 	// rows too): what the senders shipped for nothing.
 	b.ReportMetric(relayDropped/coordRows, "relay-dropped/row")
 	b.ReportMetric(pushedBytes/float64(lpBytes), "pushed-bytes/lp-byte")
+	// Relayed rows the pushes left out as held (wire.PushRequest.Held),
+	// and the claims the receivers could not confirm (their rows then
+	// pushed), per insert request.
+	b.ReportMetric(relayElided/coordRows, "relay-elided/row")
+	b.ReportMetric(unheld/float64(b.N), "unheld-claims/req")
 	if len(lags) > 0 {
 		slices.Sort(lags)
 		b.ReportMetric(float64(lags[len(lags)/2].Microseconds())/1000, "lag-p50-ms")

@@ -29,6 +29,9 @@ type LogEntry struct {
 	// Origin's log at or above the one holding the pushed value there
 	// (ApplyFrom's originSeq, remembered in memory only).
 	OriginSeq uint64
+	// Bare says the value was not decoded: Row holds its Time only (see
+	// ReadLogFor and ReadLogBare).
+	Bare bool
 }
 
 // ReadLog returns, in ascending sequence order, the log entries whose
@@ -58,6 +61,52 @@ func (r *Replica) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 // from); at RF 3 that is a third of the entries a replica's two pushes
 // read.
 func (r *Replica) ReadLogFor(after uint64, maxRows int, target uuid.UUID) ([]LogEntry, error) {
+	return r.readLogLive(after, maxRows, logRead{skip: target})
+}
+
+// ReadLogBare is ReadLogFor that also leaves undecoded (Bare) the values
+// relayed from a third replica with a known sequence there: an entry
+// with an Origin other than target and a non-zero OriginSeq comes back
+// with its Seq, Origin, OriginSeq and Row.Time only. A push to target
+// claims those rows held instead of carrying them
+// (wire.PushRequest.Held), and reads them again with ReadLogFor only if
+// target does not hold them.
+func (r *Replica) ReadLogBare(after uint64, maxRows int, target uuid.UUID) ([]LogEntry, error) {
+	return r.readLogLive(after, maxRows, logRead{skip: target, bareRelays: true})
+}
+
+// ReadRelayed returns, decoded and in ascending sequence order, the
+// entries above after and at most through whose value origin pushed here
+// and whose OriginSeq is 0 or above above: the rows a push left out as
+// held (ReadLogBare) that its receiver does not hold, whose levels of
+// origin's log reach above. Every other entry of the range is left out.
+func (r *Replica) ReadRelayed(after, through uint64, origin uuid.UUID, above uint64) ([]LogEntry, error) {
+	if origin == uuid.Nil || through <= after {
+		return nil, nil
+	}
+	return r.readLogLive(after, 0, logRead{only: origin, onlyAbove: above, through: through})
+}
+
+// logRead says which entries readLog decodes and returns.
+type logRead struct {
+	// skip, when not uuid.Nil, leaves the entries of that origin Bare
+	// (ReadLogFor).
+	skip uuid.UUID
+	// bareRelays leaves Bare the relayed entries with a known origin
+	// sequence (ReadLogBare).
+	bareRelays bool
+	// only, when not uuid.Nil, returns the entries of that origin only,
+	// and of those only the ones whose origin sequence is 0 or above
+	// onlyAbove (ReadRelayed).
+	only      uuid.UUID
+	onlyAbove uint64
+	// through, when not 0, bounds the read's sequences.
+	through uint64
+}
+
+// readLogLive reads the live log for ReadLogFor, ReadLogBare and
+// ReadRelayed.
+func (r *Replica) readLogLive(after uint64, maxRows int, lr logRead) ([]LogEntry, error) {
 	if err := r.enter(); err != nil {
 		return nil, err
 	}
@@ -73,7 +122,10 @@ func (r *Replica) ReadLogFor(after uint64, maxRows int, target uuid.UUID) ([]Log
 	if err := r.synced.wait(high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
-	return r.readLog(snap, after, high, maxRows, target)
+	if lr.through != 0 {
+		high = min(high, lr.through)
+	}
+	return r.readLog(snap, after, high, maxRows, lr)
 }
 
 // LogSnapshot is a frozen view of a replica's log: ReadLog as it would
@@ -146,7 +198,7 @@ func (s *LogSnapshot) ReadLog(after uint64, maxRows int) ([]LogEntry, error) {
 	if err := r.synced.wait(s.high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
 	}
-	return r.readLog(s.snap, after, s.high, maxRows, uuid.Nil)
+	return r.readLog(s.snap, after, s.high, maxRows, logRead{})
 }
 
 // use enters the store's gate and holds the snapshot open for a read; the
@@ -208,13 +260,15 @@ func (r *Replica) snapshotWithRows() (*pebble.Snapshot, *memView, uint64, error)
 }
 
 // readLog decodes the log entries above after, at most high (those of
-// origin skip, when not uuid.Nil, as ReadLogFor leaves them), with one
+// origin lr.skip, when not uuid.Nil, as ReadLogFor leaves them, and with
+// lr.bareRelays the relayed ones as ReadLogBare leaves them; with lr.only
+// only that origin's, as ReadRelayed reads them), with one
 // sequential iterator over the sequence index: each entry carries its row's
 // value as written, alone or in the record of its batch's changes (the
 // record of the first sequence above after may begin at or below it). An
 // entry of the legacy form (written before entries carried their rows and
 // not yet upgraded, see upgradeLog) is completed by a lookup of its row.
-func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int, skip uuid.UUID) ([]LogEntry, error) {
+func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int, lr logRead) ([]LogEntry, error) {
 	trunc, err := readTrunc(snap, &r.ks)
 	if err != nil {
 		return nil, fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
@@ -256,9 +310,25 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 	full := func() bool { return maxRows > 0 && len(out) >= maxRows }
 	// add appends the entry e of sequence seq.
 	add := func(seq uint64, e seqEntry) error {
-		if skip != uuid.Nil && e.origin == skip {
-			out = append(out, LogEntry{Seq: seq, Row: model.Row{Time: e.t}, Origin: e.origin})
+		if lr.only != uuid.Nil {
+			if e.origin != lr.only {
+				return nil
+			}
+			if h := r.hints.lookup(seq, e.origin); h != 0 && h <= lr.onlyAbove && e.rowValue != nil {
+				return nil
+			}
+		}
+		if lr.skip != uuid.Nil && e.origin == lr.skip {
+			out = append(out, LogEntry{Seq: seq, Row: model.Row{Time: e.t}, Origin: e.origin, Bare: true})
 			return nil
+		}
+		if lr.bareRelays && e.origin != uuid.Nil && e.rowValue != nil {
+			// The hint is looked up as for a decoded entry below: only
+			// for the value the entry carries.
+			if h := r.hints.lookup(seq, e.origin); h > 0 {
+				out = append(out, LogEntry{Seq: seq, Row: model.Row{Time: e.t}, Origin: e.origin, OriginSeq: h, Bare: true})
+				return nil
+			}
 		}
 		name := series.get(e.series)
 		if e.rowValue != nil {

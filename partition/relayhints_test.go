@@ -86,3 +86,57 @@ func TestOriginSeqOnlyForCarriedValues(t *testing.T) {
 		}
 	}
 }
+
+// TestReadLogBareAndRelayed: ReadLogBare leaves undecoded (Bare) the
+// values relayed from a third replica with a known origin sequence, and
+// the target's own values, and decodes the rest; ReadRelayed returns,
+// decoded, one origin's values above a level of its log (and those whose
+// sequence there is unknown).
+func TestReadLogBareAndRelayed(t *testing.T) {
+	s := openPlainStore(t, t.TempDir())
+	r := createTestReplica(t, s)
+	third, target := uuid.New(), uuid.New()
+	f := func(v float64) model.Field {
+		return model.Field{Name: "v", Value: model.Float(v), Version: model.Version{Wall: int64(v), Node: 1}}
+	}
+	mustApply(t, r, row("own", 1, f(1)))                                                                         // seq 1: written here
+	if _, err := r.ApplyFrom([]model.Row{row("relay", 2, f(2)), row("relay", 3, f(3))}, third, 40); err != nil { // 2, 3
+		t.Fatal(err)
+	}
+	if _, err := r.ApplyFrom([]model.Row{row("back", 4, f(4))}, target, 7); err != nil { // 4: the target's
+		t.Fatal(err)
+	}
+	if _, err := r.ApplyFrom([]model.Row{row("relay", 5, f(5))}, third, 50); err != nil { // 5
+		t.Fatal(err)
+	}
+	bare, err := r.ReadLogBare(0, 0, target)
+	if err != nil || len(bare) != 5 {
+		t.Fatalf("ReadLogBare: %d entries, %v", len(bare), err)
+	}
+	for i, want := range []struct {
+		bare      bool
+		origin    uuid.UUID
+		originSeq uint64
+	}{{false, uuid.Nil, 0}, {true, third, 40}, {true, third, 40}, {true, target, 0}, {true, third, 50}} {
+		e := bare[i]
+		if e.Seq != uint64(i+1) || e.Bare != want.bare || e.Origin != want.origin || e.OriginSeq != want.originSeq || e.Row.Time != int64(i+1) {
+			t.Errorf("entry %d: %+v; want bare %v, origin sequence %d", i+1, e, want.bare, want.originSeq)
+		}
+		if e.Bare != (len(e.Row.Fields) == 0) {
+			t.Errorf("entry %d: bare %v with %d fields", i+1, e.Bare, len(e.Row.Fields))
+		}
+	}
+	// The relayed values above the level 40 of third's log: sequence 5.
+	got, err := r.ReadRelayed(0, 5, third, 40)
+	if err != nil || len(got) != 1 || got[0].Seq != 5 || got[0].Bare || len(got[0].Row.Fields) != 1 || got[0].Row.Fields[0].Value.F != 5 {
+		t.Fatalf("ReadRelayed above 40: %+v, %v; want sequence 5 decoded", got, err)
+	}
+	// Above 0 and up to 4: sequences 2 and 3, not 5.
+	got, err = r.ReadRelayed(0, 4, third, 0)
+	if err != nil || len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || got[1].Row.Fields[0].Value.F != 3 {
+		t.Fatalf("ReadRelayed up to 4: %+v, %v; want sequences 2 and 3", got, err)
+	}
+	if got, err := r.ReadRelayed(0, 5, uuid.New(), 0); err != nil || len(got) != 0 {
+		t.Fatalf("ReadRelayed of an origin without entries: %+v, %v", got, err)
+	}
+}

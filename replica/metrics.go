@@ -20,6 +20,11 @@ type Metrics struct {
 	PushRows, PushBytes, PushErrors prometheus.Counter
 	ReceivedRows                    prometheus.Counter
 	RelayRowsDropped                prometheus.Counter
+	// RelayRowsElided counts the relayed rows this server's pushes left
+	// out as held (wire.PushRequest.Held); RelayClaimsUnheld the claims
+	// of pushes received that this server could not confirm (their rows
+	// then come in another push).
+	RelayRowsElided, RelayClaimsUnheld prometheus.Counter
 	CoordinatedRows                 prometheus.Counter
 	// The split trigger's outcomes.
 	SplitsStarted, SplitsFollowed, SplitsImpossible, SplitsFinalized prometheus.Counter
@@ -46,6 +51,10 @@ func NewMetrics() *Metrics {
 		ReceivedRows: c("tsdb_replication_received_rows_total", "Rows received by pushes and applied."),
 		RelayRowsDropped: c("tsdb_replication_relay_rows_dropped_total",
 			"Rows received by pushes as relayed copies of rows this replica held already (their origin's own push had delivered them), dropped without a lookup; they count in received rows too."),
+		RelayRowsElided: c("tsdb_replication_relay_rows_elided_total",
+			"Relayed rows this server's pushes left out, claiming the receiver held them from their origin's own push (a claim it could not confirm brings them in another push, counted in pushed rows)."),
+		RelayClaimsUnheld: c("tsdb_replication_relay_claims_unheld_total",
+			"Claims of pushes received (relayed rows left out) that this server could not confirm within the wait for their origin's push; the sender then pushes those rows."),
 		CoordinatedRows: c("tsdb_insert_coordinated_rows_total", "Rows of client inserts this server coordinated (wrote first)."),
 
 		SplitsStarted:    c("tsdb_splits_started_total", "SPLIT_BEGIN transactions this server committed (size trigger or manual)."),
@@ -85,6 +94,9 @@ func (m *Metrics) countPush(target metadata.TargetKind, req wire.PushRequest, er
 		return
 	}
 	m.PushRows.Add(float64(req.Count))
+	for _, h := range req.Held {
+		m.RelayRowsElided.Add(float64(h.Rows))
+	}
 	m.PushBytes.Add(float64(replication.PushBytes(req)))
 	kind := string(replication.KindOf(target, req))
 	m.MovedRows.WithLabelValues(kind).Add(float64(req.Count))
@@ -105,7 +117,7 @@ func (m *Metrics) snapshotEnded(_ uuid.UUID, _ int, elapsed time.Duration, resul
 // to follow.
 func (s *Server) RegisterMetrics(reg prometheus.Registerer) {
 	m := s.metrics
-	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.RelayRowsDropped, m.CoordinatedRows)
+	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.RelayRowsDropped, m.RelayRowsElided, m.RelayClaimsUnheld, m.CoordinatedRows)
 	reg.MustRegister(m.SplitsStarted, m.SplitsFollowed, m.SplitsImpossible, m.SplitsFinalized)
 	reg.MustRegister(m.MovedRows, m.MovedBytes, m.Snapshots, m.SnapshotSeconds)
 	reg.MustRegister(s.farVersions.rejected)

@@ -44,49 +44,50 @@ func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRe
 // its range (partition.Replica.CoveringSharers): the sender may count the
 // target as holding what it confirmed to one of them.
 func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) (wire.PushResponse, error) {
-	rep, err := s.replicate(ctx, req)
+	rep, unheld, err := s.replicate(ctx, req)
 	if err != nil {
 		return wire.PushResponse{}, err
 	}
-	return wire.PushResponse{Shares: rep.CoveringSharers()}, nil
+	return wire.PushResponse{Shares: rep.CoveringSharers(), Unheld: unheld}, nil
 }
 
 // replicate applies a push to the local replica it names, if this server
 // holds that placement as LOAD or SERVE (rule 4); otherwise it answers
 // "stale placement" and the sender re-runs discovery. A sender with a newer
 // METADATA than this server's makes it catch up first (rule 8).
-func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partition.Replica, error) {
+func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partition.Replica, []wire.OriginLevel, error) {
 	s.clocks.Observe(req.FromServer, req.SentAt, s.now())
 	if s.store.Lost(req.ToPlacement) {
 		// Never confirmed: the sender re-checks its view and backs off
 		// until the master removed the placement (lost.go).
-		return nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, s.errLost(req.ToPlacement))
+		return nil, nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, s.errLost(req.ToPlacement))
 	}
 	st, ok := s.StatusOf(req.ToPlacement)
 	if !ok || st.TxnSeq < req.TxnSeq {
 		if err := s.syncTable(ctx, req.Table); err != nil {
-			return nil, fmt.Errorf("%w: catching up with %q: %w", wire.ErrUnavailable, req.Table, err)
+			return nil, nil, fmt.Errorf("%w: catching up with %q: %w", wire.ErrUnavailable, req.Table, err)
 		}
 		st, ok = s.StatusOf(req.ToPlacement)
 	}
 	rep, exists := s.store.Replica(req.ToPlacement)
 	if !ok || !exists || st.Table != req.Table || st.Discovery.Status == metadata.StatusUnload || rep.Unloading() {
-		return nil, fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
+		return nil, nil, fmt.Errorf("%w: %s holds no LOAD or SERVE replica %s of %q", wire.ErrStalePlacement, s.cfg.Self, req.ToPlacement, req.Table)
 	}
 	applier := &observingApplier{rep: rep, observe: func(v model.Version) { s.observeVersion(v, "a push from "+req.FromServer) }}
 	got, err := replication.ReceiveWith(applier, req, &s.applied)
 	received := got.Rows
 	if errors.Is(err, partition.ErrUnloading) || errors.Is(err, partition.ErrDropped) {
-		return nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
+		return nil, nil, fmt.Errorf("%w: %w", wire.ErrStalePlacement, err)
 	}
 	if errors.Is(err, replication.ErrCorrupt) {
-		return nil, fmt.Errorf("%w: %w", errcode.ErrBadRequest, err) // 400: the body, not this server
+		return nil, nil, fmt.Errorf("%w: %w", errcode.ErrBadRequest, err) // 400: the body, not this server
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.metrics.ReceivedRows.Add(float64(received))
 	s.metrics.RelayRowsDropped.Add(float64(got.Dropped))
+	s.metrics.RelayClaimsUnheld.Add(float64(len(got.Unheld)))
 	s.joins.Record(req.ToPlacement, req.FromServer, req.Complete)
 	rt := s.runtime(req.ToPlacement)
 	if rt != nil {
@@ -101,9 +102,9 @@ func (s *Server) replicate(ctx context.Context, req wire.PushRequest) (*partitio
 			// are unknown, so wait for everything this replica holds.
 			seq = max(seq, rep.HighSeq())
 		}
-		return rep, s.confirmSplitPush(ctx, rt, st, seq)
+		return rep, got.Unheld, s.confirmSplitPush(ctx, rt, st, seq)
 	}
-	return rep, nil
+	return rep, got.Unheld, nil
 }
 
 // confirmSplitPush holds the confirmation of a push from a sender that has

@@ -202,6 +202,7 @@ func New(cfg Config) *Server {
 		splitKick:    make(chan struct{}, 1),
 		catchUpSlots: make(chan struct{}, max(cfg.CatchUpConcurrency, 1)),
 	}
+	s.applied.Wait = replication.DefaultRelayWait
 	s.bg, s.cancel = context.WithCancel(context.Background())
 	s.mu.synced = make(map[string]uint64)
 	s.mu.replicas = make(map[uuid.UUID]Status)

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,21 @@ type TruncatingLog interface {
 // the rows that target pushed here.
 type TargetLog interface {
 	ReadLogFor(after uint64, maxRows int, target uuid.UUID) ([]partition.LogEntry, error)
+}
+
+// RelayLog is a TargetLog that can also leave out the values relayed from
+// a third replica with a known sequence there (*partition.Replica,
+// through ReplicaLog: Replica.ReadLogBare): such an entry comes back Bare,
+// with its Seq, Origin, OriginSeq and Row.Time only. A push to a replica
+// target claims those rows held instead of carrying them
+// (wire.PushRequest.Held), unless Config.SendRelays.
+type RelayLog interface {
+	TargetLog
+	ReadLogBare(after uint64, maxRows int, target uuid.UUID) ([]partition.LogEntry, error)
+	// ReadRelayed returns, decoded, the entries above after and at most
+	// through whose value origin pushed here and whose OriginSeq is 0 or
+	// above above (partition.Replica.ReadRelayed).
+	ReadRelayed(after, through uint64, origin uuid.UUID, above uint64) ([]partition.LogEntry, error)
 }
 
 // LogValuesLog is a Log that can be told whether its log will be read
@@ -241,6 +257,11 @@ type Config struct {
 	// partition.Replica.IngestChunk) when the snapshot can be read as
 	// chunks. For tests of the rows path.
 	RowSnapshots bool
+	// SendRelays makes pushes to replica targets carry the rows relayed
+	// from third replicas, as pushes did before held claims, instead of
+	// claiming them held (wire.PushRequest.Held) when the Log is a
+	// RelayLog. For tests of the relayed rows' path.
+	SendRelays bool
 	// TruncateMin is the fewest log entries a truncation deletes (counted
 	// as sequences): fewer wait, so a busy replica writes one range
 	// deletion per few thousand rows, not one per Tick. 0 means
@@ -419,7 +440,10 @@ type target struct {
 	// own are the runs of rows that are this replica's own changes
 	// (wire.PushRequest.Own).
 	own []wire.Span
-	buf []byte
+	// held are the claims of the push (wire.PushRequest.Held): the
+	// relayed rows it leaves out, per origin.
+	held []wire.HeldRelay
+	buf  []byte
 	// ahead is how far reads got past the cursor aheadOf without the
 	// cursor moving: a batch cut by its size that skips a sequence (a row
 	// overwritten since, now at a higher sequence, maybe beyond the batch)
@@ -1142,8 +1166,8 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
 	signal := complete && (!st.completeSent || t.ticked.Swap(false))
-	t.rows, t.relayed, t.own = filterRows(t.rows[:0], t.relayed[:0], t.own[:0], b.entries, &st)
-	if len(t.rows) == 0 && b.chunk.Rows == 0 && !signal {
+	t.rows, t.relayed, t.own, t.held = filterRows(t.rows[:0], t.relayed[:0], t.own[:0], t.held[:0], b.entries, &st)
+	if len(t.rows) == 0 && len(t.held) == 0 && b.chunk.Rows == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
 		return b.more, p.confirmStep(t, b)
@@ -1165,6 +1189,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	req := p.request(t, &st)
 	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
+	req.Held = t.held
 	req.Snapshot = t.rs != nil // the batch was read from t's row snapshot
 	if st.spec.Kind == metadata.TargetReplica && t.tailOf == nil && b.confirmTo > cursor {
 		// What the receiver holds of this log once the push is applied:
@@ -1187,10 +1212,16 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		}
 	}
 	clear(t.rows) // drop references to the entries
-	if err := p.send(ctx, t, &st, req); err != nil {
+	resp, err := p.send(ctx, t, &st, req)
+	if err != nil {
 		return false, fmt.Errorf("push %d rows up to sequence %d: %w", req.Count, b.last, err)
 	}
 	p.stats.countMoved(KindOf(st.spec.Kind, req), req)
+	if len(resp.Unheld) > 0 {
+		if err := p.pushUnheld(ctx, t, &st, b, req.ClaimsTo, resp.Unheld); err != nil {
+			return false, fmt.Errorf("push the relayed rows up to sequence %d the target does not hold: %w", b.last, err)
+		}
+	}
 	p.mu.Lock()
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
@@ -1212,17 +1243,80 @@ func (p *Pusher) request(t *target, st *pushState) wire.PushRequest {
 	}
 }
 
-// send delivers req to t's server and keeps the answer's sharers (see
-// confirmAliased). A stale placement answer is reported to OnStale.
-func (p *Pusher) send(ctx context.Context, t *target, st *pushState, req wire.PushRequest) error {
+// send delivers req to t's server, keeps the answer's sharers (see
+// confirmAliased) and returns the answer. A stale placement answer is
+// reported to OnStale. An answer naming unheld origins of claims req did
+// not make is an error.
+func (p *Pusher) send(ctx context.Context, t *target, st *pushState, req wire.PushRequest) (wire.PushResponse, error) {
 	resp, err := p.cfg.Sender.Push(ctx, st.spec, req)
 	if err != nil {
 		if errors.Is(err, ErrStalePlacement) && p.cfg.OnStale != nil {
 			p.cfg.OnStale(st.spec)
 		}
-		return err
+		return wire.PushResponse{}, err
 	}
 	t.sharers, t.asked = resp.Shares, true
+	for _, o := range resp.Unheld {
+		if !slices.ContainsFunc(req.Held, func(h wire.HeldRelay) bool { return h.Origin == o.Origin }) {
+			return wire.PushResponse{}, fmt.Errorf("the receiver answers origin %s unheld, which the push claimed nothing of", o.Origin)
+		}
+	}
+	return resp, nil
+}
+
+// pushUnheld pushes t the rows of b that the push of b left out as held
+// (wire.PushRequest.Held) for the origins its receiver answered unheld,
+// above the levels it holds of their logs: their entries are read again,
+// decoded, from the log (the cursor has not moved, so no truncation took
+// them), and pushed with the claim claimsTo of b's push. The step counts
+// b as delivered only once this push is confirmed too.
+func (p *Pusher) pushUnheld(ctx context.Context, t *target, st *pushState, b batch, claimsTo uint64, unheld []wire.OriginLevel) error {
+	rl, ok := p.cfg.Log.(RelayLog)
+	if !ok {
+		return errors.New("the log cannot read relayed entries (never expected: held claims come from a RelayLog)")
+	}
+	var entries []partition.LogEntry
+	for _, o := range unheld {
+		es, err := rl.ReadRelayed(b.from, b.last, o.Origin, o.Seq)
+		if err != nil {
+			return fmt.Errorf("read the entries of %s between sequences %d and %d: %w", o.Origin, b.from, b.last, err)
+		}
+		entries = append(entries, es...)
+	}
+	if len(unheld) > 1 {
+		slices.SortFunc(entries, func(x, y partition.LogEntry) int { return cmp.Compare(x.Seq, y.Seq) })
+	}
+	rows, spans := t.rows[:0], t.relayed[:0]
+	for i := range entries {
+		e := &entries[i]
+		if !inRange(e.Row.Time, st.spec.Begin, st.spec.End) {
+			continue
+		}
+		if e.OriginSeq > 0 {
+			n := len(rows)
+			if k := len(spans) - 1; k >= 0 && spans[k].End == n && spans[k].Origin == e.Origin && spans[k].Seq == e.OriginSeq {
+				spans[k].End++
+			} else {
+				spans = append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
+			}
+		}
+		rows = append(rows, e.Row)
+	}
+	t.rows, t.relayed = rows, spans
+	if len(rows) == 0 {
+		// Never expected: the highest claim of an unheld origin is the
+		// OriginSeq of an entry still in [from, last] (0 once its hint
+		// is forgotten, and read then too). The step is retried.
+		return fmt.Errorf("no entry of the unheld origins %v found again between sequences %d and %d", unheld, b.from, b.last)
+	}
+	req := p.request(t, st)
+	t.buf = AppendRows(t.buf[:0], rows)
+	req.Rows, req.Count, req.LastSeq, req.ClaimsTo, req.Relayed = t.buf, len(rows), b.last, claimsTo, spans
+	clear(t.rows)
+	if _, err := p.send(ctx, t, st, req); err != nil {
+		return fmt.Errorf("push %d rows: %w", req.Count, err)
+	}
+	p.stats.countMoved(KindOf(st.spec.Kind, req), req)
 	return nil
 }
 
@@ -1233,7 +1327,7 @@ func (p *Pusher) send(ctx context.Context, t *target, st *pushState, req wire.Pu
 // 4 MiB snapshot chunk) a split child on a server holding the parent
 // would otherwise receive before the answer that names its sharer.
 func (p *Pusher) probe(ctx context.Context, t *target, st *pushState) (aliased bool, err error) {
-	if err := p.send(ctx, t, st, p.request(t, st)); err != nil {
+	if _, err := p.send(ctx, t, st, p.request(t, st)); err != nil {
 		return false, fmt.Errorf("ask %s for the replicas sharing its rows: %w", t.id, err)
 	}
 	return len(t.sharers) > 0, nil
@@ -1409,8 +1503,9 @@ type batch struct {
 	// more: the batch was full (or the snapshot was read to its end), so
 	// more rows may follow at once.
 	more bool
-	// last is the sequence the push reaches (its LastSeq).
-	last uint64
+	// from is the sequence the batch was read after; last is the
+	// sequence the push reaches (its LastSeq).
+	from, last uint64
 	// confirmTo is what the cursor may claim after the push; ahead, when
 	// not 0, is where the next read goes on from while the cursor stays.
 	confirmTo, ahead uint64
@@ -1442,9 +1537,14 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	var entries []partition.LogEntry
 	var err error
 	tl, targeted := p.cfg.Log.(TargetLog)
+	rl, relaying := p.cfg.Log.(RelayLog)
 	switch {
 	case frozen:
 		entries, err = st.frozen.ReadLog(from, batchRows)
+	case relaying && !p.cfg.SendRelays && st.spec.Kind == metadata.TargetReplica && t.tailOf == nil:
+		// The condition of filterRows' claims: the relayed rows are
+		// left out, claimed held (pushUnheld sends them if not).
+		entries, err = rl.ReadLogBare(from, batchRows, st.spec.PlacementID)
 	case targeted && st.spec.Kind == metadata.TargetReplica:
 		// The condition of filterRows' skip of the target's own values.
 		entries, err = tl.ReadLogFor(from, batchRows, st.spec.PlacementID)
@@ -1470,7 +1570,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 	// is in entries or was pushed before.
 	reachedMark := frozen && !cut
 	b := batch{entries: entries, more: cut || reachedMark && !backfill} // the live log above the mark follows at once
-	b.last = from
+	b.from, b.last = from, from
 	if len(entries) > 0 {
 		b.last = entries[len(entries)-1].Seq
 	}
@@ -1762,11 +1862,16 @@ func rowSize(r *model.Row) int {
 // (no LogEntry.Origin): the receiver writes them without a read
 // (wire.PushRequest.Own).
 //
+// An entry read Bare (ReadLogBare: a relayed value, not decoded) of
+// another origin than the target is not sent: it is counted in held, the
+// claims of the push per origin (wire.PushRequest.Held), with the
+// highest OriginSeq of that origin's entries.
+//
 // The skip rule is keyed on the placement that sent a row, never on the
 // server whose node id its versions carry: a row stamped by a front end
 // (a smeared insert) may be stored first by another replica, and the
 // stamping server's own replica may lack it.
-func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, entries []partition.LogEntry, st *pushState) ([]model.Row, []wire.RelaySpan, []wire.Span) {
+func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, held []wire.HeldRelay, entries []partition.LogEntry, st *pushState) ([]model.Row, []wire.RelaySpan, []wire.Span, []wire.HeldRelay) {
 	for i := range entries {
 		r := &entries[i].Row
 		// Every target gets only the rows of its own range: a split child
@@ -1776,6 +1881,16 @@ func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, entrie
 			continue
 		}
 		if st.spec.Kind == metadata.TargetReplica && entries[i].Origin == st.spec.PlacementID {
+			continue
+		}
+		if e := &entries[i]; e.Bare {
+			k := slices.IndexFunc(held, func(h wire.HeldRelay) bool { return h.Origin == e.Origin })
+			if k < 0 {
+				held = append(held, wire.HeldRelay{Origin: e.Origin})
+				k = len(held) - 1
+			}
+			held[k].Seq = max(held[k].Seq, e.OriginSeq)
+			held[k].Rows++
 			continue
 		}
 		if e := &entries[i]; st.spec.Kind == metadata.TargetReplica && e.Origin != uuid.Nil && e.OriginSeq > 0 {
@@ -1796,7 +1911,7 @@ func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, entrie
 		}
 		dst = append(dst, *r)
 	}
-	return dst, spans, own
+	return dst, spans, own, held
 }
 
 func inRange(t int64, begin, end *int64) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -59,6 +60,11 @@ type ReceiveResult struct {
 	// Dropped is the number of them dropped as relayed copies of rows the
 	// receiver held already (not applied).
 	Dropped int
+	// Unheld are the origins of the push's Held claims the receiver could
+	// not confirm, with its levels of their logs
+	// (wire.PushResponse.Unheld): its ClaimsTo was not recorded, and the
+	// sender must push those rows.
+	Unheld []wire.OriginLevel
 }
 
 // ReceiveWith is Receive with the relay filter of the receiving replica:
@@ -67,22 +73,56 @@ type ReceiveResult struct {
 // shows the receiver holds already are dropped before the apply (no row
 // lookup). A Relayed or Own span out of the rows' bounds, or out of
 // order, is ErrCorrupt before anything is applied.
+//
+// The push's Held claims (rows the sender left out, relayed from a third
+// replica) are checked against applied once its rows are applied,
+// waiting up to applied.Wait for an origin's own push still on its way
+// (see Applied.Wait); the origins of the claims it cannot confirm come
+// back in Unheld with the levels held, and the push's ClaimsTo is then
+// not recorded. A nil
+// applied confirms no claim.
 func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResult, error) {
-	if len(req.Rows) == 0 {
-		if req.Count != 0 {
-			return ReceiveResult{}, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
+	if len(req.Rows) == 0 && req.Count != 0 {
+		return ReceiveResult{}, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
+	}
+	for _, h := range req.Held {
+		if h.Origin == uuid.Nil || h.Seq == 0 {
+			return ReceiveResult{}, fmt.Errorf("%w: push from %s: a held claim names no origin or sequence", ErrCorrupt, req.FromServer)
 		}
+	}
+	if len(req.Rows) == 0 && len(req.Held) == 0 {
 		return ReceiveResult{}, nil
 	}
-	n, dropped, err := receive(a, req, applied)
-	if err != nil {
-		return ReceiveResult{}, err
+	var res ReceiveResult
+	if len(req.Rows) > 0 {
+		n, dropped, err := receive(a, req, applied)
+		if err != nil {
+			return ReceiveResult{}, err
+		}
+		res.Rows, res.Dropped = n, dropped
+	}
+	if len(req.Held) > 0 {
+		if x, one := heldOrigin(req.Held); one {
+			// With the rows applied, this receiver holds the sender's
+			// log up to ClaimsTo but for the values relayed from x:
+			// enough for x's own claims on the sender, which never cover
+			// those (a replica pushes nobody's values back to it). Noted
+			// before the wait below, so two replicas whose pushes here
+			// claim each other's relays do not wait for each other.
+			applied.noteExcept(req.ToPlacement, req.FromPlacement, x, min(req.ClaimsTo, req.LastSeq))
+		}
+	}
+	if res.Unheld = applied.unheld(req.ToPlacement, req.FromPlacement, req.Held); len(res.Unheld) > 0 {
+		// The push's rows are applied, but without the rows it left
+		// out the receiver does not hold the sender's log up to
+		// ClaimsTo: not recorded (the sender pushes them next).
+		return res, nil
 	}
 	// Every sender path has ClaimsTo <= LastSeq (the push's reach); a
 	// claim above it would be a sender's bug, and is recorded at most at
 	// LastSeq.
 	applied.note(req.ToPlacement, req.FromPlacement, min(req.ClaimsTo, req.LastSeq))
-	return ReceiveResult{Rows: n, Dropped: dropped}, nil
+	return res, nil
 }
 
 // receive applies a push that holds rows and returns their number and how
@@ -148,9 +188,97 @@ func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error
 // applied (looked up) as before. The zero value is ready; a nil *Applied
 // drops nothing and remembers nothing. Safe for concurrent use.
 type Applied struct {
+	// Wait bounds how long a push's Held claim waits for its origin's
+	// own push to arrive (ReceiveWith): the origin pushes to the sender
+	// and the receiver at the same time, and the sender relays only once
+	// it applied the rows, so the origin's push is usually on its way or
+	// being applied. It waits only for an origin that delivered a push to
+	// the receiving replica within the last second (heldRecent): a dead
+	// origin costs no wait. 0: no wait. Set before use.
+	Wait time.Duration
+	// recent replaces heldRecent when not 0 (tests).
+	recent time.Duration
+
 	mu sync.Mutex
-	// seqs maps receiving placement → sending placement → ClaimsTo.
-	seqs map[uuid.UUID]map[uuid.UUID]uint64
+	// seqs maps receiving placement → sending placement → its levels.
+	seqs map[uuid.UUID]map[uuid.UUID]*appliedLevel
+	// changed is closed (and cleared) by every note: the wake of the
+	// claims waiting in unheld. nil while nobody waits.
+	changed chan struct{}
+}
+
+// heldRecent is how recently an origin must have delivered a push to the
+// receiving replica for a Held claim to wait for it (Applied.Wait).
+const heldRecent = time.Second
+
+// DefaultRelayWait is the Applied.Wait of a server's receiving replicas.
+// A relay reaches the receiver a few milliseconds after the origin's own
+// push of the same rows (the relaying replica applied and synced them
+// first); a claim that waits longer than this is answered unheld and its
+// rows are pushed.
+const DefaultRelayWait = 50 * time.Millisecond
+
+// appliedLevel is what a receiving replica holds of a sender's log.
+type appliedLevel struct {
+	// seq is the sender's highest ClaimsTo applied: every row of its log
+	// up to it.
+	seq uint64
+	// except are levels of every row of the sender's log but the values
+	// relayed from one third replica (Origin; see noteExcept).
+	except []wire.OriginLevel
+	// at is when a push of the sender last raised a level.
+	at time.Time
+}
+
+// holdsFor returns how far the level covers the values a third replica
+// claimant may claim relayed from the sender: all of the sender's log
+// but the values relayed from the claimant itself.
+func (l *appliedLevel) holdsFor(claimant uuid.UUID) uint64 {
+	seq := l.seq
+	for _, e := range l.except {
+		if e.Origin == claimant {
+			seq = max(seq, e.Seq)
+		}
+	}
+	return seq
+}
+
+// heldOrigin returns the origin of held's claims and whether they all
+// name one.
+func heldOrigin(held []wire.HeldRelay) (uuid.UUID, bool) {
+	for _, h := range held[1:] {
+		if h.Origin != held[0].Origin {
+			return uuid.Nil, false
+		}
+	}
+	return held[0].Origin, true
+}
+
+// level returns to's level of from's log, creating it; a.mu is held.
+func (a *Applied) level(to, from uuid.UUID) *appliedLevel {
+	if a.seqs == nil {
+		a.seqs = make(map[uuid.UUID]map[uuid.UUID]*appliedLevel)
+	}
+	m := a.seqs[to]
+	if m == nil {
+		m = make(map[uuid.UUID]*appliedLevel)
+		a.seqs[to] = m
+	}
+	l := m[from]
+	if l == nil {
+		l = &appliedLevel{}
+		m[from] = l
+	}
+	return l
+}
+
+// raised stamps l and wakes the claims waiting in unheld; a.mu is held.
+func (a *Applied) raised(l *appliedLevel) {
+	l.at = time.Now()
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
 }
 
 // note records that to applied from's log up to seq (0: nothing known).
@@ -160,15 +288,118 @@ func (a *Applied) note(to, from uuid.UUID, seq uint64) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.seqs == nil {
-		a.seqs = make(map[uuid.UUID]map[uuid.UUID]uint64)
+	l := a.level(to, from)
+	l.seq = max(l.seq, seq)
+	a.raised(l)
+}
+
+// noteExcept records that to applied from's log up to seq but for the
+// values relayed from the replica placement except: a push of from
+// applied, whose Held claims all name except (rows it left out), holds
+// that whether or not the claims hold. A claim of except on from's
+// values needs no more (holdsFor): from never pushes a value back to the
+// replica it came from, so none of except's relays through from is a
+// value from had from except.
+func (a *Applied) noteExcept(to, from, except uuid.UUID, seq uint64) {
+	if a == nil || seq == 0 || from == uuid.Nil || except == uuid.Nil {
+		return
 	}
-	m := a.seqs[to]
-	if m == nil {
-		m = make(map[uuid.UUID]uint64)
-		a.seqs[to] = m
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.level(to, from)
+	k := slices.IndexFunc(l.except, func(e wire.OriginLevel) bool { return e.Origin == except })
+	if k < 0 {
+		l.except = append(l.except, wire.OriginLevel{Origin: except})
+		k = len(l.except) - 1
 	}
-	m[from] = max(m[from], seq)
+	l.except[k].Seq = max(l.except[k].Seq, seq)
+	a.raised(l)
+}
+
+// holds returns how far to holds origin's log for the claims of the
+// placement claimant (a relay of origin's values, wire.RelaySpan or
+// wire.HeldRelay; see appliedLevel.holdsFor), and when origin last
+// delivered a push to to.
+func (a *Applied) holds(to, origin, claimant uuid.UUID) (uint64, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.seqs[to][origin]
+	if l == nil {
+		return 0, time.Time{}
+	}
+	return l.holdsFor(claimant), l.at
+}
+
+// unheld returns the origins of held, claims of the placement claimant,
+// that cannot be shown to hold at to (all of them for a nil a), with
+// to's levels of their logs, each after waiting up to a.Wait in all for a
+// push of that origin that raises to's level to its highest claim.
+func (a *Applied) unheld(to, claimant uuid.UUID, held []wire.HeldRelay) []wire.OriginLevel {
+	var out []wire.OriginLevel
+	deadline := time.Now().Add(a.wait())
+	for i, h := range held {
+		if slices.ContainsFunc(held[:i], func(o wire.HeldRelay) bool { return o.Origin == h.Origin }) {
+			continue // one origin is checked once, at its highest claim
+		}
+		claim := h.Seq
+		for _, o := range held[i+1:] {
+			if o.Origin == h.Origin {
+				claim = max(claim, o.Seq)
+			}
+		}
+		if level, ok := a.waitLevel(to, h.Origin, claimant, claim, deadline); !ok {
+			out = append(out, wire.OriginLevel{Origin: h.Origin, Seq: level})
+		}
+	}
+	return out
+}
+
+func (a *Applied) wait() time.Duration {
+	if a == nil {
+		return 0
+	}
+	return a.Wait
+}
+
+// waitLevel returns to's level of origin for claimant's claims and
+// whether it reaches seq, waiting for it until deadline if origin
+// delivered a push to to lately.
+func (a *Applied) waitLevel(to, origin, claimant uuid.UUID, seq uint64, deadline time.Time) (uint64, bool) {
+	if a == nil {
+		return 0, false
+	}
+	for {
+		a.mu.Lock()
+		var level uint64
+		var at time.Time
+		if l := a.seqs[to][origin]; l != nil {
+			level, at = l.holdsFor(claimant), l.at
+		}
+		if level >= seq {
+			a.mu.Unlock()
+			return level, true
+		}
+		d := time.Until(deadline)
+		recent := heldRecent
+		if a.recent != 0 {
+			recent = a.recent
+		}
+		if d <= 0 || at.IsZero() || time.Since(at) > recent {
+			a.mu.Unlock()
+			return level, false
+		}
+		if a.changed == nil {
+			a.changed = make(chan struct{})
+		}
+		ch := a.changed
+		a.mu.Unlock()
+		t := time.NewTimer(d)
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // Level returns how far to is known to hold from's log (0: unknown).
@@ -178,7 +409,10 @@ func (a *Applied) Level(to, from uuid.UUID) uint64 {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.seqs[to][from]
+	if l := a.seqs[to][from]; l != nil {
+		return l.seq
+	}
+	return 0
 }
 
 // Forget drops what is known of placement to (its replica was dropped).
@@ -238,7 +472,10 @@ func (a *Applied) dropHeld(rows []model.Row, own []bool, req wire.PushRequest) (
 	)
 	next := 0 // rows before next are in keep or dropped
 	for _, sp := range req.Relayed {
-		if sp.Seq == 0 || sp.Origin == uuid.Nil || a.Level(req.ToPlacement, sp.Origin) < sp.Seq {
+		if sp.Seq == 0 || sp.Origin == uuid.Nil {
+			continue
+		}
+		if level, _ := a.holds(req.ToPlacement, sp.Origin, req.FromPlacement); level < sp.Seq {
 			continue
 		}
 		if keep == nil {

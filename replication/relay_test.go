@@ -20,7 +20,7 @@ func pushOf(t *testing.T, from *replicaLog, to uuid.UUID, pid uuid.UUID) wire.Pu
 		t.Fatal(err)
 	}
 	st := pushState{spec: replicaTarget("to", to, pid)}
-	rows, spans, own := filterRows(nil, nil, nil, entries, &st)
+	rows, spans, own, _ := filterRows(nil, nil, nil, nil, entries, &st)
 	last := entries[len(entries)-1].Seq
 	return wire.PushRequest{FromServer: "from", FromPlacement: from.placement(), ToPlacement: to,
 		Rows: AppendRows(nil, rows), Count: len(rows), LastSeq: last, ClaimsTo: last, Relayed: spans, Own: own}

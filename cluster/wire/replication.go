@@ -100,6 +100,27 @@ type PushRequest struct {
 	// it, and a row snapshot's batch has none. (A server from before it
 	// refuses pushes carrying it: its JSON decoding is strict.)
 	Own []Span `json:"own,omitempty"`
+	// Held lists relayed rows the push leaves out (issue 16): rows the
+	// sender holds as the replica Origin pushed them, each at a sequence
+	// of Origin's log at most Seq (partition.LogEntry.OriginSeq), which
+	// the receiver holds if it applied Origin's pushes up to Seq (an
+	// earlier ClaimsTo from Origin, replication.Applied). Rows counts
+	// them. The receiver answers, in PushResponse.Unheld, the origins of
+	// the claims it cannot confirm, after waiting briefly for their own
+	// pushes; the sender then pushes those rows before it counts the push
+	// as confirmed. Only a push to a replica target carries it. (A server
+	// from before it refuses pushes carrying it: its JSON decoding is
+	// strict.)
+	Held []HeldRelay `json:"held,omitempty"`
+}
+
+// HeldRelay is a claim of a push (PushRequest.Held): the sender left
+// out Rows rows relayed from the replica placement Origin, whose log
+// holds each of them at a sequence at most Seq.
+type HeldRelay struct {
+	Origin uuid.UUID `json:"origin"`
+	Seq    uint64    `json:"seq"`
+	Rows   int       `json:"rows"`
 }
 
 // Span is a run of rows of a push, Rows[Start:End] in the order of the
@@ -130,6 +151,21 @@ type PushResponse struct {
 	// target's to it, without a push (issue 16: a split child on a server
 	// that holds the parent receives nothing the parent has).
 	Shares []uuid.UUID `json:"shares,omitempty"`
+	// Unheld names the origins of the push's Held claims that the
+	// receiver could not confirm, each with how far it holds that
+	// origin's log (0: nothing known): it has not applied the origin's
+	// pushes up to the claimed sequence. The push's rows are applied, but
+	// its ClaimsTo is not recorded, and the sender must push the rows it
+	// left out for those origins at sequences there above that level
+	// before it counts the push as confirmed.
+	Unheld []OriginLevel `json:"unheld,omitempty"`
+}
+
+// OriginLevel is how far a receiving replica holds the log of the replica
+// placement Origin: every row of it up to Seq (PushResponse.Unheld).
+type OriginLevel struct {
+	Origin uuid.UUID `json:"origin"`
+	Seq    uint64    `json:"seq"`
 }
 
 // ForwardInsertRequest asks the replica ToPlacement of a partition to
