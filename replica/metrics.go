@@ -25,7 +25,7 @@ type Metrics struct {
 	// of pushes received that this server could not confirm (their rows
 	// then come in another push).
 	RelayRowsElided, RelayClaimsUnheld prometheus.Counter
-	CoordinatedRows                 prometheus.Counter
+	CoordinatedRows                    prometheus.Counter
 	// The split trigger's outcomes.
 	SplitsStarted, SplitsFollowed, SplitsImpossible, SplitsFinalized prometheus.Counter
 	// MovedRows and MovedBytes count the rows and bytes of confirmed
