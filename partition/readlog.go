@@ -100,7 +100,7 @@ type logRead struct {
 	// onlyAbove (ReadRelayed).
 	only      uuid.UUID
 	onlyAbove uint64
-	// through, when not 0, bounds the read's sequences.
+	// through, when not 0, bounds the read's sequences (ReadRelayed).
 	through uint64
 }
 
@@ -121,9 +121,6 @@ func (r *Replica) readLogLive(after uint64, maxRows int, lr logRead) ([]LogEntry
 	}
 	if err := r.synced.wait(high); err != nil {
 		return nil, fmt.Errorf("partition: replica %s: sync: %w", r.info.Placement, err)
-	}
-	if lr.through != 0 {
-		high = min(high, lr.through)
 	}
 	return r.readLog(snap, after, high, maxRows, lr)
 }
@@ -307,9 +304,17 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 	} else {
 		out = make([]LogEntry, 0, min(n, 16384))
 	}
-	full := func() bool { return maxRows > 0 && len(out) >= maxRows }
+	// past: the read got beyond lr.through. (Not a lower high: a record
+	// is keyed by its last change, so one holding changes at or below
+	// through may lie beyond it.)
+	past := false
+	full := func() bool { return maxRows > 0 && len(out) >= maxRows || past }
 	// add appends the entry e of sequence seq.
 	add := func(seq uint64, e seqEntry) error {
+		if lr.through != 0 && seq > lr.through {
+			past = true
+			return nil
+		}
 		if lr.only != uuid.Nil {
 			if e.origin != lr.only {
 				return nil

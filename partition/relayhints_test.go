@@ -136,6 +136,11 @@ func TestReadLogBareAndRelayed(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 3 || got[1].Row.Fields[0].Value.F != 3 {
 		t.Fatalf("ReadRelayed up to 4: %+v, %v; want sequences 2 and 3", got, err)
 	}
+	// Up to 2, in the middle of the record of 2 and 3 (keyed by 3).
+	got, err = r.ReadRelayed(0, 2, third, 0)
+	if err != nil || len(got) != 1 || got[0].Seq != 2 {
+		t.Fatalf("ReadRelayed up to 2: %+v, %v; want sequence 2 of its record", got, err)
+	}
 	if got, err := r.ReadRelayed(0, 5, uuid.New(), 0); err != nil || len(got) != 0 {
 		t.Fatalf("ReadRelayed of an origin without entries: %+v, %v", got, err)
 	}

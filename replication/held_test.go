@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,5 +249,87 @@ func TestHeldRelayReachesTargetOriginNeverReached(t *testing.T) {
 	defer net.mu.Unlock()
 	if net.elided == 0 || net.unheld == 0 {
 		t.Fatalf("%d rows left out as held, %d claims unheld; want the claims made and refused", net.elided, net.unheld)
+	}
+}
+
+// claimSender delivers pushes to one replica through ReceiveWith and its
+// relay filter, records them, and refuses the push refuse picks.
+type claimSender struct {
+	mu      sync.Mutex
+	to      *replicaLog
+	applied *Applied
+	refuse  func(req wire.PushRequest) bool
+	pushes  []wire.PushRequest // delivered ones, Rows decoded into rows
+	rows    [][]model.Row
+}
+
+func (s *claimSender) Push(_ context.Context, _ metadata.Target, req wire.PushRequest) (wire.PushResponse, error) {
+	s.mu.Lock()
+	refuse := s.refuse != nil && s.refuse(req)
+	s.mu.Unlock()
+	if refuse {
+		return wire.PushResponse{}, errDown
+	}
+	var rows []model.Row
+	if len(req.Rows) > 0 {
+		var err error
+		if rows, err = DecodeRows(req.Rows); err != nil {
+			return wire.PushResponse{}, err
+		}
+	}
+	res, err := ReceiveWith(s.to, req, s.applied)
+	if err != nil {
+		return wire.PushResponse{}, err
+	}
+	s.mu.Lock()
+	req.Rows = nil // the pusher reuses the buffer
+	s.pushes = append(s.pushes, req)
+	s.rows = append(s.rows, rows)
+	s.mu.Unlock()
+	return wire.PushResponse{Unheld: res.Unheld}, nil
+}
+
+// TestUnheldRowsRetriedAlone: B's push to C carries B's own row and
+// claims A's row held; C cannot confirm the claim, and B's push of A's
+// row is refused once. The next step pushes A's row alone (B's own row
+// is not written at C again), and only then is C's cursor at B's end.
+func TestUnheldRowsRetriedAlone(t *testing.T) {
+	pid := uuid.New()
+	a, b, c := newReplica(t, pid), newReplica(t, pid), newReplica(t, pid)
+	mustApply(t, a, row("a", "cpu,host=a", 1, 1, "v", 1))
+	if _, err := ReceiveWith(b, pushOf(t, a, b.placement(), pid), &Applied{}); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, b, row("b", "cpu,host=b", 2, 1, "v", 2))
+
+	refused := 0
+	s := &claimSender{to: c, applied: &Applied{}}
+	s.refuse = func(req wire.PushRequest) bool {
+		// The first push of the unheld rows: rows, no claims.
+		if len(req.Held) == 0 && req.Count > 0 && refused == 0 {
+			refused++
+			return true
+		}
+		return false
+	}
+	p := NewPusher(Config{Table: "metrics", Placement: b.placement(), Self: "b", Log: b, Sender: s,
+		RetryMin: time.Millisecond, RetryMax: 10 * time.Millisecond, Tick: 100 * time.Millisecond})
+	p.SetView(1, view(replicaTarget("c", c.placement(), pid)))
+	runPusher(t, p)
+	waitUntil(t, p, "C confirmed B's log", func() bool { return b.Confirmed(c.placement()) == b.HighSeq() })
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if refused != 1 || len(s.pushes) != 2 {
+		t.Fatalf("%d pushes delivered, %d refused; want the claims' push and A's row alone", len(s.pushes), refused)
+	}
+	if first := s.pushes[0]; len(first.Held) != 1 || first.Count != 1 || s.rows[0][0].Series != "cpu,host=b" {
+		t.Fatalf("first push: %+v with %+v; want B's own row and a claim on A", first, s.rows[0])
+	}
+	if second := s.rows[1]; len(second) != 1 || second[0].Series != "cpu,host=a" {
+		t.Fatalf("retried push holds %+v; want A's row alone", second)
+	}
+	if rows := scanAll(t, c); len(rows) != 2 {
+		t.Fatalf("C holds %d rows, want 2", len(rows))
 	}
 }

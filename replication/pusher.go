@@ -443,7 +443,12 @@ type target struct {
 	// held are the claims of the push (wire.PushRequest.Held): the
 	// relayed rows it leaves out, per origin.
 	held []wire.HeldRelay
-	buf  []byte
+	// unheld is a batch whose push was applied but whose receiver
+	// answered claims unheld, and whose rows for them were not delivered
+	// (pushUnheld failed): the next step, at the same cursor, pushes
+	// only those rows, instead of the whole batch again.
+	unheld *unheldBatch
+	buf    []byte
 	// ahead is how far reads got past the cursor aheadOf without the
 	// cursor moving: a batch cut by its size that skips a sequence (a row
 	// overwritten since, now at a higher sequence, maybe beyond the batch)
@@ -1143,6 +1148,19 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 			cursor = 1
 		}
 	}
+	if u := t.unheld; u != nil {
+		t.unheld = nil
+		if u.cursor == cursor && t.rs == nil {
+			// The batch's push was applied: push the rows it left out
+			// that the receiver did not hold, then count the batch.
+			if err := p.pushUnheld(ctx, t, &st, u.b, u.claimsTo, u.levels); err != nil {
+				t.unheld = u
+				return false, fmt.Errorf("push the relayed rows up to sequence %d the target does not hold: %w", u.b.last, err)
+			}
+			t.ahead, t.aheadOf = u.b.ahead, cursor
+			return u.b.more, p.confirmStep(t, u.b)
+		}
+	}
 	if t.rs != nil && cursor >= t.rs.high {
 		p.dropRowSnap(t, "passed") // the cursor got there another way
 	}
@@ -1219,6 +1237,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	p.stats.countMoved(KindOf(st.spec.Kind, req), req)
 	if len(resp.Unheld) > 0 {
 		if err := p.pushUnheld(ctx, t, &st, b, req.ClaimsTo, resp.Unheld); err != nil {
+			t.unheld = &unheldBatch{cursor: cursor, b: b, claimsTo: req.ClaimsTo, levels: slices.Clone(resp.Unheld)}
 			return false, fmt.Errorf("push the relayed rows up to sequence %d the target does not hold: %w", b.last, err)
 		}
 	}
@@ -1228,6 +1247,14 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
 	return b.more, p.confirmStep(t, b)
+}
+
+// unheldBatch is target.unheld.
+type unheldBatch struct {
+	cursor   uint64 // the target's cursor when b was read
+	b        batch
+	claimsTo uint64
+	levels   []wire.OriginLevel // the receiver's answer
 }
 
 // request returns the push request of a step towards t, without rows.
