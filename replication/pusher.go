@@ -1320,12 +1320,7 @@ func (p *Pusher) pushUnheld(ctx context.Context, t *target, st *pushState, b bat
 			continue
 		}
 		if e.OriginSeq > 0 {
-			n := len(rows)
-			if k := len(spans) - 1; k >= 0 && spans[k].End == n && spans[k].Origin == e.Origin && spans[k].Seq == e.OriginSeq {
-				spans[k].End++
-			} else {
-				spans = append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
-			}
+			spans = appendRelayed(spans, len(rows), e)
 		}
 		rows = append(rows, e.Row)
 	}
@@ -1921,13 +1916,9 @@ func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, held [
 			continue
 		}
 		if e := &entries[i]; st.spec.Kind == metadata.TargetReplica && e.Origin != uuid.Nil && e.OriginSeq > 0 {
-			n := len(dst)
-			if k := len(spans) - 1; k >= 0 && spans[k].End == n && spans[k].Origin == e.Origin && spans[k].Seq == e.OriginSeq {
-				spans[k].End++
-			} else {
-				spans = append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
-			}
+			spans = appendRelayed(spans, len(dst), e)
 		}
+
 		if entries[i].Origin == uuid.Nil {
 			n := len(dst)
 			if k := len(own) - 1; k >= 0 && own[k].End == n {
@@ -1939,6 +1930,17 @@ func filterRows(dst []model.Row, spans []wire.RelaySpan, own []wire.Span, held [
 		dst = append(dst, *r)
 	}
 	return dst, spans, own, held
+}
+
+// appendRelayed appends to spans the row n of a push, relayed as e says
+// (wire.RelaySpan): the last span grows when it ends at n with the same
+// origin and sequence.
+func appendRelayed(spans []wire.RelaySpan, n int, e *partition.LogEntry) []wire.RelaySpan {
+	if k := len(spans) - 1; k >= 0 && spans[k].End == n && spans[k].Origin == e.Origin && spans[k].Seq == e.OriginSeq {
+		spans[k].End++
+		return spans
+	}
+	return append(spans, wire.RelaySpan{Start: n, End: n + 1, Origin: e.Origin, Seq: e.OriginSeq})
 }
 
 func inRange(t int64, begin, end *int64) bool {
