@@ -79,8 +79,7 @@ type ReceiveResult struct {
 // waiting up to applied.Wait for an origin's own push still on its way
 // (see Applied.Wait); the origins of the claims it cannot confirm come
 // back in Unheld with the levels held, and the push's ClaimsTo is then
-// not recorded. A nil
-// applied confirms no claim.
+// not recorded. A nil applied confirms no claim.
 func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResult, error) {
 	if len(req.Rows) == 0 && req.Count != 0 {
 		return ReceiveResult{}, fmt.Errorf("%w: push from %s claims %d rows and has none", ErrCorrupt, req.FromServer, req.Count)
@@ -298,8 +297,8 @@ func (a *Applied) note(to, from uuid.UUID, seq uint64) {
 // applied, whose Held claims all name except (rows it left out), holds
 // that whether or not the claims hold. A claim of except on from's
 // values needs no more (holdsFor): from never pushes a value back to the
-// replica it came from, so none of except's relays through from is a
-// value from had from except.
+// replica it came from, so the values except relays as from's never
+// include one that from got from except.
 func (a *Applied) noteExcept(to, from, except uuid.UUID, seq uint64) {
 	if a == nil || seq == 0 || from == uuid.Nil || except == uuid.Nil {
 		return
