@@ -317,11 +317,17 @@ func (a *Applied) noteExcept(to, from, except uuid.UUID, seq uint64) {
 
 // holds returns how far to holds origin's log for the claims of the
 // placement claimant (a relay of origin's values, wire.RelaySpan or
-// wire.HeldRelay; see appliedLevel.holdsFor), and when origin last
-// delivered a push to to.
-func (a *Applied) holds(to, origin, claimant uuid.UUID) (uint64, time.Time) {
+// wire.HeldRelay; see appliedLevel.holdsFor).
+func (a *Applied) holds(to, origin, claimant uuid.UUID) uint64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	level, _ := a.holdsLocked(to, origin, claimant)
+	return level
+}
+
+// holdsLocked is holds, with when origin last delivered a push to to;
+// a.mu is held.
+func (a *Applied) holdsLocked(to, origin, claimant uuid.UUID) (uint64, time.Time) {
 	l := a.seqs[to][origin]
 	if l == nil {
 		return 0, time.Time{}
@@ -369,11 +375,7 @@ func (a *Applied) waitLevel(to, origin, claimant uuid.UUID, seq uint64, deadline
 	}
 	for {
 		a.mu.Lock()
-		var level uint64
-		var at time.Time
-		if l := a.seqs[to][origin]; l != nil {
-			level, at = l.holdsFor(claimant), l.at
-		}
+		level, at := a.holdsLocked(to, origin, claimant)
 		if level >= seq {
 			a.mu.Unlock()
 			return level, true
@@ -474,7 +476,7 @@ func (a *Applied) dropHeld(rows []model.Row, own []bool, req wire.PushRequest) (
 		if sp.Seq == 0 || sp.Origin == uuid.Nil {
 			continue
 		}
-		if level, _ := a.holds(req.ToPlacement, sp.Origin, req.FromPlacement); level < sp.Seq {
+		if a.holds(req.ToPlacement, sp.Origin, req.FromPlacement) < sp.Seq {
 			continue
 		}
 		if keep == nil {
