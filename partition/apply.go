@@ -67,6 +67,15 @@ type applyScratch struct {
 	own       []bool
 	// ix collects the tag index entries of the batch (index.go).
 	ix indexBuilder
+	// pre holds, for the entries whose rows may be written as they came
+	// (preEncode), their encoding fields and their encoded values but
+	// for the sequence, built before applyMu is taken: entry i's are
+	// preFields[preF[i]:preF[i+1]] and pre[preV[i]:preV[i+1]] (empty: not
+	// pre-encoded).
+	pre       []byte
+	preV      []int32
+	preFields []encField
+	preF      []int32
 	// tailOnly reports that the batch writes the entry of its last change
 	// only and raises the truncation point to the sequence before it
 	// (addSeqIndex, nobody reads the log); applyLocked then records it.
@@ -88,6 +97,12 @@ func (sc *applyScratch) release() {
 	if cap(sc.seqVal) > maxPooledKeys {
 		sc.seqVal = nil
 	}
+	if cap(sc.pre) > maxPooledKeys {
+		sc.pre = nil
+	}
+	sc.pre, sc.preV, sc.preF = sc.pre[:0], sc.preV[:0], sc.preF[:0]
+	clear(sc.preFields) // drop references to the caller's strings
+	sc.preFields = sc.preFields[:0]
 	sc.vals = sc.vals[:0]
 	sc.valEnds = sc.valEnds[:0]
 	sc.entries = sc.entries[:0]
@@ -201,6 +216,7 @@ func (r *Replica) ApplyPush(rows []model.Row, p Push) (ApplyResult, error) {
 	defer sc.release()
 	sc.prepare(&r.ks, rows)
 	sc.origin, sc.originSeq, sc.own = p.Origin, p.OriginSeq, p.Own
+	sc.preEncode()
 
 	res, batch, err := r.applyLocked(sc, rows)
 	if err != nil {
@@ -327,6 +343,40 @@ func (sc *applyScratch) prepare(ks *keyspace, rows []model.Row) {
 		})
 		sc.mergeDuplicates()
 	}
+}
+
+// preEncode builds, outside applyMu, the encoding fields and the value
+// (but for its leading sequence) of every entry whose row may be written
+// as it came (sc.blind): applyLocked writes most such rows so (a row newer
+// than every stored one, or a merge operand) and then only prepends the
+// sequence. Relayed rows are looked up and merged under the lock, so
+// nothing is built for them. Measured in the peer harness: the encoding
+// was a fifth of the time four concurrent inserts into one replica spent
+// holding applyMu.
+func (sc *applyScratch) preEncode() {
+	sc.preV = append(sc.preV[:0], 0)
+	sc.preF = append(sc.preF[:0], 0)
+	for i := range sc.entries {
+		e := &sc.entries[i]
+		if sc.blind(e.row) {
+			start := len(sc.preFields)
+			for _, f := range sc.fields[e.row] {
+				sc.preFields = append(sc.preFields, encFromModel(&f))
+			}
+			sc.pre = sc.enc.appendValueBody(sc.pre, sc.preFields[start:])
+		}
+		sc.preV = append(sc.preV, int32(len(sc.pre)))
+		sc.preF = append(sc.preF, int32(len(sc.preFields)))
+	}
+}
+
+// preEncoded returns entry i's pre-encoded fields and value body, or nil
+// when preEncode built none.
+func (sc *applyScratch) preEncoded(i int) ([]encField, []byte) {
+	if sc.preF[i] == sc.preF[i+1] {
+		return nil, nil
+	}
+	return sc.preFields[sc.preF[i]:sc.preF[i+1]:sc.preF[i+1]], sc.pre[sc.preV[i]:sc.preV[i+1]:sc.preV[i+1]]
 }
 
 // mergeDuplicates folds entries with equal keys (adjacent, in input order)
@@ -478,6 +528,9 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			whole  = true
 			blind  bool
 			err    error
+			// body: merged is the incoming fields, pre-encoded (but
+			// for the sequence) outside the lock, or nil.
+			body []byte
 		)
 		own := sc.blind(e.row)
 		if !own {
@@ -485,9 +538,14 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		}
 		switch {
 		case row.Time > r.applyMu.maxTime:
-			merged = sc.newFields(fields)
+			if merged, body = sc.preEncoded(i); merged == nil {
+				merged = sc.newFields(fields)
+			}
 		case !r.lookUpAlways && own && ixState.covers(row.Series, fields) && (sc.origin == uuid.Nil || r.pushedBlind(key)):
-			merged, blind = sc.newFields(fields), true
+			if merged, body = sc.preEncoded(i); merged == nil {
+				merged = sc.newFields(fields)
+			}
+			blind = true
 		default:
 			if look.it == nil {
 				if look.it, err = newRowIter(r.store.db, nil, &r.ks, nil, nil); err != nil {
@@ -504,7 +562,11 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		}
 		seq++
 		start := len(sc.vals)
-		sc.vals = sc.enc.appendValue(sc.vals, seq, merged)
+		if body != nil {
+			sc.vals = append(binary.AppendUvarint(sc.vals, seq), body...)
+		} else {
+			sc.vals = sc.enc.appendValue(sc.vals, seq, merged)
+		}
 		if len(sc.vals) > math.MaxInt32 {
 			return 0, fmt.Errorf("%w: batch of %d rows too large", ErrInvalidRow, len(rows))
 		}

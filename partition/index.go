@@ -126,6 +126,19 @@ type indexBuilder struct {
 	have       bool
 	lastSeries string
 	lastMeas   string
+	// shape is the fields (names and kinds) of a row of measurement
+	// shapeMeas that noteIndex found all indexed or pending: a row of the
+	// same measurement and fields needs no lookup of them (the rows of
+	// one insert usually share their fields). Names are the rows' own
+	// strings (nameS), which outlive the Apply.
+	shape     []shapeField
+	shapeMeas string
+	shapeOK   bool
+}
+
+type shapeField struct {
+	name string
+	kind model.Kind
 }
 
 type pendingField struct {
@@ -144,6 +157,36 @@ func (ib *indexBuilder) reset() {
 	clear(ib.fieldsOf)
 	ib.fieldsOf = ib.fieldsOf[:0]
 	ib.have, ib.lastSeries, ib.lastMeas = false, "", ""
+	clear(ib.shape)
+	ib.shape, ib.shapeMeas, ib.shapeOK = ib.shape[:0], "", false
+}
+
+// sameShape reports whether merged has the fields of the last shape
+// noted for meas.
+func (ib *indexBuilder) sameShape(meas string, merged []encField) bool {
+	if !ib.shapeOK || meas != ib.shapeMeas || len(merged) != len(ib.shape) {
+		return false
+	}
+	for i := range merged {
+		f := &merged[i]
+		if f.nameB != nil || f.kind != ib.shape[i].kind || f.nameS != ib.shape[i].name {
+			return false
+		}
+	}
+	return true
+}
+
+// noteShape records merged's fields, all indexed or pending, as the
+// shape of meas; fields named by stored bytes are not kept.
+func (ib *indexBuilder) noteShape(meas string, merged []encField) {
+	ib.shape, ib.shapeOK = ib.shape[:0], false
+	for i := range merged {
+		if merged[i].nameB != nil {
+			return
+		}
+		ib.shape = append(ib.shape, shapeField{name: merged[i].nameS, kind: merged[i].kind})
+	}
+	ib.shapeMeas, ib.shapeOK = meas, true
 }
 
 // pendingSeriesAbove is the count of new series of one Apply past which
@@ -208,7 +251,11 @@ func (r *Replica) noteIndex(ib *indexBuilder, st *indexState, series string, mer
 			ib.lastMeas, _ = splitMeasurement(series) // twice in one Apply: rare
 		}
 	}
+	if ib.sameShape(ib.lastMeas, merged) {
+		return
+	}
 	fm := st.fields[ib.lastMeas]
+	defer ib.noteShape(ib.lastMeas, merged)
 	for i := range merged {
 		f := &merged[i]
 		if f.kind < model.KindFloat || f.kind > model.KindString {

@@ -349,3 +349,51 @@ func TestIndexCheckAtOpen(t *testing.T) {
 		t.Fatalf("SeriesKeys after Open with CheckIndex: %q", got)
 	}
 }
+
+// TestIndexFieldShapes writes rows whose fields share names but not
+// kinds, or add a field, or whose measurement changes, in one batch and
+// across batches (a batch's rows are applied in series order):
+// Apply skips the field lookups of a row shaped like the last one it
+// checked (indexBuilder.sameShape), and must still index every new kind
+// and name.
+func TestIndexFieldShapes(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	v := model.Version{Wall: 1, Node: 1}
+	row := func(series string, ts int64, fs ...model.Field) model.Row {
+		for i := range fs {
+			fs[i].Version = v
+		}
+		return model.Row{Series: series, Time: ts, Fields: fs}
+	}
+	f := func(name string, val model.Value) model.Field { return model.Field{Name: name, Value: val} }
+	batches := [][]model.Row{
+		{
+			row("cpu,host=a", 1, f("x", model.Float(1))),
+			row("cpu,host=b", 1, f("x", model.Float(2))),
+			row("cpu,host=c", 1, f("x", model.Int(3))),
+			row("cpu,host=0", 1, f("x", model.Float(4)), f("y", model.Bool(true))),
+			row("cpu,host=d", 1, f("x", model.Float(4))),
+			row("mem,host=a", 1, f("x", model.Float(5))),
+			row("mem,host=b", 1, f("x", model.String("s"))),
+		},
+		{
+			row("cpu,host=a", 2, f("x", model.Float(1))),
+			row("cpu,host=b", 2, f("x", model.Bool(false))),
+			row("cpu,host=c", 2, f("z", model.Float(3))),
+		},
+	}
+	var all []model.Row
+	for _, b := range batches {
+		all = append(all, b...)
+		mustApply(t, r, b...)
+		mustCheckIndex(t, r)
+	}
+	got, err := r.FieldKeys("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := naiveFieldKeys(all, ""); !slices.Equal(got, want) {
+		t.Fatalf("FieldKeys = %v, want %v", got, want)
+	}
+}

@@ -70,22 +70,28 @@ type memBucket struct {
 }
 
 // memSeries holds one series' rows of a storage bucket in time order.
+// The fields every insert touches come first, so that they share as few
+// cache lines as they can (an insert touches a series of a thousand or
+// more at random).
 type memSeries struct {
-	name string
 	rows []memRow
 	// arena holds the row values back to back; a value is never changed
 	// in place (an overwrite appends the row's value and the new
 	// operand).
 	arena []byte
-	// gen is memHead.views when rows was last copied or made.
-	gen uint64
 	// seqs is, per placement that wrote rows here, the lowest sequence
-	// of its log that holds one of them.
+	// of its log that holds one of them. It starts in seq0, inside the
+	// struct: noteSeq reads it for every row, and a separate allocation
+	// cost a cache miss per row (measured in the peer harness's profile).
 	seqs []memSeq
+	seq0 [1]memSeq
 	// bytes is the memory s holds (footprint), as counted in
 	// memHead.bytes; data is the bytes of its rows (their values and
 	// times), which sizes count as pebble's estimates count stored rows.
 	bytes, data int64
+	name        string // its length counts in footprint, read per insert
+	// gen is memHead.views when rows was last copied or made.
+	gen uint64
 	// removed: s left its bucket (sealed or drained) and is skipped in
 	// the bucket's sorted list. Under mu.
 	removed bool
@@ -123,6 +129,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 	s := bk.series[series]
 	if s == nil {
 		s = &memSeries{name: strings.Clone(series), gen: h.views.Load()}
+		s.seqs = s.seq0[:0]
 		if prev := h.buckets[b-1]; prev != nil && b > 0 {
 			// Room for as many rows as the series took in the bucket
 			// before: no growth, and no garbage of the grown slices.
@@ -177,7 +184,7 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 		s.rows = slices.Clone(s.rows)
 		s.gen = views
 	}
-	i := sort.Search(n, func(i int) bool { return s.rows[i].t >= t })
+	i := s.searchLate(t)
 	if i < n && s.rows[i].t == t {
 		// An overwrite: the row's value and val folded into one value
 		// (a row overwritten k times would otherwise hold k operands,
@@ -195,6 +202,23 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 	s.arena = append(s.arena, val...)
 	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
 	return int64(len(val)) + memRowOverhead
+}
+
+// lateProbe is how many rows searchLate steps back over before it
+// searches: concurrent inserts of consecutive ticks arrive a tick or two
+// out of order, so a late row usually belongs just before the last rows.
+const lateProbe = 4
+
+// searchLate returns the index of the first row at or after t, for a t
+// not after the last row's time.
+func (s *memSeries) searchLate(t int64) int {
+	n := len(s.rows)
+	for i := n - 1; i >= max(0, n-lateProbe); i-- {
+		if s.rows[i].t < t {
+			return i + 1
+		}
+	}
+	return sort.Search(n, func(i int) bool { return s.rows[i].t >= t })
 }
 
 // noteSeq records that placement p's sequence seq holds a row of s.

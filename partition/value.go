@@ -470,8 +470,13 @@ const mapVersionsAbove = 16
 // appendValue appends the encoding of a row value. fields must be sorted by
 // name without duplicates.
 func (e *valueEncoder) appendValue(dst []byte, seq uint64, fields []encField) []byte {
+	return e.appendValueBody(binary.AppendUvarint(dst, seq), fields)
+}
+
+// appendValueBody appends what follows a value's sequence: its version
+// table and fields.
+func (e *valueEncoder) appendValueBody(dst []byte, fields []encField) []byte {
 	e.buildVersionTable(fields)
-	dst = binary.AppendUvarint(dst, seq)
 	dst = binary.AppendUvarint(dst, uint64(len(e.vers)))
 	for _, v := range e.vers {
 		dst = binary.AppendVarint(dst, v.Wall)
