@@ -116,6 +116,7 @@ func (r *Replica) drainMemLocked() error {
 	}
 	r.store.memDrained.Add(int64(b.Count()))
 	h.clearLocked()
+	r.applyMu.changed()
 	return nil
 }
 
@@ -178,6 +179,7 @@ func (r *Replica) replayLog() error {
 	}
 	r.applyMu.Lock()
 	r.applyMu.maxTime = max(r.applyMu.maxTime, h.maxTime)
+	r.applyMu.changed()
 	r.applyMu.Unlock()
 	return nil
 }
@@ -407,6 +409,7 @@ func (r *Replica) unpinLog(now int64) (bool, error) {
 	for bk, names := range drained {
 		r.removeMem(bk, names)
 	}
+	r.applyMu.changed()
 	return len(drained) > 0, nil
 }
 
@@ -470,6 +473,7 @@ func (r *Replica) drainOldestBucket() error {
 	}
 	r.store.memDrained.Add(int64(b.Count()))
 	r.removeMem(bk, names)
+	r.applyMu.changed()
 	return nil
 }
 

@@ -48,6 +48,8 @@ func RegisterMetrics(reg prometheus.Registerer, store *Store) {
 		func() float64 { return float64(c.series.Load()) })
 	counter("tsdb_seal_skipped_total", "Series left in the head by a seal: over a block's limits.",
 		func() float64 { return float64(c.skipped.Load()) })
+	counter("tsdb_seal_retries_total", "Seal batches read and encoded outside the apply lock, then again under it because their data space changed meanwhile.",
+		func() float64 { return float64(store.SealRetries()) })
 	counter("tsdb_seal_head_bytes_total", "Key and value bytes of the head rows seals replaced.",
 		func() float64 { return float64(c.headBytes.Load()) })
 	counter("tsdb_seal_block_bytes_total", "Key and value bytes of the blocks seals wrote.",

@@ -82,6 +82,10 @@ type Replica struct {
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
 	hookApplyLocked func()
+	// hookSealOutside, when set (tests only, before any seal), runs in a
+	// seal's pass outside the apply lock after it read and encoded its
+	// batch, before it takes the lock to commit it.
+	hookSealOutside func()
 	// lookUpAlways, when set (tests only, before any Apply), makes Apply
 	// read every row before writing it, as before blind writes: the tests
 	// of what the read decides (a tie or a loss gets no sequence, the log
@@ -311,6 +315,7 @@ func (r *Replica) dropIf(cond func(*Replica) bool) (bool, error) {
 // It also takes cursors.mu, so a concurrent SetConfirmed writes its cursor
 // either before the DeleteRange (which removes it) or not at all.
 func (r *Replica) dropLocked() error {
+	r.applyMu.changed()
 	wasDropped := r.markDropped()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()

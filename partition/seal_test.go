@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -353,4 +354,164 @@ func TestSealStopsReadingOversizedSeries(t *testing.T) {
 	if got := scanAll(t, r); len(got) != len(rows) {
 		t.Fatalf("%d rows read; want %d", len(got), len(rows))
 	}
+}
+
+// TestSealOutsideTheLock: a seal reads and encodes a batch outside the
+// apply lock and commits it only if nothing changed the data space's rows
+// meanwhile. A write into the bucket being sealed, or a drain of the
+// memory head, between the read and the commit makes it seal the batch
+// again under the lock, and the write is kept (committed blind, the
+// seal's range deletion and removal from memory would drop it); a write
+// into another bucket does not.
+func TestSealOutsideTheLock(t *testing.T) {
+	old := int64(5) << bucketShift // ended in 1970
+	future := time.Now().Add(24 * time.Hour).UnixNano()
+	cases := []struct {
+		name    string
+		during  func(t *testing.T, r *Replica)
+		retries int64
+		want    []model.Row
+	}{
+		{"write into the bucket", func(t *testing.T, r *Replica) {
+			mustApply(t, r, row("cpu,host=b", old+7, fl("a", 9, 2)))
+		}, 1, []model.Row{
+			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 2, 1)),
+			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=b", old+7, fl("a", 9, 2)),
+			row("cpu,host=c", old, fl("a", 4, 1)),
+		}},
+		{"overwrite in the bucket", func(t *testing.T, r *Replica) {
+			mustApply(t, r, row("cpu,host=a", old+1, fl("a", 8, 2)))
+		}, 1, []model.Row{
+			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 8, 2)),
+			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
+		}},
+		{"drain of the memory head", func(t *testing.T, r *Replica) {
+			if err := r.drainMem(); err != nil {
+				t.Fatal(err)
+			}
+		}, 1, nil},
+		{"write into another bucket", func(t *testing.T, r *Replica) {
+			mustApply(t, r, row("cpu,host=a", future, fl("a", 5, 2)))
+		}, 0, []model.Row{
+			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 2, 1)),
+			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
+			row("cpu,host=a", future, fl("a", 5, 2)),
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTestStore(t, "")
+			r := createTestReplica(t, s)
+			base := []model.Row{
+				row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 2, 1)),
+				row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
+			}
+			mustApply(t, r, base...)
+			if c.name == "drain of the memory head" && r.applyMu.mem == nil {
+				t.Skip("no memory head to drain (TSDB_TEST_MEMHEAD=0)")
+			}
+			ran := false
+			r.hookSealOutside = func() {
+				if !ran {
+					ran = true
+					c.during(t, r)
+				}
+			}
+			st, err := r.Seal(t.Context(), old+1<<bucketShift)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ran {
+				t.Fatal("the seal never ran outside the lock")
+			}
+			if st.Series != 3 {
+				t.Fatalf("sealed %d series, want 3 (%+v)", st.Series, st)
+			}
+			want := c.want
+			if want == nil {
+				want = base
+			}
+			got := scanAll(t, r)
+			byKey := func(a, b model.Row) int {
+				if a.Series != b.Series {
+					return cmp.Compare(a.Series, b.Series)
+				}
+				return cmp.Compare(a.Time, b.Time)
+			}
+			slices.SortFunc(got, byKey)
+			want = slices.Clone(want)
+			slices.SortFunc(want, byKey)
+			if err := sameRows(got, want); err != nil {
+				t.Fatal(err)
+			}
+			// Everything in the sealed bucket is sealed; only a write into
+			// another (not ended) bucket stays in the head.
+			heads := 0
+			if c.name == "write into another bucket" {
+				heads = 1
+			}
+			if n := countHeadRows(t, r); n != heads {
+				t.Fatalf("%d head rows left, want %d", n, heads)
+			}
+			if got := s.SealRetries(); got != c.retries {
+				t.Fatalf("%d seal batches read again under the lock, want %d", got, c.retries)
+			}
+		})
+	}
+}
+
+// TestSealOutsideTheLockUnderWrites seals again and again while a writer
+// adds rows to the buckets being sealed and to later ones: every row
+// written is read back once, with its value, whichever of a seal's read
+// and commit it fell between (run it with -race).
+func TestSealOutsideTheLockUnderWrites(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const n = 3000
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			bk := int64(5 + i%3) // three ended buckets, written in turn
+			ts := bk<<bucketShift + int64(i)
+			series := fmt.Sprintf("cpu,host=%d", i%17)
+			if _, err := r.Apply([]model.Row{row(series, ts, fl("a", float64(i), 1))}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	sealed := int64(0)
+	for writing := true; writing; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			writing = false
+		default:
+		}
+		st, err := r.Seal(t.Context(), 8<<bucketShift)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed += int64(st.Rows)
+	}
+	if _, err := r.Seal(t.Context(), 8<<bucketShift); err != nil {
+		t.Fatal(err)
+	}
+	got := scanAll(t, r)
+	if len(got) != n {
+		t.Fatalf("%d rows read back, want %d", len(got), n)
+	}
+	for _, g := range got {
+		i := g.Time & (1<<bucketShift - 1)
+		if want := fmt.Sprintf("cpu,host=%d", i%17); g.Series != want || g.Fields[0].Value.F != float64(i) {
+			t.Fatalf("row %s@%d = %v, want %s with a=%d", g.Series, g.Time, g.Fields, want, i)
+		}
+	}
+	if n := countHeadRows(t, r); n != 0 {
+		t.Fatalf("%d head rows left after the last seal", n)
+	}
+	t.Logf("%d rows sealed while writing, %d seal batches read again under the lock", sealed, s.SealRetries())
 }

@@ -62,6 +62,16 @@ type dataSpace struct {
 	// which is older still), and the whole map past maxLastWrite entries
 	// (buckets then look quiet sooner: a re-seal at worst). Under the lock.
 	lastWrite map[uint32]int64
+	// writes counts the writes noteWrite noted, and writeN holds, per
+	// bucket in lastWrite, the count at its last one; gen counts every
+	// other change of the space's rows (a seal's commit, a drain, a
+	// chunk ingest, a drop, a replay, an unload or resume) and every loss
+	// of a bucket's writeN. A seal that read a bucket outside the lock
+	// commits only if neither moved meanwhile (seal.go, sealStamp).
+	// Under the lock.
+	writes uint64
+	writeN map[uint32]uint64
+	gen    uint64
 	// settled holds, for a bucket whose seal left series too large for a
 	// block in the head, when that seal ended: seals pass the bucket over
 	// until a later write. Under the lock.
@@ -79,9 +89,25 @@ type dataSpace struct {
 func (sp *dataSpace) noteWrite(b uint32, now int64) {
 	if sp.lastWrite == nil || len(sp.lastWrite) >= maxLastWrite {
 		sp.lastWrite = map[uint32]int64{}
+		sp.writeN = map[uint32]uint64{}
+		sp.gen++
 	}
 	sp.lastWrite[b] = now
+	sp.writes++
+	sp.writeN[b] = sp.writes
 }
+
+// forgetWrite drops bucket b's note. The caller holds the lock.
+func (sp *dataSpace) forgetWrite(b uint32) {
+	delete(sp.lastWrite, b)
+	delete(sp.writeN, b)
+	sp.gen++
+}
+
+// changed records a change of the space's rows other than an Apply's
+// (noteWrite): a seal reading outside the lock then starts again under
+// it. The caller holds the lock.
+func (sp *dataSpace) changed() { sp.gen++ }
 
 // maxLastWrite bounds dataSpace.lastWrite (a store that never seals, or
 // writes spread over years of buckets).

@@ -107,6 +107,10 @@ type Store struct {
 	memSealed atomic.Int64
 	// sealed counts what seals did (seal.go).
 	sealed sealCounters
+	// sealRetries counts the seal batches read outside the apply lock
+	// and read again under it, as the space changed meanwhile
+	// (SealRetries).
+	sealRetries atomic.Int64
 	// opened is when Open opened the store (wall clock ns): the sealer
 	// takes a bucket not written since as written then.
 	opened int64

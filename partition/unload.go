@@ -15,6 +15,7 @@ func (r *Replica) Unload() {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.unloading.Store(true)
+	r.applyMu.changed()
 }
 
 // Resume undoes Unload (discovery answered SERVE or LOAD again). Idempotent.
@@ -22,6 +23,7 @@ func (r *Replica) Resume() {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.unloading.Store(false)
+	r.applyMu.changed()
 }
 
 // Unloading reports whether Unload is in effect.
