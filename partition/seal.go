@@ -30,20 +30,23 @@ import (
 // bucket later goes to the head again; reads fold it over the block, and
 // the next seal of the bucket folds it in.
 //
-// Each batch of a seal runs under the data space's apply lock, so no
-// write lands between the read of a series' head rows and the deletion of
-// exactly those: a write is either read into the block or stays in the
-// head. The lock is held for about sealBatchRows rows at a time (read, or
-// passed over in blocks; a series is never cut, but one over a block's
-// limits is read no further).
+// Each batch of a seal commits under the data space's apply lock, and
+// only if no write landed between the read of its series' head rows and
+// the deletion of exactly those: a write is either read into the block
+// or stays in the head. A batch (about sealBatchRows rows read, or passed
+// over in blocks; a series is never cut, but one over a block's limits
+// is read no further) is read and encoded outside the lock after a stamp
+// of the space, and committed under it if the stamp still holds; else it
+// is read again under the lock (sealSome).
 //
 // A sealed row has no sequence of its own (its value reads with sequence
 // 0): the log keeps what it kept, each entry carrying its change, and an
 // overwrite of a sealed row deletes no entry.
 
-// sealBatchRows bounds the rows one batch of a seal reads, and so how long
-// it holds the data space's apply lock (a series is never cut). A variable
-// for the tests of seals in many batches only.
+// sealBatchRows bounds the rows one batch of a seal reads (a series is
+// never cut), and so how long a batch read again under the data space's
+// apply lock holds it. A variable for the tests of seals in many batches
+// only.
 var sealBatchRows = 50_000
 
 // SealStats counts what a seal did.
