@@ -519,9 +519,10 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 				break
 			}
 			sc.series, started = string(series), true
-			// Outside the lock no series is oversized: the seal went
-			// under it otherwise, and one noted since changes the stamp.
-			if _, known := r.applyMu.oversized[oversizedKey(b, series)]; !sc.outside && known {
+			// Outside the lock the map is not read (another seal may
+			// write it): no series was oversized when the stamp was
+			// taken, and one noted since changes the stamp.
+			if !sc.outside && r.oversizedLocked(b, series) {
 				// Too large for a block, found so before: not read again.
 				if err := sc.keep(r, b, batch); err != nil {
 					return nil, err
@@ -669,6 +670,13 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 // oversizedKey names a series of a storage bucket in dataSpace.oversized.
 func oversizedKey(b uint32, series []byte) string {
 	return string(binary.BigEndian.AppendUint32(nil, b)) + string(series)
+}
+
+// oversizedLocked reports whether series' rows of bucket b are known to
+// be too many for a block. The caller holds applyMu.
+func (r *Replica) oversizedLocked(b uint32, series []byte) bool {
+	_, known := r.applyMu.oversized[oversizedKey(b, series)]
+	return known
 }
 
 // noteOversized records that series' rows of bucket b stay in the head, so
