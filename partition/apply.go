@@ -360,14 +360,21 @@ func (sc *applyScratch) preEncode() {
 		e := &sc.entries[i]
 		if sc.blind(e.row) {
 			start := len(sc.preFields)
-			for _, f := range sc.fields[e.row] {
-				sc.preFields = append(sc.preFields, encFromModel(&f))
-			}
+			sc.preFields = appendEncFields(sc.preFields, sc.fields[e.row])
 			sc.pre = sc.enc.appendValueBody(sc.pre, sc.preFields[start:])
 		}
 		sc.preV = append(sc.preV, int32(len(sc.pre)))
 		sc.preF = append(sc.preF, int32(len(sc.preFields)))
 	}
+}
+
+// incoming returns the encoding fields of entry i's incoming fields and,
+// when preEncode built it, its value body (else nil).
+func (sc *applyScratch) incoming(i int, fields []model.Field) ([]encField, []byte) {
+	if merged, body := sc.preEncoded(i); merged != nil {
+		return merged, body
+	}
+	return sc.newFields(fields), nil
 }
 
 // preEncoded returns entry i's pre-encoded fields and value body, or nil
@@ -538,13 +545,9 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 		}
 		switch {
 		case row.Time > r.applyMu.maxTime:
-			if merged, body = sc.preEncoded(i); merged == nil {
-				merged = sc.newFields(fields)
-			}
+			merged, body = sc.incoming(i, fields)
 		case !r.lookUpAlways && own && ixState.covers(row.Series, fields) && (sc.origin == uuid.Nil || r.pushedBlind(key)):
-			if merged, body = sc.preEncoded(i); merged == nil {
-				merged = sc.newFields(fields)
-			}
+			merged, body = sc.incoming(i, fields)
 			blind = true
 		default:
 			if look.it == nil {
@@ -741,11 +744,16 @@ func (r *Replica) pushedBlind(key []byte) bool {
 // newFields returns the encoding fields of a row that is not stored yet,
 // or of a merge operand.
 func (sc *applyScratch) newFields(in []model.Field) []encField {
-	sc.merged = sc.merged[:0]
-	for i := range in {
-		sc.merged = append(sc.merged, encFromModel(&in[i]))
-	}
+	sc.merged = appendEncFields(sc.merged[:0], in)
 	return sc.merged
+}
+
+// appendEncFields appends the encoding fields of in to dst.
+func appendEncFields(dst []encField, in []model.Field) []encField {
+	for i := range in {
+		dst = append(dst, encFromModel(&in[i]))
+	}
+	return dst
 }
 
 // rowLookup finds the stored rows of one Apply batch, whose keys it is

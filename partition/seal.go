@@ -375,16 +375,14 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 
 // sealStamp is what a seal outside the apply lock compares before it
 // commits: the space's count of other changes and bucket b's last noted
-// write.
+// write (0: none noted; noteWrite's counts start at 1).
 type sealStamp struct {
 	gen, writeN uint64
-	written     bool
 }
 
 // stampLocked returns bucket b's stamp. The caller holds the lock.
 func (sp *dataSpace) stampLocked(b uint32) sealStamp {
-	n, ok := sp.writeN[b]
-	return sealStamp{gen: sp.gen, writeN: n, written: ok}
+	return sealStamp{gen: sp.gen, writeN: sp.writeN[b]}
 }
 
 // errSealUnderLock stops a seal outside the apply lock that met what only
@@ -431,11 +429,7 @@ func (r *Replica) sealSomeOutside(b uint32, from []byte, st *SealStats) (next []
 	if err := r.commitSeal(b, out.batch, out.done); err != nil {
 		return nil, false, err
 	}
-	st.Series += out.st.Series
-	st.Rows += out.st.Rows
-	st.HeadBytes += out.st.HeadBytes
-	st.BlockBytes += out.st.BlockBytes
-	st.Skipped += out.st.Skipped
+	st.Add(out.st)
 	return next, true, nil
 }
 

@@ -371,6 +371,10 @@ func TestSealOutsideTheLock(t *testing.T) {
 		during  func(t *testing.T, r *Replica)
 		retries int64
 		want    []model.Row
+		// heads: rows left in the head (a write into a bucket not
+		// ended); memHead: the case needs a memory head.
+		heads   int
+		memHead bool
 	}{
 		{"write into the bucket", func(t *testing.T, r *Replica) {
 			mustApply(t, r, row("cpu,host=b", old+7, fl("a", 9, 2)))
@@ -378,25 +382,25 @@ func TestSealOutsideTheLock(t *testing.T) {
 			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 2, 1)),
 			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=b", old+7, fl("a", 9, 2)),
 			row("cpu,host=c", old, fl("a", 4, 1)),
-		}},
+		}, 0, false},
 		{"overwrite in the bucket", func(t *testing.T, r *Replica) {
 			mustApply(t, r, row("cpu,host=a", old+1, fl("a", 8, 2)))
 		}, 1, []model.Row{
 			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 8, 2)),
 			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
-		}},
+		}, 0, false},
 		{"drain of the memory head", func(t *testing.T, r *Replica) {
 			if err := r.drainMem(); err != nil {
 				t.Fatal(err)
 			}
-		}, 1, nil},
+		}, 1, nil, 0, true},
 		{"write into another bucket", func(t *testing.T, r *Replica) {
 			mustApply(t, r, row("cpu,host=a", future, fl("a", 5, 2)))
 		}, 0, []model.Row{
 			row("cpu,host=a", old, fl("a", 1, 1)), row("cpu,host=a", old+1, fl("a", 2, 1)),
 			row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
 			row("cpu,host=a", future, fl("a", 5, 2)),
-		}},
+		}, 1, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -407,7 +411,7 @@ func TestSealOutsideTheLock(t *testing.T) {
 				row("cpu,host=b", old, fl("a", 3, 1)), row("cpu,host=c", old, fl("a", 4, 1)),
 			}
 			mustApply(t, r, base...)
-			if c.name == "drain of the memory head" && r.applyMu.mem == nil {
+			if c.memHead && r.applyMu.mem == nil {
 				t.Skip("no memory head to drain (TSDB_TEST_MEMHEAD=0)")
 			}
 			ran := false
@@ -446,12 +450,8 @@ func TestSealOutsideTheLock(t *testing.T) {
 			}
 			// Everything in the sealed bucket is sealed; only a write into
 			// another (not ended) bucket stays in the head.
-			heads := 0
-			if c.name == "write into another bucket" {
-				heads = 1
-			}
-			if n := countHeadRows(t, r); n != heads {
-				t.Fatalf("%d head rows left, want %d", n, heads)
+			if n := countHeadRows(t, r); n != c.heads {
+				t.Fatalf("%d head rows left, want %d", n, c.heads)
 			}
 			if got := s.SealRetries(); got != c.retries {
 				t.Fatalf("%d seal batches read again under the lock, want %d", got, c.retries)
