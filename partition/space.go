@@ -468,6 +468,30 @@ func (r *Replica) CoveringSharers() []uuid.UUID {
 	return out
 }
 
+// CoveredSharers returns the live local replicas other than r that share
+// r's data space and whose ranges r's covers, in no particular order: the
+// members in whose ranges r's rows stay once r is dropped (a drop deletes
+// only rows no live member covers). nil when r shares with none.
+func (r *Replica) CoveredSharers() []uuid.UUID {
+	own, ok := spanOf(r.info.Begin, r.info.End)
+	if !ok || !r.applyMu.shared.Load() {
+		return nil
+	}
+	s := r.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []uuid.UUID
+	for p, o := range r.applyMu.members {
+		if o == r || o.dropped.Load() {
+			continue
+		}
+		if sp, ok := spanOf(o.info.Begin, o.info.End); ok && own.lo <= sp.lo && sp.hi <= own.hi {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // ownRowBounds returns the iterator bounds of the storage buckets r's
 // range touches (rows of other members may lie in its first and last).
 func (r *Replica) ownRowBounds() (lower, upper []byte) {

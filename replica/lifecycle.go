@@ -74,6 +74,9 @@ func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 // none of them serves target (a joiner added after the parent's drop):
 // the target gets a row snapshot.
 func (s *Server) inherited(rep *partition.Replica, target uuid.UUID) replication.Inheritance {
+	if hold := s.cfg.Knobs.HoldInherited; hold != nil && hold(rep.Info().Placement) {
+		return replication.InheritPending
+	}
 	created := rep.Info().CreatedAt
 	out := replication.InheritNone
 	for _, m := range rep.CoveringSharers() {
@@ -95,7 +98,10 @@ func (s *Server) inherited(rep *partition.Replica, target uuid.UUID) replication
 			out = replication.InheritHeld
 		}
 	}
-	return out
+	// The ones dropped already (the usual case under load: a parent
+	// drops as soon as its targets confirmed everything, before its
+	// children serve).
+	return s.departed.inherited(rep.Info(), rep.DataSpace(), target, out)
 }
 
 // catchUpBatchRows is the rows per catch-up push (split backfill, join
@@ -199,7 +205,22 @@ func (s *Server) tryDrop(st Status) error {
 	if rt == nil {
 		return nil
 	}
-	dropped, err := s.store.DropReplicaIf(st.Placement, rt.pusher.DropReady)
+	// Read before the drop (the predicate runs under the store's lock): a
+	// member joining in between is only missing from the record.
+	var covered []uuid.UUID
+	if rep, ok := s.store.Replica(st.Placement); ok {
+		covered = rep.CoveredSharers()
+	}
+	dropped, err := s.store.DropReplicaIf(st.Placement, func(r *partition.Replica) bool {
+		if !rt.pusher.DropReady(r) {
+			return false
+		}
+		// Noted before the drop, so no child's pusher finds neither
+		// the replica nor its record; the replica writes nothing more
+		// either way (UNLOAD, no apply in flight, under its apply lock).
+		s.departed.note(r.Info(), r.DataSpace(), rt.pusher.Deliveries(), covered, s.cfg.Now())
+		return true
+	})
 	if err != nil || !dropped {
 		return err
 	}

@@ -41,14 +41,16 @@ func (p pushSender) Push(ctx context.Context, t metadata.Target, req wire.PushRe
 
 // Replicate applies a push to the local replica it names (replicate) and
 // answers with the local replicas that share that replica's rows and cover
-// its range (partition.Replica.CoveringSharers): the sender may count the
+// its range (partition.Replica.CoveringSharers), and those dropped since
+// whose rows in its range stayed (departed.go): the sender may count the
 // target as holding what it confirmed to one of them.
 func (s *Server) Replicate(ctx context.Context, req wire.PushRequest) (wire.PushResponse, error) {
 	rep, unheld, err := s.replicate(ctx, req)
 	if err != nil {
 		return wire.PushResponse{}, err
 	}
-	return wire.PushResponse{Shares: rep.CoveringSharers(), Unheld: unheld}, nil
+	shares := append(rep.CoveringSharers(), s.departed.aliases(rep.Info().Placement)...)
+	return wire.PushResponse{Shares: shares, Unheld: unheld}, nil
 }
 
 // replicate applies a push to the local replica it names, if this server

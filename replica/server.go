@@ -100,6 +100,11 @@ type TestingKnobs struct {
 	LaggardAfter time.Duration
 	MaxLogLag    int
 	TruncateMin  int
+	// HoldInherited, while it returns true for a replica, makes that
+	// replica's pusher wait (replication.InheritPending) instead of
+	// asking the replicas it inherited its rows from, so a test can
+	// drop them first.
+	HoldInherited func(placement uuid.UUID) bool
 	// GenerationMargin, when set, replaces the minute by which a replica
 	// must predate its table to belong to a dropped table of the same
 	// name (droptable.go).
@@ -140,6 +145,9 @@ type Server struct {
 	// catchUpSlots bounds the catch-up pushes (split backfills, join
 	// catch-ups) in flight from this server (CatchUpConcurrency).
 	catchUpSlots chan struct{}
+	// departed are the records the replicas dropped from shared data
+	// spaces left for the members created after them (departed.go).
+	departed departedSharers
 
 	// bg is the context of the pushers, cancelled by Close; wg waits for
 	// them.

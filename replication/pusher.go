@@ -1422,14 +1422,35 @@ func (p *Pusher) Delivered(target uuid.UUID) (served, all bool) {
 	if t == nil {
 		return false, false
 	}
+	return true, p.confirmedLocked(t) >= p.deliveryNeed()
+}
+
+// Deliveries reports Delivered for every target of the Pusher: its
+// placement, and whether it confirmed the whole log. A replica dropped
+// from a shared data space leaves this answer to the members created
+// after it (the node's Config.Inherited): once it is dropped its log
+// never grows, so the answer is final.
+func (p *Pusher) Deliveries() map[uuid.UUID]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	need := p.deliveryNeed()
+	out := make(map[uuid.UUID]bool, len(p.mu.targets))
+	for id, t := range p.mu.targets {
+		out[id] = p.confirmedLocked(t) >= need
+	}
+	return out
+}
+
+// deliveryNeed is the cursor a target must have confirmed to hold every
+// row of the log (Delivered): its high sequence, or the truncation point
+// of a log truncated above it (a shared member that never wrote: the
+// target must have had the rows that point stands for).
+func (p *Pusher) deliveryNeed() uint64 {
 	need := p.cfg.Log.HighSeq()
 	if tl, ok := p.cfg.Log.(TruncatingLog); ok {
-		// A log truncated above its high sequence's entries (a shared
-		// member that never wrote): the target must have had the rows
-		// that point stands for.
 		need = max(need, tl.LogStart())
 	}
-	return true, p.confirmedLocked(t) >= need
+	return need
 }
 
 // confirmShared confirms t up to the synced watermark when t's replica
