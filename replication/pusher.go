@@ -1169,10 +1169,12 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
 		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
+	release := func() {}
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
-			defer func() { <-p.cfg.CatchUpSlots }()
+			release = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots })
+			defer release()
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
@@ -1199,11 +1201,17 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		// snapshot's position moves only once a batch is delivered). A
 		// target with nothing to receive (a pre-split child's empty
 		// range) is not asked: its cursor advances without contact, as
-		// before.
-		aliased, err := p.probe(ctx, t, &st)
-		if err != nil || aliased {
-			return aliased, err
+		// before. The probe carries no rows: it gives the catch-up slot
+		// back first (the batch is read again next step), so that one receiver slow to answer (catching up
+		// with the METADATA of a split storm) does not hold every other
+		// target's bulk copy on this server.
+		release()
+		if err := p.probe(ctx, t, &st); err != nil {
+			return false, err
 		}
+		// Aliased or not, the next step reads the batch again: under a
+		// slot, after the answer's confirmation (confirmAliased).
+		return true, nil
 	}
 	req := p.request(t, &st)
 	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
@@ -1343,16 +1351,16 @@ func (p *Pusher) pushUnheld(ctx context.Context, t *target, st *pushState, b bat
 }
 
 // probe sends t an empty push (no rows, nothing confirmed by it) for the
-// answer's sharers, and reports whether it named any: confirmAliased then
-// raises t's cursor at the next step. It costs one round trip per target
-// and goroutine start, against a batch of up to CatchUpBatchRows rows (a
-// 4 MiB snapshot chunk) a split child on a server holding the parent
-// would otherwise receive before the answer that names its sharer.
-func (p *Pusher) probe(ctx context.Context, t *target, st *pushState) (aliased bool, err error) {
+// answer's sharers: confirmAliased then raises t's cursor at the next step
+// if it named any. It costs one round trip per target and goroutine
+// start, against a batch of up to CatchUpBatchRows rows (a 4 MiB snapshot
+// chunk) a split child on a server holding the parent would otherwise
+// receive before the answer that names its sharer.
+func (p *Pusher) probe(ctx context.Context, t *target, st *pushState) error {
 	if _, err := p.send(ctx, t, st, p.request(t, st)); err != nil {
-		return false, fmt.Errorf("ask %s for the replicas sharing its rows: %w", t.id, err)
+		return fmt.Errorf("ask %s for the replicas sharing its rows: %w", t.id, err)
 	}
-	return len(t.sharers) > 0, nil
+	return nil
 }
 
 // confirmAliased raises t's cursor to this Pusher's cursor for a replica

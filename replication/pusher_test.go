@@ -939,3 +939,48 @@ func TestWaitChildAfterMark(t *testing.T) {
 		}
 	})
 }
+
+// TestProbeHoldsNoCatchUpSlot: with one catch-up slot, a split target
+// whose probe for sharers gets no answer (a receiver slow to answer) does
+// not hold the slot: another target's backfill goes through meanwhile,
+// and the first completes once answered.
+func TestProbeHoldsNoCatchUpSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newFakeLog()
+		for i := range 100 {
+			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+		}
+		child := uuid.New()
+		a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		var probing atomic.Bool
+		answer := make(chan struct{})
+		rec := &recorder{fail: func(to metadata.Target, req wire.PushRequest) error {
+			if to.PlacementID == a.PlacementID && req.Count == 0 && probing.CompareAndSwap(false, true) {
+				<-answer // a's first probe waits for its answer
+			}
+			return nil
+		}}
+		p := newTestPusher(log, rec, func(c *Config) { c.CatchUpBatchRows = 10; c.CatchUpSlots = make(chan struct{}, 1) })
+		p.SetView(1, view(a))
+		runPusher(t, p)
+		synctest.Wait()
+		if !probing.Load() {
+			t.Fatal("a's backfill sent no probe")
+		}
+		p.SetView(2, view(a, b))
+		waitUntil(t, p, "b's backfill while a's probe waits", func() bool {
+			for _, st := range p.Status() {
+				if st.Placement == b.PlacementID {
+					return st.MarkReached
+				}
+			}
+			return false
+		})
+		close(answer)
+		waitUntil(t, p, "both backfills", func() bool {
+			st := p.Status()
+			return len(st) == 2 && st[0].MarkReached && st[1].MarkReached
+		})
+	})
+}
