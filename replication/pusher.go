@@ -1169,19 +1169,43 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
 		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
-	release := func() {}
+	release, held := func() {}, false
+	acquire := func() error {
+		select {
+		case p.cfg.CatchUpSlots <- struct{}{}:
+			release, held = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots }), true
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer func() { release() }()
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
-			release = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots })
-			defer release()
-		case <-ctx.Done():
-			return false, ctx.Err()
+			release, held = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots }), true
+		default:
+			// The slot is busy with another target's bulk copy. A target
+			// with nothing to copy (the empty range of a pre-split
+			// child) need not queue behind it: a read of one row tells.
+			if empty, err := p.nothingToCopy(t, &st, cursor, backfill); err != nil {
+				return false, err
+			} else if !empty {
+				if err := acquire(); err != nil {
+					return false, err
+				}
+			}
 		}
 	}
-	b, err := p.readBatch(t, &st, cursor, catchUp, backfill)
+	b, err := p.readBatch(t, &st, cursor, catchUp, backfill, false)
 	if err != nil {
 		return false, err
+	}
+	if catchUp && p.cfg.CatchUpSlots != nil && !held && (len(b.entries) > 0 || b.chunk.Rows > 0) {
+		// Rows came since the look (a live log): they go under a slot.
+		if err := acquire(); err != nil {
+			return false, err
+		}
 	}
 	// Complete: after this push the target has everything up to its mark.
 	complete := st.spec.Kind == metadata.TargetJoining && st.hasMark && b.confirmTo >= st.mark
@@ -1562,14 +1586,32 @@ type batch struct {
 	confirmTo, ahead uint64
 }
 
+// nothingToCopy reports whether a catch-up step towards t would find no
+// row to push, by a read of at most one row (one entry of a log, one row
+// of a row snapshot's chunk): exact for a row snapshot and for a log with
+// no entry left, and false for any entry read (it may lie outside t's
+// range, which only the full read's filter tells). The read leaves
+// nothing behind but what the full read redoes (a row snapshot started,
+// its pending position).
+func (p *Pusher) nothingToCopy(t *target, st *pushState, cursor uint64, backfill bool) (bool, error) {
+	b, err := p.readBatch(t, st, cursor, true, backfill, true)
+	if err != nil {
+		return false, err
+	}
+	return len(b.entries) == 0 && b.chunk.Rows == 0, nil
+}
+
 // readBatch reads the batch above cursor (from the snapshot while st has
-// one, else the live log), in CatchUpBatchRows when catchUp, and decides
-// what the cursor may claim after it.
-func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, backfill bool) (batch, error) {
+// one, else the live log), in CatchUpBatchRows when catchUp (one row when
+// peek: nothingToCopy), and decides what the cursor may claim after it.
+func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, backfill, peek bool) (batch, error) {
 	frozen := st.frozen != nil
 	batchRows := p.cfg.BatchRows
 	if catchUp {
 		batchRows = p.cfg.CatchUpBatchRows
+	}
+	if peek {
+		batchRows = 1
 	}
 	// A cursor below the log's truncation point cannot be served from
 	// the log: the target gets a row snapshot (readRowSnapshot).
@@ -1579,7 +1621,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 		}
 	}
 	if t.rs != nil {
-		return p.readRowSnapshot(t, cursor, batchRows)
+		return p.readRowSnapshot(t, cursor, batchRows, peek)
 	}
 	from := cursor
 	if t.aheadOf == cursor && t.ahead > cursor {
@@ -1608,7 +1650,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 		if err := p.startRowSnap(t, st, cursor); err != nil {
 			return batch{}, err
 		}
-		return p.readRowSnapshot(t, cursor, batchRows)
+		return p.readRowSnapshot(t, cursor, batchRows, peek)
 	}
 	if err != nil {
 		return batch{}, fmt.Errorf("read log after %d: %w", from, err)
@@ -1691,10 +1733,14 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 // batch of the same snapshot, all delivered. A read error drops the
 // snapshot: the next step starts a new one. The rows carry no origin: a row may go
 // back to the placement it came from, where it ties and changes nothing.
-func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch, error) {
+func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int, peek bool) (batch, error) {
 	rs := t.rs
 	if cs, ok := rs.snap.(ChunkSnapshot); ok && !p.cfg.RowSnapshots {
-		return p.readChunk(t, cs, cursor)
+		maxBytes := p.cfg.MaxBatchBytes
+		if peek {
+			maxBytes = 1 // one row
+		}
+		return p.readChunk(t, cs, cursor, maxBytes)
 	}
 	rows, err := rs.snap.ReadRows(rs.after, rs.rng, batchRows)
 	if err != nil {
@@ -1725,9 +1771,9 @@ func (p *Pusher) readRowSnapshot(t *target, cursor uint64, batchRows int) (batch
 // of up to Config.MaxBatchBytes of stored rows, which the receiver
 // ingests as sstables. The position, the cursor and the end of the
 // snapshot follow the same rules as a batch of rows.
-func (p *Pusher) readChunk(t *target, cs ChunkSnapshot, cursor uint64) (batch, error) {
+func (p *Pusher) readChunk(t *target, cs ChunkSnapshot, cursor uint64, maxBytes int) (batch, error) {
 	rs := t.rs
-	c, err := cs.ReadChunk(t.buf[:0], rs.after, rs.rng, p.cfg.MaxBatchBytes)
+	c, err := cs.ReadChunk(t.buf[:0], rs.after, rs.rng, maxBytes)
 	if err != nil {
 		p.dropRowSnap(t, "failed")
 		return batch{}, fmt.Errorf("read snapshot chunk at sequence %d: %w", rs.high, err)

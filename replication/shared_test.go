@@ -290,3 +290,70 @@ func TestDelivered(t *testing.T) {
 		t.Fatal("a row not confirmed yet counts as delivered")
 	}
 }
+
+// TestEmptyCatchUpNeedsNoSlot: the server's one catch-up slot is held by a
+// bulk copy (a split child's backfill whose push waits for its answer). A
+// replica sharing its parent's rows over a range that holds none (a
+// pre-split child of the future) owes its target a row snapshot of that
+// empty range: one read of one row tells there is nothing to copy, and
+// the target is confirmed without waiting for the slot. Before, every
+// such target queued behind the bulk copies: a pre-split of an empty
+// tail took 61 s in a split storm, and "now" outran it.
+func TestEmptyCatchUpNeedsNoSlot(t *testing.T) {
+	store := openStore(t)
+	pid := uuid.New()
+	parent := parentOf100(t, store, pid)
+	slots := make(chan struct{}, 1)
+	var blocking atomic.Bool
+	answer := make(chan struct{})
+	defer close(answer)
+	mid := int64(50)
+	child := uuid.New()
+	busy := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, End: &mid, Kind: metadata.TargetSplit}
+	rec := &recorder{fail: func(to metadata.Target, req wire.PushRequest) error {
+		if to.PlacementID == busy.PlacementID && req.Count > 0 {
+			blocking.Store(true)
+			<-answer // the bulk copy's push holds the slot
+		}
+		return nil
+	}}
+	bulk := newTestPusher(parent, rec, func(c *Config) {
+		c.Placement, c.CatchUpSlots, c.CatchUpBatchRows = parent.placement(), slots, 10
+	})
+	bulk.SetView(1, view(busy))
+	runPusher(t, bulk)
+	waitForCond(t, "the bulk copy holding the slot", func() bool { return blocking.Load() && len(slots) == 1 })
+
+	lo := int64(200)
+	tail := createIn(t, store, uuid.New(), &lo, nil) // shares the parent's rows: log truncated at 1, none in its range
+	if tail.LogStart() != 1 {
+		t.Fatalf("the sharing replica's log starts at %d, want 1", tail.LogStart())
+	}
+	sibling := replicaTarget("s3", uuid.New(), tail.Info().PartitionID)
+	p := newTestPusher(tail, rec, func(c *Config) { c.Placement, c.CatchUpSlots = tail.placement(), slots })
+	p.SetView(1, view(sibling))
+	runPusher(t, p)
+	waitForCond(t, "the empty range's target confirmed while the slot is held", func() bool {
+		return statusOf(p, sibling.PlacementID).Confirmed >= 1
+	})
+	if n := len(rec.all()); n == 0 {
+		t.Fatal("no push recorded at all")
+	}
+	for _, ps := range rec.all() {
+		if ps.target.PlacementID == sibling.PlacementID && ps.req.Count > 0 {
+			t.Fatalf("%d rows pushed to the empty range's target", ps.req.Count)
+		}
+	}
+}
+
+// waitForCond polls cond every 5 ms for up to 30 s.
+func waitForCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
