@@ -1169,11 +1169,14 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	}
 	catchUp := backfill || st.spec.Kind == metadata.TargetJoining && st.hasMark && cursor < st.mark ||
 		t.rs != nil || p.belowLogStart(cursor) // a row snapshot is a bulk copy too
+	// The catch-up slot, taken by acquire and given back by release (at
+	// the latest when the step returns).
 	release, held := func() {}, false
+	took := func() { release, held = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots }), true }
 	acquire := func() error {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
-			release, held = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots }), true
+			took()
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -1183,17 +1186,17 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if catchUp && p.cfg.CatchUpSlots != nil {
 		select {
 		case p.cfg.CatchUpSlots <- struct{}{}:
-			release, held = sync.OnceFunc(func() { <-p.cfg.CatchUpSlots }), true
+			took()
 		default:
 			// The slot is busy with another target's bulk copy. A target
 			// with nothing to copy (the empty range of a pre-split
 			// child) need not queue behind it: a read of one row tells.
-			if empty, err := p.nothingToCopy(t, &st, cursor, backfill); err != nil {
+			empty, err := p.nothingToCopy(t, &st, cursor, backfill)
+			if err == nil && !empty {
+				err = acquire()
+			}
+			if err != nil {
 				return false, err
-			} else if !empty {
-				if err := acquire(); err != nil {
-					return false, err
-				}
 			}
 		}
 	}
@@ -1226,9 +1229,10 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 		// target with nothing to receive (a pre-split child's empty
 		// range) is not asked: its cursor advances without contact, as
 		// before. The probe carries no rows: it gives the catch-up slot
-		// back first (the batch is read again next step), so that one receiver slow to answer (catching up
-		// with the METADATA of a split storm) does not hold every other
-		// target's bulk copy on this server.
+		// back first (the batch is read again next step), so that one
+		// receiver slow to answer (catching up with the METADATA of a
+		// split storm) does not hold every other target's bulk copy on
+		// this server.
 		release()
 		if err := p.probe(ctx, t, &st); err != nil {
 			return false, err
