@@ -34,20 +34,8 @@ func TestSplitChildAfterParentDropCopiesNothing(t *testing.T) {
 	c.createTable("s1", "cpu", 3)
 	c.insertLP("s1", "cpu", lpBatch("pre", 0, 100, 10)) // times 0..99
 	parent := c.currentFile("s1", "cpu").Partitions[0]
-	children := []metadata.SplitChild{{ID: uuid.New()}, {ID: uuid.New()}}
-	for i := range children {
-		for _, s := range []string{"s1", "s2", "s3"} {
-			children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s, PlacementID: uuid.New()})
-		}
-	}
-	_, err := c.nodes["s2"].RequestChange(context.Background(), "cpu", func(metadata.TableConfig, *metadata.File) (metadata.Op, error) {
-		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
-			PartitionID: parent.ID, Points: []int64{50}, Children: children,
-		}}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	children := splitChildren(2, "s1", "s2", "s3")
+	c.beginSplit("s2", "cpu", parent.ID, 50, children)
 	for id, n := range c.nodes {
 		waitFor(t, id+" dropping the parent and serving both children", func() bool {
 			serving := 0
@@ -106,16 +94,10 @@ func TestSplitChildAfterParentDropCopiesNothing(t *testing.T) {
 // up to what it confirmed to that replica instead of sending a row
 // snapshot of the child's range.
 func TestSplitPushAliasedToDroppedParent(t *testing.T) {
-	children := []metadata.SplitChild{{ID: uuid.New()}, {ID: uuid.New()}}
+	children := splitChildren(2, "s1", "s2", "s3")
 	onS2 := map[uuid.UUID]bool{}
-	for i := range children {
-		for _, s := range []string{"s1", "s2", "s3"} {
-			pl := metadata.Placement{ServerID: s, PlacementID: uuid.New()}
-			children[i].Servers = append(children[i].Servers, pl)
-			if s == "s2" {
-				onS2[pl.PlacementID] = true
-			}
-		}
+	for _, ch := range children {
+		onS2[ch.Servers[1].PlacementID] = true
 	}
 	var blocked atomic.Bool
 	blocked.Store(true)
@@ -138,14 +120,7 @@ func TestSplitPushAliasedToDroppedParent(t *testing.T) {
 		waitFor(t, id+"'s log truncated", func() bool { return c.localReplica(id, "cpu").LogStart() > 1 })
 	}
 	parent := c.currentFile("s1", "cpu").Partitions[0]
-	_, err := c.nodes["s2"].RequestChange(context.Background(), "cpu", func(metadata.TableConfig, *metadata.File) (metadata.Op, error) {
-		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
-			PartitionID: parent.ID, Points: []int64{50}, Children: children,
-		}}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.beginSplit("s2", "cpu", parent.ID, 50, children)
 	holdsParent := func(id string) bool {
 		for _, r := range c.nodes[id].store.Replicas() {
 			if r.Info().PartitionID == parent.ID {
@@ -207,4 +182,31 @@ func rowSnapshotRows(logs *logRecorder) int {
 		}
 	}
 	return n
+}
+
+// splitChildren returns n split children with a new placement on each of
+// servers, in that order.
+func splitChildren(n int, servers ...string) []metadata.SplitChild {
+	children := make([]metadata.SplitChild, n)
+	for i := range children {
+		children[i].ID = uuid.New()
+		for _, s := range servers {
+			children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s, PlacementID: uuid.New()})
+		}
+	}
+	return children
+}
+
+// beginSplit commits SPLIT_BEGIN of partition pid of table at point, into
+// children, through server via.
+func (c *testCluster) beginSplit(via, table string, pid uuid.UUID, point int64, children []metadata.SplitChild) {
+	c.t.Helper()
+	_, err := c.nodes[via].RequestChange(context.Background(), table, func(metadata.TableConfig, *metadata.File) (metadata.Op, error) {
+		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
+			PartitionID: pid, Points: []int64{point}, Children: children,
+		}}, nil
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 }

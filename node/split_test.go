@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/metadata"
@@ -40,20 +38,8 @@ func TestSplitMovesDataAndFinalizes(t *testing.T) {
 	c.insertLP("s1", "cpu", lpBatch("pre", 0, 100, 10)) // times 0..99
 	_, f, _ := c.nodes["s1"].backendMetadata("cpu", "")
 	parent := f.Partitions[0]
-	children := []metadata.SplitChild{{ID: uuid.New()}, {ID: uuid.New()}}
-	for i := range children {
-		for _, s := range []string{"s1", "s2", "s3"} {
-			children[i].Servers = append(children[i].Servers, metadata.Placement{ServerID: s, PlacementID: uuid.New()})
-		}
-	}
-	_, err := c.nodes["s2"].RequestChange(context.Background(), "cpu", func(metadata.TableConfig, *metadata.File) (metadata.Op, error) {
-		return metadata.Op{Type: metadata.OpSplitBegin, SplitBegin: &metadata.SplitBeginOp{
-			PartitionID: parent.ID, Points: []int64{50}, Children: children,
-		}}, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	children := splitChildren(2, "s1", "s2", "s3")
+	c.beginSplit("s2", "cpu", parent.ID, 50, children)
 	for id, n := range c.nodes {
 		waitFor(t, id+" holding both children as LOAD", func() bool {
 			load := 0
