@@ -46,6 +46,8 @@ type departedSharer struct {
 	space      uuid.UUID // the data space it shared
 	lo, hi     int64     // its range, both ends inclusive
 	created    time.Time // its CreatedAt
+	// deliveries are its pusher's final Deliveries: for each target,
+	// whether it confirmed the whole log.
 	deliveries map[uuid.UUID]bool
 	// covered are the live members of its space whose ranges its range
 	// covered, read just before the drop: its rows in their ranges stay.
