@@ -43,9 +43,9 @@ const maxDeparted = 4096
 
 // departedSharer is one dropped replica's record.
 type departedSharer struct {
-	space      uuid.UUID // the data space it shared
-	lo, hi     int64     // its range, both ends inclusive
-	created    time.Time // its CreatedAt
+	space   uuid.UUID // the data space it shared
+	lo, hi  int64     // its range, both ends inclusive
+	created time.Time // its CreatedAt
 	// deliveries are its pusher's final Deliveries: for each target,
 	// whether it confirmed the whole log.
 	deliveries map[uuid.UUID]bool
