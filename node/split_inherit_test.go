@@ -52,16 +52,9 @@ func TestSplitChildAfterParentDropCopiesNothing(t *testing.T) {
 	}
 	hold.Store(false)
 	c.insertLP("s3", "cpu", []byte("after v=1 10\nafter v=1 70\n"))
-	for ci, want := range []int64{51, 51} {
-		for _, pl := range children[ci].Servers {
-			waitFor(t, pl.ServerID+"'s replica of child holding its rows", func() bool {
-				rep, ok := c.nodes[pl.ServerID].store.Replica(pl.PlacementID)
-				if !ok {
-					return false
-				}
-				sum, err := rep.Checksum()
-				return err == nil && sum.Rows == want
-			})
+	for _, ch := range children {
+		for _, pl := range ch.Servers {
+			c.waitReplicaRows(pl, 51)
 		}
 	}
 	// Each child's siblings confirmed the inherited rows without a push.
@@ -137,16 +130,9 @@ func TestSplitPushAliasedToDroppedParent(t *testing.T) {
 	}
 	blocked.Store(false)
 	waitFor(t, "s1 dropping its parent replica", func() bool { return !holdsParent("s1") })
-	for ci := range children {
-		for _, pl := range children[ci].Servers {
-			waitFor(t, pl.ServerID+"'s replica of a child holding its rows", func() bool {
-				rep, ok := c.nodes[pl.ServerID].store.Replica(pl.PlacementID)
-				if !ok {
-					return false
-				}
-				sum, err := rep.Checksum()
-				return err == nil && sum.Rows == 50
-			})
+	for _, ch := range children {
+		for _, pl := range ch.Servers {
+			c.waitReplicaRows(pl, 50)
 		}
 	}
 	// Every parent's push to a remote child starts as a row snapshot (the
@@ -209,4 +195,17 @@ func (c *testCluster) beginSplit(via, table string, pid uuid.UUID, point int64, 
 	if err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// waitReplicaRows waits until the replica of placement pl holds want rows.
+func (c *testCluster) waitReplicaRows(pl metadata.Placement, want int64) {
+	c.t.Helper()
+	waitFor(c.t, fmt.Sprintf("%s's replica %s holding %d rows", pl.ServerID, pl.PlacementID, want), func() bool {
+		rep, ok := c.nodes[pl.ServerID].store.Replica(pl.PlacementID)
+		if !ok {
+			return false
+		}
+		sum, err := rep.Checksum()
+		return err == nil && sum.Rows == want
+	})
 }

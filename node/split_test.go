@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -79,15 +78,7 @@ func TestSplitMovesDataAndFinalizes(t *testing.T) {
 			return serving == 2 && len(n.store.Replicas()) == 2
 		})
 		for ci, want := range []int64{52, 50} { // child 0 also got "blocked" and "during"
-			pl := children[ci].Servers[slicesIndex(children[ci].Servers, id)].PlacementID
-			waitFor(t, fmt.Sprintf("%s's replica of child %d complete", id, ci), func() bool {
-				rep, ok := n.store.Replica(pl)
-				if !ok {
-					return false
-				}
-				sum, err := rep.Checksum()
-				return err == nil && sum.Rows == want
-			})
+			c.waitReplicaRows(children[ci].Servers[slicesIndex(children[ci].Servers, id)], want)
 		}
 	}
 	want := c.queryAll("s1", "cpu")

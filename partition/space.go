@@ -449,23 +449,7 @@ func (r *Replica) SharesData(p uuid.UUID) bool {
 // holding them (replication's alias confirmation). nil when r shares with
 // none.
 func (r *Replica) CoveringSharers() []uuid.UUID {
-	own, ok := spanOf(r.info.Begin, r.info.End)
-	if !ok || !r.applyMu.shared.Load() { // never shared: no lock (every push asks)
-		return nil
-	}
-	s := r.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []uuid.UUID
-	for p, o := range r.applyMu.members {
-		if o == r || o.dropped.Load() {
-			continue
-		}
-		if sp, ok := spanOf(o.info.Begin, o.info.End); ok && sp.lo <= own.lo && own.hi <= sp.hi {
-			out = append(out, p)
-		}
-	}
-	return out
+	return r.sharers(func(o *Replica) bool { return o.info.Covers(r.info) })
 }
 
 // CoveredSharers returns the live local replicas other than r that share
@@ -473,8 +457,13 @@ func (r *Replica) CoveringSharers() []uuid.UUID {
 // members in whose ranges r's rows stay once r is dropped (a drop deletes
 // only rows no live member covers). nil when r shares with none.
 func (r *Replica) CoveredSharers() []uuid.UUID {
-	own, ok := spanOf(r.info.Begin, r.info.End)
-	if !ok || !r.applyMu.shared.Load() {
+	return r.sharers(func(o *Replica) bool { return r.info.Covers(o.info) })
+}
+
+// sharers returns the live local replicas other than r in r's data space
+// for which match holds; nil when r's range is empty or r never shared.
+func (r *Replica) sharers(match func(o *Replica) bool) []uuid.UUID {
+	if _, ok := spanOf(r.info.Begin, r.info.End); !ok || !r.applyMu.shared.Load() { // never shared: no lock (every push asks)
 		return nil
 	}
 	s := r.store
@@ -482,14 +471,18 @@ func (r *Replica) CoveredSharers() []uuid.UUID {
 	defer s.mu.Unlock()
 	var out []uuid.UUID
 	for p, o := range r.applyMu.members {
-		if o == r || o.dropped.Load() {
-			continue
-		}
-		if sp, ok := spanOf(o.info.Begin, o.info.End); ok && own.lo <= sp.lo && sp.hi <= own.hi {
+		if o != r && !o.dropped.Load() && match(o) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// Covers reports whether i's range holds all of o's, both non-empty.
+func (i ReplicaInfo) Covers(o ReplicaInfo) bool {
+	outer, ok := spanOf(i.Begin, i.End)
+	inner, ok2 := spanOf(o.Begin, o.End)
+	return ok && ok2 && outer.lo <= inner.lo && inner.hi <= outer.hi
 }
 
 // ownRowBounds returns the iterator bounds of the storage buckets r's

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -43,9 +42,8 @@ const maxDeparted = 4096
 
 // departedSharer is one dropped replica's record.
 type departedSharer struct {
-	space   uuid.UUID // the data space it shared
-	lo, hi  int64     // its range, both ends inclusive
-	created time.Time // its CreatedAt
+	info  partition.ReplicaInfo // its placement, range and CreatedAt
+	space uuid.UUID             // the data space it shared
 	// deliveries are its pusher's final Deliveries: for each target,
 	// whether it confirmed the whole log.
 	deliveries map[uuid.UUID]bool
@@ -67,10 +65,6 @@ type departedSharers struct {
 // deliveries say and covered the members covered. A replica that shared
 // no rows leaves a record no other replica's data space matches.
 func (d *departedSharers) note(info partition.ReplicaInfo, space uuid.UUID, deliveries map[uuid.UUID]bool, covered []uuid.UUID, now time.Time) {
-	sp, ok := spanOfInfo(info)
-	if !ok {
-		return
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.m == nil {
@@ -88,7 +82,7 @@ func (d *departedSharers) note(info partition.ReplicaInfo, space uuid.UUID, deli
 		delete(d.m, id)
 	}
 	d.m[info.Placement] = departedSharer{
-		space: space, lo: sp.lo, hi: sp.hi, created: info.CreatedAt, deliveries: deliveries, covered: covered, at: now,
+		info: info, space: space, deliveries: deliveries, covered: covered, at: now,
 	}
 }
 
@@ -101,14 +95,10 @@ func (d *departedSharers) note(info partition.ReplicaInfo, space uuid.UUID, deli
 // delivered everything makes it InheritHeld unless a live sharer is
 // still delivering (InheritPending).
 func (d *departedSharers) inherited(info partition.ReplicaInfo, space, target uuid.UUID, out replication.Inheritance) replication.Inheritance {
-	sp, ok := spanOfInfo(info)
-	if !ok {
-		return out
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.m {
-		if r.space != space || !r.created.Before(info.CreatedAt) || r.lo > sp.lo || sp.hi > r.hi {
+		if r.space != space || !r.info.CreatedAt.Before(info.CreatedAt) || !r.info.Covers(info) {
 			continue
 		}
 		all, served := r.deliveries[target]
@@ -136,23 +126,4 @@ func (d *departedSharers) aliases(member uuid.UUID) []uuid.UUID {
 		}
 	}
 	return out
-}
-
-// span is a range of times, both ends inclusive.
-type span struct{ lo, hi int64 }
-
-// spanOfInfo returns a replica's range with both ends inclusive (open
-// ends as the extremes of int64); ok is false for an empty range.
-func spanOfInfo(info partition.ReplicaInfo) (sp span, ok bool) {
-	sp = span{lo: math.MinInt64, hi: math.MaxInt64}
-	if info.Begin != nil {
-		sp.lo = *info.Begin
-	}
-	if info.End != nil {
-		if *info.End == math.MinInt64 {
-			return span{}, false
-		}
-		sp.hi = *info.End - 1
-	}
-	return sp, sp.lo <= sp.hi
 }

@@ -860,13 +860,7 @@ func TestSplitTailStream(t *testing.T) {
 // of two split targets never push at the same time, and both complete.
 func TestCatchUpSlotsBoundBackfills(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := newFakeLog()
-		for i := range 100 {
-			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
-		}
-		child := uuid.New()
-		a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
-		b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		log, a, b := twoSplitTargets(100)
 		var inflight, most atomic.Int64
 		rec := &recorder{fail: func(_ metadata.Target, req wire.PushRequest) error {
 			if req.Count == 0 {
@@ -946,13 +940,7 @@ func TestWaitChildAfterMark(t *testing.T) {
 // and the first completes once answered.
 func TestProbeHoldsNoCatchUpSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		log := newFakeLog()
-		for i := range 100 {
-			log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
-		}
-		child := uuid.New()
-		a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
-		b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+		log, a, b := twoSplitTargets(100)
 		var probing atomic.Bool
 		answer := make(chan struct{})
 		rec := &recorder{fail: func(to metadata.Target, req wire.PushRequest) error {
@@ -983,4 +971,17 @@ func TestProbeHoldsNoCatchUpSlot(t *testing.T) {
 			return len(st) == 2 && st[0].MarkReached && st[1].MarkReached
 		})
 	})
+}
+
+// twoSplitTargets returns a log of n rows (times 0 to n-1) and two split
+// targets, on s2 and s3, of one child over the whole range.
+func twoSplitTargets(n int) (*fakeLog, metadata.Target, metadata.Target) {
+	log := newFakeLog()
+	for i := range n {
+		log.add(row("s1", "cpu", int64(i), 1, "v", float64(i)))
+	}
+	child := uuid.New()
+	a := metadata.Target{ServerID: "s2", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+	b := metadata.Target{ServerID: "s3", PlacementID: uuid.New(), PartitionID: child, Kind: metadata.TargetSplit}
+	return log, a, b
 }

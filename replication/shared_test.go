@@ -322,7 +322,7 @@ func TestEmptyCatchUpNeedsNoSlot(t *testing.T) {
 	})
 	bulk.SetView(1, view(busy))
 	runPusher(t, bulk)
-	waitForCond(t, "the bulk copy holding the slot", func() bool { return blocking.Load() && len(slots) == 1 })
+	pollUntil(t, "the bulk copy holding the slot", func() bool { return blocking.Load() && len(slots) == 1 })
 
 	lo := int64(200)
 	tail := createIn(t, store, uuid.New(), &lo, nil) // shares the parent's rows: log truncated at 1, none in its range
@@ -333,7 +333,7 @@ func TestEmptyCatchUpNeedsNoSlot(t *testing.T) {
 	p := newTestPusher(tail, rec, func(c *Config) { c.Placement, c.CatchUpSlots = tail.placement(), slots })
 	p.SetView(1, view(sibling))
 	runPusher(t, p)
-	waitForCond(t, "the empty range's target confirmed while the slot is held", func() bool {
+	pollUntil(t, "the empty range's target confirmed while the slot is held", func() bool {
 		return statusOf(p, sibling.PlacementID).Confirmed >= 1
 	})
 	if n := len(rec.all()); n == 0 {
@@ -343,17 +343,5 @@ func TestEmptyCatchUpNeedsNoSlot(t *testing.T) {
 		if ps.target.PlacementID == sibling.PlacementID && ps.req.Count > 0 {
 			t.Fatalf("%d rows pushed to the empty range's target", ps.req.Count)
 		}
-	}
-}
-
-// waitForCond polls cond every 5 ms for up to 30 s.
-func waitForCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
