@@ -107,7 +107,7 @@ func (fe *Frontend) waitDropped(ctx context.Context, name string) {
 	for attempt := 0; ; attempt++ {
 		left := 0
 		for _, s := range fe.servers.Live() {
-			resp, err := fe.replicas.ReplicasOn(ctx, s.ID, wire.ReplicasRequest{Table: name})
+			resp, err := fe.replicas.ReplicasOn(ctx, s.ID, wire.ReplicasRequest{Table: name, NoBytes: true})
 			if err == nil {
 				left += len(resp.Replicas)
 			}

@@ -494,14 +494,15 @@ func (r *Replica) applyLocked(sc *applyScratch, rows []model.Row) (ApplyResult, 
 		r.logDirty = true
 	}
 	r.high.Store(last)
-	now, noted := time.Now().UnixNano(), uint32(0)
+	now, noted, newest := time.Now().UnixNano(), uint32(0), int64(math.MinInt64)
 	for i := range rows {
-		r.applyMu.maxTime = max(r.applyMu.maxTime, rows[i].Time)
+		newest = max(newest, rows[i].Time)
 		if b := timeBucket(rows[i].Time); i == 0 || b != noted {
 			r.applyMu.noteWrite(b, now) // for the sealer's quiet buckets
 			noted = b
 		}
 	}
+	r.applyMu.raiseMaxTime(newest)
 	return ApplyResult{Changed: changed, LastSeq: last}, batch, nil
 }
 
@@ -524,7 +525,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 	if err != nil {
 		return 0, err
 	}
-	seq := prev
+	seq, maxTime := prev, r.applyMu.maxTime.Load()
 	for i := range sc.entries {
 		e := &sc.entries[i]
 		key := sc.key(e)
@@ -544,7 +545,7 @@ func (r *Replica) buildBatch(sc *applyScratch, rows []model.Row, batch *pebble.B
 			r.store.relayed.add(key) // a relay: looked up, or new
 		}
 		switch {
-		case row.Time > r.applyMu.maxTime:
+		case row.Time > maxTime:
 			merged, body = sc.incoming(i, fields)
 		case !r.lookUpAlways && own && ixState.covers(row.Series, fields) && (sc.origin == uuid.Nil || r.pushedBlind(key)):
 			merged, body = sc.incoming(i, fields)

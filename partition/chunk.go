@@ -619,7 +619,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	r.synced.done(prev+1, nil)
 	r.logDirty = true // its entries, each row's
 	r.high.Store(lastSeq)
-	r.applyMu.maxTime = max(r.applyMu.maxTime, pc.maxTime)
+	r.applyMu.raiseMaxTime(pc.maxTime)
 	r.applyMu.changed() // its rows or blocks may land in any bucket
 	now, noted := time.Now().UnixNano(), uint32(0)
 	for i := range pc.entries {

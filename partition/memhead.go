@@ -392,6 +392,30 @@ func (r *Replica) removeMem(b uint32, series []string) {
 	}
 }
 
+// bytesInTime returns the data bytes of the rows of storage bucket b whose
+// time is in [from, to] (0 for a nil head): a range's part of a bucket its
+// data space shares with the members beside it, counted row by row without
+// reading a value (each series' rows are in time order).
+func (h *memHead) bytesInTime(b uint32, from, to int64) uint64 {
+	if h == nil || to < from {
+		return 0
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	bk := h.buckets[b]
+	if bk == nil {
+		return 0
+	}
+	n := uint64(0)
+	for _, s := range bk.series {
+		i := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].t >= from })
+		for ; i < len(s.rows) && s.rows[i].t <= to; i++ {
+			n += uint64(s.rows[i].n) + memRowOverhead
+		}
+	}
+	return n
+}
+
 // bytesInKeys returns the data bytes of the rows of the storage buckets
 // that the row keys [lower, upper) touch (0 for a nil head): the split's
 // sizes count rows in memory as their pebble estimates count the rest.

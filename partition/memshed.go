@@ -178,7 +178,7 @@ func (r *Replica) replayLog() error {
 		return fmt.Errorf("partition: replica %s: replay the log: %w", r.info.Placement, err)
 	}
 	r.applyMu.Lock()
-	r.applyMu.maxTime = max(r.applyMu.maxTime, h.maxTime)
+	r.applyMu.raiseMaxTime(h.maxTime)
 	r.applyMu.changed()
 	r.applyMu.Unlock()
 	return nil

@@ -107,7 +107,7 @@ type ReplicaStats struct {
 // of its own that no store knows, for a drop of an unknown placement).
 func newReplica(s *Store, info ReplicaInfo, sp *dataSpace) *Replica {
 	if sp == nil {
-		sp = &dataSpace{id: info.Placement, maxTime: math.MinInt64}
+		sp = newDataSpace(info.Placement)
 	}
 	r := &Replica{store: s, info: info, ks: newKeyspace(info.Placement, sp.id), applyMu: sp}
 	r.cursors.m = make(map[uuid.UUID]uint64)
@@ -173,7 +173,7 @@ func (r *Replica) initSeq(high uint64, maxTime int64) {
 	// another member applies (a race the detector caught in
 	// node.TestSplitUnderLoad).
 	r.applyMu.Lock()
-	r.applyMu.maxTime = max(r.applyMu.maxTime, maxTime)
+	r.applyMu.raiseMaxTime(maxTime)
 	r.logDirty = true // the log may hold entries from before
 	r.applyMu.Unlock()
 }

@@ -41,8 +41,10 @@ type dataSpace struct {
 	id uuid.UUID
 	// maxTime is an upper bound of the time of every row stored in the
 	// space (math.MinInt64 while there is none): Apply skips the lookup
-	// of a row newer than it, which cannot exist. Under the lock.
-	maxTime int64
+	// of a row newer than it, which cannot exist. Raised under the lock
+	// (raiseMaxTime); read under it by Apply and without it by the size
+	// estimates, which must not wait behind merges.
+	maxTime atomic.Int64
 	// index records what the space's tag index holds; nil until the first
 	// Apply loads it (index.go). Under the lock.
 	index *indexState
@@ -84,6 +86,20 @@ type dataSpace struct {
 	mem *memHead
 }
 
+// newDataSpace returns an empty space (no row stored yet).
+func newDataSpace(id uuid.UUID) *dataSpace {
+	sp := &dataSpace{id: id}
+	sp.maxTime.Store(math.MinInt64)
+	return sp
+}
+
+// raiseMaxTime raises the bound of stored times to t. Under the lock.
+func (sp *dataSpace) raiseMaxTime(t int64) {
+	if t > sp.maxTime.Load() {
+		sp.maxTime.Store(t)
+	}
+}
+
 // noteWrite records a write into storage bucket b at wall time now (ns).
 // The caller holds the lock.
 func (sp *dataSpace) noteWrite(b uint32, now int64) {
@@ -118,7 +134,8 @@ const maxLastWrite = 1 << 14
 func (s *Store) spaceLocked(id uuid.UUID) *dataSpace {
 	sp := s.mu.spaces[id]
 	if sp == nil {
-		sp = &dataSpace{id: id, maxTime: math.MinInt64, members: map[uuid.UUID]*Replica{}}
+		sp = newDataSpace(id)
+		sp.members = map[uuid.UUID]*Replica{}
 		if s.memoryHead {
 			sp.mem = newMemHead()
 		}

@@ -625,16 +625,32 @@ func (r *Replica) sharedSizeOver(limit uint64) (bool, uint64, error) {
 	return n > limit, max(n, whole), nil
 }
 
-// Size measures the replica for a rate estimate (pre-split): pebble's
-// estimate of its rows' disk usage (the row keyspace, not the log) when that is at least scanLimit, else the
-// larger of the estimate and a key scan that stops just past scanLimit, so
-// rows still in the memtable count too. The scan reads at most about
-// scanLimit bytes.
+// Size measures the replica for a rate estimate (pre-split).
+//
+// With a memory head, where every unsealed row lives and the estimate
+// counts it, Size is that estimate of its rows (the row keyspace, not the
+// log; a shared space's edge buckets by the share of time the range
+// covers): no row is read. (Sealed blocks not yet
+// flushed from pebble's memtable are missed; the master keeps the largest
+// size it measured of a partition, taken before its seal.)
+//
+// Without one: pebble's estimate of its rows' disk usage (the row
+// keyspace, not the log) when that is at least scanLimit, else the larger
+// of the estimate and a key scan that stops just past scanLimit, so rows
+// still in the memtable count too. The scan reads at most about scanLimit
+// bytes.
 func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 	if err := r.enter(); err != nil {
 		return 0, err
 	}
 	defer r.store.gate.Exit()
+	if r.applyMu.mem != nil {
+		n, err := r.rowDiskUsage()
+		if err != nil {
+			return 0, fmt.Errorf("partition: replica %s: disk usage: %w", r.info.Placement, err)
+		}
+		return n, nil
+	}
 	var est uint64
 	var err error
 	if r.applyMu.shared.Load() {
@@ -666,8 +682,9 @@ func (r *Replica) Size(scanLimit uint64) (uint64, error) {
 // would make every one of them look as large as all of them together: the
 // buckets it covers whole count whole, and of a bucket it covers in part
 // the share of the bucket's time span its range covers, up to the newest
-// row stored (an estimate; SizeOver and Size count those rows by a scan
-// when it matters). The caller holds the store's gate.
+// row stored, of its rows in pebble (an estimate; SizeOver and Size count
+// those rows by a scan when it matters), and its rows in the memory head
+// exactly (memHead.bytesInTime). The caller holds the store's gate.
 func (r *Replica) rowDiskUsage() (uint64, error) {
 	if !r.applyMu.shared.Load() {
 		lower, upper := r.ownRowBounds()
@@ -677,9 +694,7 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.applyMu.Lock()
-	newest := r.applyMu.maxTime
-	r.applyMu.Unlock()
+	newest := r.applyMu.maxTime.Load()
 	sr := r.rangeBounds()
 	edges := []uint32{sr.lo}
 	if sr.hi != sr.lo {
@@ -698,12 +713,12 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 		if last < first || hi < lo {
 			continue // nothing stored in the range's part of the bucket
 		}
-		usage, err := estimateRows(r.store.db, r.applyMu.mem, &r.ks, sr.bucketKey(b), sr.bucketEnd(b))
+		usage, err := estimateRows(r.store.db, nil, &r.ks, sr.bucketKey(b), sr.bucketEnd(b))
 		if err != nil {
 			return 0, err
 		}
 		share := float64(uint64(hi)-uint64(lo)+1) / float64(uint64(last)-uint64(first)+1)
-		whole += uint64(float64(usage) * share)
+		whole += uint64(float64(usage)*share) + r.applyMu.mem.bytesInTime(b, lo, hi)
 	}
 	return whole, nil
 }

@@ -695,10 +695,10 @@ func TestSizeOver(t *testing.T) {
 	}
 }
 
-// TestSize: unflushed, the scan counts the rows; flushed, the estimate of
-// the rows alone (not the log) is used as is.
+// TestSize: without a memory head, unflushed, the scan counts the rows;
+// flushed, the estimate of the rows alone (not the log) is used as is.
 func TestSize(t *testing.T) {
-	s := openTestStore(t, "")
+	s := openPlainStore(t, "")
 	r := createTestReplica(t, s)
 	fillRows(t, r, 20, timesN(100), func(int) int { return 100 }) // about 250 KB
 	ws := weights(t, r, minTime, maxTime)
@@ -718,6 +718,34 @@ func TestSize(t *testing.T) {
 	// An estimate at or above the limit is used as is: no scan.
 	if n, err := r.Size(est); err != nil || n != est {
 		t.Fatalf("flushed: Size(%d) = %d, %v; want the estimate", est, n, err)
+	}
+}
+
+// TestSizeFromMemoryHead: with a memory head the unsealed rows are counted
+// where they are, without reading them (the master measures every recent
+// replica on every pass): Size is the estimate, which counts the memory
+// head's rows before anything is flushed, and a scan limit below it does
+// not stop a scan there.
+func TestSizeFromMemoryHead(t *testing.T) {
+	s, err := Open(Options{MemoryHead: true, Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := createTestReplica(t, s)
+	fillRows(t, r, 20, timesN(100), func(int) int { return 100 }) // about 250 KB
+	if err := s.gate.Enter(ErrClosed); err != nil {
+		t.Fatal(err)
+	}
+	est, err := r.rowDiskUsage()
+	s.gate.Exit()
+	if err != nil || est < 200_000 {
+		t.Fatalf("estimate of 2,000 rows of ~120 bytes in the memory head = %d, %v; want the memory they hold", est, err)
+	}
+	for _, limit := range []uint64{est * 2, est / 4} {
+		if n, err := r.Size(limit); err != nil || n != est {
+			t.Fatalf("Size(%d) = %d, %v; want the estimate %d", limit, n, err, est)
+		}
 	}
 }
 
@@ -770,6 +798,13 @@ func TestSizeOfSiblingsInOneBucket(t *testing.T) {
 			sz, err := k.Size(1 << 30)
 			if err != nil || i > 0 && sz > one+one/2 {
 				t.Fatalf("flushed=%v: child %d: Size = %d, %v; want about one child's %d bytes", flushed, i, sz, err, one)
+			}
+			// Unflushed, the rows are counted one by one (in the memory
+			// head, or by the scan without one): child 0's three times
+			// as many show. Flushed, the estimate shares the bucket by
+			// time.
+			if !flushed && i == 0 && sz < 2*one {
+				t.Fatalf("unflushed: child 0 (3 times the rows of the others): Size = %d; want about 3 times one child's %d bytes", sz, one)
 			}
 		}
 	}

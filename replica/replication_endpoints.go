@@ -330,8 +330,11 @@ func (s *Server) ignoringSubQueryLimit() bool {
 func (s *Server) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
 	resp := wire.ReplicasResponse{Server: s.cfg.Self, Replicas: []wire.ReplicaStatus{}}
 	for _, rep := range s.store.Replicas() {
+		if err := ctx.Err(); err != nil {
+			return wire.ReplicasResponse{}, err // shutting down, or past the request's deadline
+		}
 		info := rep.Info()
-		if req.Table != "" && info.Table != req.Table {
+		if req.Table != "" && info.Table != req.Table || req.Placement != uuid.Nil && info.Placement != req.Placement {
 			continue
 		}
 		st, _ := s.StatusOf(info.Placement)
@@ -340,12 +343,16 @@ func (s *Server) Replicas(ctx context.Context, req wire.ReplicasRequest) (wire.R
 			Begin: info.Begin, End: info.End, Status: string(st.Discovery.Status), TxnSeq: st.TxnSeq,
 			Rows: -1, HighSeq: rep.HighSeq(), SyncedSeq: rep.SyncedSeq(), Targets: []wire.TargetStatus{},
 		}
-		if req.SizeScan > 0 && (info.End == nil || *info.End > req.SizeScanAfter) {
+		switch {
+		case req.NoBytes:
+		case req.SizeScanned(info.End):
 			if b, err := rep.Size(req.SizeScan); err == nil {
 				rs.Bytes = b
 			}
-		} else if b, err := rep.DiskUsage(); err == nil {
-			rs.Bytes = b
+		default:
+			if b, err := rep.DiskUsage(); err == nil {
+				rs.Bytes = b
+			}
 		}
 		if req.Counts {
 			if sum, err := rep.Checksum(); err == nil {

@@ -87,7 +87,7 @@ func (s *Server) leadsSplit(p *metadata.Partition) bool {
 func (s *Server) splitReports(ctx context.Context, table string, p *metadata.Partition) []map[uuid.UUID]map[string]bool {
 	var out []map[uuid.UUID]map[string]bool
 	for _, pl := range p.Servers {
-		resp, err := s.ReplicasOn(ctx, pl.ServerID, wire.ReplicasRequest{Table: table})
+		resp, err := s.ReplicasOn(ctx, pl.ServerID, wire.ReplicasRequest{Table: table, Placement: pl.PlacementID, NoBytes: true})
 		if err != nil {
 			continue
 		}

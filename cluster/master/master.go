@@ -35,6 +35,9 @@ type masterState struct {
 	lastLive map[string]bool
 	// presplitAt is when pre-split last ran.
 	presplitAt time.Time
+	// sizes is the largest size measured in this term of each partition
+	// of the tables (presplit.go, partitionSizes).
+	sizes map[uuid.UUID]uint64
 }
 
 // Lead runs while this server is the elected master: the master's duties
@@ -73,11 +76,14 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 	// this pass acts on is then weighed against a view at least as new as
 	// it, so a change made just before it (an undrain) is seen. Read after
 	// the view, the request could be used up on the older view.
+	pt := passTimer{start: now}
+	defer pt.report(m, now)
 	reqRev, reqErr := m.cfg.Marks.RebalanceRequest(ctx)
 	v, err := m.readView(ctx, false)
 	if err != nil {
 		return err
 	}
+	pt.lap(&pt.view)
 	// A server that joined, or an operator's request, starts a rebalance.
 	rebalance := false
 	for _, s := range v.live {
@@ -138,6 +144,7 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 			}
 		}
 	}
+	pt.lap(&pt.partitions)
 	errs = append(errs, m.retentionPass(ctx, v, now))
 	if st.balancing && !m.cfg.NoRebalance {
 		done, err := m.rebalanceStep(ctx, v)
@@ -149,7 +156,8 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 	}
 	if !m.cfg.NoPresplit && now.Sub(st.presplitAt) >= m.cfg.PresplitInterval {
 		st.presplitAt = now
-		errs = append(errs, m.presplitPass(ctx, v, now))
+		pt.lap(&pt.other)
+		errs = append(errs, m.presplitPass(ctx, st, v, &pt))
 	}
 	return errors.Join(errs...)
 }

@@ -2,8 +2,10 @@ package master
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +31,13 @@ type fakeCluster struct {
 	draining      map[string]time.Time
 	rebalanceRev  int64
 	afterDraining func()
+
+	// replicas are what ReplicasOn answers per server (a missing server
+	// fails); sizeReqs records the requests. The master asks servers
+	// concurrently, hence mu.
+	mu       sync.Mutex
+	replicas map[string][]wire.ReplicaStatus
+	sizeReqs []wire.ReplicasRequest
 }
 
 func (f *fakeCluster) RequestChange(_ context.Context, _ string, plan Planner) (*metadata.File, error) {
@@ -42,8 +51,18 @@ func (f *fakeCluster) RequestChange(_ context.Context, _ string, plan Planner) (
 
 func (f *fakeCluster) Refresh(context.Context) ([]membership.Info, error) { return f.live, nil }
 func (f *fakeCluster) Addr(_ context.Context, id string) (string, error)  { return id, nil }
-func (f *fakeCluster) ReplicasOn(context.Context, string, wire.ReplicasRequest) (wire.ReplicasResponse, error) {
-	return wire.ReplicasResponse{}, nil
+func (f *fakeCluster) ReplicasOn(_ context.Context, server string, req wire.ReplicasRequest) (wire.ReplicasResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sizeReqs = append(f.sizeReqs, req)
+	if f.replicas == nil {
+		return wire.ReplicasResponse{}, nil
+	}
+	reps, ok := f.replicas[server]
+	if !ok {
+		return wire.ReplicasResponse{}, errors.New("server unavailable")
+	}
+	return wire.ReplicasResponse{Server: server, Replicas: reps}, nil
 }
 func (f *fakeCluster) Leader(context.Context) (string, error) { return "a", nil }
 func (f *fakeCluster) Draining(context.Context) (map[string]time.Time, error) {

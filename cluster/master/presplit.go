@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,19 +28,30 @@ import (
 
 // presplitSizeScan bounds the key scan that measures a replica whose disk
 // estimate is smaller (rows still in the memtable): at most this many
-// bytes are read per replica per pass, and only for replicas inside the
-// rate window.
+// bytes are read per replica per pass, and only for replicas of the
+// partitions that closed within the settle time (presplitSettle).
 const presplitSizeScan = 4 << 20
 
+// presplitSettleMargin is how long after its end, beyond its table's smear
+// max delay, a partition is still measured by a key scan on every pass:
+// smeared rows and replication's stragglers land in it until then. Older
+// partitions keep the largest size measured (masterState.sizes), or their
+// disk estimate when larger.
+const presplitSettleMargin = 30 * time.Second
+
 // presplitPass plans and commits the pre-split of every table that needs
-// one.
-func (m *Master) presplitPass(ctx context.Context, v *clusterView, now time.Time) error {
+// one. The plans use the time after the measurement, which may take
+// seconds on a busy cluster.
+func (m *Master) presplitPass(ctx context.Context, st *masterState, v *clusterView, pt *passTimer) error {
 	elig := v.eligibleServers()
 	if len(elig) == 0 || len(v.tables) == 0 {
 		return nil
 	}
 	cfg := m.cfg.Presplit
-	sizes := m.partitionSizes(ctx, v, now.Add(-2*cfg.RateWindow).UnixNano())
+	st.sizes = m.partitionSizes(ctx, v, st.sizes, time.Now())
+	pt.lap(&pt.sizes)
+	defer pt.lap(&pt.presplit)
+	now := time.Now()
 	counts, _ := v.placementCounts()
 	var errs []error
 	for _, t := range v.tables {
@@ -52,7 +64,7 @@ func (m *Master) presplitPass(ctx context.Context, v *clusterView, now time.Time
 		}
 		stats := make([]presplit.PartitionStats, 0, len(t.file.Partitions))
 		for _, p := range t.file.Partitions {
-			if b, ok := sizes[p.ID]; ok {
+			if b, ok := st.sizes[p.ID]; ok {
 				stats = append(stats, presplit.PartitionStats{ID: p.ID, Begin: p.Begin, End: p.End, Bytes: b})
 			}
 		}
@@ -61,6 +73,7 @@ func (m *Master) presplitPass(ctx context.Context, v *clusterView, now time.Time
 			errs = append(errs, fmt.Errorf("table %q: pre-split plan: %w", t.cfg.Name, err))
 			continue
 		}
+		m.log.Debug("master: pre-split plan", "table", t.cfg.Name, "skip", d.Skip, "ahead", d.Ahead, "width", d.Width)
 		if !ok {
 			continue
 		}
@@ -119,21 +132,55 @@ func (m *Master) commitPresplit(ctx context.Context, t tableView, d presplit.Dec
 	return nil
 }
 
-// partitionSizes asks every live server for the size of its replicas and
-// keeps the largest replica of each partition. Replicas whose range ends
-// after scanAfter (ns) are measured with a bounded key scan when their disk
-// estimate is small, so recent unflushed rows count. A server that does not
-// answer is skipped: its partitions are measured by their other replicas,
-// or left out of the estimate.
-func (m *Master) partitionSizes(ctx context.Context, v *clusterView, scanAfter int64) map[uuid.UUID]uint64 {
+// partitionSizes asks every live server, all at once, for the size of its
+// replicas and keeps the largest replica of each partition, or the size
+// known from an earlier pass when that is larger: a partition's rows
+// shrink severalfold when they are sealed into blocks, while the split
+// checker judges a partition at "now" by its unsealed rows, the size a
+// pre-split's width must keep under the target. Only the replicas of the
+// partitions that ended within the settle time before now are measured by
+// a key scan (rows not yet in any sstable count too); the others by their
+// disk estimate, which costs no read. A server that does not answer is
+// skipped: its partitions are measured by their other replicas, or keep
+// their known size. Partitions no table lists any more are forgotten.
+func (m *Master) partitionSizes(ctx context.Context, v *clusterView, known map[uuid.UUID]uint64, now time.Time) map[uuid.UUID]uint64 {
+	settle := presplitSettleMargin
+	for _, t := range v.tables {
+		settle = max(settle, time.Duration(t.cfg.Smear.MaxDelay)+presplitSettleMargin)
+	}
+	req := wire.ReplicasRequest{
+		SizeScan:       presplitSizeScan,
+		SizeScanAfter:  now.Add(-settle).UnixNano(),
+		SizeScanBefore: now.UnixNano(),
+	}
+	answers := make([][]wire.ReplicaStatus, len(v.live))
+	var wg sync.WaitGroup
+	for i, s := range v.live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, req)
+			if err != nil {
+				m.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
+				return
+			}
+			answers[i] = resp.Replicas
+		}()
+	}
+	wg.Wait()
 	out := map[uuid.UUID]uint64{}
-	for _, s := range v.live {
-		resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, wire.ReplicasRequest{SizeScan: presplitSizeScan, SizeScanAfter: scanAfter})
-		if err != nil {
-			m.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
+	for _, t := range v.tables {
+		if t.file == nil {
 			continue
 		}
-		for _, r := range resp.Replicas {
+		for _, p := range t.file.Partitions {
+			if b, ok := known[p.ID]; ok {
+				out[p.ID] = b
+			}
+		}
+	}
+	for _, replicas := range answers {
+		for _, r := range replicas {
 			if r.Status != string(metadata.StatusServe) && r.Status != string(metadata.StatusLoad) {
 				continue
 			}

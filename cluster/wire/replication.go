@@ -277,6 +277,13 @@ type SubQueryResponse struct {
 // (empty) of all.
 type ReplicasRequest struct {
 	Table string `json:"table,omitempty"`
+	// Placement, when set, asks for that one replica (a split's
+	// finalizer reads one parent replica's targets per server).
+	Placement uuid.UUID `json:"placement,omitzero"`
+	// NoBytes leaves Bytes 0: the size estimates read pebble's index and
+	// the memory head of every replica, which a caller reading only the
+	// targets does not need.
+	NoBytes bool `json:"no_bytes,omitempty"`
 	// Counts asks for each replica's row count and checksum, a full scan
 	// of it; without it Rows is -1 and Checksum empty (what a split's
 	// finalizer, which reads only the targets, asks for).
@@ -289,6 +296,24 @@ type ReplicasRequest struct {
 	// SizeScanAfter limits SizeScan to the replicas whose range ends
 	// after it (integer ns; an open end always does).
 	SizeScanAfter int64 `json:"size_scan_after,omitempty"`
+	// SizeScanBefore, when set, limits SizeScan further to the replicas
+	// whose range ends at or before it (integer ns; an open end never
+	// does): the master measures only the partitions that closed
+	// recently, the only ones whose size still changes and counts for
+	// its rate estimate. A server from before it scans more, not less.
+	SizeScanBefore int64 `json:"size_scan_before,omitempty"`
+}
+
+// SizeScanned reports whether req asks for a key scan of a replica whose
+// range ends at end (nil: open).
+func (req ReplicasRequest) SizeScanned(end *int64) bool {
+	switch {
+	case req.SizeScan == 0:
+		return false
+	case end == nil:
+		return req.SizeScanBefore == 0
+	}
+	return *end > req.SizeScanAfter && (req.SizeScanBefore == 0 || *end <= req.SizeScanBefore)
 }
 
 // ReplicasResponse lists a server's local replicas.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/uuid"
@@ -120,5 +121,31 @@ func TestPayloadSplit(t *testing.T) {
 	}
 	if string(push.Rows) != string(rows) {
 		t.Fatal("SplitPayload changed the request it was called on")
+	}
+}
+
+// TestSizeScanned: a key scan measures the replicas that end in
+// (SizeScanAfter, SizeScanBefore], or after SizeScanAfter with an open end
+// when SizeScanBefore is not set (a master from before it).
+func TestSizeScanned(t *testing.T) {
+	at := func(ns int64) *int64 { return &ns }
+	window := ReplicasRequest{SizeScan: 1, SizeScanAfter: 10, SizeScanBefore: 20}
+	open := ReplicasRequest{SizeScan: 1, SizeScanAfter: 10}
+	for _, tc := range []struct {
+		req  ReplicasRequest
+		end  *int64
+		want bool
+	}{
+		{window, at(10), false}, {window, at(11), true}, {window, at(20), true}, {window, at(21), false}, {window, nil, false},
+		{open, at(10), false}, {open, at(11), true}, {open, at(1 << 62), true}, {open, nil, true},
+		{ReplicasRequest{SizeScanAfter: 10, SizeScanBefore: 20}, at(15), false}, // no scan asked
+	} {
+		if got := tc.req.SizeScanned(tc.end); got != tc.want {
+			end := "open"
+			if tc.end != nil {
+				end = fmt.Sprint(*tc.end)
+			}
+			t.Errorf("%+v.SizeScanned(%s) = %v; want %v", tc.req, end, got, tc.want)
+		}
 	}
 }
