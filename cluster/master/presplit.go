@@ -26,10 +26,11 @@ import (
 // when the tail is empty, after moving them when future-dated rows
 // arrived.
 
-// presplitSizeScan bounds the key scan that measures a replica whose disk
-// estimate is smaller (rows still in the memtable): at most this many
-// bytes are read per replica per pass, and only for replicas of the
-// partitions that closed within the settle time (presplitSettle).
+// presplitSizeScan bounds the key scan that measures a replica of a server
+// without a memory head whose disk estimate is smaller (rows still in the
+// memtable): at most this many bytes are read per replica per pass, and
+// only for replicas of the partitions that closed within the settle time
+// (presplitSettleMargin).
 const presplitSizeScan = 4 << 20
 
 // presplitSettleMargin is how long after its end, beyond its table's smear
@@ -138,11 +139,13 @@ func (m *Master) commitPresplit(ctx context.Context, t tableView, d presplit.Dec
 // shrink severalfold when they are sealed into blocks, while the split
 // checker judges a partition at "now" by its unsealed rows, the size a
 // pre-split's width must keep under the target. Only the replicas of the
-// partitions that ended within the settle time before now are measured by
-// a key scan (rows not yet in any sstable count too); the others by their
-// disk estimate, which costs no read. A server that does not answer is
-// skipped: its partitions are measured by their other replicas, or keep
-// their known size. Partitions no table lists any more are forgotten.
+// partitions that ended within the settle time before now may be measured
+// by a key scan (on a server without a memory head, whose estimate misses
+// the rows not yet in any sstable); the others, and every replica of a
+// server with a memory head, by their estimate, which reads no row. A
+// server that does not answer is skipped: its partitions are measured by
+// their other replicas, or keep their known size. Partitions no table
+// lists any more are forgotten.
 func (m *Master) partitionSizes(ctx context.Context, v *clusterView, known map[uuid.UUID]uint64, now time.Time) map[uuid.UUID]uint64 {
 	settle := presplitSettleMargin
 	for _, t := range v.tables {
@@ -156,16 +159,14 @@ func (m *Master) partitionSizes(ctx context.Context, v *clusterView, known map[u
 	answers := make([][]wire.ReplicaStatus, len(v.live))
 	var wg sync.WaitGroup
 	for i, s := range v.live {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			resp, err := m.cfg.Replicas.ReplicasOn(ctx, s.ID, req)
 			if err != nil {
 				m.log.Debug("master: replica sizes of a server unavailable", "server", s.ID, "err", err)
 				return
 			}
 			answers[i] = resp.Replicas
-		}()
+		})
 	}
 	wg.Wait()
 	out := map[uuid.UUID]uint64{}
