@@ -334,20 +334,35 @@ func (h *memHead) firstBucketFrom(lo uint32) (uint32, bool) {
 	return best, found
 }
 
-// bytesIn returns the data bytes of the rows of buckets lo to hi (their
-// values and times, not the memory that holds them).
-func (h *memHead) bytesIn(lo, hi uint32) uint64 {
+// rowKeyExtra is what a row key holds besides its space's row prefix and
+// its series: the storage bucket (4 bytes), the series' terminator (1) and
+// the time (8) (keyspace.appendRowKey).
+const rowKeyExtra = 13
+
+// rowWeight is what a row of series in memory weighs in a size: its key
+// (rowLo, the row prefix of its space) and its value of n bytes, as the
+// size scan weighs a row (rowIter.rowBytes), so that the estimates and the
+// scan of the split checker and the pre-split's rate measure one thing.
+func rowWeight(rowLo []byte, series string, n uint32) uint64 {
+	return uint64(len(rowLo)+len(series)+rowKeyExtra) + uint64(n)
+}
+
+// bytesIn returns the weight (rowWeight) of the rows of buckets lo to hi,
+// not the memory that holds them.
+func (h *memHead) bytesIn(rowLo []byte, lo, hi uint32) uint64 {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	n := int64(0)
+	n := uint64(0)
 	for b, bk := range h.buckets {
 		if b >= lo && b <= hi {
 			for _, s := range bk.series {
-				n += s.data
+				// data is the values' bytes plus memRowOverhead a row.
+				rows := uint64(len(s.rows))
+				n += uint64(s.data) - rows*memRowOverhead + rows*rowWeight(rowLo, s.name, 0)
 			}
 		}
 	}
-	return uint64(n)
+	return n
 }
 
 // insertMem puts the rows an Apply wrote into the memory head, once its
@@ -392,11 +407,11 @@ func (r *Replica) removeMem(b uint32, series []string) {
 	}
 }
 
-// bytesInTime returns the data bytes of the rows of storage bucket b whose
-// time is in [from, to] (0 for a nil head): a range's part of a bucket its
-// data space shares with the members beside it, counted row by row without
-// reading a value (each series' rows are in time order).
-func (h *memHead) bytesInTime(b uint32, from, to int64) uint64 {
+// bytesInTime returns the weight (rowWeight) of the rows of storage bucket
+// b whose time is in [from, to] (0 for a nil head): a range's part of a
+// bucket its data space shares with the members beside it, counted row by
+// row without reading a value (each series' rows are in time order).
+func (h *memHead) bytesInTime(rowLo []byte, b uint32, from, to int64) uint64 {
 	if h == nil || to < from {
 		return 0
 	}
@@ -410,15 +425,15 @@ func (h *memHead) bytesInTime(b uint32, from, to int64) uint64 {
 	for _, s := range bk.series {
 		i := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].t >= from })
 		for ; i < len(s.rows) && s.rows[i].t <= to; i++ {
-			n += uint64(s.rows[i].n) + memRowOverhead
+			n += rowWeight(rowLo, s.name, s.rows[i].n)
 		}
 	}
 	return n
 }
 
-// bytesInKeys returns the data bytes of the rows of the storage buckets
-// that the row keys [lower, upper) touch (0 for a nil head): the split's
-// sizes count rows in memory as their pebble estimates count the rest.
+// bytesInKeys returns the weight (rowWeight) of the rows of the storage
+// buckets that the row keys [lower, upper) touch (0 for a nil head): the
+// split's sizes count rows in memory beside pebble's estimates of the rest.
 func (h *memHead) bytesInKeys(rowLo, lower, upper []byte) uint64 {
 	if h == nil {
 		return 0
@@ -434,7 +449,7 @@ func (h *memHead) bytesInKeys(rowLo, lower, upper []byte) uint64 {
 	if hi < lo {
 		return 0
 	}
-	return h.bytesIn(lo, hi)
+	return h.bytesIn(rowLo, lo, hi)
 }
 
 // clearLocked empties the head. The caller holds the space lock.

@@ -372,6 +372,81 @@ func TestMemHeadDropKeepsSharersRows(t *testing.T) {
 	}
 }
 
+// TestMemHeadDropOfCoveredParent: a parent that its children cover whole
+// deletes no row when it is dropped, so its rows stay in memory and only
+// their durable form moves from its log to pebble, in the drop's batch:
+// the rows of its range, not the memory head's other rows (a split storm
+// drops a parent every second or two, and every drop wrote the whole
+// head, the 68 s of every sibling, before). Every row survives a crash
+// after each drop.
+func TestMemHeadDropOfCoveredParent(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := openMemStore(t, fs, "d", 0)
+	mid, mid2 := int64(3)<<bucketShift, int64(6)<<bucketShift
+	parent := createSharingReplica(t, s, nil, nil)
+	var rows []model.Row
+	for i := range 60 {
+		rows = append(rows, row(fmt.Sprintf("s%d", i%6), int64(i/6)<<bucketShift, fl("a", float64(i), 1)))
+	}
+	mustApply(t, parent, rows...)
+	sortRows(rows)
+	left := createSharingReplica(t, s, nil, &mid)
+	right := createSharingReplica(t, s, &mid, nil)
+	in := func(lo, hi int64) (out []model.Row) {
+		for _, r := range rows {
+			if r.Time >= lo && r.Time < hi {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	check := func(stage string, reps map[*Replica][2]int64) {
+		t.Helper()
+		for r, span := range reps {
+			if err := sameRows(scanAll(t, r), in(span[0], span[1])); err != nil {
+				t.Fatalf("%s: %s: %v", stage, r.Info().Placement, err)
+			}
+		}
+	}
+	inMemory := s.MemoryHeadBytes()
+	if err := s.DropReplica(parent.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MemoryHeadDrainedRows(); got != int64(len(rows)) {
+		t.Fatalf("the parent's drop wrote %d rows to pebble; want its %d", got, len(rows))
+	}
+	if got := s.MemoryHeadBytes(); got != inMemory {
+		t.Fatalf("%d bytes in memory after the drop; want the %d before (its rows stay)", got, inMemory)
+	}
+	check("after the parent's drop", map[*Replica][2]int64{left: {math.MinInt64, mid}, right: {mid, math.MaxInt64}})
+
+	// The right child splits in turn and is dropped: only its range's
+	// rows are written again.
+	a := createSharingReplica(t, s, &mid, &mid2)
+	b := createSharingReplica(t, s, &mid2, nil)
+	if err := s.DropReplica(right.Info().Placement); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.MemoryHeadDrainedRows()-int64(len(rows)), int64(len(in(mid, math.MaxInt64))); got != want {
+		t.Fatalf("the right child's drop wrote %d rows to pebble; want its range's %d", got, want)
+	}
+	spans := map[*Replica][2]int64{left: {math.MinInt64, mid}, a: {mid, mid2}, b: {mid2, math.MaxInt64}}
+	check("after the right child's drop", spans)
+
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s = openMemStore(t, crashed, "d", 0)
+	reopened := map[*Replica][2]int64{}
+	for r, span := range spans {
+		again, ok := s.Replica(r.Info().Placement)
+		if !ok {
+			t.Fatalf("%s missing after the crash", r.Info().Placement)
+		}
+		reopened[again] = span
+	}
+	check("after a crash", reopened)
+}
+
 // TestMemHeadBudget: past Options.MemoryHeadBytes a seal sheds the
 // oldest buckets in memory until the rest fits: a bucket that has ended
 // is sealed early, the present's is written to pebble's head as rows; the

@@ -319,12 +319,22 @@ func (r *Replica) dropLocked() error {
 	wasDropped := r.markDropped()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
-	if err := r.drainMemForDrop(); err != nil {
+	b := r.store.db.NewBatch()
+	defer b.Close()
+	persisted := 0
+	if r.coveredByOthers() {
+		// No row of the range is deleted: its rows in memory stay there,
+		// and only their durable form moves from this log, which the
+		// batch deletes, to pebble's head, in the same batch.
+		var err error
+		if persisted, err = r.applyMu.mem.persistRangeOps(&r.ks, b, r.info.Begin, r.info.End); err != nil {
+			r.dropped.Store(wasDropped)
+			return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
+		}
+	} else if err := r.drainMemForDrop(); err != nil {
 		r.dropped.Store(wasDropped)
 		return err
 	}
-	b := r.store.db.NewBatch()
-	defer b.Close()
 	if err := r.dropOps(b); err != nil {
 		r.dropped.Store(wasDropped)
 		return err
@@ -333,6 +343,7 @@ func (r *Replica) dropLocked() error {
 		r.dropped.Store(wasDropped)
 		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
 	}
+	r.store.memDrained.Add(int64(persisted))
 	clear(r.cursors.m)
 	return nil
 }

@@ -186,6 +186,31 @@ func rangesOverlap(b1, e1, b2, e2 *int64) bool {
 // span is an inclusive time interval [lo, hi].
 type span struct{ lo, hi int64 }
 
+// otherMembers returns the ranges of the other members of r's space, and
+// alone when it has none. The caller holds applyMu.
+func (r *Replica) otherMembers() (others []span, alone bool) {
+	alone = true
+	for p, o := range r.applyMu.members {
+		if p == r.info.Placement {
+			continue
+		}
+		alone = false
+		if os, ok := spanOf(o.info.Begin, o.info.End); ok {
+			others = append(others, os)
+		}
+	}
+	return others, alone
+}
+
+// coveredByOthers reports whether the other members of r's space cover its
+// whole range (a split parent beside all its children): its drop deletes
+// none of its rows. The caller holds applyMu.
+func (r *Replica) coveredByOthers() bool {
+	others, alone := r.otherMembers()
+	own, ok := spanOf(r.info.Begin, r.info.End)
+	return !alone && (!ok || len(uncovered(own, others)) == 0)
+}
+
 // spanOf returns a range's times as an inclusive interval; ok is false
 // for an empty range.
 func spanOf(begin, end *int64) (sp span, ok bool) {
@@ -233,18 +258,7 @@ func uncovered(own span, others []span) []span {
 // tolerates: it is read as a superset). The caller holds s.mu and the
 // space's lock.
 func (r *Replica) dropSpaceOps(b *pebble.Batch) error {
-	sp := r.applyMu
-	var others []span
-	alone := true
-	for p, o := range sp.members {
-		if p == r.info.Placement {
-			continue
-		}
-		alone = false
-		if os, ok := spanOf(o.info.Begin, o.info.End); ok {
-			others = append(others, os)
-		}
-	}
+	others, alone := r.otherMembers()
 	if alone {
 		if err := b.DeleteRange(r.ks.space, r.ks.spaceEnd, nil); err != nil {
 			return err

@@ -718,7 +718,7 @@ func (r *Replica) rowDiskUsage() (uint64, error) {
 			return 0, err
 		}
 		share := float64(uint64(hi)-uint64(lo)+1) / float64(uint64(last)-uint64(first)+1)
-		whole += uint64(float64(usage)*share) + r.applyMu.mem.bytesInTime(b, lo, hi)
+		whole += uint64(float64(usage)*share) + r.applyMu.mem.bytesInTime(r.ks.rowLo, b, lo, hi)
 	}
 	return whole, nil
 }

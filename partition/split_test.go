@@ -747,6 +747,17 @@ func TestSizeFromMemoryHead(t *testing.T) {
 			t.Fatalf("Size(%d) = %d, %v; want the estimate %d", limit, n, err, est)
 		}
 	}
+	// The estimate weighs a row in memory as the split checker's scan
+	// does (its key and value), so the pre-split's rate and the split
+	// trigger measure one thing.
+	if err := s.gate.Enter(ErrClosed); err != nil {
+		t.Fatal(err)
+	}
+	scanned, err := r.scanSize(1 << 62)
+	s.gate.Exit()
+	if err != nil || scanned != est {
+		t.Fatalf("scan of the rows in memory = %d, %v; want the estimate %d", scanned, err, est)
+	}
 }
 
 // TestSizeOfSiblingsInOneBucket: pre-split children at "now" share their
