@@ -76,8 +76,8 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 	// this pass acts on is then weighed against a view at least as new as
 	// it, so a change made just before it (an undrain) is seen. Read after
 	// the view, the request could be used up on the older view.
-	pt := passTimer{start: now}
-	defer pt.report(m, now)
+	pt := passTimer{start: time.Now()} // now may be a test's clock
+	defer pt.report(m)
 	reqRev, reqErr := m.cfg.Marks.RebalanceRequest(ctx)
 	v, err := m.readView(ctx, false)
 	if err != nil {

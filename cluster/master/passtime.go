@@ -25,8 +25,8 @@ func (t *passTimer) lap(phase *time.Duration) {
 }
 
 // report logs the pass's phases when it took longer than slowPass.
-func (t *passTimer) report(m *Master, start time.Time) {
-	took := time.Since(start)
+func (t *passTimer) report(m *Master) {
+	took := time.Since(t.start)
 	if took < slowPass {
 		return
 	}
