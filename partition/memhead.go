@@ -423,12 +423,20 @@ func (h *memHead) bytesInTime(rowLo []byte, b uint32, from, to int64) uint64 {
 	}
 	n := uint64(0)
 	for _, s := range bk.series {
-		i := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].t >= from })
-		for ; i < len(s.rows) && s.rows[i].t <= to; i++ {
-			n += rowWeight(rowLo, s.name, s.rows[i].n)
+		i, j := s.timeSpan(from, to)
+		for _, row := range s.rows[i:j] {
+			n += rowWeight(rowLo, s.name, row.n)
 		}
 	}
 	return n
+}
+
+// timeSpan returns the indexes [i, j) of s's rows whose time is in
+// [from, to] (its rows are in time order).
+func (s *memSeries) timeSpan(from, to int64) (i, j int) {
+	i = sort.Search(len(s.rows), func(k int) bool { return s.rows[k].t >= from })
+	j = i + sort.Search(len(s.rows)-i, func(k int) bool { return s.rows[i+k].t > to })
+	return i, j
 }
 
 // bytesInKeys returns the weight (rowWeight) of the rows of the storage

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -60,10 +59,10 @@ func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
 // persistRangeOps adds to b a merge operand of every row in memory whose
 // time is in [begin, end) (nil: open), its value as the memory head holds
 // it, keeps the rows in memory, and returns the number of operands (0 for
-// a nil head). A drop whose
-// range the other members of its space cover deletes no row, only its log,
-// which holds the durable form of the rows it wrote: the operands, in the
-// drop's batch, are their durable form from then on. Readers fold a row in
+// a nil head). A drop whose range the other members of its space cover
+// deletes no row, only its log, which holds the durable form of the rows
+// it wrote: the operands, in the drop's batch, are their durable form from
+// then on. Readers fold a row in
 // both places by version (rule 2); the seal of its bucket folds both into
 // its block. The caller holds the space lock.
 func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int64) (int, error) {
@@ -91,8 +90,8 @@ func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int
 			continue
 		}
 		for name, s := range mb.series {
-			i := sort.Search(len(s.rows), func(i int) bool { return s.rows[i].t >= from })
-			for ; i < len(s.rows) && s.rows[i].t <= to; i++ {
+			i, j := s.timeSpan(from, to)
+			for ; i < j; i++ {
 				key = ks.appendRowKey(key[:0], name, s.rows[i].t)
 				if err := b.Merge(key, s.value(i), nil); err != nil {
 					return n, err
