@@ -727,11 +727,7 @@ func TestSize(t *testing.T) {
 // head's rows before anything is flushed, and a scan limit below it does
 // not stop a scan there.
 func TestSizeFromMemoryHead(t *testing.T) {
-	s, err := Open(Options{MemoryHead: true, Dir: t.TempDir(), MemTableSize: 4 << 20, CacheSize: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openMemStore(t, nil, t.TempDir(), 0)
 	r := createTestReplica(t, s)
 	fillRows(t, r, 20, timesN(100), func(int) int { return 100 }) // about 250 KB
 	if err := s.gate.Enter(ErrClosed); err != nil {

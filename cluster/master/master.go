@@ -76,7 +76,7 @@ func (m *Master) tick(ctx context.Context, st *masterState, now time.Time) error
 	// this pass acts on is then weighed against a view at least as new as
 	// it, so a change made just before it (an undrain) is seen. Read after
 	// the view, the request could be used up on the older view.
-	pt := passTimer{start: time.Now()} // now may be a test's clock
+	pt := newPassTimer() // from the wall clock: now may be a test's
 	defer pt.report(m)
 	reqRev, reqErr := m.cfg.Marks.RebalanceRequest(ctx)
 	v, err := m.readView(ctx, false)

@@ -14,12 +14,15 @@ type passTimer struct {
 	view, partitions, other, sizes, presplit time.Duration
 }
 
+// newPassTimer starts timing a pass now.
+func newPassTimer() passTimer {
+	now := time.Now()
+	return passTimer{start: now, last: now}
+}
+
 // lap adds the time since the previous lap (or the start) to *phase.
 func (t *passTimer) lap(phase *time.Duration) {
 	now := time.Now()
-	if t.last.IsZero() {
-		t.last = t.start
-	}
 	*phase += now.Sub(t.last)
 	t.last = now
 }
