@@ -101,9 +101,26 @@ type memSeries struct {
 
 // memRow is one row: its time and its value in the series' arena.
 type memRow struct {
-	t      int64
-	off, n uint32
+	t   int64
+	off uint32
+	// n is the value's length (len), with memRowPersisted set while
+	// pebble's head holds the value too.
+	n uint32
 }
+
+// memRowPersisted marks, in memRow.n, a row whose value a covered drop
+// wrote to pebble's head (persistRangeOps) and that has not changed
+// since: its durable form is that operand, and a later drop or drain
+// need not write it again. An overwrite makes a new memRow, without the
+// mark. (A chain of splits would otherwise write the rows of its first
+// parent's range once per drop, and readers fold every copy.)
+const memRowPersisted = 1 << 31
+
+// len returns the length of the row's value.
+func (r memRow) len() uint32 { return r.n &^ memRowPersisted }
+
+// persisted reports whether pebble's head holds the row's value too.
+func (r memRow) persisted() bool { return r.n&memRowPersisted != 0 }
 
 // memSeq is the lowest sequence of placement p's log among a series' rows.
 type memSeq struct {
@@ -193,13 +210,13 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 		// and the arena k²/2 of them). The arena beyond off is past
 		// every view's.
 		old := s.rows[i]
-		s.arena = append(s.arena, s.arena[old.off:old.off+old.n]...)
+		s.arena = append(s.arena, s.arena[old.off:old.off+old.len()]...)
 		s.arena = append(s.arena, val...)
 		if folded := foldOperands(s.arena[off:]); len(folded) < len(s.arena)-off {
 			s.arena = append(s.arena[:off], folded...)
 		}
 		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena) - off)}
-		return int64(s.rows[i].n) - int64(old.n)
+		return int64(s.rows[i].len()) - int64(old.len())
 	}
 	s.arena = append(s.arena, val...)
 	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
@@ -237,7 +254,7 @@ func (s *memSeries) noteSeq(p uuid.UUID, seq uint64) {
 // value returns row i's value.
 func (s *memSeries) value(i int) []byte {
 	r := s.rows[i]
-	return s.arena[r.off : r.off+r.n : r.off+r.n]
+	return s.arena[r.off : r.off+r.len() : r.off+r.len()]
 }
 
 // getLocked returns the value of the row (series, t) in memory, or nil.
@@ -425,7 +442,7 @@ func (h *memHead) bytesInTime(rowLo []byte, b uint32, from, to int64) uint64 {
 	for _, s := range bk.series {
 		i, j := s.timeSpan(from, to)
 		for _, row := range s.rows[i:j] {
-			n += rowWeight(rowLo, s.name, row.n)
+			n += rowWeight(rowLo, s.name, row.len())
 		}
 	}
 	return n

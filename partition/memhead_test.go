@@ -420,15 +420,32 @@ func TestMemHeadDropOfCoveredParent(t *testing.T) {
 	}
 	check("after the parent's drop", map[*Replica][2]int64{left: {math.MinInt64, mid}, right: {mid, math.MaxInt64}})
 
-	// The right child splits in turn and is dropped: only its range's
-	// rows are written again.
+	// The right child takes rows of its own (new ones and an overwrite
+	// of one its parent wrote), splits in turn and is dropped: its drop
+	// writes those rows only, not again the ones its parent's drop wrote
+	// (memRow.persisted).
+	own := []model.Row{
+		row("s0", mid+7, fl("a", 100, 2)),
+		row("s9", mid2+1, fl("a", 101, 2)),
+		row("s1", in(mid, math.MaxInt64)[0].Time, fl("a", 102, 2)),
+	}
+	own[2].Series = in(mid, math.MaxInt64)[0].Series
+	mustApply(t, right, own...)
+	for i, r := range rows {
+		if r.Series == own[2].Series && r.Time == own[2].Time {
+			rows[i] = own[2]
+		}
+	}
+	rows = append(rows, own[:2]...)
+	sortRows(rows)
 	a := createSharingReplica(t, s, &mid, &mid2)
 	b := createSharingReplica(t, s, &mid2, nil)
+	drained := s.MemoryHeadDrainedRows()
 	if err := s.DropReplica(right.Info().Placement); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.MemoryHeadDrainedRows()-int64(len(rows)), int64(len(in(mid, math.MaxInt64))); got != want {
-		t.Fatalf("the right child's drop wrote %d rows to pebble; want its range's %d", got, want)
+	if got, want := s.MemoryHeadDrainedRows()-drained, int64(len(own)); got != want {
+		t.Fatalf("the right child's drop wrote %d rows to pebble; want the %d it changed", got, want)
 	}
 	spans := map[*Replica][2]int64{left: {math.MinInt64, mid}, a: {mid, mid2}, b: {mid2, math.MaxInt64}}
 	check("after the right child's drop", spans)

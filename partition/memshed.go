@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -30,6 +31,9 @@ func (h *memHead) drainSeriesOps(ks *keyspace, bk uint32, series string, b *pebb
 	}
 	var key []byte
 	for i := range s.rows {
+		if s.rows[i].persisted() {
+			continue // pebble's head holds it
+		}
 		key = ks.appendRowKey(key[:0], series, s.rows[i].t)
 		if err := b.Merge(key, s.value(i), nil); err != nil {
 			return err
@@ -46,6 +50,9 @@ func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
 	for _, mb := range h.buckets {
 		for name, s := range mb.series {
 			for i := range s.rows {
+				if s.rows[i].persisted() {
+					continue // pebble's head holds it
+				}
 				key = ks.appendRowKey(key[:0], name, s.rows[i].t)
 				if err := b.Merge(key, s.value(i), nil); err != nil {
 					return err
@@ -57,17 +64,69 @@ func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
 }
 
 // persistRangeOps adds to b a merge operand of every row in memory whose
-// time is in [begin, end) (nil: open), its value as the memory head holds
-// it, keeps the rows in memory, and returns the number of operands (0 for
-// a nil head). A drop whose range the other members of its space cover
+// time is in [begin, end) (nil: open) and that pebble's head does not
+// hold yet (memRow.persisted), its value as the memory head holds it,
+// keeps the rows in memory, and returns the number of operands (0 for a
+// nil head). A drop whose range the other members of its space cover
 // deletes no row, only its log, which holds the durable form of the rows
 // it wrote: the operands, in the drop's batch, are their durable form from
-// then on. Readers fold a row in
-// both places by version (rule 2); the seal of its bucket folds both into
-// its block. The caller holds the space lock.
+// then on, and markPersisted marks the rows so once b is committed.
+// Readers fold a row in both places by version (rule 2); the seal of its
+// bucket folds both into its block. The caller holds the space lock.
 func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int64) (int, error) {
+	var key []byte
+	n := 0
+	err := h.eachInRange(begin, end, func(name string, s *memSeries, i, j int) error {
+		for ; i < j; i++ {
+			if s.rows[i].persisted() {
+				continue
+			}
+			key = ks.appendRowKey(key[:0], name, s.rows[i].t)
+			if err := b.Merge(key, s.value(i), nil); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// markPersisted marks every row in memory whose time is in [begin, end)
+// as held by pebble's head too (memRow.persisted), once the batch of
+// persistRangeOps is committed. A series whose rows a view holds marks a
+// copy (memSeries.gen). The caller holds the space lock.
+func (h *memHead) markPersisted(begin, end *int64) {
 	if h == nil {
-		return 0, nil
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	views := h.views.Load()
+	_ = h.eachInRange(begin, end, func(_ string, s *memSeries, i, j int) error {
+		for k := i; k < j; k++ {
+			if s.rows[k].persisted() {
+				continue
+			}
+			if s.gen != views {
+				s.rows = slices.Clone(s.rows)
+				s.gen = views
+				grown := s.footprint() - s.bytes
+				s.bytes += grown
+				h.bytes.Add(grown)
+			}
+			s.rows[k].n |= memRowPersisted
+		}
+		return nil
+	})
+}
+
+// eachInRange calls fn with the span [i, j) of each series' rows in
+// memory whose time is in [begin, end) (nil: open), stopping at its
+// first error (none for a nil head or an empty range).
+func (h *memHead) eachInRange(begin, end *int64, fn func(name string, s *memSeries, i, j int) error) error {
+	if h == nil {
+		return nil
 	}
 	from, to := int64(math.MinInt64), int64(math.MaxInt64)
 	if begin != nil {
@@ -75,32 +134,27 @@ func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int
 	}
 	if end != nil {
 		if *end == math.MinInt64 {
-			return 0, nil
+			return nil
 		}
 		to = *end - 1
 	}
 	if to < from {
-		return 0, nil
+		return nil
 	}
 	lo, hi := timeBucket(from), timeBucket(to)
-	var key []byte
-	n := 0
 	for bk, mb := range h.buckets {
 		if bk < lo || bk > hi {
 			continue
 		}
 		for name, s := range mb.series {
-			i, j := s.timeSpan(from, to)
-			for ; i < j; i++ {
-				key = ks.appendRowKey(key[:0], name, s.rows[i].t)
-				if err := b.Merge(key, s.value(i), nil); err != nil {
-					return n, err
+			if i, j := s.timeSpan(from, to); i < j {
+				if err := fn(name, s, i, j); err != nil {
+					return err
 				}
-				n++
 			}
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // releaseLogs raises the truncation point of each member of r's data

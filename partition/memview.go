@@ -32,7 +32,7 @@ type memViewSeries struct {
 
 func (s *memViewSeries) value(i int) []byte {
 	r := s.rows[i]
-	return s.arena[r.off : r.off+r.n : r.off+r.n]
+	return s.arena[r.off : r.off+r.len() : r.off+r.len()]
 }
 
 // rowKeyBucket returns the bucket a row-key bound lies in (a bound

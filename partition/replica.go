@@ -343,6 +343,9 @@ func (r *Replica) dropLocked() error {
 		r.dropped.Store(wasDropped)
 		return fmt.Errorf("partition: drop replica %s: %w", r.info.Placement, err)
 	}
+	if persisted > 0 {
+		r.applyMu.mem.markPersisted(r.info.Begin, r.info.End)
+	}
 	r.store.memDrained.Add(int64(persisted))
 	clear(r.cursors.m)
 	return nil
