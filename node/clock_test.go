@@ -136,7 +136,8 @@ func TestFarFutureVersionKeepsClock(t *testing.T) {
 // TestCoordinatorLearnsItsSkew breaks rule 2's clock check where pushes
 // alone cannot show the skew: s3's clock runs 2 s ahead, and no push ever
 // reaches it (s1's and s2's pushes to s3 are blocked, but for a join of
-// a split child during the setup), so s3 only sends internal calls. Their answers carry the peers' clocks: s3 learns it is
+// a split child during the setup), so s3 only sends internal calls.
+// Their answers carry the peers' clocks: s3 learns it is
 // the odd one out and refuses to stamp versions, both as a coordinator (a
 // forwarded insert is answered 503 naming the clock, and its front end's
 // inserts are coordinated by another replica) and as a front end smearing
