@@ -424,12 +424,12 @@ func TestMemHeadDropOfCoveredParent(t *testing.T) {
 	// of one its parent wrote), splits in turn and is dropped: its drop
 	// writes those rows only, not again the ones its parent's drop wrote
 	// (memRow.persisted).
+	first := in(mid, math.MaxInt64)[0]
 	own := []model.Row{
 		row("s0", mid+7, fl("a", 100, 2)),
 		row("s9", mid2+1, fl("a", 101, 2)),
-		row("s1", in(mid, math.MaxInt64)[0].Time, fl("a", 102, 2)),
+		row(first.Series, first.Time, fl("a", 102, 2)), // written by the parent
 	}
-	own[2].Series = in(mid, math.MaxInt64)[0].Series
 	mustApply(t, right, own...)
 	for i, r := range rows {
 		if r.Series == own[2].Series && r.Time == own[2].Time {

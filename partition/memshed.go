@@ -125,22 +125,11 @@ func (h *memHead) markPersisted(begin, end *int64) {
 // memory whose time is in [begin, end) (nil: open), stopping at its
 // first error (none for a nil head or an empty range).
 func (h *memHead) eachInRange(begin, end *int64, fn func(name string, s *memSeries, i, j int) error) error {
-	if h == nil {
+	sp, ok := spanOf(begin, end)
+	if h == nil || !ok {
 		return nil
 	}
-	from, to := int64(math.MinInt64), int64(math.MaxInt64)
-	if begin != nil {
-		from = *begin
-	}
-	if end != nil {
-		if *end == math.MinInt64 {
-			return nil
-		}
-		to = *end - 1
-	}
-	if to < from {
-		return nil
-	}
+	from, to := sp.lo, sp.hi
 	lo, hi := timeBucket(from), timeBucket(to)
 	for bk, mb := range h.buckets {
 		if bk < lo || bk > hi {
