@@ -190,6 +190,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		ctx.Response.SwapBody(appendRawAnswer(slices.Grow(body[:0], rawAnswerSize(rows)), rows, truncated))
 		return
 	}
+	q.Query.NoVariance = q.agg != model.AggStddev
 	res, err := s.backend.Aggregate(rctx, table, q.Query)
 	if err != nil {
 		s.writeError(ctx, err)

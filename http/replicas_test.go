@@ -421,10 +421,12 @@ func TestClassifyReplication(t *testing.T) {
 	}
 }
 
-// readBackend records the consistency of each query.
+// readBackend records the consistency of each query, and of each
+// aggregate whether it asked for no variance.
 type readBackend struct {
 	*replBackend
-	got []string
+	got        []string
+	noVariance []bool
 }
 
 func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model.Row, bool, error) {
@@ -434,7 +436,24 @@ func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model
 
 func (b *readBackend) Aggregate(_ context.Context, _ string, q model.Query) ([]model.SeriesAgg, error) {
 	b.got = append(b.got, q.Consistency)
+	b.noVariance = append(b.noVariance, q.NoVariance)
 	return nil, nil
+}
+
+// TestAggregateNoVariance: only agg=stddev asks the replicas for the
+// variance; every other aggregate lets them skip its pass.
+func TestAggregateNoVariance(t *testing.T) {
+	be := &readBackend{replBackend: newReplBackend()}
+	addr := startServer(t, NewServer(Config{}, be))
+	base := "http://" + addr + "/api/v1/tables/metrics/query?agg="
+	for a := model.AggCount; a <= model.AggStddev; a++ {
+		if r := publicRequest(t, "GET", base+a.String(), nil, ""); r.status != 200 {
+			t.Fatalf("agg=%s: %d %s", a, r.status, r.body)
+		}
+		if got, want := be.noVariance[len(be.noVariance)-1], a != model.AggStddev; got != want {
+			t.Errorf("agg=%s: NoVariance %v, want %v", a, got, want)
+		}
+	}
 }
 
 // TestQueryConsistencyHeader: a read is "one" unless X-TSDB-Consistency asks

@@ -414,6 +414,7 @@ func (e *Executor) aggregate(ctx context.Context, p *selectPlan) ([]*group, erro
 		q.GroupBy = p.groupTags
 		q.GroupAll = !p.groupAll && len(p.groupTags) == 0
 		q.MaxBuckets = e.cfg.MaxBuckets
+		q.NoVariance = !slices.ContainsFunc(p.calls, func(c call) bool { return c.pushedDown() && c.name == "stddev" })
 		aggs, err := e.be.Aggregate(ctx, p.db, q)
 		if err != nil {
 			return nil, err

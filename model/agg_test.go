@@ -348,3 +348,62 @@ func TestFloatRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFloatRunNoVariance: without the variance a run's state is
+// FloatRun's bit for bit but for M2, which is 0.
+func TestFloatRunNoVariance(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	for _, n := range []int{1, 2, 3, 17, 1000} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = rng.NormFloat64()*100 + 1e6
+		}
+		want := FloatRun(vals, 10, int64(10+n-1), "s")
+		got := FloatRunNoVariance(vals, 10, int64(10+n-1), "s")
+		if got.M2 != 0 {
+			t.Fatalf("n=%d: M2 %v without the variance", n, got.M2)
+		}
+		if n > 1 && want.M2 == 0 {
+			t.Fatalf("n=%d: FloatRun's M2 is 0: the test proves nothing", n)
+		}
+		want.M2 = 0
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("n=%d:\n%+v\n%+v", n, got, want)
+		}
+	}
+}
+
+// TestDecimalRun: the state of a run of decimal mantissas equals FloatRun's
+// of the values they stand for (Min, Max, First and Last bit for bit, Sum,
+// Mean and M2 to a relative 1e-12), with and without the variance, also
+// for mantissas whose sum overflows int64 (summed in floats then).
+func TestDecimalRun(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	near := func(x, y float64) bool { return x == y || math.Abs(x-y) <= 1e-12*math.Max(math.Abs(x), math.Abs(y)) }
+	for _, tc := range []struct {
+		n     int
+		scale float64
+		span  int64
+	}{{1, 100, 1e4}, {2, 100, 1e4}, {7, 1, 1e6}, {229, 100, 1e5}, {1000, 1e15, 1 << 52}, {300, 1, math.MaxInt64 / 4}} {
+		mant := make([]int64, tc.n)
+		vals := make([]float64, tc.n)
+		for i := range mant {
+			mant[i] = rng.Int63n(tc.span) - tc.span/2
+			vals[i] = float64(mant[i]) / tc.scale
+		}
+		for _, variance := range []bool{true, false} {
+			want := FloatRun(vals, 5, int64(5+tc.n-1), "s")
+			if !variance {
+				want = FloatRunNoVariance(vals, 5, int64(5+tc.n-1), "s")
+			}
+			got := DecimalRun(mant, tc.scale, 5, int64(5+tc.n-1), "s", variance)
+			if !near(got.Sum, want.Sum) || !near(got.Mean, want.Mean) || !near(got.M2, want.M2) {
+				t.Fatalf("%+v variance %v: sum %v mean %v m2 %v, want %v %v %v", tc, variance, got.Sum, got.Mean, got.M2, want.Sum, want.Mean, want.M2)
+			}
+			got.Sum, got.Mean, got.M2 = want.Sum, want.Mean, want.M2
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%+v variance %v:\n%+v\n%+v", tc, variance, got, want)
+			}
+		}
+	}
+}

@@ -73,6 +73,13 @@ type Query struct {
 	// (partition.ErrTooManyBuckets above it). The HTTP API sets it to the
 	// server's --max-query-buckets.
 	MaxBuckets int `json:"max_buckets,omitempty"`
+	// NoVariance, for an aggregate, says that no answer will be asked for
+	// its variance (stddev): a replica may then leave each state's M2 at
+	// 0 and skip the second pass over a run of floats that computes it
+	// (model.FloatRunNoVariance). Every other member of the states is
+	// exact as without it. A replica that does not know it computes M2
+	// anyway.
+	NoVariance bool `json:"no_variance,omitempty"`
 
 	// Consistency is how the replica read for each partition is brought
 	// up to date first: "" or "one" reads one replica as it is; "quorum"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -162,6 +163,12 @@ func TestEndToEnd(t *testing.T) {
 			if v := res.Series[0].Buckets[0].Values["usage"]; v != want {
 				t.Errorf("%s = %v, want %v", agg, v, want)
 			}
+		}
+		// stddev (sample) of 1.5, 2.5, 10, 20: the only aggregate that
+		// asks the replicas for the variance (model.Query.NoVariance).
+		sd := queryAgg(c, "metrics", "series=cpu*&fields=usage&group=none&agg=stddev")
+		if v, want := sd.Series[0].Buckets[0].Values["usage"], math.Sqrt(219.5/3); math.Abs(v-want) > 1e-9*want {
+			t.Errorf("stddev = %v, want %v", v, want)
 		}
 	}
 	check(c)

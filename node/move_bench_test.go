@@ -60,7 +60,7 @@ func BenchmarkJoin(b *testing.B) {
 	lpBytes := loadBench(b, holders, int64(mib)<<20)
 	b.Logf("loaded %.1f MiB of line protocol in %v", float64(lpBytes)/(1<<20), time.Since(start).Round(time.Millisecond))
 
-	rc := rpc.NewClient(rpc.Config{})
+	rc := rpc.NewClient(benchRPC)
 	defer rc.Close()
 	// Every log truncated (less than DefaultTruncateMin entries left to
 	// delete): the joiner's cursor will be below the truncation point.
@@ -157,7 +157,7 @@ func BenchmarkReReplication(b *testing.B) {
 	var md metadataAnswer
 	c.must(200, c.do("GET", "/api/v1/tables/bench/metadata", nil), &md)
 	part := md.Metadata.Partitions[0]
-	rc := rpc.NewClient(rpc.Config{})
+	rc := rpc.NewClient(benchRPC)
 	defer rc.Close()
 	var src wire.ReplicaStatus
 	waitLong(b, 10*time.Minute, "the three replicas converging", func() bool {
@@ -232,6 +232,11 @@ func BenchmarkReReplication(b *testing.B) {
 	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol; %d row snapshots done)",
 		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), snaps)
 }
+
+// benchRPC is the internal client config of the movement benchmarks: a
+// replica's row count and size scan read every row (about 2 M rows/s), so
+// a call about a 1 GiB replica takes longer than the default timeout.
+var benchRPC = rpc.Config{Timeout: 10 * time.Minute, MaxAttempts: 1}
 
 // benchReplica returns the state of the one replica of table that the
 // server at addr holds.

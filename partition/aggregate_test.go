@@ -143,6 +143,15 @@ func TestAggregateRandomAgainstModel(t *testing.T) {
 					t.Fatalf("query %+v:\n got %+v\nwant %+v", q, got, want)
 				}
 				checkResults(t, got)
+				// Without the variance: the same answer but for M2.
+				q.NoVariance = true
+				noVar, err := r.Aggregate(q)
+				if err != nil {
+					t.Fatalf("query %+v: %v", q, err)
+				}
+				if !sameAggs(withoutM2(noVar), withoutM2(want)) {
+					t.Fatalf("query %+v:\n got %+v\nwant %+v", q, noVar, want)
+				}
 			}
 			if nonEmpty < 80 {
 				t.Fatalf("random queries too weak: %d non-empty", nonEmpty)
@@ -213,6 +222,21 @@ func sameAggs(a, b []model.SeriesAgg) bool {
 		}
 	}
 	return true
+}
+
+// withoutM2 returns a copy of sas with every state's M2 at 0.
+func withoutM2(sas []model.SeriesAgg) []model.SeriesAgg {
+	out := make([]model.SeriesAgg, len(sas))
+	for i, sa := range sas {
+		out[i] = model.SeriesAgg{Series: sa.Series, Buckets: make([]model.BucketAgg, len(sa.Buckets))}
+		for j, b := range sa.Buckets {
+			out[i].Buckets[j] = model.BucketAgg{Start: b.Start, Fields: slices.Clone(b.Fields)}
+			for k := range out[i].Buckets[j].Fields {
+				out[i].Buckets[j].Fields[k].State.M2 = 0
+			}
+		}
+	}
+	return out
 }
 
 func closeTo(x, y float64) bool {
@@ -433,4 +457,58 @@ func TestAggBucketManyFields(t *testing.T) {
 			t.Fatalf("field %s count %d, want %d", f.Name, f.State.Count, want[f.Name])
 		}
 	}
+}
+
+// TestAggregateNoVariance: a column of floats, in the memory head and then
+// sealed into blocks, aggregated with and without the variance: the
+// answers agree but for M2, which NoVariance leaves short (the runs skip
+// its pass).
+func TestAggregateNoVariance(t *testing.T) {
+	r := createTestReplica(t, openTestStore(t, ""))
+	var rows []model.Row
+	for i := range 600 {
+		for _, s := range []string{"cpu,host=a", "cpu,host=b"} {
+			rows = append(rows, row(s, int64(i)*1e9, fl("v", float64(i%7)+0.25, 1)))
+		}
+	}
+	mustApply(t, r, rows...)
+	q := model.Query{From: 0, To: 600e9, Step: 60e9, Fields: []string{"v"}}
+	check := func(stage string) {
+		t.Helper()
+		full, err := r.Aggregate(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nq := q
+		nq.NoVariance = true
+		noVar, err := r.Aggregate(nq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameAggs(withoutM2(full), withoutM2(noVar)) {
+			t.Fatalf("%s: without the variance\n got %+v\nwant %+v", stage, noVar, full)
+		}
+		// M2 without the variance keeps only what merges of runs add
+		// (Chan's term for their means apart): less than the whole.
+		less := 0
+		for i, sa := range full {
+			for j, b := range sa.Buckets {
+				m2, whole := noVar[i].Buckets[j].Fields[0].State.M2, b.Fields[0].State.M2
+				if whole <= 0 || m2 > whole {
+					t.Fatalf("%s: %s bucket %d: M2 %v without the variance, %v with it", stage, sa.Series, b.Start, m2, whole)
+				}
+				if m2 < whole {
+					less++
+				}
+			}
+		}
+		if less == 0 {
+			t.Fatalf("%s: every M2 computed without the variance", stage)
+		}
+	}
+	check("memory head")
+	if st, err := r.Seal(t.Context(), math.MaxInt64); err != nil || st.Rows != len(rows) {
+		t.Fatalf("seal: %+v, %v", st, err)
+	}
+	check("sealed")
 }

@@ -439,6 +439,9 @@ func BenchmarkAggregateDense(b *testing.B) {
 			// walked by one goroutine).
 			benchAggregateCases(b, r, []aggCase{
 				{"group_all_step_60s_one_field", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, n},
+				// What the HTTP API asks for agg=avg (no stddev asked).
+				{"group_all_step_60s_one_field_no_variance", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true,
+					Fields: []string{"usage_user"}, NoVariance: true}, n},
 				{"per_series_step_60s", model.Query{From: 0, To: ticks * interval, Step: 60e9}, n},
 			})
 		})

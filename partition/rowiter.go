@@ -309,7 +309,7 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 			it.fail(err)
 			return
 		}
-		if err := it.reader.Reset(v); err != nil {
+		if err := it.reader.ResetStored(v); err != nil {
 			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
 			return
 		}

@@ -232,6 +232,9 @@ func (f *Backend) Aggregate(ctx context.Context, table string, q model.Query) ([
 	}
 	var parts []model.SeriesAgg
 	for k, st := range states {
+		if q.NoVariance {
+			st.M2 = 0 // as a replica that skips the variance's pass
+		}
 		parts = append(parts, model.SeriesAgg{Series: k.series, Buckets: []model.BucketAgg{{Start: k.start,
 			Fields: []model.FieldAgg{{Name: k.field, State: *st}}}}})
 	}

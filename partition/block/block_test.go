@@ -150,6 +150,12 @@ func TestRoundTrip(t *testing.T) {
 	var buf []byte
 	var got []model.Row
 	var col Column
+	decimals := 0 // float columns read as decimal mantissas
+	defer func() {
+		if !t.Failed() && decimals == 0 {
+			t.Error("no float column was read in its decimal form")
+		}
+	}()
 	for mi, mode := range genModes {
 		for _, n := range testSizes {
 			for rep := range 3 {
@@ -173,14 +179,15 @@ func TestRoundTrip(t *testing.T) {
 					}
 					rowsEqual(t, got, rows)
 				}
-				checkColumns(t, rd, rows, &col)
+				checkColumns(t, rd, rows, &col, &decimals)
 			}
 		}
 	}
 }
 
 // checkColumns compares every Column and Fields with the rows.
-func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column) {
+// decimals counts the float columns ColumnAggregate read as decimals.
+func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column, decimals *int) {
 	t.Helper()
 	type want struct {
 		rows []int32
@@ -257,7 +264,20 @@ func checkColumns(t *testing.T, rd *Reader, rows []model.Row, col *Column) {
 			t.Fatalf("aggregate column of %q: %d rows, %d versions, want %d and none", info.Name, len(col.Rows), len(col.Versions), len(w.rows))
 		}
 		if col.Kind == model.KindFloat {
-			// The values are in Floats only.
+			// The values are in Floats only, or as decimal mantissas.
+			if col.Decimal {
+				if len(col.Values) != 0 || len(col.Floats) != 0 || len(col.Mantissas) != len(w.rows) {
+					t.Fatalf("aggregate column of decimals %q: %d values, %d floats, %d mantissas, want %d mantissas only",
+						info.Name, len(col.Values), len(col.Floats), len(col.Mantissas), len(w.rows))
+				}
+				for i := range w.rows {
+					if f := float64(col.Mantissas[i]) / col.Scale; col.Rows[i] != w.rows[i] || !sameFloat(f, w.vals[i].F) {
+						t.Fatalf("aggregate column of %q, value %d: row %d %v, want row %d %v", info.Name, i, col.Rows[i], f, w.rows[i], w.vals[i].F)
+					}
+				}
+				*decimals++
+				continue
+			}
 			if len(col.Values) != 0 || len(col.Floats) != len(w.rows) {
 				t.Fatalf("aggregate column of floats %q: %d values, %d floats, want none and %d", info.Name, len(col.Values), len(col.Floats), len(w.rows))
 			}

@@ -23,6 +23,13 @@ type Column struct {
 	// model.KindFloat): the aggregate path can read them without the
 	// Values.
 	Floats []float64
+	// Decimal is set by ColumnAggregate only, for a float column stored
+	// in its decimal form: its values are then in Mantissas and Scale
+	// (value i is float64(Mantissas[i]) / Scale bit for bit,
+	// colcodec.DecodeDecimals), not in Floats.
+	Decimal   bool
+	Mantissas []int64
+	Scale     float64
 
 	ints    []int64
 	bools   []bool
@@ -52,7 +59,8 @@ func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
 
 // ColumnAggregate is ColumnValues that, for a field whose values are all
 // floats (dst.Kind is model.KindFloat), leaves dst.Values empty too: the
-// values are in dst.Floats only. It is what an aggregate over a block with
+// values are in dst.Floats only, or, when they are stored in the decimal
+// form, in dst.Mantissas and dst.Scale (dst.Decimal). It is what an aggregate over a block with
 // no head row over it needs; a column of another kind or of mixed kinds
 // has its Values as ColumnValues gives them.
 func (r *Reader) ColumnAggregate(field string, dst *Column) (ok bool, err error) {
@@ -189,6 +197,7 @@ func (r *Reader) presence(d *decoder, flags byte, c *Column) error {
 func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int, floatsOnly bool) error {
 	m := len(c.Rows)
 	c.Floats, c.ints, c.bools, c.strs = c.Floats[:0], c.ints[:0], c.bools[:0], c.strs[:0]
+	c.Decimal, c.Mantissas = false, c.Mantissas[:0]
 	for _, k := range valueKinds {
 		if counts[k] == 0 {
 			continue
@@ -201,6 +210,12 @@ func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int, floatsOn
 		var err error
 		switch k {
 		case model.KindFloat:
+			if floatsOnly && c.Kind == model.KindFloat {
+				c.Mantissas, c.Scale, c.Decimal, err = colcodec.DecodeDecimals(c.Mantissas, col)
+				if got = len(c.Mantissas); c.Decimal || err != nil {
+					break
+				}
+			}
 			c.Floats, err = colcodec.DecodeFloats(c.Floats, col)
 			got = len(c.Floats)
 		case model.KindInt:

@@ -11,6 +11,8 @@
 //	Encode(dst, rows) / (*Encoder).Encode   rows → block appended to dst
 //	Open(b) / (*Reader).Reset(b)            check the checksum, read the header,
 //	                                        the field names, kinds and summaries
+//	(*Reader).ResetStored(b)                the same without the checksum, for a
+//	                                        block of the server's own store
 //	(*Reader).Len, MinTime, MaxTime         rows, first and last time
 //	(*Reader).Fields, NumFields, Field      names (sorted) and kinds (0: mixed)
 //	(*Reader).Summary(field, series)        model.AggState of the field's values
@@ -20,7 +22,8 @@
 //	                                        versions; no other field is decoded
 //	(*Reader).ColumnValues(field, *Column)  the same without the versions
 //	(*Reader).ColumnAggregate(field, *Column) the same, a float column's
-//	                                        values in Floats only
+//	                                        values in Floats only, or as
+//	                                        decimal Mantissas and a Scale
 //	(*Reader).Rows(dst, series)             every row back (exact round trip);
 //	                                        reuses dst's field array, see below
 //

@@ -166,39 +166,89 @@ func DecodeFloats(dst []float64, src []byte) ([]float64, error) {
 	if c == CodecFloatXOR {
 		return decodeXOR(dst, n, rest)
 	}
-	if len(rest) == 0 {
-		return dst[:0], fmt.Errorf("%w: %s column: no exponent", ErrCorrupt, c)
-	}
-	exp := rest[0]
-	if exp > maxDecimals {
-		return dst[:0], fmt.Errorf("%w: %s column: exponent %d", ErrCorrupt, c, exp)
-	}
-	rest = rest[1:]
-	if n == 0 {
-		if len(rest) != 0 {
-			return dst[:0], fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
-		}
-		return dst[:0], nil
-	}
-	if err := checkStream(rest, 0, n); err != nil {
-		return dst[:0], fmt.Errorf("%s column: %w", c, err)
+	exp, body, err := checkDecimal(n, rest)
+	if err != nil || n == 0 {
+		return dst[:0], err
 	}
 	dst = grow(dst, n)
 	// Decode the mantissas in place: an int64 and a float64 have the
 	// same size, and each slot is converted once, after it is final.
 	mant := int64View(dst)
-	pos := 0
-	if err := decodeStream(mant, rest, &pos); err != nil {
-		return dst[:0], fmt.Errorf("%s column: %w", c, err)
-	}
-	if pos != len(rest) {
-		return dst[:0], fmt.Errorf("%w: %s column: %d trailing bytes", ErrCorrupt, c, len(rest)-pos)
+	if err := decodeDecimal(mant, body); err != nil {
+		return dst[:0], err
 	}
 	p := float64(pow10[exp])
 	for i, m := range mant {
 		dst[i] = float64(m) / p
 	}
 	return dst, nil
+}
+
+// DecodeDecimals decodes a column that EncodeFloats wrote in its decimal
+// form (CodecFloatDecimal) into its mantissas, dst[:0] reused when large
+// enough, and its scale 10^e: value i is float64(mant[i]) / scale, as
+// DecodeFloats gives it bit for bit. An aggregate can fold the mantissas as
+// integers and skip a division per value. A column of the XOR form is ok
+// false, nothing decoded. A corrupt column may hold any int64 mantissas
+// (the encoder writes them below 2^53 in magnitude): callers must not
+// assume the bound.
+func DecodeDecimals(dst []int64, src []byte) (mant []int64, scale float64, ok bool, err error) {
+	c, n, rest, err := readHeader(src, "float", CodecFloatDecimal, CodecFloatXOR)
+	if err != nil || c != CodecFloatDecimal {
+		return dst[:0], 0, false, err
+	}
+	exp, body, err := checkDecimal(n, rest)
+	if err != nil {
+		return dst[:0], 0, false, err
+	}
+	scale = float64(pow10[exp])
+	if n == 0 {
+		return dst[:0], scale, true, nil
+	}
+	dst = grow(dst, n)
+	if err := decodeDecimal(dst, body); err != nil {
+		return dst[:0], 0, false, err
+	}
+	return dst, scale, true, nil
+}
+
+// checkDecimal checks the body of a CodecFloatDecimal column of n values
+// (after its header), before anything is allocated for them, and returns
+// its exponent and its integer stream.
+func checkDecimal(n int, rest []byte) (exp uint8, body []byte, err error) {
+	c := CodecFloatDecimal
+	if len(rest) == 0 {
+		return 0, nil, fmt.Errorf("%w: %s column: no exponent", ErrCorrupt, c)
+	}
+	exp = rest[0]
+	if exp > maxDecimals {
+		return 0, nil, fmt.Errorf("%w: %s column: exponent %d", ErrCorrupt, c, exp)
+	}
+	rest = rest[1:]
+	if n == 0 {
+		if len(rest) != 0 {
+			return 0, nil, fmt.Errorf("%w: %s column: trailing bytes", ErrCorrupt, c)
+		}
+		return exp, rest, nil
+	}
+	if err := checkStream(rest, 0, n); err != nil {
+		return 0, nil, fmt.Errorf("%s column: %w", c, err)
+	}
+	return exp, rest, nil
+}
+
+// decodeDecimal decodes the integer stream of a checked CodecFloatDecimal
+// column (checkDecimal) into mant, len(mant) values.
+func decodeDecimal(mant []int64, body []byte) error {
+	c := CodecFloatDecimal
+	pos := 0
+	if err := decodeStream(mant, body, &pos); err != nil {
+		return fmt.Errorf("%s column: %w", c, err)
+	}
+	if pos != len(body) {
+		return fmt.Errorf("%w: %s column: %d trailing bytes", ErrCorrupt, c, len(body)-pos)
+	}
+	return nil
 }
 
 func decodeXOR(dst []float64, n int, src []byte) ([]float64, error) {

@@ -135,6 +135,7 @@ func FuzzDecodeFloats(f *testing.F) {
 	fuzzSeeds(f, gens, EncodeFloats)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzDecode(t, data, EncodeFloats, DecodeFloats, eqFloat)
+		sameDecimals(t, data)
 		// As values: raw bits, and decimals m/100 that take the decimal
 		// form.
 		ints := int64sOf(data)
@@ -207,4 +208,31 @@ func FuzzDecodeVersions(f *testing.F) {
 		}
 		fuzzRoundTrip(t, vals, EncodeVersions, DecodeVersions, eqVersion)
 	})
+}
+
+// sameDecimals checks DecodeDecimals against DecodeFloats on a column
+// (valid or not): it fails exactly when DecodeFloats fails on a decimal
+// column, is not ok for any other, and its mantissas give DecodeFloats'
+// values bit for bit.
+func sameDecimals(t *testing.T, col []byte) {
+	t.Helper()
+	mant, scale, ok, err := DecodeDecimals(nil, col)
+	floats, ferr := DecodeFloats(nil, col)
+	c, known := Of(col)
+	decimal := known && c == CodecFloatDecimal
+	switch {
+	case decimal && (err != nil) != (ferr != nil):
+		t.Fatalf("decimal column: DecodeDecimals %v, DecodeFloats %v", err, ferr)
+	case !decimal && (ok || len(mant) != 0):
+		t.Fatalf("a %v column decoded as decimals: %v", c, mant)
+	case !ok:
+		return
+	case len(mant) != len(floats):
+		t.Fatalf("%d mantissas, %d floats", len(mant), len(floats))
+	}
+	for i, m := range mant {
+		if got := float64(m) / scale; math.Float64bits(got) != math.Float64bits(floats[i]) {
+			t.Fatalf("value %d: mantissa %d / %v is %v, DecodeFloats %v", i, m, scale, got, floats[i])
+		}
+	}
 }

@@ -143,7 +143,13 @@ func TestFloatsRoundTrip(t *testing.T) {
 	r := newRand(t)
 	for _, sh := range floatShapes {
 		for _, n := range append(testSizes, 1+r.IntN(5000)) {
-			checkRoundTrip(t, r, sh.gen(r, n), EncodeFloats, DecodeFloats, eqFloat)
+			vals := sh.gen(r, n)
+			checkRoundTrip(t, r, vals, EncodeFloats, DecodeFloats, eqFloat)
+			col, err := EncodeFloats(nil, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameDecimals(t, col)
 		}
 	}
 	for range 200 {
