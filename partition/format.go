@@ -43,6 +43,12 @@ import (
 //     would truncate their records. Open writes 5 before any Apply when
 //     the option is on; a store of version 5 opened without it has its
 //     rows replayed and written to pebble's head, and is marked 4 again.
+//   - 6 and 7 (7 with a memory head, as 5 is 4's): a float field's
+//     block summary may be in the decimal form (block field flag bit 4,
+//     about 22 bytes instead of 72), which a build before them refuses as
+//     a corrupt block. Versions 1 to 5 become 6 or 7 without rewriting
+//     anything (their blocks keep the 72 bytes, still read); a store of
+//     6 or 7 cannot go back to 4 or 5.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -54,12 +60,16 @@ var formatKey = []byte{nsFormat}
 // storeFormat is the version this build writes in a new store, and
 // memHeadFormat the one it writes in a store with a memory head.
 const (
-	storeFormat   = 4
-	memHeadFormat = 5
+	storeFormat   = 6
+	memHeadFormat = 7
 )
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{1, 2, 3, storeFormat, memHeadFormat}
+var supportedFormats = []int{1, 2, 3, 4, 5, storeFormat, memHeadFormat}
+
+// withMemHead reports whether a store of format version v may hold rows in
+// log records only (a memory head's).
+func withMemHead(v int) bool { return v == 5 || v == memHeadFormat }
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).
@@ -117,10 +127,10 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 // writeFormat writes the marker of version to, synced, in a store marked
 // with another version (from, 0 when it had none); legacy (holdsKeys
 // before Open wrote anything) tells a store written before the marker
-// existed from a new one, for the log. Versions 1 to 3 need no change of
-// their keys to be version 4: they only hold no merge operands, no blocks
-// or only blocks with summaries yet; nor does any of them to be 5. A store
-// of version 5 becomes 4 once its memory heads are drained
+// existed from a new one, for the log. Versions 1 to 5 need no change of
+// their keys to be version 6 or 7: they only hold no merge operands, no
+// blocks, only blocks with summaries or only summaries of 72 bytes yet. A
+// store of version 5 or 7 becomes 6 once its memory heads are drained
 // (Store.drainMemHeads).
 func (s *Store) writeFormat(from, to int, legacy bool) error {
 	if err := formatmark.Write(s.db, formatKey, to); err != nil {

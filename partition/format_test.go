@@ -62,22 +62,22 @@ const legacyMarkLog = "written before the format marker"
 func TestFormatMarkerFresh(t *testing.T) {
 	dir := t.TempDir()
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "4" {
-		t.Fatalf("format marker of a new store = %q, want \"4\"", got)
+	if got := formatMarker(t, s); got != "6" {
+		t.Fatalf("format marker of a new store = %q, want \"6\"", got)
 	}
 	if strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a new store logged as written before the marker:\n%s", log)
 	}
 	_ = s.Close()
 	s = openPlainStore(t, dir)
-	if got := formatMarker(t, s); got != "4" {
-		t.Fatalf("format marker after reopen = %q, want \"4\"", got)
+	if got := formatMarker(t, s); got != "6" {
+		t.Fatalf("format marker after reopen = %q, want \"6\"", got)
 	}
 }
 
 // TestFormatMarkerLegacy: a store written before the marker existed (the
 // previous build: replicas, rows, a birth record, no marker) opens as
-// version 1, keeps its rows and gets the marker of version 4.
+// version 1, keeps its rows and gets the marker of version 6.
 func TestFormatMarkerLegacy(t *testing.T) {
 	dir := t.TempDir()
 	s := openPlainStore(t, dir)
@@ -89,8 +89,8 @@ func TestFormatMarkerLegacy(t *testing.T) {
 	setMarker(t, s, "")
 
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "4" {
-		t.Fatalf("format marker of a legacy store after Open = %q, want \"4\"", got)
+	if got := formatMarker(t, s); got != "6" {
+		t.Fatalf("format marker of a legacy store after Open = %q, want \"6\"", got)
 	}
 	if !strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a legacy store not logged as written before the marker:\n%s", log)
@@ -114,8 +114,8 @@ func TestFormatMarkerUnknown(t *testing.T) {
 		want   error
 		text   []string
 	}{
-		{"6", ErrUnknownFormat, []string{"format version 6", "supports version 1, 2, 3, 4, 5 only"}},
-		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4, 5 only"}},
+		{"8", ErrUnknownFormat, []string{"format version 8", "supports version 1, 2, 3, 4, 5, 6, 7 only"}},
+		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4, 5, 6, 7 only"}},
 		{"x", ErrCorrupt, []string{`"x"`, "not a version"}},
 		{"01", ErrCorrupt, []string{`"01"`}},
 		{"0", ErrCorrupt, []string{`"0"`}},

@@ -95,7 +95,7 @@ type Store struct {
 	checkIndex bool
 	// noShare is Options.NoShare.
 	noShare bool
-	// memoryHead is Options.MemoryHead, or a store of memHeadFormat
+	// memoryHead is Options.MemoryHead, or a store of a memory head's format
 	// being opened without it; memBudget is Options.MemoryHeadBytes.
 	memoryHead bool
 	memBudget  int64
@@ -278,7 +278,7 @@ func Open(opts Options) (*Store, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	s := &Store{opened: time.Now().UnixNano(), db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare, memoryHead: opts.MemoryHead || format == memHeadFormat,
+	s := &Store{opened: time.Now().UnixNano(), db: db, dir: opts.Dir, fs: fs, log: log, throttle: opts.Throttle, checkIndex: opts.CheckIndex, noShare: opts.NoShare, memoryHead: opts.MemoryHead || withMemHead(format),
 		closeFlushTimeout: opts.CloseFlushTimeout, walFS: walFS}
 	s.memBudget = orDefault(opts.MemoryHeadBytes, DefaultMemoryHeadBytes)
 	if s.closeFlushTimeout == 0 {
@@ -312,7 +312,7 @@ func Open(opts Options) (*Store, error) {
 		want = memHeadFormat
 	} else if s.memoryHead {
 		// Rows in log records only, which this store's options no longer
-		// read: into pebble's head, before the marker says 4.
+		// read: into pebble's head, before the marker says 6.
 		if err := s.drainMemHeads(); err != nil {
 			_ = db.Close()
 			return nil, err

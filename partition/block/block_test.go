@@ -327,6 +327,12 @@ func closeFloat(a, b float64) bool {
 func TestSummaries(t *testing.T) {
 	withSummaries(t)
 	r := rand.New(rand.NewPCG(2, 17))
+	forms := [2]int{} // summaries read in the 72-byte and the decimal form
+	defer func() {
+		if !t.Failed() && (forms[0] == 0 || forms[1] == 0) {
+			t.Errorf("summaries read: %d whole, %d decimal; want both forms", forms[0], forms[1])
+		}
+	}()
 	for mi, mode := range genModes {
 		for _, n := range testSizes {
 			rows := randRows(r, n, mode)
@@ -365,6 +371,9 @@ func TestSummaries(t *testing.T) {
 				}
 				if !ok {
 					t.Fatalf("no summary of %q", name)
+				}
+				if w.N > 0 {
+					forms[b2i(rd.fields[rd.find(name)].flags&flagDecimalSummary != 0)]++
 				}
 				if g.Count != w.Count || g.N != w.N || g.FirstSeries != w.FirstSeries || g.LastSeries != w.LastSeries {
 					t.Fatalf("mode %d n %d field %q: %+v, want %+v", mi, n, name, g, *w)

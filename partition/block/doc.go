@@ -139,12 +139,24 @@
 //
 //   - fflags: bits 0-1 the presence form (0 every row, 1 bitmap, 2 runs);
 //     bit 2 mixed kinds (a kinds column follows and kind is 0); bit 3 the
-//     field has its own version column; bits 4-7 are 0.
+//     field has its own version column; bit 4 the summary is in the
+//     decimal form (below; only with kind float, num > 0 and the header's
+//     bit 1 clear); bits 5-7 are 0.
 //   - kind: the model.Kind of every value (1 float, 2 int, 3 bool,
 //     4 string, 5 deleted), 0 when mixed.
 //   - count and num: the summary's Count and N (num ≤ count ≤ m). When
 //     num > 0 and the header's bit 1 is clear, the summary follows: 9 × 8 bytes, Sum, Min, Max (float64
-//     bits), FirstTime (int64), First, LastTime, Last, Mean, M2.
+//     bits), FirstTime (int64), First, LastTime, Last, Mean, M2; or, with
+//     bit 4, its decimal form, for a field whose values are all floats
+//     stored as one decimal column (colcodec's CodecFloatDecimal) of
+//     exponent e: e(1) | sum | min | max | first | last (each a zigzag
+//     uvarint of a mantissa: the value is m / 10^e; sum is the exact sum
+//     of the column's mantissas, read back as float64(sum) / 10^e) |
+//     FirstTime − min:uvarint | max − LastTime:uvarint (the header's min
+//     and max) | M2 (8 bytes, float64 bits); Mean is read back as
+//     Sum / N. The encoder writes it whenever Min, Max, First and Last
+//     are values of the column bit for bit and the mantissas' sum fits an
+//     int64: about 22 bytes instead of 72 on the harness's fields.
 //   - presence: which of the n rows have the field (m of them, m ≥ 1):
 //     form 0 nothing (m = n); form 1 a bitmap of ceil(n/8) bytes, bit i%8
 //     of byte i/8 set when row i has it, padding bits 0; form 2 a run list

@@ -63,13 +63,16 @@ var summaryMinRows = SummaryMinRows
 
 // Field flags.
 const (
-	presenceMask  = 0x3
-	presenceAll   = 0      // every row has the field
-	presenceBits  = 1      // a bitmap of ceil(n/8) bytes
-	presenceRuns  = 2      // alternating absent/present run lengths
-	flagMixed     = 1 << 2 // a kinds column follows; else one kind byte
-	flagOwnVers   = 1 << 3 // the field has its own version column
-	fieldFlagsAll = presenceMask | flagMixed | flagOwnVers
+	presenceMask = 0x3
+	presenceAll  = 0      // every row has the field
+	presenceBits = 1      // a bitmap of ceil(n/8) bytes
+	presenceRuns = 2      // alternating absent/present run lengths
+	flagMixed    = 1 << 2 // a kinds column follows; else one kind byte
+	flagOwnVers  = 1 << 3 // the field has its own version column
+	// flagDecimalSummary: the summary is in the decimal form (a float
+	// field whose column is decimal; store format 6).
+	flagDecimalSummary = 1 << 4
+	fieldFlagsAll      = presenceMask | flagMixed | flagOwnVers | flagDecimalSummary
 )
 
 // summarySize is the fixed part of a summary written when N > 0: Sum,
@@ -119,6 +122,12 @@ type Encoder struct {
 	forceVersions int
 	// summaries says whether the block being encoded keeps summaries.
 	summaries bool
+	// floatScale (0: none) and floatExp are the scale and exponent of the
+	// field's float column just encoded when it is in the decimal form;
+	// dsum is the scratch of a decimal summary.
+	floatScale float64
+	floatExp   uint8
+	dsum       []byte
 
 	fenc colcodec.FloatEncoder
 	senc colcodec.StringEncoder
@@ -477,17 +486,6 @@ func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
 	h := append(f.head[:0], flags, byte(kind))
 	h = binary.AppendUvarint(h, uint64(sum.Count))
 	h = binary.AppendUvarint(h, uint64(sum.N))
-	if e.summaries && sum.N > 0 {
-		for _, x := range [...]uint64{
-			math.Float64bits(sum.Sum), math.Float64bits(sum.Min), math.Float64bits(sum.Max),
-			uint64(sum.FirstTime), math.Float64bits(sum.First),
-			uint64(sum.LastTime), math.Float64bits(sum.Last),
-			math.Float64bits(sum.Mean), math.Float64bits(sum.M2),
-		} {
-			h = binary.LittleEndian.AppendUint64(h, x)
-		}
-	}
-	f.head = h
 
 	// Body: presence (above), kinds, values.
 	var err error
@@ -501,12 +499,33 @@ func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
 		}
 		body = appendBytes(body, e.col)
 	}
+	e.floatScale = 0
 	for _, k := range [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool, model.KindString} {
 		if body, err = e.appendValues(body, k); err != nil {
 			return fmt.Errorf("%w: field %q: %w", ErrInvalid, f.name, err)
 		}
 	}
 	f.body = body
+
+	// The summary, after the counts: in the decimal form when the field is
+	// a column of decimal floats whose summary it holds exactly, else the
+	// 72 bytes.
+	if e.summaries && sum.N > 0 {
+		if d, ok := e.decimalSummary(kind, &sum, rows[0].Time, rows[n-1].Time); ok {
+			h[0] |= flagDecimalSummary
+			h = append(h, d...)
+		} else {
+			for _, x := range [...]uint64{
+				math.Float64bits(sum.Sum), math.Float64bits(sum.Min), math.Float64bits(sum.Max),
+				uint64(sum.FirstTime), math.Float64bits(sum.First),
+				uint64(sum.LastTime), math.Float64bits(sum.Last),
+				math.Float64bits(sum.Mean), math.Float64bits(sum.M2),
+			} {
+				h = binary.LittleEndian.AppendUint64(h, x)
+			}
+		}
+	}
+	f.head = h
 
 	// Versions: the exceptions to the row versions.
 	e.excIdx, e.excVers = e.excIdx[:0], e.excVers[:0]
@@ -616,6 +635,9 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 			return dst, nil
 		}
 		col, err = e.fenc.Encode(col, e.floats)
+		if err == nil {
+			e.floatScale, e.floatExp, _ = colcodec.DecimalScale(col)
+		}
 	case model.KindInt:
 		e.ints = e.ints[:0]
 		for _, v := range e.vals {
@@ -656,6 +678,57 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 	}
 	return appendBytes(dst, col), nil
 }
+
+// decimalSummary returns the decimal form of sum, the summary of a field
+// whose values e.floats (all of the field's, in time order) were just
+// encoded as a decimal column of scale e.floatScale, in a block of times
+// [minT, maxT]; ok is false when the field is not such a column or the
+// form would not give sum back (a sum of mantissas over int64):
+//
+//	exp(1) | sum | min | max | first | last : zigzag uvarints of mantissas
+//	| FirstTime − minT : uvarint | maxT − LastTime : uvarint | M2 (8, LE)
+//
+// Min, Max, First and Last are values of the column, m / 10^exp for their
+// mantissa m (checked bit for bit); the sum is the exact sum of the
+// mantissas, read back as float64(sum) / 10^exp (FloatRun's up to float
+// rounding); Mean is read back as Sum / N. 23 bytes on the harness's
+// fields instead of 72.
+func (e *Encoder) decimalSummary(kind model.Kind, sum *model.AggState, minT, maxT int64) ([]byte, bool) {
+	p := e.floatScale
+	if kind != model.KindFloat || p == 0 || len(e.floats) != int(sum.N) {
+		return nil, false
+	}
+	mant := func(v float64) (int64, bool) {
+		m := int64(math.Round(v * p))
+		return m, math.Float64bits(float64(m)/p) == math.Float64bits(v)
+	}
+	var total int64
+	for _, v := range e.floats {
+		m, ok := mant(v)
+		if !ok || m > 0 && total > math.MaxInt64-m || m < 0 && total < math.MinInt64-m {
+			return nil, false
+		}
+		total += m
+	}
+	d := append(e.dsum[:0], e.floatExp)
+	d = binary.AppendUvarint(d, zigzag(total))
+	for _, v := range [...]float64{sum.Min, sum.Max, sum.First, sum.Last} {
+		m, ok := mant(v)
+		if !ok {
+			return nil, false
+		}
+		d = binary.AppendUvarint(d, zigzag(m))
+	}
+	d = binary.AppendUvarint(d, uint64(sum.FirstTime)-uint64(minT))
+	d = binary.AppendUvarint(d, uint64(maxT)-uint64(sum.LastTime))
+	d = binary.LittleEndian.AppendUint64(d, math.Float64bits(sum.M2))
+	e.dsum = d
+	return d, true
+}
+
+// zigzag maps signed to unsigned integers so that small magnitudes are
+// small.
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 // uvarintLen returns the size of n as a uvarint.
 func uvarintLen(n int) int {

@@ -209,7 +209,15 @@ func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 	}
 	fd.info.Kind = kind
 	fd.sum = model.AggState{Count: int64(cnt), N: int64(num)}
-	if num > 0 && r.summaries {
+	decimal := fd.flags&flagDecimalSummary != 0
+	switch {
+	case decimal && (num == 0 || !r.summaries || kind != model.KindFloat):
+		return corrupt("a decimal summary of a field of kind %d, %d numeric values, summaries %v", kind, num, r.summaries)
+	case decimal:
+		if err := r.parseDecimalSummary(&d, &fd.sum); err != nil {
+			return err
+		}
+	case num > 0 && r.summaries:
 		if len(d.b) < summarySize {
 			return corrupt("truncated summary")
 		}
@@ -229,6 +237,37 @@ func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 	fd.body = d.b
 	return nil
 }
+
+// parseDecimalSummary reads a summary in the decimal form (the encoder's
+// decimalSummary) into s, whose Count and N are set.
+func (r *Reader) parseDecimalSummary(d *decoder, s *model.AggState) error {
+	exp := d.byte()
+	var m [5]int64 // sum, min, max, first, last
+	for i := range m {
+		m[i] = unzigzag(d.uvarint())
+	}
+	first, last := d.uvarint(), d.uvarint()
+	m2 := d.uint64()
+	if d.err != nil {
+		return d.err
+	}
+	p, ok := colcodec.ScaleOf(exp)
+	span := uint64(r.max) - uint64(r.min)
+	switch {
+	case !ok:
+		return corrupt("decimal summary of exponent %d", exp)
+	case first > span || last > span || first > span-last:
+		return corrupt("decimal summary times +%d, -%d in a block spanning %d ns", first, last, span)
+	}
+	s.Sum, s.Min, s.Max = float64(m[0])/p, float64(m[1])/p, float64(m[2])/p
+	s.First, s.Last = float64(m[3])/p, float64(m[4])/p
+	s.FirstTime, s.LastTime = int64(uint64(r.min)+first), int64(uint64(r.max)-last)
+	s.Mean, s.M2 = s.Sum/float64(s.N), math.Float64frombits(m2)
+	return nil
+}
+
+// unzigzag inverts zigzag.
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // HasSummaries reports whether the block keeps per-field summaries: a
 // block of fewer than SummaryMinRows rows does not.

@@ -290,3 +290,23 @@ func decodeXOR(dst []float64, n int, src []byte) ([]float64, error) {
 	}
 	return dst, nil
 }
+
+// DecimalScale reports whether col, a column of EncodeFloats, is in the
+// decimal form, and returns its scale 10^e (value i is float64(m[i]) /
+// scale) and e. It reads the column's header only.
+func DecimalScale(col []byte) (scale float64, exp uint8, ok bool) {
+	c, _, rest, err := readHeader(col, "float", CodecFloatDecimal, CodecFloatXOR)
+	if err != nil || c != CodecFloatDecimal || len(rest) == 0 || rest[0] > maxDecimals {
+		return 0, 0, false
+	}
+	return float64(pow10[rest[0]]), rest[0], true
+}
+
+// ScaleOf returns 10^exp as a float64 (exactly), for exp ≤ 15, the scale
+// of a decimal column of exponent exp; ok is false for a larger one.
+func ScaleOf(exp uint8) (scale float64, ok bool) {
+	if exp > maxDecimals {
+		return 0, false
+	}
+	return float64(pow10[exp]), true
+}
