@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,46 @@ func TestFormatMarkerUnknown(t *testing.T) {
 				t.Fatalf("marker after the refused Open = %q, %v; want %q", v, err, tc.marker)
 			}
 			_ = closer.Close()
+		})
+	}
+}
+
+// TestFormatMarkerBeforeDecimalSummaries: a store marked 4 or 5 (the
+// builds before decimal summaries) opens, keeps its sealed rows readable
+// and is marked 6, or 7 with the memory head; a store of 7 opened without
+// it is marked 6. (Its blocks are this build's: the reads of both summary
+// forms are block.TestSummaries'.)
+func TestFormatMarkerBeforeDecimalSummaries(t *testing.T) {
+	for _, tc := range []struct {
+		from    string
+		memHead bool
+		want    string
+	}{{"4", false, "6"}, {"4", true, "7"}, {"5", false, "6"}, {"5", true, "7"}, {"7", false, "6"}} {
+		t.Run(tc.from+"→"+tc.want, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openPlainStore(t, dir)
+			r := createTestReplica(t, s)
+			want := walRows(t, r, 0, 300)
+			if _, err := r.Seal(t.Context(), math.MaxInt64); err != nil {
+				t.Fatal(err)
+			}
+			setMarker(t, s, tc.from)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(Options{Dir: dir, MemTableSize: 4 << 20, CacheSize: 8 << 20, MemoryHead: tc.memHead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got := formatMarker(t, s); got != tc.want {
+				t.Fatalf("marker %q, want %q", got, tc.want)
+			}
+			r2, _ := s.Replica(r.Info().Placement)
+			sortRows(want)
+			if err := sameRows(scanAll(t, r2), want); err != nil {
+				t.Fatalf("rows after the upgrade: %v", err)
+			}
 		})
 	}
 }
