@@ -502,11 +502,14 @@ func TestAggregateNoVariance(t *testing.T) {
 				}
 			}
 		}
-		if less == 0 {
+		// Runs of floats are folded from a memory head's rows and from
+		// blocks; head rows in pebble (TSDB_TEST_MEMHEAD=0) are added one
+		// by one, M2 included.
+		if less == 0 && (stage == "sealed" || memHeadTests) {
 			t.Fatalf("%s: every M2 computed without the variance", stage)
 		}
 	}
-	check("memory head")
+	check("head")
 	if st, err := r.Seal(t.Context(), math.MaxInt64); err != nil || st.Rows != len(rows) {
 		t.Fatalf("seal: %+v, %v", st, err)
 	}
