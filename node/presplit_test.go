@@ -20,10 +20,16 @@ import (
 //
 // Rows carry a 1 KB random string, so 10 rows/s is about 10.5 KB per
 // second of the time axis (7.5 KB once sealed: the string keeps 6 bits a
-// byte): 64 KiB lasts 6.2–8.7 s, which rounds down to a 5 s width. At
-// 40 rows/s it lasts 1.6–2.2 s: 1 s or 2 s. The writer
-// stamps rows at evenly spaced times, so the bytes per second of the time
-// axis do not depend on how fast the machine is.
+// byte). The master's estimate weighs rows by where they are stored (the
+// memory head's rows as a scan of pebble's head would, sealed ones by
+// their block's share), so under load it measured 10.8 to 19.2 KB/s: 64
+// KiB lasts 3.4–6.1 s, which rounds down to a 2 s or a 5 s width, both
+// accepted (5 s only, as before, timed out in 1 run of 8 under -race:
+// the estimate sat above 13.1 KB/s, the 5 s width's bound). Until the
+// rate is known the width is 1 s, which the test tells apart. At 40 rows/s
+// 64 KiB lasts 0.85–1.5 s: 500 ms or 1 s, at most half the first width.
+// The writer stamps rows at evenly spaced times, so the bytes per second
+// of the time axis do not depend on how fast the machine is.
 func TestPresplitTracksRate(t *testing.T) {
 	c := startCluster(t, 3, func(cfg *Config) {
 		cfg.NoPresplit = false
@@ -31,7 +37,7 @@ func TestPresplitTracksRate(t *testing.T) {
 		cfg.PresplitInterval = 250 * time.Millisecond
 		cfg.LifecycleTick = 100 * time.Millisecond
 		cfg.Presplit = presplit.Config{Horizon: 10 * time.Second, MinWidth: 500 * time.Millisecond, MaxWidth: time.Hour,
-			UnknownWidth: 2 * time.Second, RateWindow: 15 * time.Second}
+			UnknownWidth: time.Second, RateWindow: 15 * time.Second}
 	})
 	cl := c.client("s1")
 	cl.must(201, cl.do("POST", "/api/v1/tables", []byte(`{"name":"ps","replication_factor":2,"partition_size_target":65536}`)), nil)
@@ -67,12 +73,12 @@ func TestPresplitTracksRate(t *testing.T) {
 		return w, ws[len(ws)-2] == w && ws[len(ws)-3] == w
 	}
 	var widthA time.Duration
-	waitLong(t, 2*time.Minute, "3 partitions 5 s wide ahead of now at 10 rows/s", func() bool {
+	waitLong(t, 2*time.Minute, "3 partitions 2 s or 5 s wide ahead of now at 10 rows/s", func() bool {
 		time.Sleep(200 * time.Millisecond)
 		ws := aheadOf()
 		w, ok := lastAhead(ws)
 		widthA = w
-		return ok && w == 5*time.Second
+		return ok && (w == 2*time.Second || w == 5*time.Second)
 	})
 	checkEmptyAhead(t, c, "ps")
 	t.Logf("10 rows/s: partitions ahead of now %v", aheadOf())

@@ -691,7 +691,7 @@ func (e *Encoder) appendValues(dst []byte, k model.Kind) ([]byte, error) {
 // Min, Max, First and Last are values of the column, m / 10^exp for their
 // mantissa m (checked bit for bit); the sum is the exact sum of the
 // mantissas, read back as float64(sum) / 10^exp (FloatRun's up to float
-// rounding); Mean is read back as Sum / N. 23 bytes on the harness's
+// rounding); Mean is read back as Sum / N. About 22 bytes on the harness's
 // fields instead of 72.
 func (e *Encoder) decimalSummary(kind model.Kind, sum *model.AggState, minT, maxT int64) ([]byte, bool) {
 	p := e.floatScale
