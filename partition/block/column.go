@@ -60,9 +60,10 @@ func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
 // ColumnAggregate is ColumnValues that, for a field whose values are all
 // floats (dst.Kind is model.KindFloat), leaves dst.Values empty too: the
 // values are in dst.Floats only, or, when they are stored in the decimal
-// form, in dst.Mantissas and dst.Scale (dst.Decimal). It is what an aggregate over a block with
-// no head row over it needs; a column of another kind or of mixed kinds
-// has its Values as ColumnValues gives them.
+// form, in dst.Mantissas and dst.Scale (dst.Decimal). It is what an
+// aggregate over a block with no head row over it needs; a column of
+// another kind or of mixed kinds has its Values as ColumnValues gives
+// them.
 func (r *Reader) ColumnAggregate(field string, dst *Column) (ok bool, err error) {
 	return r.namedColumn(field, dst, false, true)
 }
