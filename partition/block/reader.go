@@ -78,7 +78,8 @@ func (r *Reader) Reset(b []byte) error {
 // chunk), and pebble checks what it stores (every sstable block against
 // its checksum when read from disk, the WAL's records at replay). The
 // layout is checked as by Reset: a bad block is still ErrCorrupt, never a
-// panic. Queries read their blocks so; the checksum was 6% of an
+// panic. The store's merged iterator (queries, checksums, row snapshots
+// and chunks, re-seals) reads its blocks so; the checksum was 6% of an
 // aggregate's CPU (docs/performance.md).
 func (r *Reader) ResetStored(b []byte) error {
 	return r.resetChecked(b, false)
