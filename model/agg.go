@@ -156,29 +156,13 @@ func DecimalRun(mant []int64, p float64, firstTime, lastTime int64, series strin
 	s := AggState{Count: int64(n), N: int64(n),
 		FirstTime: firstTime, FirstSeries: series, First: float64(mant[0]) / p,
 		LastTime: lastTime, LastSeries: series, Last: float64(mant[n-1]) / p}
-	var sum [4]int64
-	mn, mx := [4]int64{mant[0], mant[0], mant[0], mant[0]}, [4]int64{mant[0], mant[0], mant[0], mant[0]}
-	full := n &^ 3
-	for i := 0; i < full; i += 4 {
-		for l := range 4 {
-			m := mant[i+l]
-			sum[l] += m
-			mn[l] = min(mn[l], m)
-			mx[l] = max(mx[l], m)
-		}
-	}
-	for _, m := range mant[full:] {
-		sum[0] += m
-		mn[0] = min(mn[0], m)
-		mx[0] = max(mx[0], m)
-	}
-	lo, hi := min(mn[0], mn[1], mn[2], mn[3]), max(mx[0], mx[1], mx[2], mx[3])
+	sum, lo, hi := lanes(mant)
 	s.Min, s.Max = float64(lo)/p, float64(hi)/p
 	// No lane can have overflowed when n times the largest magnitude fits
 	// in an int64 (the harness's mantissas are below 10^5; a corrupt
 	// block's may be anything).
 	if bound := max(uint64(abs64(lo)), uint64(abs64(hi))); lo != math.MinInt64 && bound <= math.MaxInt64/uint64(n) {
-		s.Sum = float64((sum[0]+sum[1])+(sum[2]+sum[3])) / p
+		s.Sum = float64(sum) / p
 	} else {
 		for _, m := range mant {
 			s.Sum += float64(m) / p
@@ -187,19 +171,7 @@ func DecimalRun(mant []int64, p float64, firstTime, lastTime int64, series strin
 	s.Mean = s.Sum / float64(n)
 	if variance && n > 1 {
 		// Two passes, as FloatRun's, in units of the mantissa.
-		mean := s.Mean * p
-		var m2 [4]float64
-		for i := 0; i < full; i += 4 {
-			for l := range 4 {
-				d := float64(mant[i+l]) - mean
-				m2[l] += d * d
-			}
-		}
-		for _, m := range mant[full:] {
-			d := float64(m) - mean
-			m2[0] += d * d
-		}
-		s.M2 = ((m2[0] + m2[1]) + (m2[2] + m2[3])) / (p * p)
+		s.M2 = squaredDeviations(mant, s.Mean*p) / (p * p)
 	}
 	return s
 }
@@ -214,30 +186,9 @@ func abs64(x int64) int64 {
 
 func floatRun(values []float64, firstTime, lastTime int64, series string, variance bool) AggState {
 	s := AggState{Count: int64(len(values)), N: int64(len(values)),
-		Min: values[0], Max: values[0],
 		FirstTime: firstTime, FirstSeries: series, First: values[0],
 		LastTime: lastTime, LastSeries: series, Last: values[len(values)-1]}
-	// Go's min and max builtins, which agree with math.Min and math.Max
-	// on NaN and on the sign of zero and need no branch. Four lanes, so
-	// that the additions do not wait on each other (the order of the sum
-	// changes its rounding only).
-	var sum, m2 [4]float64
-	mn, mx := [4]float64{values[0], values[0], values[0], values[0]}, [4]float64{values[0], values[0], values[0], values[0]}
-	n := len(values) &^ 3
-	for i := 0; i < n; i += 4 {
-		for l := range 4 {
-			f := values[i+l]
-			sum[l] += f
-			mn[l] = min(mn[l], f)
-			mx[l] = max(mx[l], f)
-		}
-	}
-	for _, f := range values[n:] {
-		sum[0] += f
-		mn[0] = min(mn[0], f)
-		mx[0] = max(mx[0], f)
-	}
-	s.Sum = (sum[0] + sum[1]) + (sum[2] + sum[3])
+	s.Sum, s.Min, s.Max = lanes(values)
 	if math.IsNaN(s.Sum) || math.IsInf(s.Sum, 0) {
 		// Lanes that overflowed apart (+Inf and -Inf make NaN) or a NaN
 		// or infinity among the values: the sum in order, as Add makes it.
@@ -246,24 +197,54 @@ func floatRun(values []float64, firstTime, lastTime int64, series string, varian
 			s.Sum += f
 		}
 	}
-	s.Min = min(mn[0], mn[1], mn[2], mn[3])
-	s.Max = max(mx[0], mx[1], mx[2], mx[3])
 	s.Mean = s.Sum / float64(len(values))
 	if variance && len(values) > 1 {
-		mean := s.Mean
-		for i := 0; i < n; i += 4 {
-			for l := range 4 {
-				d := values[i+l] - mean
-				m2[l] += d * d
-			}
-		}
-		for _, f := range values[n:] {
-			d := f - mean
-			m2[0] += d * d
-		}
-		s.M2 = (m2[0] + m2[1]) + (m2[2] + m2[3])
+		s.M2 = squaredDeviations(values, s.Mean)
 	}
 	return s
+}
+
+// lanes returns the sum, the least and the greatest of vals (not empty),
+// folded in four lanes so that the additions do not wait on each other
+// (the order of the sum changes a float sum's rounding only; an int64 sum
+// wraps, for the caller to check). Go's min and max builtins agree with
+// math.Min and math.Max on NaN and on the sign of zero and need no branch.
+func lanes[T int64 | float64](vals []T) (sum, lo, hi T) {
+	var sums [4]T
+	mn, mx := [4]T{vals[0], vals[0], vals[0], vals[0]}, [4]T{vals[0], vals[0], vals[0], vals[0]}
+	full := len(vals) &^ 3
+	for i := 0; i < full; i += 4 {
+		for l := range 4 {
+			v := vals[i+l]
+			sums[l] += v
+			mn[l] = min(mn[l], v)
+			mx[l] = max(mx[l], v)
+		}
+	}
+	for _, v := range vals[full:] {
+		sums[0] += v
+		mn[0] = min(mn[0], v)
+		mx[0] = max(mx[0], v)
+	}
+	return (sums[0] + sums[1]) + (sums[2] + sums[3]), min(mn[0], mn[1], mn[2], mn[3]), max(mx[0], mx[1], mx[2], mx[3])
+}
+
+// squaredDeviations returns the sum of (v − mean)² over vals, in four
+// lanes: the second pass of a run's M2.
+func squaredDeviations[T int64 | float64](vals []T, mean float64) float64 {
+	var m2 [4]float64
+	full := len(vals) &^ 3
+	for i := 0; i < full; i += 4 {
+		for l := range 4 {
+			d := float64(vals[i+l]) - mean
+			m2[l] += d * d
+		}
+	}
+	for _, v := range vals[full:] {
+		d := float64(v) - mean
+		m2[0] += d * d
+	}
+	return (m2[0] + m2[1]) + (m2[2] + m2[3])
 }
 
 // Merge folds the partial state o into s.
