@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -142,6 +143,7 @@ type aggregator struct {
 	raw                    rawRow
 	col                    block.Column // visitBlock's
 	runs                   []memRun     // visitMem's, one per float field met
+	shaped                 []shapeSel   // visitMem's, selectShape's
 	name                   []byte       // visitBlock's field name
 	summarized             int64        // fields of blocks answered by their summaries
 
@@ -312,6 +314,13 @@ func (a *aggregator) visitMem(series []byte, s *memViewSeries, lo, hi int) (bool
 	a.setSeries(series)
 	var start, end int64
 	exact, in := false, false // in: start and end hold the rows' bucket
+	// The selected fields of the series' shape: a shaped row's payloads
+	// are read where the shape says, without decoding its value.
+	var shaped []shapeSel
+	size := 0
+	if s.shape != nil {
+		shaped, size = a.selectShape(s.shape), len(s.shape.tmpl)
+	}
 	for j := lo; j < hi; j++ {
 		t := s.rows[j].t
 		if !in || exact && t >= end || !exact && bucketOf(t, a.q.Step, a.q.Origin, a.q.Offset) != start {
@@ -324,6 +333,23 @@ func (a *aggregator) visitMem(series []byte, s *memViewSeries, lo, hi int) (bool
 			if a.q.Step > 0 && start != math.MinInt64 && start <= math.MaxInt64-a.q.Step {
 				end, exact = start+a.q.Step, true
 			}
+		}
+		if r := s.rows[j]; r.shaped() && s.shape != nil {
+			end := r.off + r.len()
+			sect := s.arena[end-uint32(size) : end]
+			for k := range shaped {
+				f := &shaped[k]
+				if f.kind == model.KindFloat {
+					a.runs[f.run].add(t, math.Float64frombits(binary.LittleEndian.Uint64(sect[f.off:])))
+					continue
+				}
+				b, err := a.bucket(t)
+				if err != nil {
+					return false, err
+				}
+				b.state(f.name, f.hint, a.names).Add(t, a.curName, f.payload(sect))
+			}
+			continue
 		}
 		if err := decodeFields(s.value(j), a.keep, &a.raw); err != nil { // the selected fields only
 			return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
@@ -369,16 +395,49 @@ func (r *memRun) add(t int64, v float64) {
 // row (rows mostly carry the same fields, so its run is first looked for
 // there), adding it if missing.
 func (a *aggregator) runFor(name []byte, hint int) *memRun {
+	return &a.runs[a.runIndex(name, hint)]
+}
+
+// runIndex is runFor's index in a.runs (which only grows).
+func (a *aggregator) runIndex(name []byte, hint int) int {
 	if hint < len(a.runs) && string(a.runs[hint].name) == string(name) {
-		return &a.runs[hint]
+		return hint
 	}
 	for i := range a.runs {
 		if string(a.runs[i].name) == string(name) {
-			return &a.runs[i]
+			return i
 		}
 	}
 	a.runs = append(a.runs, memRun{name: append([]byte(nil), name...)})
-	return &a.runs[len(a.runs)-1]
+	return len(a.runs) - 1
+}
+
+// shapeSel is a field of a memory series' shape that a query selects:
+// where visitMem finds its payload, and its run (a float's) or its hint
+// (the state's position, as visitMem's decoded rows give it).
+type shapeSel struct {
+	*rowShapeField
+	run, hint int
+}
+
+// selectShape returns the live fields of sh that the query selects, in
+// the value's order, as visitMem folds a decoded row's.
+func (a *aggregator) selectShape(sh *rowShape) []shapeSel {
+	a.shaped = a.shaped[:0]
+	hint := 0
+	for i := range sh.fields {
+		f := &sh.fields[i]
+		if f.kind == model.KindDeleted || a.keep != nil && !a.keep(f.name) {
+			continue
+		}
+		sel := shapeSel{rowShapeField: f, hint: hint}
+		if f.kind == model.KindFloat {
+			sel.run = a.runIndex(f.name, hint)
+		}
+		a.shaped = append(a.shaped, sel)
+		hint++
+	}
+	return a.shaped
 }
 
 // flushRuns merges the gathered runs into their bucket's states and

@@ -56,6 +56,8 @@ type memHead struct {
 	// series in memory under the apply lock would hold writers back).
 	low   map[uuid.UUID]uint64
 	lowOK bool
+	// shapes interns the series' row shapes (memshape.go); under mu.
+	shapes shapeTable
 }
 
 // memBucket holds one storage bucket's rows, per series.
@@ -97,6 +99,9 @@ type memSeries struct {
 	// removed: s left its bucket (sealed or drained) and is skipped in
 	// the bucket's sorted list. Under mu.
 	removed bool
+	// shape is the layout of the rows marked memRowShaped (memshape.go):
+	// nil until a row has one, then never changed.
+	shape *rowShape
 }
 
 // memRow is one row: its time and its value in the series' arena.
@@ -104,7 +109,8 @@ type memRow struct {
 	t   int64
 	off uint32
 	// n is the value's length (len), with memRowPersisted set while
-	// pebble's head holds the value too.
+	// pebble's head holds the value too, and memRowShaped when the value
+	// has its series' shape.
 	n uint32
 }
 
@@ -117,7 +123,10 @@ type memRow struct {
 const memRowPersisted = 1 << 31
 
 // len returns the length of the row's value.
-func (r memRow) len() uint32 { return r.n &^ memRowPersisted }
+func (r memRow) len() uint32 { return r.n &^ (memRowPersisted | memRowShaped) }
+
+// shaped reports whether the row's value has its series' shape.
+func (r memRow) shaped() bool { return r.n&memRowShaped != 0 }
 
 // persisted reports whether pebble's head holds the row's value too.
 func (r memRow) persisted() bool { return r.n&memRowPersisted != 0 }
@@ -160,7 +169,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 		bk.series[s.name] = s
 		bk.sorted, bk.removed = nil, 0
 	}
-	s.data += s.add(t, val, h.views.Load())
+	s.data += s.add(t, val, h.views.Load(), &h.shapes)
 	grown := s.footprint() - s.bytes
 	s.bytes += grown
 	h.bytes.Add(grown)
@@ -187,15 +196,16 @@ func (s *memSeries) footprint() int64 {
 }
 
 // add stores val as row t's change and returns how much it changed the
-// series' data bytes.
-func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
+// series' data bytes. A row whose value has the series' shape is marked
+// (memRowShaped, with shapes interning a new shape).
+func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable) int64 {
 	n := len(s.rows)
 	off := len(s.arena)
 	if n == 0 || s.rows[n-1].t < t {
 		// The usual case: a newer row, appended in place (a view holds
 		// the rows below n only).
 		s.arena = append(s.arena, val...)
-		s.rows = append(s.rows, memRow{t: t, off: uint32(off), n: uint32(len(val))})
+		s.rows = append(s.rows, memRow{t: t, off: uint32(off), n: uint32(len(val)) | s.shapeFlag(val, shapes)})
 		return int64(len(val)) + memRowOverhead
 	}
 	if s.gen != views {
@@ -215,11 +225,11 @@ func (s *memSeries) add(t int64, val []byte, views uint64) int64 {
 		if folded := foldOperands(s.arena[off:]); len(folded) < len(s.arena)-off {
 			s.arena = append(s.arena[:off], folded...)
 		}
-		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena) - off)}
+		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena)-off) | s.shapeFlag(s.arena[off:], shapes)}
 		return int64(s.rows[i].len()) - int64(old.len())
 	}
 	s.arena = append(s.arena, val...)
-	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val))})
+	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val)) | s.shapeFlag(val, shapes)})
 	return int64(len(val)) + memRowOverhead
 }
 

@@ -28,6 +28,7 @@ type memViewSeries struct {
 	name  string
 	rows  []memRow
 	arena []byte
+	shape *rowShape // the layout of the rows marked shaped
 }
 
 func (s *memViewSeries) value(i int) []byte {
@@ -151,7 +152,7 @@ func (h *memHead) viewOf(rowLo, lower, upper []byte, sel *memSel, maxRows int) (
 				end = appendBucketSeries(append([]byte(nil), rowLo...), b, s.name)
 				return false
 			}
-			vb.series = append(vb.series, memViewSeries{name: s.name, rows: s.rows, arena: s.arena})
+			vb.series = append(vb.series, memViewSeries{name: s.name, rows: s.rows, arena: s.arena, shape: s.shape})
 			rows += len(s.rows)
 			return true
 		}

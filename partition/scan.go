@@ -56,7 +56,7 @@ func (r *Replica) Scan(q model.Query) (rows []model.Row, truncated bool, err err
 	}
 	defer w.close()
 	s := scanner{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: interner{}}
-	w.visitBlock = s.visitBlock
+	w.visitBlock, w.visitMem = s.visitBlock, s.visitMem
 	if err := w.walk(s.visit, s.endBucket); err != nil {
 		return nil, false, err
 	}
@@ -79,6 +79,7 @@ type scanner struct {
 	name      []byte
 	cols      []scanColumn
 	colBufs   []*block.Column
+	shaped    []*rowShapeField // visitMem's, selectShape's
 
 	// out[bucketStart:] are the rows of the current storage bucket, in
 	// key order until endBucket sorts them (in place: no copy of the
@@ -117,6 +118,60 @@ func (s *scanner) visit(series []byte, t int64, value []byte) (bool, error) {
 	}
 	s.add(toModelRow(s.lastSeries, t, &s.raw, s.names, s.keep, true, &s.slab))
 	return true, nil
+}
+
+// visitMem adds the rows lo to hi-1 of a memory head's series that no
+// other row overlays (walker.visitMem) as visit would. A shaped row
+// (memshape.go) has only its versions decoded: its selected fields are
+// read at its shape's offsets.
+func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, error) {
+	var sel []*rowShapeField
+	if ms.shape != nil {
+		sel = s.selectShape(ms.shape)
+	}
+	name := ""
+	for j := lo; j < hi; j++ {
+		r := ms.rows[j]
+		if !r.shaped() || ms.shape == nil {
+			if more, err := s.visit(series, r.t, ms.value(j)); err != nil || !more {
+				return more, err
+			}
+			continue
+		}
+		if len(sel) == 0 {
+			continue // no selected field, or only tombstones
+		}
+		v := ms.value(j)
+		p, ok := s.raw.decodeVersions(v)
+		if !ok {
+			return false, fmt.Errorf("row of %s at %d: %w", series, r.t, corrupt("versions of a shaped row"))
+		}
+		if name == "" {
+			name = s.series.get(series)
+		}
+		if !s.admit(name) {
+			return false, nil
+		}
+		sect := v[p:]
+		fields := s.slab.take(len(sel))
+		for _, f := range sel {
+			fields = append(fields, model.Field{Name: s.names.get(f.name), Value: f.payload(sect), Version: s.raw.versions[f.ver]})
+		}
+		s.add(model.Row{Series: name, Time: r.t, Fields: fields})
+	}
+	return true, nil
+}
+
+// selectShape returns the live fields of sh that the scan selects, in the
+// value's order (toModelRow's).
+func (s *scanner) selectShape(sh *rowShape) []*rowShapeField {
+	s.shaped = s.shaped[:0]
+	for i := range sh.fields {
+		if f := &sh.fields[i]; f.kind != model.KindDeleted && (s.keep == nil || s.keep(f.name)) {
+			s.shaped = append(s.shaped, f)
+		}
+	}
+	return s.shaped
 }
 
 // add adds row to the current storage bucket's rows, with the current

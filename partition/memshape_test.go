@@ -1,0 +1,285 @@
+package partition
+
+import (
+	"math"
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/tsdb/tsdb/model"
+)
+
+// shapedOperand returns a random row value (one operand) drawn from a few
+// schemas, so that many pairs share a shape and many differ by one thing:
+// a field, a kind, a version index, an int's varint length.
+func shapedOperand(rng *rand.Rand) []byte {
+	names := [][]string{{"usage_user"}, {"a", "b", "c"}, {"a", "b", "c", "d"}}[rng.Intn(3)]
+	shared := randVersion(rng)
+	var fields []model.Field
+	for i, n := range names {
+		var v model.Value
+		switch (i + rng.Intn(8)/7) % 4 { // mostly the field's own kind
+		case 0:
+			v = model.Float(rng.NormFloat64())
+		case 1:
+			v = model.Int(int64(rng.Intn(300)) - 150) // one or two bytes
+		case 2:
+			v = model.Bool(rng.Intn(2) == 1)
+		default:
+			v = model.Deleted()
+		}
+		if rng.Intn(40) == 0 {
+			v = model.String("x")
+		}
+		ver := shared
+		if rng.Intn(10) == 0 {
+			ver = randVersion(rng)
+		}
+		fields = append(fields, model.Field{Name: n, Value: v, Version: ver})
+	}
+	return encodeRow(rng.Uint64()>>uint(rng.Intn(64)), fields)
+}
+
+// TestRowShape checks the shapes of random values both ways: a value a
+// shape matches decodes (as decodeRaw reads it) to one operand of the
+// shape's fields, with each payload where the shape says; and a single
+// operand with the shape's fields, kinds, version indexes and payload
+// lengths matches.
+func TestRowShape(t *testing.T) {
+	rng := newSeededRand(t)
+	var raw, tmpl rawRow
+	matched, refused := 0, 0
+	for i := range 30_000 {
+		a := shapedOperand(rng)
+		sh := newRowShape(a)
+		if err := decodeRaw(a, &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		hasString := slices.ContainsFunc(tmpl.fields, func(f rawField) bool { return f.kind == model.KindString })
+		if (sh == nil) != hasString {
+			t.Fatalf("value %d: shape %v for fields %+v", i, sh != nil, tmpl.fields)
+		}
+		if sh == nil {
+			continue
+		}
+		if !sh.matches(a) {
+			t.Fatalf("value %d: its own shape does not match it", i)
+		}
+		v := shapedOperand(rng)
+		switch rng.Intn(8) {
+		case 0:
+			v = append(v, shapedOperand(rng)...) // two operands
+		case 1:
+			v = v[:rng.Intn(len(v)+1)]
+		case 2:
+			v = slices.Clone(v)
+			v[rng.Intn(len(v))] ^= byte(1 + rng.Intn(255))
+		}
+		got := sh.matches(v)
+		one := false // v is one operand with the shape's layout
+		if err := decodeRaw(v, &raw); err == nil {
+			rest, err := new(rawRow).decodeOne(v)
+			one = err == nil && len(rest) == 0 && fieldSectionLen(v) == len(sh.tmpl) && sameLayout(raw.fields, tmpl.fields, v, a)
+		}
+		if got != one {
+			t.Fatalf("value %d: matches %v, one operand of the shape %v\n tmpl %x\n v    %x", i, got, one, a, v)
+		}
+		if !got {
+			refused++
+			continue
+		}
+		matched++
+		p, _, _ := fieldSection(v)
+		for k := range sh.fields {
+			f := &sh.fields[k]
+			if w := raw.fields[k].value(); !sameValue(f.payload(v[p:]), w) || string(f.name) != string(raw.fields[k].name) {
+				t.Fatalf("value %d: field %s reads %+v, decodes to %s %+v", i, f.name, f.payload(v[p:]), raw.fields[k].name, w)
+			}
+		}
+	}
+	if matched < 1000 || refused < 1000 {
+		t.Fatalf("too weak: %d matched, %d refused", matched, refused)
+	}
+}
+
+// fieldSectionLen returns the length of v's field section.
+func fieldSectionLen(v []byte) int {
+	p, _, ok := fieldSection(v)
+	if !ok {
+		return -1
+	}
+	return len(v) - p
+}
+
+// sameLayout reports whether the fields of value v (decoded as fs) and of
+// value a (as as) have the same names, kinds, version indexes and (for
+// ints) payload lengths.
+func sameLayout(fs, as []rawField, v, a []byte) bool {
+	if len(fs) != len(as) {
+		return false
+	}
+	for i := range fs {
+		f, g := fs[i], as[i]
+		if string(f.name) != string(g.name) || f.kind != g.kind || f.ver != g.ver || f.kind == model.KindString {
+			return false
+		}
+		if f.kind == model.KindInt && varintLen(int64(f.num)) != varintLen(int64(g.num)) {
+			return false
+		}
+	}
+	return true
+}
+
+func varintLen(x int64) int {
+	var b [10]byte
+	return len(appendVarint(b[:0], x))
+}
+
+func appendVarint(b []byte, x int64) []byte {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	for ux >= 0x80 {
+		b = append(b, byte(ux)|0x80)
+		ux >>= 7
+	}
+	return append(b, byte(ux))
+}
+
+// sameValue compares two values bit for bit (NaN payloads too).
+func sameValue(a, b model.Value) bool {
+	if a.Kind != b.Kind {
+		return false
+	}
+	switch a.Kind {
+	case model.KindFloat:
+		return math.Float64bits(a.F) == math.Float64bits(b.F)
+	case model.KindInt, model.KindBool:
+		return a.I == b.I
+	}
+	return true
+}
+
+// FuzzRowShape: no template and value make newRowShape or matches panic,
+// and a value a shape matches decodes to the shape's fields.
+func FuzzRowShape(f *testing.F) {
+	rng := rand.New(rand.NewSource(1))
+	for range 20 {
+		a := shapedOperand(rng)
+		f.Add(a, a)
+		f.Add(a, shapedOperand(rng))
+	}
+	f.Fuzz(func(t *testing.T, a, v []byte) {
+		sh := newRowShape(a)
+		if sh == nil || !sh.matches(v) {
+			return
+		}
+		var raw rawRow
+		if err := decodeRaw(v, &raw); err != nil {
+			t.Fatalf("matched value does not decode: %v", err)
+		}
+		if len(raw.fields) != len(sh.fields) {
+			t.Fatalf("%d fields, shape has %d", len(raw.fields), len(sh.fields))
+		}
+		p, _, _ := fieldSection(v)
+		for k := range sh.fields {
+			if !sameValue(sh.fields[k].payload(v[p:]), raw.fields[k].value()) {
+				t.Fatalf("field %d differs", k)
+			}
+		}
+	})
+}
+
+// TestShapedRowsAgainstModel scans and aggregates rows of a few schemas in
+// the memory head, most of them shaped (read at the shape's offsets) and
+// some not (another field, a string, an int of another length, another
+// version), against the naive model: the shaped reads give the decoded
+// rows' answers.
+func TestShapedRowsAgainstModel(t *testing.T) {
+	if !memHeadTests {
+		t.Skip("no memory head (TSDB_TEST_MEMHEAD=0)")
+	}
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	rng := newSeededRand(t)
+	times := testTimes(rng, 2000)
+	m := naiveModel{}
+	for range 20 {
+		batch := make([]model.Row, 100)
+		for i := range batch {
+			row := model.Row{Series: testSeries[rng.Intn(len(testSeries))], Time: times[rng.Intn(len(times))]}
+			ver := model.Version{Wall: int64(1 + rng.Intn(5)), Node: uint64(1 + rng.Intn(2))}
+			// Floats of eighths: their sums are exact in any order.
+			row.Fields = []model.Field{
+				{Name: "a", Value: model.Float(float64(rng.Intn(4000)) / 8), Version: ver},
+				{Name: "b", Value: model.Int(int64(rng.Intn(60))), Version: ver},
+				{Name: "c", Value: model.Bool(rng.Intn(2) == 0), Version: ver},
+			}
+			switch rng.Intn(12) {
+			case 0:
+				row.Fields = append(row.Fields, model.Field{Name: "d", Value: model.Float(1), Version: ver})
+			case 1:
+				row.Fields[1].Value = model.String("s")
+			case 2:
+				row.Fields[1].Value = model.Int(int64(rng.Intn(1 << 20)))
+			case 3:
+				row.Fields[2].Version = model.Version{Wall: 9, Node: 1}
+			}
+			batch[i] = row
+		}
+		m.apply(batch)
+		mustApply(t, r, batch...)
+	}
+	shaped, plain := 0, 0
+	h := r.applyMu.mem
+	h.mu.RLock()
+	for _, bk := range h.buckets {
+		for _, ms := range bk.series {
+			for _, row := range ms.rows {
+				if row.shaped() {
+					shaped++
+				} else {
+					plain++
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	t.Logf("%d rows shaped, %d not", shaped, plain)
+	if shaped < 500 || plain < 100 {
+		t.Fatalf("too weak: %d shaped rows, %d not", shaped, plain)
+	}
+	all := m.rows()
+	truncs := 0
+	for range 1000 {
+		q := randScanQuery(rng, times)
+		got, truncated, err := r.Scan(q)
+		if err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		want, wantTrunc := naiveScan(all, q)
+		if err := sameRows(got, want); err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		if truncated != wantTrunc {
+			t.Fatalf("query %+v: truncated %v, want %v", q, truncated, wantTrunc)
+		}
+		if truncated {
+			truncs++
+		}
+	}
+	if truncs < 10 {
+		t.Fatalf("too weak: %d scans truncated", truncs)
+	}
+	for range 1000 {
+		q := randAggQuery(rng, times)
+		got, err := r.Aggregate(q)
+		if err != nil {
+			t.Fatalf("query %+v: %v", q, err)
+		}
+		if want := naiveAggregate(all, q); !sameAggs(got, want) {
+			t.Fatalf("query %+v:\n got %+v\nwant %+v", q, got, want)
+		}
+	}
+}
