@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -317,9 +316,9 @@ func (a *aggregator) visitMem(series []byte, s *memViewSeries, lo, hi int) (bool
 	// The selected fields of the series' shape: a shaped row's payloads
 	// are read where the shape says, without decoding its value.
 	var shaped []shapeSel
-	size := 0
+	payLen := uint32(0)
 	if s.shape != nil {
-		shaped, size = a.selectShape(s.shape), len(s.shape.tmpl)
+		shaped, payLen = a.selectShape(s.shape), uint32(s.shape.payLen)
 	}
 	for j := lo; j < hi; j++ {
 		t := s.rows[j].t
@@ -334,24 +333,24 @@ func (a *aggregator) visitMem(series []byte, s *memViewSeries, lo, hi int) (bool
 				end, exact = start+a.q.Step, true
 			}
 		}
-		if r := s.rows[j]; r.shaped() && s.shape != nil {
+		if r := s.rows[j]; r.shaped() {
 			end := r.off + r.len()
-			sect := s.arena[end-uint32(size) : end]
+			pays := s.arena[end-payLen : end]
 			for k := range shaped {
 				f := &shaped[k]
 				if f.kind == model.KindFloat {
-					a.runs[f.run].add(t, math.Float64frombits(binary.LittleEndian.Uint64(sect[f.off:])))
+					a.runs[f.run].add(t, f.float(pays))
 					continue
 				}
 				b, err := a.bucket(t)
 				if err != nil {
 					return false, err
 				}
-				b.state(f.name, f.hint, a.names).Add(t, a.curName, f.payload(sect))
+				b.state(f.name, f.hint, a.names).Add(t, a.curName, f.payload(pays))
 			}
 			continue
 		}
-		if err := decodeFields(s.value(j), a.keep, &a.raw); err != nil { // the selected fields only
+		if err := decodeFields(s.stored(j), a.keep, &a.raw); err != nil { // the selected fields only (not shaped: stored whole)
 			return false, fmt.Errorf("row of %s at %d: %w", series, t, err)
 		}
 		hint := 0

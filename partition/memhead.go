@@ -196,16 +196,16 @@ func (s *memSeries) footprint() int64 {
 }
 
 // add stores val as row t's change and returns how much it changed the
-// series' data bytes. A row whose value has the series' shape is marked
-// (memRowShaped, with shapes interning a new shape).
+// series' data bytes (counted as values, not as what memory keeps of
+// them). A row whose value has the series' shape is kept compact and
+// marked (memRowShaped; shapes interns a new shape).
 func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable) int64 {
 	n := len(s.rows)
-	off := len(s.arena)
 	if n == 0 || s.rows[n-1].t < t {
 		// The usual case: a newer row, appended in place (a view holds
 		// the rows below n only).
-		s.arena = append(s.arena, val...)
-		s.rows = append(s.rows, memRow{t: t, off: uint32(off), n: uint32(len(val)) | s.shapeFlag(val, shapes)})
+		s.rows = append(s.rows, s.put(val, shapes))
+		s.rows[n].t = t
 		return int64(len(val)) + memRowOverhead
 	}
 	if s.gen != views {
@@ -217,20 +217,30 @@ func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable) i
 	if i < n && s.rows[i].t == t {
 		// An overwrite: the row's value and val folded into one value
 		// (a row overwritten k times would otherwise hold k operands,
-		// and the arena k²/2 of them). The arena beyond off is past
-		// every view's.
-		old := s.rows[i]
-		s.arena = append(s.arena, s.arena[old.off:old.off+old.len()]...)
-		s.arena = append(s.arena, val...)
-		if folded := foldOperands(s.arena[off:]); len(folded) < len(s.arena)-off {
-			s.arena = append(s.arena[:off], folded...)
-		}
-		s.rows[i] = memRow{t: t, off: uint32(off), n: uint32(len(s.arena)-off) | s.shapeFlag(s.arena[off:], shapes)}
-		return int64(s.rows[i].len()) - int64(old.len())
+		// and the arena k²/2 of them), appended to the arena (past
+		// every view's).
+		oldLen := s.valueLen(s.rows[i])
+		shapes.buf = append(s.appendValue(shapes.buf[:0], i), val...)
+		folded := foldOperands(shapes.buf)
+		s.rows[i] = s.put(folded, shapes)
+		s.rows[i].t = t
+		return int64(len(folded)) - int64(oldLen)
 	}
-	s.arena = append(s.arena, val...)
-	s.rows = slices.Insert(s.rows, i, memRow{t: t, off: uint32(off), n: uint32(len(val)) | s.shapeFlag(val, shapes)})
+	s.rows = slices.Insert(s.rows, i, s.put(val, shapes))
+	s.rows[i].t = t
 	return int64(len(val)) + memRowOverhead
+}
+
+// put appends row value v to the arena, compact when it has the series'
+// shape, and returns its row (without its time).
+func (s *memSeries) put(v []byte, shapes *shapeTable) memRow {
+	off := len(s.arena)
+	if p, ok := s.shapeFor(v, shapes); ok {
+		s.arena = s.shape.compact(s.arena, v, p)
+		return memRow{off: uint32(off), n: uint32(len(s.arena)-off) | memRowShaped}
+	}
+	s.arena = append(s.arena, v...)
+	return memRow{off: uint32(off), n: uint32(len(v))}
 }
 
 // lateProbe is how many rows searchLate steps back over before it
@@ -261,10 +271,23 @@ func (s *memSeries) noteSeq(p uuid.UUID, seq uint64) {
 	s.seqs = append(s.seqs, memSeq{p: p, lo: seq})
 }
 
-// value returns row i's value.
-func (s *memSeries) value(i int) []byte {
+// appendValue appends row i's value to dst.
+func (s *memSeries) appendValue(dst []byte, i int) []byte {
 	r := s.rows[i]
-	return s.arena[r.off : r.off+r.len() : r.off+r.len()]
+	stored := s.arena[r.off : r.off+r.len()]
+	if r.shaped() {
+		return s.shape.expand(dst, stored)
+	}
+	return append(dst, stored...)
+}
+
+// valueLen returns the length of row r's value (not of what memory
+// keeps of it).
+func (s *memSeries) valueLen(r memRow) uint32 {
+	if r.shaped() {
+		return s.shape.valueLen(r.len())
+	}
+	return r.len()
 }
 
 // getLocked returns the value of the row (series, t) in memory, or nil.
@@ -282,7 +305,7 @@ func (h *memHead) getLocked(series []byte, t int64) []byte {
 	if i == len(s.rows) || s.rows[i].t != t {
 		return nil
 	}
-	return s.value(i)
+	return s.appendValue(nil, i)
 }
 
 // removeSeriesLocked removes series' rows of bucket b. The caller holds
@@ -452,7 +475,7 @@ func (h *memHead) bytesInTime(rowLo []byte, b uint32, from, to int64) uint64 {
 	for _, s := range bk.series {
 		i, j := s.timeSpan(from, to)
 		for _, row := range s.rows[i:j] {
-			n += rowWeight(rowLo, s.name, row.len())
+			n += rowWeight(rowLo, s.name, s.valueLen(row))
 		}
 	}
 	return n

@@ -13,15 +13,20 @@ import (
 // so their values differ only in the sequence, the versions and the
 // fields' payloads. A memSeries keeps the layout of the field section
 // (the value after its versions) of the first row that has one
-// (rowShape), and marks each row whose value was checked, when it was
-// added, to be one operand with exactly that layout (memRowShaped). A
-// reader of values only (an aggregate) then reads a shaped row's
-// payloads at fixed offsets from the value's end, without decoding the
-// value: decoding was 70% of an aggregate over the memory head (stop 41's
-// profile).
+// (rowShape). A row whose value is checked, when it is put into memory,
+// to be one operand with exactly that layout is kept compact: its
+// sequence and versions, then its payloads back to back, without the
+// field names, version indexes and kinds its shape holds (rowShape.compact;
+// the harness's rows take 24 bytes of payloads instead of a 64-byte field
+// section), and marked (memRowShaped). Readers that need the value
+// expand it (memCursor.Value, memSeries.appendValue); a reader of values
+// only (an aggregate, a scan) reads the payloads where the shape says,
+// without decoding the value: decoding was 70% of an aggregate over the
+// memory head (stop 41's profile).
 
 // memRowShaped marks, in memRow.n, a row whose value is one operand with
-// its series' shape (memSeries.shape). A value's length is below it.
+// its series' shape (memSeries.shape), kept compact: n is then the
+// compact form's length. A value's length is below it.
 const memRowShaped = 1 << 30
 
 // maxShapeFields bounds the fields of a shape: a row of more is decoded.
@@ -38,6 +43,9 @@ type rowShape struct {
 	minVersions uint64
 	spans       []shapeSpan
 	fields      []rowShapeField
+	// payLen is the length of the payloads, back to back: what a stored
+	// row keeps of its field section.
+	payLen int
 }
 
 // shapeSpan is a span of the field section, [from, to).
@@ -50,7 +58,8 @@ type rowShapeField struct {
 	nameAt  int // name's offset in tmpl
 	ver     int // the index of its version in the value's
 	kind    model.Kind
-	off, to int
+	off, to int // its payload's span in the field section
+	poff    int // its payload's offset in a stored row's payloads
 }
 
 // fieldSection returns the offset of the field section of a row value
@@ -103,7 +112,7 @@ func (sh *rowShape) parse(v []byte) bool {
 		return false
 	}
 	sh.tmpl = append(sh.tmpl[:0], sect...)
-	sh.minVersions, sh.spans, sh.fields = 0, sh.spans[:0], sh.fields[:0]
+	sh.minVersions, sh.spans, sh.fields, sh.payLen = 0, sh.spans[:0], sh.fields[:0], 0
 	from := 0
 	for range nf {
 		l, j := uvarintAt(sect, i)
@@ -145,7 +154,8 @@ func (sh *rowShape) parse(v []byte) bool {
 		if j > from {
 			sh.spans = append(sh.spans, shapeSpan{from, j})
 		}
-		sh.fields = append(sh.fields, rowShapeField{name: name, nameAt: at, ver: int(vi), kind: kind, off: j, to: to})
+		sh.fields = append(sh.fields, rowShapeField{name: name, nameAt: at, ver: int(vi), kind: kind, off: j, to: to, poff: sh.payLen})
+		sh.payLen += to - j
 		from, i = to, to
 	}
 	if i != len(sect) {
@@ -161,7 +171,7 @@ func (sh *rowShape) parse(v []byte) bool {
 
 // clone returns a copy of sh that shares nothing with it.
 func (sh *rowShape) clone() *rowShape {
-	c := &rowShape{tmpl: slices.Clone(sh.tmpl), minVersions: sh.minVersions, spans: slices.Clone(sh.spans), fields: slices.Clone(sh.fields)}
+	c := &rowShape{tmpl: slices.Clone(sh.tmpl), minVersions: sh.minVersions, spans: slices.Clone(sh.spans), fields: slices.Clone(sh.fields), payLen: sh.payLen}
 	for i := range c.fields {
 		f := &c.fields[i]
 		f.name = c.tmpl[f.nameAt : f.nameAt+len(f.name) : f.nameAt+len(f.name)]
@@ -173,34 +183,69 @@ func (sh *rowShape) clone() *rowShape {
 // field section as long as the template's, the same bytes in every span,
 // and a well-formed payload in each field's span. That is a parse of v
 // directed by the template: v decodes to the template's fields, with the
-// payloads at the template's offsets.
-func (sh *rowShape) matches(v []byte) bool {
+// payloads at the template's offsets. It returns the offset of v's field
+// section.
+func (sh *rowShape) matches(v []byte) (int, bool) {
 	if len(v) < len(sh.tmpl) || len(v) >= memRowShaped {
-		return false
+		return 0, false
 	}
 	p, nv, ok := fieldSection(v)
 	if !ok || len(v)-p != len(sh.tmpl) || nv < sh.minVersions {
-		return false
+		return 0, false
 	}
 	sect := v[p:]
 	for _, s := range sh.spans {
 		if string(sect[s.from:s.to]) != string(sh.tmpl[s.from:s.to]) {
-			return false
+			return 0, false
 		}
 	}
 	for i := range sh.fields {
 		switch f := &sh.fields[i]; f.kind {
 		case model.KindInt:
 			if _, n := binary.Varint(sect[f.off:f.to]); n != f.to-f.off {
-				return false
+				return 0, false
 			}
 		case model.KindBool:
 			if sect[f.off] > 1 {
-				return false
+				return 0, false
 			}
 		}
 	}
-	return true
+	return p, true
+}
+
+// compact appends to dst what a row of shape sh keeps in memory of value
+// v, whose field section starts at p (matches): the value before its
+// field section (sequence and versions), then the fields' payloads back
+// to back. The names, version indexes and kinds are the shape's.
+func (sh *rowShape) compact(dst, v []byte, p int) []byte {
+	dst = append(dst, v[:p]...)
+	for i := range sh.fields {
+		f := &sh.fields[i]
+		dst = append(dst, v[p+f.off:p+f.to]...)
+	}
+	return dst
+}
+
+// expand appends to dst the row value that c, a row of shape sh as
+// compact keeps it, was made from.
+func (sh *rowShape) expand(dst, c []byte) []byte {
+	pre := len(c) - sh.payLen
+	dst = append(dst, c[:pre]...)
+	at := len(dst)
+	dst = append(dst, sh.tmpl...)
+	pays := c[pre:]
+	for i := range sh.fields {
+		f := &sh.fields[i]
+		copy(dst[at+f.off:at+f.to], pays[f.poff:])
+	}
+	return dst
+}
+
+// valueLen returns the length of the value that a row of shape sh kept
+// in n bytes (compact) was made from.
+func (sh *rowShape) valueLen(n uint32) uint32 {
+	return n - uint32(sh.payLen) + uint32(len(sh.tmpl))
 }
 
 // shapeTable interns the shapes of a memory head, so that the series of
@@ -209,6 +254,7 @@ func (sh *rowShape) matches(v []byte) bool {
 type shapeTable struct {
 	m       map[string]*rowShape
 	scratch rowShape // shapeOf's parse, cloned when new
+	buf     []byte   // memSeries.add's overwrite scratch
 }
 
 // maxShapes bounds a shapeTable; a shape past it is the series' own.
@@ -232,35 +278,37 @@ func (t *shapeTable) shapeOf(v []byte) *rowShape {
 	return sh
 }
 
-// shapeFlag returns memRowShaped when row value v has s's shape, making
-// the shape from v (interned in shapes) when s has none; else 0. The
-// caller holds mu (views read s.shape under its read lock).
-func (s *memSeries) shapeFlag(v []byte, shapes *shapeTable) uint32 {
+// shapeFor returns the offset of row value v's field section when v has
+// s's shape, making the shape from v (interned in shapes) when s has
+// none; false when v has none. The caller holds mu (views read s.shape
+// under its read lock).
+func (s *memSeries) shapeFor(v []byte, shapes *shapeTable) (int, bool) {
 	if s.shape == nil {
-		if s.shape = shapes.shapeOf(v); s.shape != nil {
-			return memRowShaped
+		if s.shape = shapes.shapeOf(v); s.shape == nil {
+			return 0, false
 		}
-		return 0
 	}
-	if s.shape.matches(v) {
-		return memRowShaped
-	}
-	return 0
+	return s.shape.matches(v)
 }
 
-// payload returns field f's value in the field section sect of a value
-// with f's shape.
-func (f *rowShapeField) payload(sect []byte) model.Value {
+// payload returns field f's value in pays, the payloads of a stored row
+// of f's shape (compact).
+func (f *rowShapeField) payload(pays []byte) model.Value {
 	switch f.kind {
 	case model.KindFloat:
-		return model.Value{Kind: model.KindFloat, F: math.Float64frombits(binary.LittleEndian.Uint64(sect[f.off:]))}
+		return model.Value{Kind: model.KindFloat, F: f.float(pays)}
 	case model.KindInt:
-		x, _ := binary.Varint(sect[f.off:f.to])
+		x, _ := binary.Varint(pays[f.poff : f.poff+f.to-f.off])
 		return model.Value{Kind: model.KindInt, I: x}
 	case model.KindBool:
-		return model.Value{Kind: model.KindBool, I: int64(sect[f.off])}
+		return model.Value{Kind: model.KindBool, I: int64(pays[f.poff])}
 	}
 	return model.Deleted()
+}
+
+// float returns float field f's value in pays (payload).
+func (f *rowShapeField) float(pays []byte) float64 {
+	return math.Float64frombits(binary.LittleEndian.Uint64(pays[f.poff:]))
 }
 
 // decodeVersions decodes the sequence and versions of row value v into r

@@ -62,7 +62,7 @@ func TestRowShape(t *testing.T) {
 		if sh == nil {
 			continue
 		}
-		if !sh.matches(a) {
+		if _, ok := sh.matches(a); !ok {
 			t.Fatalf("value %d: its own shape does not match it", i)
 		}
 		v := shapedOperand(rng)
@@ -75,7 +75,7 @@ func TestRowShape(t *testing.T) {
 			v = slices.Clone(v)
 			v[rng.Intn(len(v))] ^= byte(1 + rng.Intn(255))
 		}
-		got := sh.matches(v)
+		p, got := sh.matches(v)
 		one := false // v is one operand with the shape's layout
 		if err := decodeRaw(v, &raw); err == nil {
 			rest, err := new(rawRow).decodeOne(v)
@@ -89,11 +89,18 @@ func TestRowShape(t *testing.T) {
 			continue
 		}
 		matched++
-		p, _, _ := fieldSection(v)
+		if q, _, _ := fieldSection(v); p != q {
+			t.Fatalf("value %d: field section at %d, matches says %d", i, q, p)
+		}
+		c := sh.compact([]byte{7}, v, p)[1:] // appended, not written over
+		if back := sh.expand([]byte{7}, c); string(back[1:]) != string(v) || sh.valueLen(uint32(len(c))) != uint32(len(v)) {
+			t.Fatalf("value %d: compact %x expands to %x, want %x", i, c, back[1:], v)
+		}
+		pays := c[len(c)-sh.payLen:]
 		for k := range sh.fields {
 			f := &sh.fields[k]
-			if w := raw.fields[k].value(); !sameValue(f.payload(v[p:]), w) || string(f.name) != string(raw.fields[k].name) {
-				t.Fatalf("value %d: field %s reads %+v, decodes to %s %+v", i, f.name, f.payload(v[p:]), raw.fields[k].name, w)
+			if w := raw.fields[k].value(); !sameValue(f.payload(pays), w) || string(f.name) != string(raw.fields[k].name) || raw.fields[k].ver != f.ver {
+				t.Fatalf("value %d: field %s reads %+v, decodes to %s %+v", i, f.name, f.payload(pays), raw.fields[k].name, w)
 			}
 		}
 	}
@@ -172,7 +179,11 @@ func FuzzRowShape(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, a, v []byte) {
 		sh := newRowShape(a)
-		if sh == nil || !sh.matches(v) {
+		if sh == nil {
+			return
+		}
+		p, ok := sh.matches(v)
+		if !ok {
 			return
 		}
 		var raw rawRow
@@ -182,9 +193,12 @@ func FuzzRowShape(f *testing.F) {
 		if len(raw.fields) != len(sh.fields) {
 			t.Fatalf("%d fields, shape has %d", len(raw.fields), len(sh.fields))
 		}
-		p, _, _ := fieldSection(v)
+		c := sh.compact(nil, v, p)
+		if string(sh.expand(nil, c)) != string(v) {
+			t.Fatalf("compact %x does not expand to %x", c, v)
+		}
 		for k := range sh.fields {
-			if !sameValue(sh.fields[k].payload(v[p:]), raw.fields[k].value()) {
+			if !sameValue(sh.fields[k].payload(c[len(c)-sh.payLen:]), raw.fields[k].value()) {
 				t.Fatalf("field %d differs", k)
 			}
 		}

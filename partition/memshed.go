@@ -29,13 +29,13 @@ func (h *memHead) drainSeriesOps(ks *keyspace, bk uint32, series string, b *pebb
 	if s == nil {
 		return nil
 	}
-	var key []byte
+	var key, val []byte
 	for i := range s.rows {
 		if s.rows[i].persisted() {
 			continue // pebble's head holds it
 		}
 		key = ks.appendRowKey(key[:0], series, s.rows[i].t)
-		if err := b.Merge(key, s.value(i), nil); err != nil {
+		if err := b.Merge(key, s.appendValue(val[:0], i), nil); err != nil {
 			return err
 		}
 	}
@@ -46,7 +46,7 @@ func (h *memHead) drainSeriesOps(ks *keyspace, bk uint32, series string, b *pebb
 // pebble's head. The caller holds the space lock and clears the head
 // (clearLocked) once b is committed.
 func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
-	var key []byte
+	var key, val []byte
 	for _, mb := range h.buckets {
 		for name, s := range mb.series {
 			for i := range s.rows {
@@ -54,7 +54,7 @@ func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
 					continue // pebble's head holds it
 				}
 				key = ks.appendRowKey(key[:0], name, s.rows[i].t)
-				if err := b.Merge(key, s.value(i), nil); err != nil {
+				if err := b.Merge(key, s.appendValue(val[:0], i), nil); err != nil {
 					return err
 				}
 			}
@@ -74,7 +74,7 @@ func (h *memHead) drainAllOps(ks *keyspace, b *pebble.Batch) error {
 // Readers fold a row in both places by version (rule 2); the seal of its
 // bucket folds both into its block. The caller holds the space lock.
 func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int64) (int, error) {
-	var key []byte
+	var key, val []byte
 	n := 0
 	err := h.eachInRange(begin, end, func(name string, s *memSeries, i, j int) error {
 		for ; i < j; i++ {
@@ -82,7 +82,7 @@ func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int
 				continue
 			}
 			key = ks.appendRowKey(key[:0], name, s.rows[i].t)
-			if err := b.Merge(key, s.value(i), nil); err != nil {
+			if err := b.Merge(key, s.appendValue(val[:0], i), nil); err != nil {
 				return err
 			}
 			n++

@@ -31,9 +31,20 @@ type memViewSeries struct {
 	shape *rowShape // the layout of the rows marked shaped
 }
 
-func (s *memViewSeries) value(i int) []byte {
+// stored returns what memory keeps of row i's value: the value, or for a
+// shaped row its compact form (rowShape.compact).
+func (s *memViewSeries) stored(i int) []byte {
 	r := s.rows[i]
 	return s.arena[r.off : r.off+r.len() : r.off+r.len()]
+}
+
+// value returns row i's value; a shaped row's is expanded into a new
+// slice (memCursor.Value expands into its own chunks).
+func (s *memViewSeries) value(i int) []byte {
+	if s.rows[i].shaped() {
+		return s.shape.expand(nil, s.stored(i))
+	}
+	return s.stored(i)
 }
 
 // rowKeyBucket returns the bucket a row-key bound lies in (a bound
@@ -291,7 +302,8 @@ type memCursor struct {
 	bi, si, ri   int
 	valid        bool
 	key          []byte
-	keySeries    int // len of key up to and including the series' 0x00, -1: to build
+	keySeries    int    // len of key up to and including the series' 0x00, -1: to build
+	chunk        []byte // Value's expanded values
 }
 
 func newMemCursor(v *memView, lower, upper []byte) *memCursor {
@@ -385,8 +397,27 @@ func (c *memCursor) buildKey() {
 // Key returns the current row's key (valid until the next move).
 func (c *memCursor) Key() []byte { return c.key }
 
-// Value returns the current row's value.
-func (c *memCursor) Value() []byte { return c.series().value(c.ri) }
+// Value returns the current row's value. A shaped row's is expanded
+// into the cursor's chunk, which is never written over (a new one is
+// made when it is full), so that every value returned stays valid as
+// long as it is held, as the arena's do.
+func (c *memCursor) Value() []byte {
+	s := c.series()
+	if !s.rows[c.ri].shaped() {
+		return s.stored(c.ri)
+	}
+	stored := s.stored(c.ri)
+	n := int(s.shape.valueLen(uint32(len(stored))))
+	if cap(c.chunk)-len(c.chunk) < n {
+		c.chunk = make([]byte, 0, max(memCursorChunk, n))
+	}
+	at := len(c.chunk)
+	c.chunk = s.shape.expand(c.chunk, stored)
+	return c.chunk[at:len(c.chunk):len(c.chunk)]
+}
+
+// memCursorChunk is the size of a memCursor's chunks of expanded values.
+const memCursorChunk = 32 << 10
 
 // lastBucketWhere returns the last bucket of the view holding a row whose
 // time satisfies in.

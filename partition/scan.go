@@ -132,8 +132,8 @@ func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, 
 	name := ""
 	for j := lo; j < hi; j++ {
 		r := ms.rows[j]
-		if !r.shaped() || ms.shape == nil {
-			if more, err := s.visit(series, r.t, ms.value(j)); err != nil || !more {
+		if !r.shaped() {
+			if more, err := s.visit(series, r.t, ms.stored(j)); err != nil || !more {
 				return more, err
 			}
 			continue
@@ -141,9 +141,9 @@ func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, 
 		if len(sel) == 0 {
 			continue // no selected field, or only tombstones
 		}
-		v := ms.value(j)
-		p, ok := s.raw.decodeVersions(v)
-		if !ok {
+		stored := ms.stored(j) // the value's sequence and versions, then the payloads
+		pre := len(stored) - ms.shape.payLen
+		if p, ok := s.raw.decodeVersions(stored[:pre]); !ok || p != pre {
 			return false, fmt.Errorf("row of %s at %d: %w", series, r.t, corrupt("versions of a shaped row"))
 		}
 		if name == "" {
@@ -152,10 +152,10 @@ func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, 
 		if !s.admit(name) {
 			return false, nil
 		}
-		sect := v[p:]
+		pays := stored[pre:]
 		fields := s.slab.take(len(sel))
 		for _, f := range sel {
-			fields = append(fields, model.Field{Name: s.names.get(f.name), Value: f.payload(sect), Version: s.raw.versions[f.ver]})
+			fields = append(fields, model.Field{Name: s.names.get(f.name), Value: f.payload(pays), Version: s.raw.versions[f.ver]})
 		}
 		s.add(model.Row{Series: name, Time: r.t, Fields: fields})
 	}
