@@ -155,6 +155,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 		h.buckets[b] = bk
 	}
 	s := bk.series[series]
+	var hint *rowShape // the series' shape in the bucket before
 	if s == nil {
 		s = &memSeries{name: strings.Clone(series), gen: h.views.Load()}
 		s.seqs = s.seq0[:0]
@@ -164,12 +165,13 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 			if p := prev.series[series]; p != nil {
 				s.rows = make([]memRow, 0, len(p.rows))
 				s.arena = make([]byte, 0, len(p.arena))
+				hint = p.shape
 			}
 		}
 		bk.series[s.name] = s
 		bk.sorted, bk.removed = nil, 0
 	}
-	s.data += s.add(t, val, h.views.Load(), &h.shapes)
+	s.data += s.add(t, val, h.views.Load(), &h.shapes, hint)
 	grown := s.footprint() - s.bytes
 	s.bytes += grown
 	h.bytes.Add(grown)
@@ -198,13 +200,14 @@ func (s *memSeries) footprint() int64 {
 // add stores val as row t's change and returns how much it changed the
 // series' data bytes (counted as values, not as what memory keeps of
 // them). A row whose value has the series' shape is kept compact and
-// marked (memRowShaped; shapes interns a new shape).
-func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable) int64 {
+// marked (memRowShaped; shapes interns a new shape, hint is the shape a
+// series without one tries first: memSeries.shapeFor).
+func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable, hint *rowShape) int64 {
 	n := len(s.rows)
 	if n == 0 || s.rows[n-1].t < t {
 		// The usual case: a newer row, appended in place (a view holds
 		// the rows below n only).
-		s.rows = append(s.rows, s.put(val, shapes))
+		s.rows = append(s.rows, s.put(val, shapes, hint))
 		s.rows[n].t = t
 		return int64(len(val)) + memRowOverhead
 	}
@@ -222,20 +225,20 @@ func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable) i
 		oldLen := s.valueLen(s.rows[i])
 		shapes.buf = append(s.appendValue(shapes.buf[:0], i), val...)
 		folded := foldOperands(shapes.buf)
-		s.rows[i] = s.put(folded, shapes)
+		s.rows[i] = s.put(folded, shapes, nil)
 		s.rows[i].t = t
 		return int64(len(folded)) - int64(oldLen)
 	}
-	s.rows = slices.Insert(s.rows, i, s.put(val, shapes))
+	s.rows = slices.Insert(s.rows, i, s.put(val, shapes, nil))
 	s.rows[i].t = t
 	return int64(len(val)) + memRowOverhead
 }
 
 // put appends row value v to the arena, compact when it has the series'
 // shape, and returns its row (without its time).
-func (s *memSeries) put(v []byte, shapes *shapeTable) memRow {
+func (s *memSeries) put(v []byte, shapes *shapeTable, hint *rowShape) memRow {
 	off := len(s.arena)
-	if p, ok := s.shapeFor(v, shapes); ok {
+	if p, ok := s.shapeFor(v, shapes, hint); ok {
 		s.arena = s.shape.compact(s.arena, v, p)
 		return memRow{off: uint32(off), n: uint32(len(s.arena)-off) | memRowShaped}
 	}

@@ -935,7 +935,7 @@ func TestMemSeriesLateInserts(t *testing.T) {
 		default:
 			next += int64(1 + rng.Intn(3))
 		}
-		s.add(ts, []byte{1}, 0, &shapeTable{})
+		s.add(ts, []byte{1}, 0, &shapeTable{}, nil)
 		want[ts] = true
 	}
 	if len(s.rows) != len(want) {

@@ -279,11 +279,19 @@ func (t *shapeTable) shapeOf(v []byte) *rowShape {
 }
 
 // shapeFor returns the offset of row value v's field section when v has
-// s's shape, making the shape from v (interned in shapes) when s has
-// none; false when v has none. The caller holds mu (views read s.shape
-// under its read lock).
-func (s *memSeries) shapeFor(v []byte, shapes *shapeTable) (int, bool) {
+// s's shape; false when it has none. A series without a shape takes hint
+// (its shape in the bucket before; nil: none) when v matches it, else the
+// shape of v (made and interned in shapes): a series of a bucket after
+// the first parses no value for it. The caller holds mu (views read
+// s.shape under its read lock).
+func (s *memSeries) shapeFor(v []byte, shapes *shapeTable, hint *rowShape) (int, bool) {
 	if s.shape == nil {
+		if hint != nil {
+			if p, ok := hint.matches(v); ok {
+				s.shape = hint
+				return p, true
+			}
+		}
 		if s.shape = shapes.shapeOf(v); s.shape == nil {
 			return 0, false
 		}

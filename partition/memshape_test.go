@@ -297,3 +297,57 @@ func TestShapedRowsAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// TestShapeAcrossBuckets: a series' shape in one bucket is its first try
+// in the next (memSeries.shapeFor's hint): a series of one schema keeps
+// it, and a series whose fields changed takes the new layout's shape
+// there, not the old one, so every row of either bucket is compact.
+func TestShapeAcrossBuckets(t *testing.T) {
+	if !memHeadTests {
+		t.Skip("no memory head (TSDB_TEST_MEMHEAD=0)")
+	}
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const b = int64(1) << bucketShift
+	for i := range int64(10) {
+		mustApply(t, r, row("same", i, fl("a", 1, 1)), row("changed", i, fl("a", 1, 1)))
+		mustApply(t, r, row("same", b+i, fl("a", 2, 1)), row("changed", b+i, fl("a", 2, 1), fl("b", 3, 1)))
+	}
+	// Read under the lock, checked after it (a failed check must not
+	// leave it held for the store's close).
+	h := r.applyMu.mem
+	h.mu.RLock()
+	first, next := h.buckets[timeBucket(0)], h.buckets[timeBucket(b)]
+	var shapes [2][2]*rowShape // [bucket][same, changed]
+	plain := 0
+	for k, bk := range []*memBucket{first, next} {
+		if bk == nil {
+			continue
+		}
+		shapes[k] = [2]*rowShape{bk.series["same"].shape, bk.series["changed"].shape}
+		for _, ms := range bk.series {
+			for _, row := range ms.rows {
+				if !row.shaped() {
+					plain++
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	if first == nil || next == nil {
+		t.Fatal("the rows are not in two buckets in memory")
+	}
+	if shapes[0][0] == nil || shapes[0][0] != shapes[1][0] {
+		t.Fatal("a series of one schema has two shapes")
+	}
+	if shapes[0][1] == shapes[1][1] {
+		t.Fatal("a series whose fields changed kept its old shape")
+	}
+	if plain > 0 {
+		t.Fatalf("%d rows not compact", plain)
+	}
+	got := scanAll(t, r)
+	if len(got) != 40 || got[38].Series != "changed" || len(got[38].Fields) != 2 {
+		t.Fatalf("%d rows, last but one %+v", len(got), got[len(got)-2])
+	}
+}
