@@ -79,7 +79,9 @@ type scanner struct {
 	name      []byte
 	cols      []scanColumn
 	colBufs   []*block.Column
-	shaped    []*rowShapeField // visitMem's, selectShape's
+	// shaped and shapedNames are visitMem's (selectShape's).
+	shaped      []*rowShapeField
+	shapedNames []string
 
 	// out[bucketStart:] are the rows of the current storage bucket, in
 	// key order until endBucket sorts them (in place: no copy of the
@@ -154,8 +156,8 @@ func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, 
 		}
 		pays := stored[pre:]
 		fields := s.slab.take(len(sel))
-		for _, f := range sel {
-			fields = append(fields, model.Field{Name: s.names.get(f.name), Value: f.payload(pays), Version: s.raw.versions[f.ver]})
+		for k, f := range sel {
+			fields = append(fields, model.Field{Name: s.shapedNames[k], Value: f.payload(pays), Version: s.raw.versions[f.ver]})
 		}
 		s.add(model.Row{Series: name, Time: r.t, Fields: fields})
 	}
@@ -163,12 +165,14 @@ func (s *scanner) visitMem(series []byte, ms *memViewSeries, lo, hi int) (bool, 
 }
 
 // selectShape returns the live fields of sh that the scan selects, in the
-// value's order (toModelRow's).
+// value's order (toModelRow's), with their interned names in
+// s.shapedNames (no lookup per row).
 func (s *scanner) selectShape(sh *rowShape) []*rowShapeField {
-	s.shaped = s.shaped[:0]
+	s.shaped, s.shapedNames = s.shaped[:0], s.shapedNames[:0]
 	for i := range sh.fields {
 		if f := &sh.fields[i]; f.kind != model.KindDeleted && (s.keep == nil || s.keep(f.name)) {
 			s.shaped = append(s.shaped, f)
+			s.shapedNames = append(s.shapedNames, s.names.get(f.name))
 		}
 	}
 	return s.shaped
