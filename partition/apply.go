@@ -774,6 +774,7 @@ type rowLookup struct {
 	memVal  []byte
 	itFound bool
 	buf     []byte
+	memBuf  []byte // memVal's bytes (a compact row expanded)
 	// positioned: a seek was made; valid: it found a key (else every key
 	// asked for from now on is absent).
 	positioned, valid bool
@@ -793,7 +794,9 @@ func (l *rowLookup) find(key []byte) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		l.memVal = l.mem.getLocked(series, t)
+		if v := l.mem.getLocked(l.memBuf[:0], series, t); v != nil {
+			l.memBuf, l.memVal = v, v
+		}
 	}
 	return found || l.memVal != nil, nil
 }

@@ -293,9 +293,10 @@ func (s *memSeries) valueLen(r memRow) uint32 {
 	return r.len()
 }
 
-// getLocked returns the value of the row (series, t) in memory, or nil.
-// The caller holds the space lock (no writer changes the head meanwhile).
-func (h *memHead) getLocked(series []byte, t int64) []byte {
+// getLocked appends to dst the value of the row (series, t) in memory and
+// returns it, or nil when there is none. The caller holds the space lock
+// (no writer changes the head meanwhile).
+func (h *memHead) getLocked(dst, series []byte, t int64) []byte {
 	bk := h.buckets[timeBucket(t)]
 	if bk == nil {
 		return nil
@@ -308,7 +309,7 @@ func (h *memHead) getLocked(series []byte, t int64) []byte {
 	if i == len(s.rows) || s.rows[i].t != t {
 		return nil
 	}
-	return s.appendValue(nil, i)
+	return s.appendValue(dst, i)
 }
 
 // removeSeriesLocked removes series' rows of bucket b. The caller holds
