@@ -38,15 +38,6 @@ func (s *memViewSeries) stored(i int) []byte {
 	return s.arena[r.off : r.off+r.len() : r.off+r.len()]
 }
 
-// value returns row i's value; a shaped row's is expanded into a new
-// slice (memCursor.Value expands into its own chunks).
-func (s *memViewSeries) value(i int) []byte {
-	if s.rows[i].shaped() {
-		return s.shape.expand(nil, s.stored(i))
-	}
-	return s.stored(i)
-}
-
 // rowKeyBucket returns the bucket a row-key bound lies in (a bound
 // shorter than a bucket reads as its first bucket at or above it) and the
 // rest of the bound after the bucket (nil when it has none).

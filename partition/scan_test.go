@@ -171,18 +171,7 @@ func TestScanRandomAgainstModel(t *testing.T) {
 	// many answers empty, so a fixed count would be too weak for some seeds.
 	nonEmpty, truncs, n := 0, 0, 0
 	for ; n < 600 || (n < 3000 && (nonEmpty < 100 || truncs < 20)); n++ {
-		q := randScanQuery(rng, times)
-		got, truncated, err := r.Scan(q)
-		if err != nil {
-			t.Fatalf("query %+v: %v", q, err)
-		}
-		want, wantTrunc := naiveScan(all, q)
-		if err := sameRows(got, want); err != nil {
-			t.Fatalf("query %+v: %v", q, err)
-		}
-		if truncated != wantTrunc {
-			t.Fatalf("query %+v: truncated %v, want %v", q, truncated, wantTrunc)
-		}
+		got, truncated := scanAgainstModel(t, r, all, randScanQuery(rng, times))
 		if len(got) > 0 {
 			nonEmpty++
 		}
@@ -219,15 +208,26 @@ func TestScanDenseBuckets(t *testing.T) {
 		{From: 5, To: 4},
 	}
 	for _, q := range tests {
-		got, truncated, err := r.Scan(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, wantTrunc := naiveScan(m.rows(), q)
-		if err := sameRows(got, want); err != nil || truncated != wantTrunc {
-			t.Fatalf("query %+v: %v, truncated %v want %v", q, err, truncated, wantTrunc)
-		}
+		scanAgainstModel(t, r, m.rows(), q)
 	}
+}
+
+// scanAgainstModel scans q on r and fails t unless the rows and the
+// truncation are the naive model's over all; it returns them.
+func scanAgainstModel(t *testing.T, r *Replica, all []model.Row, q model.Query) ([]model.Row, bool) {
+	t.Helper()
+	got, truncated, err := r.Scan(q)
+	if err != nil {
+		t.Fatalf("query %+v: %v", q, err)
+	}
+	want, wantTrunc := naiveScan(all, q)
+	if err := sameRows(got, want); err != nil {
+		t.Fatalf("query %+v: %v", q, err)
+	}
+	if truncated != wantTrunc {
+		t.Fatalf("query %+v: truncated %v, want %v", q, truncated, wantTrunc)
+	}
+	return got, truncated
 }
 
 func TestScanOnDroppedReplica(t *testing.T) {
