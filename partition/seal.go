@@ -62,6 +62,12 @@ type SealStats struct {
 	// BlockBytes those of the blocks written (replacing HeadBytes and the
 	// blocks they were merged with).
 	HeadBytes, BlockBytes int64
+	// StoredRows counts the head rows read from pebble's head rather
+	// than the memory head. Only their range deletions leave deleted
+	// keys on disk for the compaction after the seal (compactSealed) to
+	// reclaim: a seal of memory rows alone writes no range deletion and
+	// compacts nothing.
+	StoredRows int
 }
 
 // Add adds o's counts to s.
@@ -72,6 +78,7 @@ func (s *SealStats) Add(o SealStats) {
 	s.Skipped += o.Skipped
 	s.HeadBytes += o.HeadBytes
 	s.BlockBytes += o.BlockBytes
+	s.StoredRows += o.StoredRows
 }
 
 // SealPolicy says which storage buckets a seal folds: those that ended at
@@ -130,7 +137,7 @@ func (r *Replica) Seal(ctx context.Context, before int64) (SealStats, error) {
 // the space through another member).
 func (r *Replica) SealWith(ctx context.Context, p SealPolicy) (SealStats, error) {
 	st, lo, hi, err := r.sealWith(ctx, p)
-	if err != nil || st.Series == 0 || r.enter() != nil {
+	if err != nil || st.Series == 0 || st.StoredRows == 0 || r.enter() != nil {
 		return st, err // nothing to compact, or the replica is gone
 	}
 	defer r.store.gate.Exit()
@@ -302,7 +309,11 @@ type sealScratch struct {
 	// once a series after it was sealed.
 	delFrom []byte
 	deletes bool
-	kept    bool // a series was left in the head
+	// stored is set once the batch read a row of pebble's head (not of
+	// the memory head): without one, the stretches it seals hold no key
+	// in pebble's head, and it writes no range deletion.
+	stored bool
+	kept   bool // a series was left in the head
 	// outside: the seal runs outside the apply lock (sealSomeOutside),
 	// and a series to leave in the head stops it (errSealUnderLock).
 	outside bool
@@ -337,7 +348,7 @@ func (sc *sealScratch) keep(r *Replica, b uint32, batch *pebble.Batch) error {
 	lo := r.ks.appendBucketSeriesKey(nil, b, sc.series)
 	hi := append(append([]byte(nil), lo...), 1) // past series|0x00|time
 	lo = append(lo, 0)
-	if sc.deletes && bytes.Compare(sc.delFrom, lo) < 0 {
+	if sc.deletes && sc.stored && bytes.Compare(sc.delFrom, lo) < 0 {
 		if err := batch.DeleteRange(sc.delFrom, lo, nil); err != nil {
 			return err
 		}
@@ -533,6 +544,10 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 		if it.inHead {
 			sc.head = true
 			sc.headLen += int64(it.rowBytesHead())
+			if it.head.inP {
+				sc.stored = true
+				st.StoredRows++
+			}
 		}
 		v, err := it.Value()
 		if err != nil {
@@ -591,7 +606,7 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 	if delTo == nil {
 		delTo = end
 	}
-	if bytes.Compare(sc.delFrom, delTo) < 0 && sc.deletes {
+	if bytes.Compare(sc.delFrom, delTo) < 0 && sc.deletes && sc.stored {
 		if err := batch.DeleteRange(sc.delFrom, delTo, nil); err != nil {
 			return nil, err
 		}
@@ -735,7 +750,7 @@ func (s *Store) Seal(ctx context.Context, p SealPolicy) (SealStats, error) {
 		}
 		st, lo, hi, err := r.sealWith(ctx, p)
 		total.Add(st)
-		if st.Series > 0 {
+		if st.Series > 0 && st.StoredRows > 0 {
 			compact = append(compact, sealed{r, lo, hi})
 		}
 		switch {
