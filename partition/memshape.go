@@ -345,3 +345,26 @@ func (r *rawRow) decodeVersions(v []byte) (int, bool) {
 	}
 	return i, true
 }
+
+// modelRow returns the row that c, a row of shape sh as compact keeps it,
+// holds at time t: every field, tombstones included, in the value's
+// order, as toModelRow (without keep or live) returns it from the
+// expanded value, with no value expanded or parsed. names are sh's field
+// names in order (interned by the caller); r is scratch for the versions.
+// It reports false when c's sequence and versions do not decode.
+func (sh *rowShape) modelRow(series string, t int64, c []byte, names []string, r *rawRow, slab *fieldSlab) (model.Row, bool) {
+	pre := len(c) - sh.payLen
+	if pre < 0 {
+		return model.Row{}, false
+	}
+	if p, ok := r.decodeVersions(c[:pre]); !ok || p != pre || uint64(len(r.versions)) < sh.minVersions {
+		return model.Row{}, false
+	}
+	pays := c[pre:]
+	row := model.Row{Time: t, Series: series, Fields: slab.take(len(sh.fields))}
+	for i := range sh.fields {
+		f := &sh.fields[i]
+		row.Fields = append(row.Fields, model.Field{Name: names[i], Value: f.payload(pays), Version: r.versions[f.ver]})
+	}
+	return row, true
+}

@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -102,6 +103,20 @@ func TestRowShape(t *testing.T) {
 			if w := raw.fields[k].value(); !sameValue(f.payload(pays), w) || string(f.name) != string(raw.fields[k].name) || raw.fields[k].ver != f.ver {
 				t.Fatalf("value %d: field %s reads %+v, decodes to %s %+v", i, f.name, f.payload(pays), raw.fields[k].name, w)
 			}
+		}
+		// The seal's reading of the compact form is toModelRow's of the
+		// value, versions, tombstones and order included.
+		names := make([]string, len(sh.fields))
+		for k := range sh.fields {
+			names[k] = string(sh.fields[k].name)
+		}
+		var slab fieldSlab
+		mrow, ok := sh.modelRow("s", int64(i), c, names, new(rawRow), &slab)
+		if want := toModelRow("s", int64(i), &raw, interner{}, nil, false, &slab); !ok || !reflect.DeepEqual(mrow, want) {
+			t.Fatalf("value %d: the compact form reads %+v (%v), the value %+v", i, mrow, ok, want)
+		}
+		if _, ok := sh.modelRow("s", 0, c[:len(c)-sh.payLen-1], names, new(rawRow), &slab); ok && len(sh.fields) > 0 {
+			t.Fatalf("value %d: a compact form cut short of its versions reads", i)
 		}
 	}
 	if matched < 1000 || refused < 1000 {

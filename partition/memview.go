@@ -407,6 +407,17 @@ func (c *memCursor) Value() []byte {
 	return c.chunk[at:len(c.chunk):len(c.chunk)]
 }
 
+// valueLen returns the length of the current row's value (Value's),
+// without expanding a compact one.
+func (c *memCursor) valueLen() int {
+	s := c.series()
+	r := s.rows[c.ri]
+	if !r.shaped() {
+		return int(r.len())
+	}
+	return int(s.shape.valueLen(r.len()))
+}
+
 // memCursorChunk is the size of a memCursor's chunks of expanded values.
 const memCursorChunk = 32 << 10
 

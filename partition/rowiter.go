@@ -556,6 +556,21 @@ func (h *headIter) settle() bool {
 	return h.inP || h.inM
 }
 
+// memCompact returns the current row's shape and compact form
+// (rowShape.compact) when it lies in the memory head alone, neither in
+// pebble's head nor in a block, and is kept compact.
+func (it *rowIter) memCompact() (*rowShape, []byte, bool) {
+	h := it.head
+	if !it.headOnly() || !h.inM || h.inP {
+		return nil, nil, false
+	}
+	s := h.mem.series()
+	if !s.rows[h.mem.ri].shaped() {
+		return nil, nil, false
+	}
+	return s.shape, s.stored(h.mem.ri), true
+}
+
 // memOnly reports whether the current head row is in memory alone and
 // pebble's head holds no row under prefix after it.
 func (h *headIter) memOnly(prefix []byte) bool {
@@ -601,7 +616,7 @@ func (h *headIter) valueLen() int {
 		n += lv.Len()
 	}
 	if h.inM {
-		n += len(h.mem.Value())
+		n += h.mem.valueLen()
 	}
 	return n
 }
