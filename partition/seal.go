@@ -570,7 +570,7 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 				}
 				clear(sc.rows)
 				sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
-				sc.slab.buf = sc.slab.buf[:0]
+				sc.slab.reset()
 				ok = it.SeekGE(sc.delFrom)
 				continue
 			}
@@ -666,7 +666,7 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	defer func() {
 		clear(sc.rows)
 		sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
-		sc.slab.buf = sc.slab.buf[:0] // the rows are encoded: reused
+		sc.slab.reset() // the rows are encoded: reused
 	}()
 	if !sc.head {
 		return nil // sealed already, nothing written since

@@ -567,6 +567,8 @@ func (in interner) get(b []byte) string {
 // scan allocates once per few hundred fields instead of once per row.
 type fieldSlab struct {
 	buf []model.Field
+	// used counts the fields taken since the last reset.
+	used int
 }
 
 const fieldSlabSize = 512
@@ -579,7 +581,20 @@ func (s *fieldSlab) take(n int) []model.Field {
 	}
 	start := len(s.buf)
 	s.buf = s.buf[:start+n]
+	s.used += n
 	return s.buf[start : start : start+n]
+}
+
+// reset hands the slab's memory out again: the caller no longer holds any
+// field taken from it. The next takes start over in one buffer large
+// enough for all the fields taken since the last reset, so a caller that
+// takes about as many between resets (a seal, a series at a time)
+// allocates once instead of a buffer every fieldSlabSize fields.
+func (s *fieldSlab) reset() {
+	if s.used > cap(s.buf) {
+		s.buf = make([]model.Field, 0, s.used)
+	}
+	s.buf, s.used = s.buf[:0], 0
 }
 
 // toModelRow converts a decoded value into a model.Row. With a non-nil
