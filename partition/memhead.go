@@ -212,8 +212,12 @@ func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable, h
 		return int64(len(val)) + memRowOverhead
 	}
 	if s.gen != views {
-		// A view holds these rows: change a copy.
-		s.rows = slices.Clone(s.rows)
+		// A view holds these rows: change a copy, with room for the rows
+		// to come (a copy at the length would be copied again at once,
+		// grown by this very insert: at 10 M points of the peer harness,
+		// whose late rows meet the seal's views, the two copies were 7%
+		// of the insert's CPU).
+		s.rows = append(make([]memRow, 0, n+n/4+1), s.rows...)
 		s.gen = views
 	}
 	i := s.searchLate(t)
