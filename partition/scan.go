@@ -181,8 +181,36 @@ func (s *scanner) selectShape(sh *rowShape) []*rowShapeField {
 // add adds row to the current storage bucket's rows, with the current
 // series rank.
 func (s *scanner) add(row model.Row) {
+	if len(s.out) == cap(s.out) {
+		s.grow(row.Time)
+	}
 	s.order = append(s.order, scanOrder{t: row.Time, rank: s.rank, idx: int32(len(s.out) - s.bucketStart)})
 	s.out = append(s.out, row)
+}
+
+// grow makes room in the output for the rows still to come, t being the
+// time of the row about to be added. A scan moves forward in time a
+// storage bucket at a time, so the rows so far over the share of a
+// bounded query range they cover foretell the answer's size: out grows
+// to that (at least twice, at most four times its length, and not past
+// the limit while under it). append's own growth (twice up to 256 rows,
+// then about a quarter) allocated, cleared and copied a raw answer of
+// 10,000 rows about twenty times: 13% of series_select's CPU at the peer
+// harness's 10 M points.
+func (s *scanner) grow(t int64) {
+	n := len(s.out)
+	want := max(2*n, 16)
+	if n >= 64 && t > s.q.From && t < s.q.To && s.q.To != math.MaxInt64 && s.q.From != math.MinInt64 {
+		// In floats: the range may be wider than an int64 holds.
+		ratio := (float64(s.q.To) - float64(s.q.From)) / (float64(t) - float64(s.q.From))
+		want = max(want, int(float64(n)*min(ratio*1.05, 4)))
+	}
+	if s.q.Limit > n {
+		want = min(want, s.q.Limit+1)
+	}
+	out := make([]model.Row, n, want)
+	copy(out, s.out)
+	s.out = out
 }
 
 // visitBlock adds the rows lo to hi-1 of a sealed block that no head row

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"regexp"
 	"strings"
@@ -309,6 +310,42 @@ func TestFieldFilter(t *testing.T) {
 		for _, name := range append(append([]string{}, names...), "f3", "f19", "f20", "usage_use", "usage_userx") {
 			if got := keep([]byte(name)); got != want[name] {
 				t.Errorf("%d fields %v: keep(%q) = %v, want %v", n, fields, name, got, want[name])
+			}
+		}
+	}
+}
+
+// TestScannerGrow: the raw answer's rows grow by what the part of a bounded
+// range already read foretells (a uniform series fills its answer with one
+// or two growths past the first rows, and no more room than a twentieth
+// over), at least twice and at most four times their length, and not past
+// the limit.
+func TestScannerGrow(t *testing.T) {
+	const n = 10_000
+	s := &scanner{q: model.Query{From: 0, To: n * 1000}}
+	grows := 0
+	for i := range n {
+		if len(s.out) == cap(s.out) {
+			grows++
+		}
+		c := cap(s.out)
+		s.add(model.Row{Time: int64(i) * 1000})
+		// The allocator may round a capacity up by up to an eighth.
+		if c != cap(s.out) && (cap(s.out) < 2*c || cap(s.out) > max(4*c, 16)*9/8) {
+			t.Fatalf("row %d: grew from %d to %d, want 2 to 4 times", i, c, cap(s.out))
+		}
+	}
+	if grows > 8 || cap(s.out) > n*21/20*9/8 {
+		t.Fatalf("%d rows: %d growths, capacity %d; want at most 8 and %d", n, grows, cap(s.out), n*21/20*9/8)
+	}
+	// Unbounded: doubling. With a limit under it: not past the limit.
+	for _, q := range []model.Query{{From: math.MinInt64, To: math.MaxInt64}, {From: 0, To: n * 1000, Limit: 500}} {
+		s := &scanner{q: q}
+		for i := range 1000 {
+			c := cap(s.out)
+			s.add(model.Row{Time: int64(i)})
+			if c != cap(s.out) && len(s.out) <= q.Limit && cap(s.out) > (q.Limit+1)*9/8 {
+				t.Fatalf("%+v: capacity %d for %d rows, past the limit", q, cap(s.out), len(s.out))
 			}
 		}
 	}
