@@ -316,10 +316,10 @@ func TestFieldFilter(t *testing.T) {
 }
 
 // TestScannerGrow: the raw answer's rows grow by what the part of a bounded
-// range already read foretells (a uniform series fills its answer with one
-// or two growths past the first rows, and no more room than a twentieth
-// over), at least twice and at most four times their length, and not past
-// the limit.
+// range already read foretells (a uniform series fills its answer in a few
+// growths, with no more room than a twentieth over), at least twice and at
+// most four times their length (twice from 65,536 rows), and not past the
+// limit.
 func TestScannerGrow(t *testing.T) {
 	const n = 10_000
 	s := &scanner{q: model.Query{From: 0, To: n * 1000}}
@@ -337,6 +337,16 @@ func TestScannerGrow(t *testing.T) {
 	}
 	if grows > 8 || cap(s.out) > n*21/20*9/8 {
 		t.Fatalf("%d rows: %d growths, capacity %d; want at most 8 and %d", n, grows, cap(s.out), n*21/20*9/8)
+	}
+	// A large answer whose rows all come early in the range: at most
+	// twice its length past 65,536 rows.
+	s = &scanner{q: model.Query{From: 0, To: 1 << 40}}
+	for i := range 200_000 {
+		c := cap(s.out)
+		s.add(model.Row{Time: int64(i)})
+		if c != cap(s.out) && c >= 1<<16 && cap(s.out) > 2*c*9/8 {
+			t.Fatalf("row %d: grew from %d to %d, want at most twice past 65,536 rows", i, c, cap(s.out))
+		}
 	}
 	// Unbounded: doubling. With a limit under it: not past the limit.
 	for _, q := range []model.Query{{From: math.MinInt64, To: math.MaxInt64}, {From: 0, To: n * 1000, Limit: 500}} {
