@@ -195,10 +195,9 @@ func (s *scanner) add(row model.Row) {
 // to that (at least twice its length, at most four times, or twice once
 // it holds 65,536 rows, so that a range whose rows thin out late wastes
 // little of a large answer; and not past the limit while under it).
-// append's own growth (twice up to 256 rows,
-// then about a quarter) allocated, cleared and copied a raw answer of
-// 10,000 rows about twenty times: 13% of series_select's CPU at the peer
-// harness's 10 M points.
+// append's own growth (twice up to 256 rows, then about a quarter)
+// allocated, cleared and copied a raw answer of 10,000 rows about twenty
+// times: 13% of series_select's CPU at the peer harness's 10 M points.
 func (s *scanner) grow(t int64) {
 	n := len(s.out)
 	want := max(2*n, 16)
