@@ -128,6 +128,15 @@ func (r memRow) len() uint32 { return r.n &^ (memRowPersisted | memRowShaped) }
 // shaped reports whether the row's value has its series' shape.
 func (r memRow) shaped() bool { return r.n&memRowShaped != 0 }
 
+// valueLen returns the length of the row's value, sh being its series'
+// shape: a compact row's expanded length.
+func (r memRow) valueLen(sh *rowShape) uint32 {
+	if r.shaped() {
+		return sh.valueLen(r.len())
+	}
+	return r.len()
+}
+
 // persisted reports whether pebble's head holds the row's value too.
 func (r memRow) persisted() bool { return r.n&memRowPersisted != 0 }
 
@@ -290,12 +299,7 @@ func (s *memSeries) appendValue(dst []byte, i int) []byte {
 
 // valueLen returns the length of row r's value (not of what memory
 // keeps of it).
-func (s *memSeries) valueLen(r memRow) uint32 {
-	if r.shaped() {
-		return s.shape.valueLen(r.len())
-	}
-	return r.len()
-}
+func (s *memSeries) valueLen(r memRow) uint32 { return r.valueLen(s.shape) }
 
 // getLocked appends to dst the value of the row (series, t) in memory and
 // returns it, or nil when there is none. The caller holds the space lock

@@ -411,11 +411,7 @@ func (c *memCursor) Value() []byte {
 // without expanding a compact one.
 func (c *memCursor) valueLen() int {
 	s := c.series()
-	r := s.rows[c.ri]
-	if !r.shaped() {
-		return int(r.len())
-	}
-	return int(s.shape.valueLen(r.len()))
+	return int(s.rows[c.ri].valueLen(s.shape))
 }
 
 // memCursorChunk is the size of a memCursor's chunks of expanded values.
