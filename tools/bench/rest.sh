@@ -4,22 +4,19 @@
 # series_select for 5.5 s under a CPU profile ($OUT/rest-NAME/sel.prof).
 # LGFLAGS adds loadgen flags (e.g. -points 10000000), EXTRA tsdb dev flags.
 set -u
-BIN=$1 NAME=$2 D=${OUT:-/tmp/tsdb-bench}/rest-$2; rm -rf "$D"; mkdir -p "$D"
-LG=${LG:-$HOME/.cache/tsdb-peers/bin/loadgen}
-"$BIN" dev --servers 1 --port 18085 --etcd-port 23795 --data "$D/data" --pprof-addr 127.0.0.1:6065 ${EXTRA:-} >"$D/log" 2>&1 &
-PID=$!
-sleep 2
-END=$(($(date +%s) / 60 * 60 - 60))
-"$LG" -url http://127.0.0.1:18085 -api tsdb -mode write -end $END -pid $PID -label "$NAME" ${LGFLAGS:-} 2>&1 | grep "points/s ("
+. "$(dirname "$0")/lib.sh"
+BIN=$1 NAME=$2 D=${OUT:-/tmp/tsdb-bench}/rest-$2
+start_server "$BIN" "$D" ${EXTRA:-}
+write_harness "$NAME" ${LGFLAGS:-} | grep "points/s ("
 sleep "${WAIT:-10}"
 for i in 1 2 3; do
-	"$LG" -url http://127.0.0.1:18085 -api tsdb -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | grep -E "read: (series|agg)" | sed 's/|.*20 reps://'
+	"$LG" -url $BASE -api tsdb -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | grep -E "read: (series|agg)" | sed 's/|.*20 reps://'
 done
 if [ -n "${PROF:-}" ]; then
 	curl -s -o "$D/sel.prof" "http://127.0.0.1:6065/debug/pprof/profile?seconds=6" &
 	CURL=$!
 	START=$(((END - 660) * 1000000000)) ENDN=$((END * 1000000000))
-	python3 - "http://127.0.0.1:18085" $START $ENDN <<'PY'
+	python3 - "$BASE" $START $ENDN <<'PY'
 import sys, time, urllib.parse, urllib.request
 base, start, end = sys.argv[1:4]
 q = base + "/api/v1/tables/bench/query?from=%s&to=%s&fields=usage_user&limit=1000000&series=%s" % (
@@ -31,4 +28,4 @@ ls.sort(); print("select loop n=%d p50=%.2f ms" % (len(ls), ls[len(ls) // 2]))
 PY
 	wait $CURL
 fi
-kill $PID; wait $PID 2>/dev/null
+stop_server

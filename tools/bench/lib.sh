@@ -1,0 +1,28 @@
+# lib.sh: what the single-server scripts share. Source it, then:
+#   start_server BIN DIR [tsdb dev flags...]  fresh DIR, tsdb dev on 18085 (pprof 6065);
+#                                             sets PID, and END, the end of the data range
+#   write_harness NAME [loadgen flags...]     the harness's write phase (may run in a pipe)
+#   stop_server                               stops it
+LG=${LG:-$HOME/.cache/tsdb-peers/bin/loadgen}
+BASE=http://127.0.0.1:18085
+
+start_server() {
+	local bin=$1 dir=$2
+	shift 2
+	rm -rf "$dir" && mkdir -p "$dir"
+	"$bin" dev --servers 1 --port 18085 --etcd-port 23795 --data "$dir/data" --pprof-addr 127.0.0.1:6065 "$@" >"$dir/log" 2>&1 &
+	PID=$!
+	sleep 2
+	END=$(($(date +%s) / 60 * 60 - 60))
+}
+
+write_harness() {
+	local name=$1
+	shift
+	"$LG" -url $BASE -api tsdb -mode write -end $END -pid $PID -label "$name" "$@" 2>&1
+}
+
+stop_server() {
+	kill $PID
+	wait $PID 2>/dev/null
+}
