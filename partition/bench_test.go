@@ -345,6 +345,8 @@ func benchmarkScan(b *testing.B, r *Replica) {
 	}{
 		{"all_series", model.Query{From: minTime, To: maxTime}, 100_000},
 		{"one_series", model.Query{From: minTime, To: maxTime, Series: benchSeries(7)}, 1000},
+		// The peer harness's series_select: one field of one series.
+		{"one_series_one_field", model.Query{From: minTime, To: maxTime, Series: benchSeries(7), Fields: []string{"usage_user"}}, 1000},
 		{"one_series_10pct_time", model.Query{From: 0, To: 100 * benchInterval, Series: benchSeries(7)}, 100},
 	}
 	for _, c := range cases {
@@ -401,54 +403,87 @@ func benchAggregateCases(b *testing.B, r *Replica, cases []aggCase) {
 	}
 }
 
+// denseTicks and denseInterval are the dense benchmarks' time axis: a
+// point of every series every 300 ms for 5 minutes.
+const (
+	denseTicks    = 1000
+	denseInterval = int64(300e6)
+)
+
+// loadDenseBench writes the peer harness's shape in layout: 1,000 series
+// of three float fields, a point every denseInterval for denseTicks (1 M
+// rows, about 220 per series and storage bucket), values random walks of
+// two decimals. "head" is the head as written (the memory head's rows
+// unless TSDB_TEST_MEMHEAD=0), "sealed" its blocks.
+func loadDenseBench(b *testing.B, layout string) *Replica {
+	b.Helper()
+	s := openBenchStore(b)
+	r := createTestReplica(b, s)
+	rows := benchRows()
+	walk := make([]float64, len(rows)*len(benchFieldNames))
+	rng := rand.New(rand.NewSource(1))
+	for i := range int64(denseTicks) {
+		setBenchTime(rows, i*denseInterval)
+		for j := range rows {
+			for k := range rows[j].Fields {
+				w := &walk[j*len(benchFieldNames)+k]
+				*w = math.Round((*w+rng.Float64()-0.5)*100) / 100
+				rows[j].Fields[k].Value = model.Float(*w)
+			}
+		}
+		if _, err := r.Apply(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if layout == "sealed" {
+		if _, err := r.Seal(b.Context(), maxTime); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r
+}
+
 // BenchmarkAggregateDense aggregates the peer harness's shape (its
-// agg_mean_1m, docs/performance.md): 1,000 series of three float fields,
-// a point every 300 ms for 5 minutes (1 M rows, about 220 per series and
-// storage bucket), values random walks of two decimals. "head" is the
-// head as written (the memory head's rows unless TSDB_TEST_MEMHEAD=0),
-// "sealed" its blocks.
+// agg_mean_1m, docs/performance.md; loadDenseBench).
 func BenchmarkAggregateDense(b *testing.B) {
 	for _, layout := range benchLayouts[:2] {
 		b.Run(layout, func(b *testing.B) {
-			s := openBenchStore(b)
-			r := createTestReplica(b, s)
-			rows := benchRows()
-			walk := make([]float64, len(rows)*len(benchFieldNames))
-			rng := rand.New(rand.NewSource(1))
-			const ticks, interval = 1000, int64(300e6)
-			for i := range int64(ticks) {
-				setBenchTime(rows, i*interval)
-				for j := range rows {
-					for k := range rows[j].Fields {
-						w := &walk[j*len(benchFieldNames)+k]
-						*w = math.Round((*w+rng.Float64()-0.5)*100) / 100
-						rows[j].Fields[k].Value = model.Float(*w)
-					}
-				}
-				if _, err := r.Apply(rows); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if layout == "sealed" {
-				if _, err := r.Seal(b.Context(), maxTime); err != nil {
-					b.Fatal(err)
-				}
-			}
-			n := ticks * len(rows)
+			r := loadDenseBench(b, layout)
+			const to = denseTicks * denseInterval
+			n := denseTicks * benchBatch
 			// The data's range, as the harness asks (an open end is
 			// walked by one goroutine).
 			benchAggregateCases(b, r, []aggCase{
-				{"group_all_step_60s_one_field", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, n},
+				{"group_all_step_60s_one_field", model.Query{From: 0, To: to, Step: 60e9, GroupAll: true, Fields: []string{"usage_user"}}, n},
 				// What the HTTP API asks for agg=avg (no stddev asked).
-				{"group_all_step_60s_one_field_no_variance", model.Query{From: 0, To: ticks * interval, Step: 60e9, GroupAll: true,
+				{"group_all_step_60s_one_field_no_variance", model.Query{From: 0, To: to, Step: 60e9, GroupAll: true,
 					Fields: []string{"usage_user"}, NoVariance: true}, n},
-				{"per_series_step_60s", model.Query{From: 0, To: ticks * interval, Step: 60e9}, n},
+				{"per_series_step_60s", model.Query{From: 0, To: to, Step: 60e9}, n},
 			})
 		})
 	}
 }
 
-// BenchmarkChecksum hashes the 100k rows of loadBenchData.
+// BenchmarkScanDense reads one series' raw points of one field from the
+// peer harness's shape (its series_select; loadDenseBench).
+func BenchmarkScanDense(b *testing.B) {
+	for _, layout := range benchLayouts[:2] {
+		b.Run(layout, func(b *testing.B) {
+			r := loadDenseBench(b, layout)
+			// As the HTTP API asks: no versions.
+			q := model.Query{From: 0, To: denseTicks * denseInterval, Series: benchSeries(42), Fields: []string{"usage_user"}, Limit: 1_000_000, NoVersions: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				rows, _, err := r.Scan(q)
+				if err != nil || len(rows) != denseTicks {
+					b.Fatalf("%d rows, %v; want %d", len(rows), err, denseTicks)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*denseTicks), "ns/row")
+		})
+	}
+}
+
 func BenchmarkChecksum(b *testing.B) {
 	r := loadBenchData(b)
 	b.ReportAllocs()

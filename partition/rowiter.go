@@ -282,7 +282,13 @@ func (it *rowIter) seekBlock(key []byte) {
 		}
 		return
 	}
-	if it.blk.SeekLT(bk) && bytes.HasPrefix(bk, it.blk.Key()) {
+	// A block key (blkLo|bucket|series|0x00; a series holds no 0x00) is
+	// a prefix of bk only if bk has a 0x00 past its bucket: a row key
+	// with its time. Without one (a walk's seek to a series, or to a
+	// bucket) no block below bk holds rows at or above key, and SeekLT
+	// would cost a seek to find none.
+	if len(bk) > rowHeaderLen && bytes.IndexByte(bk[rowHeaderLen:], 0) >= 0 &&
+		it.blk.SeekLT(bk) && bytes.HasPrefix(bk, it.blk.Key()) {
 		// The block of key's series and bucket: rows below key and at or
 		// above it. The blocks after it follow.
 		it.loadBlock(true, key)
