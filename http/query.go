@@ -175,6 +175,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 	rctx, cancel := s.requestContext()
 	defer cancel()
 	if q.agg == 0 {
+		q.Query.NoVersions = true // the answer prints none
 		rows, truncated, err := s.backend.Query(rctx, table, q.Query)
 		if err != nil {
 			s.writeError(ctx, err)

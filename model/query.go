@@ -80,6 +80,13 @@ type Query struct {
 	// exact as without it. A replica that does not know it computes M2
 	// anyway.
 	NoVariance bool `json:"no_variance,omitempty"`
+	// NoVersions, for a raw query, says that the answer's field versions
+	// will not be read (the HTTP API prints none): a replica may then
+	// leave them zero and skip decoding the version columns of its
+	// sealed blocks. Values are exact as without it. A replica that does
+	// not know it returns the versions anyway. A reader that merges or
+	// compares versions (a delete's read) must not set it.
+	NoVersions bool `json:"no_versions,omitempty"`
 
 	// Consistency is how the replica read for each partition is brought
 	// up to date first: "" or "one" reads one replica as it is; "quorum"

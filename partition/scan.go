@@ -271,8 +271,8 @@ func (s *scanner) admit(name string) bool {
 }
 
 // visitBlockColumns is visitBlock for a projection: only the selected
-// fields' columns are decoded (values and versions), and the rows are
-// put together from them.
+// fields' columns are decoded (values, and versions unless the query asks
+// for none), and the rows are put together from them.
 func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
 	s.cols = s.cols[:0]
 	for i := range br.NumFields() {
@@ -286,7 +286,13 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 			s.colBufs = append(s.colBufs, new(block.Column))
 		}
 		c := s.colBufs[k]
-		if _, err := br.Column(fi.Name, c); err != nil {
+		var err error
+		if s.q.NoVersions {
+			_, err = br.ColumnValues(fi.Name, c) // c.Versions left empty
+		} else {
+			_, err = br.Column(fi.Name, c)
+		}
+		if err != nil {
 			return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
 		}
 		pos, _ := slices.BinarySearch(c.Rows, int32(lo))
@@ -321,7 +327,11 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 			sc := &s.cols[k]
 			if sc.pos < len(sc.col.Rows) && int(sc.col.Rows[sc.pos]) == i {
 				if v := sc.col.Values[sc.pos]; v.Kind != model.KindDeleted {
-					fields = append(fields, model.Field{Name: sc.name, Value: v, Version: sc.col.Versions[sc.pos]})
+					f := model.Field{Name: sc.name, Value: v}
+					if len(sc.col.Versions) > 0 {
+						f.Version = sc.col.Versions[sc.pos]
+					}
+					fields = append(fields, f)
 				}
 				sc.pos++
 			}
