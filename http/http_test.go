@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"math/rand"
 	"strconv"
@@ -164,16 +165,31 @@ func TestAppendFloatMatchesStrconv(t *testing.T) {
 	}
 }
 
-// TestAppendRawAnswerRepeatsSeries checks the copy of the escaped series
-// from the row before against escaping each row's.
+// TestAppendRawAnswerRepeatsSeries checks the copies of the escaped series
+// and field names from the row before against escaping each row's, over
+// rows whose series, field names and field counts change from row to row.
 func TestAppendRawAnswerRepeatsSeries(t *testing.T) {
 	series := []string{`cpu,host=a\ b`, "m\"q\n\xff", "plain", "plain"}
+	names := []string{"v", "w\"x", "\xfey", "z"}
+	rng := rand.New(rand.NewSource(5))
 	var rows []model.Row
-	for i := range 12 {
-		rows = append(rows, model.Row{Time: int64(i), Series: series[i/3%len(series)],
-			Fields: []model.Field{{Name: "v", Value: model.Float(float64(i) / 8)}}})
+	for i := range 400 {
+		var fields []model.Field
+		for j := range names[:1+rng.Intn(len(names))] {
+			name := names[j]
+			if rng.Intn(5) == 0 {
+				name = names[rng.Intn(len(names))] + "_"
+			}
+			fields = append(fields, model.Field{Name: name, Value: model.Float(float64(i) / 8)})
+		}
+		rows = append(rows, model.Row{Time: int64(i), Series: series[i/3%len(series)], Fields: fields})
 	}
-	var got struct{ Rows []struct{ Series string } }
+	var got struct {
+		Rows []struct {
+			Series string
+			Fields map[string]float64
+		}
+	}
 	out := appendRawAnswer(nil, rows, false)
 	if err := json.Unmarshal(out, &got); err != nil || len(got.Rows) != len(rows) {
 		t.Fatalf("%s: %v", out, err)
@@ -183,5 +199,32 @@ func TestAppendRawAnswerRepeatsSeries(t *testing.T) {
 		if got.Rows[i].Series != want {
 			t.Fatalf("row %d: series %q, want %q", i, got.Rows[i].Series, want)
 		}
+		wantFields := map[string]float64{}
+		for _, f := range rows[i].Fields {
+			wantFields[strings.ToValidUTF8(f.Name, "\ufffd")] = f.Value.F
+		}
+		if !maps.Equal(got.Rows[i].Fields, wantFields) {
+			t.Fatalf("row %d: fields %v, want %v", i, got.Rows[i].Fields, wantFields)
+		}
 	}
+}
+
+// BenchmarkAppendRawAnswer encodes the peer harness's series_select answer:
+// 2,000 rows of one series and one field, values of two decimals.
+func BenchmarkAppendRawAnswer(b *testing.B) {
+	rows := make([]model.Row, 2000)
+	rng := rand.New(rand.NewSource(1))
+	v := 50.0
+	for i := range rows {
+		v = math.Round((v+rng.Float64()-0.5)*100) / 100
+		rows[i] = model.Row{Time: 1796021159700000000 + int64(i)*330_000_000, Series: "cpu,host=host042,region=r2",
+			Fields: []model.Field{{Name: "usage_user", Value: model.Float(v)}}}
+	}
+	buf := appendRawAnswer(nil, rows, false)
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendRawAnswer(buf[:0], rows, false)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
 }
