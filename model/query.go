@@ -87,6 +87,11 @@ type Query struct {
 	// not know it returns the versions anyway. A reader that merges or
 	// compares versions (a delete's read) must not set it.
 	NoVersions bool `json:"no_versions,omitempty"`
+	// Arena, for a raw query, lends the answer's rows and fields their
+	// memory (nil: they are allocated). The caller Resets it once it no
+	// longer reads the answer. It never leaves the server: a sub-query
+	// to another server goes without it.
+	Arena *RowArena `json:"-"`
 
 	// Consistency is how the replica read for each partition is brought
 	// up to date first: "" or "one" reads one replica as it is; "quorum"

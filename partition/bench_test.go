@@ -465,21 +465,33 @@ func BenchmarkAggregateDense(b *testing.B) {
 }
 
 // BenchmarkScanDense reads one series' raw points of one field from the
-// peer harness's shape (its series_select; loadDenseBench).
+// peer harness's shape (its series_select; loadDenseBench), as the HTTP API
+// asks (no versions), with the answer's memory allocated or lent by an
+// arena that each query Resets.
 func BenchmarkScanDense(b *testing.B) {
 	for _, layout := range benchLayouts[:2] {
 		b.Run(layout, func(b *testing.B) {
 			r := loadDenseBench(b, layout)
-			// As the HTTP API asks: no versions.
-			q := model.Query{From: 0, To: denseTicks * denseInterval, Series: benchSeries(42), Fields: []string{"usage_user"}, Limit: 1_000_000, NoVersions: true}
-			b.ReportAllocs()
-			for b.Loop() {
-				rows, _, err := r.Scan(q)
-				if err != nil || len(rows) != denseTicks {
-					b.Fatalf("%d rows, %v; want %d", len(rows), err, denseTicks)
-				}
+			for _, lent := range []bool{false, true} {
+				b.Run(map[bool]string{false: "alloc", true: "arena"}[lent], func(b *testing.B) {
+					q := model.Query{From: 0, To: denseTicks * denseInterval, Series: benchSeries(42), Fields: []string{"usage_user"},
+						Limit: 1_000_000, NoVersions: true}
+					if lent {
+						q.Arena = new(model.RowArena)
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						rows, _, err := r.Scan(q)
+						if err != nil || len(rows) != denseTicks {
+							b.Fatalf("%d rows, %v; want %d", len(rows), err, denseTicks)
+						}
+						if lent {
+							q.Arena.Reset()
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*denseTicks), "ns/row")
+				})
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*denseTicks), "ns/row")
 		})
 	}
 }

@@ -56,6 +56,7 @@ func (r *Replica) Scan(q model.Query) (rows []model.Row, truncated bool, err err
 	}
 	defer w.close()
 	s := scanner{q: q, keep: fieldFilter(q.Fields), names: interner{}, series: interner{}}
+	s.slab.arena = q.Arena
 	w.visitBlock, w.visitMem = s.visitBlock, s.visitMem
 	if err := w.walk(s.visit, s.endBucket); err != nil {
 		return nil, false, err
@@ -213,7 +214,12 @@ func (s *scanner) grow(t int64) {
 	if s.q.Limit > n {
 		want = min(want, s.q.Limit+1)
 	}
-	out := make([]model.Row, n, want)
+	var out []model.Row
+	if s.q.Arena != nil {
+		out = s.q.Arena.Rows(want)[:n]
+	} else {
+		out = make([]model.Row, n, want)
+	}
 	copy(out, s.out)
 	s.out = out
 }

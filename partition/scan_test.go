@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,6 +184,47 @@ func TestScanRandomAgainstModel(t *testing.T) {
 	t.Logf("%d of %d queries returned rows, %d truncated", nonEmpty, n, truncs)
 	if nonEmpty < 100 || truncs < 20 {
 		t.Fatalf("random queries too weak: %d non-empty, %d truncated", nonEmpty, truncs)
+	}
+}
+
+// TestScanWithArena: a scan whose rows an arena lends (model.RowArena)
+// answers as the model does; a second scan with the same arena before its
+// Reset leaves the first's answer as it was (the partitions of one query
+// share an arena), and scans after a Reset reuse its memory. Half the
+// buckets are sealed, half in the head, and a second batch of rows over
+// the sealed ones lies in the head over blocks.
+func TestScanWithArena(t *testing.T) {
+	r, all, rng, times := randomReplica(t)
+	slices.Sort(times)
+	if _, err := r.Seal(t.Context(), times[len(times)/2]); err != nil {
+		t.Fatal(err)
+	}
+	m := naiveModel{}
+	m.apply(all)
+	batch := randRows(rng, 100, testSeries, times)
+	m.apply(batch)
+	mustApply(t, r, batch...)
+	all = m.rows()
+	arena := new(model.RowArena)
+	reused := 0
+	for range 300 {
+		q1, q2 := randScanQuery(rng, times), randScanQuery(rng, times)
+		q1.Arena, q2.Arena = arena, arena
+		first, _ := scanAgainstModel(t, r, all, q1)
+		scanAgainstModel(t, r, all, q2)
+		want, _ := naiveScan(all, q1)
+		if err := sameRows(first, want); err != nil {
+			t.Fatalf("query %+v, after a second scan with the arena: %v", q1, err)
+		}
+		arena.Reset()
+		again, _ := scanAgainstModel(t, r, all, q1)
+		if cap(again) > 0 && cap(first) > 0 && &again[:1][0] == &first[:1][0] {
+			reused++
+		}
+		arena.Reset()
+	}
+	if reused == 0 {
+		t.Fatal("no scan after a Reset reused the arena's rows")
 	}
 }
 

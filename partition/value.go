@@ -569,6 +569,9 @@ type fieldSlab struct {
 	buf []model.Field
 	// used counts the fields taken since the last reset.
 	used int
+	// arena, when set, lends the larger allocations (a query's
+	// model.RowArena); reset is then never called.
+	arena *model.RowArena
 }
 
 const fieldSlabSize = 512
@@ -577,7 +580,11 @@ const fieldSlabSize = 512
 // touches another row's fields.
 func (s *fieldSlab) take(n int) []model.Field {
 	if cap(s.buf)-len(s.buf) < n {
-		s.buf = make([]model.Field, 0, max(fieldSlabSize, n))
+		if s.arena != nil {
+			s.buf = s.arena.Fields(max(fieldSlabSize, n))
+		} else {
+			s.buf = make([]model.Field, 0, max(fieldSlabSize, n))
+		}
 	}
 	start := len(s.buf)
 	s.buf = s.buf[:start+n]
