@@ -25,29 +25,23 @@ type RowArena struct {
 const arenaKeep = 1 << 16
 
 // Rows returns an empty slice with capacity at least n, lent until Reset.
-func (a *RowArena) Rows(n int) []Row {
-	var s []Row
-	if i := bestFit(a.rows, n); i >= 0 {
-		s = a.rows[i][:0]
-		a.rows = removeAt(a.rows, i)
-	} else {
-		s = make([]Row, 0, n)
-	}
-	a.lentRows = append(a.lentRows, s)
-	return s
-}
+func (a *RowArena) Rows(n int) []Row { return lend(&a.rows, &a.lentRows, n) }
 
 // Fields returns an empty slice with capacity at least n, lent until
 // Reset.
-func (a *RowArena) Fields(n int) []Field {
-	var s []Field
-	if i := bestFit(a.fields, n); i >= 0 {
-		s = a.fields[i][:0]
-		a.fields = removeAt(a.fields, i)
+func (a *RowArena) Fields(n int) []Field { return lend(&a.fields, &a.lentFields, n) }
+
+// lend takes the smallest slice in free with capacity at least n (or
+// makes one) and notes it in lent.
+func lend[T any](free, lent *[][]T, n int) []T {
+	var s []T
+	if i := bestFit(*free, n); i >= 0 {
+		s = (*free)[i][:0]
+		*free = removeAt(*free, i)
 	} else {
-		s = make([]Field, 0, n)
+		s = make([]T, 0, n)
 	}
-	a.lentFields = append(a.lentFields, s)
+	*lent = append(*lent, s)
 	return s
 }
 
