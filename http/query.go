@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -179,11 +178,8 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		q.Query.NoVersions = true // the answer prints none
 		// The answer is printed and dropped here: its memory is lent by
 		// an arena that the next query reuses.
-		arena := rowArenas.Get().(*model.RowArena)
-		defer func() {
-			arena.Reset()
-			rowArenas.Put(arena)
-		}()
+		arena := model.GetRowArena()
+		defer arena.Release()
 		q.Query.Arena = arena
 		rows, truncated, err := s.backend.Query(rctx, table, q.Query)
 		if err != nil {
@@ -214,7 +210,3 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 	ctx.SetContentType("application/json")
 	ctx.Response.SetBodyRaw(appendAggAnswer(make([]byte, 0, 64+n*64), res, q.agg))
 }
-
-// rowArenas are the raw answers' arenas (model.RowArena), one per query
-// in flight.
-var rowArenas = sync.Pool{New: func() any { return new(model.RowArena) }}

@@ -1,5 +1,7 @@
 package model
 
+import "sync"
+
 // RowArena lends the rows of a raw query's answer and their fields their
 // memory (Query.Arena). Its owner, which reads the answer and then drops
 // it (the HTTP API, once it has printed it), calls Reset, and the next
@@ -17,6 +19,20 @@ type RowArena struct {
 	fields     [][]Field // free
 	lentRows   [][]Row
 	lentFields [][]Field
+}
+
+// arenas are the arenas of the queries in flight (GetRowArena).
+var arenas = sync.Pool{New: func() any { return new(RowArena) }}
+
+// GetRowArena returns an arena from a pool the server's raw queries
+// share; Release gives it back.
+func GetRowArena() *RowArena { return arenas.Get().(*RowArena) }
+
+// Release Resets a and returns it to GetRowArena's pool: neither a nor
+// anything it lent may be used after.
+func (a *RowArena) Release() {
+	a.Reset()
+	arenas.Put(a)
 }
 
 // arenaKeep bounds, in rows and in fields, what Reset keeps for the next

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -103,6 +104,15 @@ func TestSubQueryAnswerBytesLimit(t *testing.T) {
 		cl.must(200, cl.do("GET", "/healthz", nil), nil)
 		if got := queryRaw(cl, "cpu", "limit=10"); len(got.Rows) != 10 {
 			t.Fatalf("a small query via %s: %d rows", id, len(got.Rows))
+		}
+	}
+	// Sub-queries in a row, whose rows arenas lend and take back
+	// (model.RowArena): each answer is the local read's.
+	local := queryRaw(c.client("s1"), "cpu", "limit=300")
+	for i := range 4 {
+		params := fmt.Sprintf("limit=%d", 300-i*50)
+		if got := queryRaw(fe, "cpu", params); !reflect.DeepEqual(got.Rows, local.Rows[:len(got.Rows)]) || len(got.Rows) != 300-i*50 {
+			t.Fatalf("a sub-query of %s answered %d rows unlike the local read's", params, len(got.Rows))
 		}
 	}
 	// The server holding the replica reads it locally: no sub-query, and

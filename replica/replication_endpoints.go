@@ -278,6 +278,10 @@ func (s *Server) SubQuery(ctx context.Context, req wire.SubQueryRequest) (wire.S
 		// answer over the limit once base64-encoded.
 		q.MaxBytes = max(1, (maxBytes-subQueryFraming)/4*3)
 	}
+	// The rows are encoded and dropped here: an arena lends them.
+	arena := model.GetRowArena()
+	defer arena.Release()
+	q.Arena = arena
 	rows, truncated, err := rep.Scan(q)
 	if errors.Is(err, partition.ErrAnswerTooLarge) {
 		return wire.SubQueryResponse{}, s.answerTooLarge(p,
