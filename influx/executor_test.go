@@ -325,3 +325,34 @@ func TestDatabaseAndDeleteStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestRawRowsArenaGivenBack: a raw SELECT's rows are lent by an arena
+// (model.RowArena) that the statement gives back once it has copied what
+// it answers; the fake backend overwrites the rows of a given-back arena
+// at the next query, so a statement whose answer still read them would
+// print "poisoned" once the next statement of the request has read.
+func TestRawRowsArenaGivenBack(t *testing.T) {
+	be := testData()
+	opts := Options{DB: "telegraf", Epoch: "s"}
+	first, second := `SELECT value FROM cpu WHERE host = 'a'`, `SELECT * FROM mem`
+	alone := []string{run(t, be, first, opts), run(t, be, second, opts)}
+	both := run(t, be, first+"; "+second, opts)
+	if strings.Contains(both, "poisoned") {
+		t.Fatalf("a statement's answer read rows its arena had given back: %s", both)
+	}
+	var a0, a1, b struct{ Results []json.RawMessage }
+	for _, x := range []struct {
+		s string
+		v any
+	}{{alone[0], &a0}, {alone[1], &a1}, {both, &b}} {
+		if err := json.Unmarshal([]byte(x.s), x.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(b.Results) != 2 || len(a0.Results) != 1 || len(a1.Results) != 1 ||
+		!strings.Contains(string(a0.Results[0]), "[1700000010,2]") ||
+		strings.Replace(string(b.Results[1]), `"statement_id":1`, `"statement_id":0`, 1) != string(a1.Results[0]) ||
+		string(b.Results[0]) != string(a0.Results[0]) {
+		t.Fatalf("statements together:\n%s\nalone:\n%s\n%s", both, alone[0], alone[1])
+	}
+}

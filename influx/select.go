@@ -482,6 +482,13 @@ func uniq(s []string) []string {
 // raw reads the rows of a raw SELECT.
 func (e *Executor) raw(ctx context.Context, p *selectPlan) ([]*group, error) {
 	q := p.baseQuery()
+	// The rows are turned into the groups' values here and dropped (the
+	// groups keep copies of the values, and the series and names, which
+	// the scan allocates apart): an arena lends them.
+	arena := model.GetRowArena()
+	defer arena.Release()
+	q.Arena = arena
+	q.NoVersions = true // an InfluxQL answer prints none
 	if !p.wildcard {
 		for _, r := range p.refs {
 			if r.Type != influxql.Tag {

@@ -61,6 +61,11 @@ func lend[T any](free, lent *[][]T, n int) []T {
 	return s
 }
 
+// Lent returns how many slices the arena has lent since its last Reset
+// (0 after it). Tests that fake a backend use it to tell that rows they
+// lent are dead.
+func (a *RowArena) Lent() int { return len(a.lentRows) + len(a.lentFields) }
+
 // Reset takes back everything lent: no row or field lent before may be
 // read after it. What it keeps is not cleared (the next answer overwrites
 // it), so until then it may keep the strings it points to alive.

@@ -25,6 +25,16 @@ type Backend struct {
 	tables map[string]*fakeTable
 	// calls records the methods called, for the push-down checks.
 	calls []string
+	// lent are the answers Query copied into its callers' arenas: once
+	// an arena is Reset, their rows are overwritten (poisoned), as the
+	// next query lent the same memory would, so that a caller still
+	// reading an answer after it gave its arena back reads garbage.
+	lent []lentAnswer
+}
+
+type lentAnswer struct {
+	arena *model.RowArena
+	rows  []model.Row
 }
 
 type fakeTable struct {
@@ -163,9 +173,13 @@ func (f *Backend) Query(ctx context.Context, table string, q model.Query) ([]mod
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Query")
+	f.poisonReturned()
 	rows, err := f.match(table, q)
 	if err != nil {
 		return nil, false, err
+	}
+	if q.Arena != nil {
+		rows = f.lend(q.Arena, rows)
 	}
 	// As the router: sorted by (time, series), the first q.Limit rows,
 	// truncated as soon as the limit is reached.
@@ -179,6 +193,34 @@ func (f *Backend) Query(ctx context.Context, table string, q model.Query) ([]mod
 		return rows[:q.Limit], true, nil
 	}
 	return rows, false, nil
+}
+
+// lend copies rows into memory arena lends, as a scan does, and notes
+// them for poisonReturned.
+func (f *Backend) lend(arena *model.RowArena, rows []model.Row) []model.Row {
+	out := arena.Rows(len(rows))
+	for _, r := range rows {
+		fields := append(arena.Fields(len(r.Fields)), r.Fields...)
+		out = append(out, model.Row{Time: r.Time, Series: r.Series, Fields: fields})
+	}
+	f.lent = append(f.lent, lentAnswer{arena: arena, rows: out})
+	return out
+}
+
+// poisonReturned overwrites the answers lent by arenas Reset since.
+func (f *Backend) poisonReturned() {
+	f.lent = slices.DeleteFunc(f.lent, func(a lentAnswer) bool {
+		if a.arena.Lent() > 0 {
+			return false
+		}
+		for i := range a.rows {
+			a.rows[i].Time = math.MinInt64
+			for j := range a.rows[i].Fields {
+				a.rows[i].Fields[j] = model.Field{Name: "poisoned", Value: model.String("poisoned")}
+			}
+		}
+		return true
+	})
 }
 
 func (f *Backend) Aggregate(ctx context.Context, table string, q model.Query) ([]model.SeriesAgg, error) {
