@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -227,4 +228,38 @@ func BenchmarkAppendRawAnswer(b *testing.B) {
 		buf = appendRawAnswer(buf[:0], rows, false)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(rows)), "ns/row")
+}
+
+// TestAppendRawAnswerTimes checks the rows' times, whose leading digits
+// are copied from the row before when in the same second, against
+// strconv over runs within a second, across seconds, and the edges.
+func TestAppendRawAnswerTimes(t *testing.T) {
+	times := []int64{math.MinInt64, -1e9, -1, 0, 1, 999_999_999, 1e9, 1e9 + 1, 1_999_999_999, 2e9,
+		1796021159700000000, 1796021159700000001, 1796021159999999999, 1796021160000000000,
+		math.MaxInt64 - 1, math.MaxInt64, 5, math.MaxInt64}
+	rng := rand.New(rand.NewSource(9))
+	at := int64(1796021159700000000)
+	for range 5000 {
+		at += rng.Int63n(700_000_000) // mostly under a second apart
+		if rng.Intn(50) == 0 {
+			at = rng.Int63()
+		}
+		times = append(times, at)
+	}
+	rows := make([]model.Row, len(times))
+	for i, tm := range times {
+		rows[i] = model.Row{Time: tm, Series: "s", Fields: []model.Field{{Name: "v", Value: model.Int(1)}}}
+	}
+	out := appendRawAnswer(nil, rows, false)
+	var got struct{ Rows []struct{ Time json.Number } }
+	d := json.NewDecoder(bytes.NewReader(out))
+	d.UseNumber()
+	if err := d.Decode(&got); err != nil || len(got.Rows) != len(times) {
+		t.Fatalf("%v: %d rows", err, len(got.Rows))
+	}
+	for i, tm := range times {
+		if want := strconv.FormatInt(tm, 10); string(got.Rows[i].Time) != want {
+			t.Fatalf("row %d: time %s, want %s (row before %d)", i, got.Rows[i].Time, want, times[max(i-1, 0)])
+		}
+	}
 }

@@ -17,6 +17,7 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 	// cheaper than escaping again (appendString was a quarter of a
 	// one-series answer's encoding).
 	var series span
+	var times timeDigits
 	var namesArr [8]span
 	names := namesArr[:0]
 	for i := range rows {
@@ -25,7 +26,7 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 		}
 		r := &rows[i]
 		b = append(b, `{"time":`...)
-		b = strconv.AppendInt(b, r.Time, 10)
+		b = times.append(b, r.Time)
 		b = append(b, `,"series":`...)
 		if i > 0 && r.Series == rows[i-1].Series {
 			b = append(b, b[series.start:series.end]...)
@@ -64,6 +65,53 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 
 // span is where appendRawAnswer wrote something in its buffer.
 type span struct{ start, end int }
+
+// timeDigits writes the times of an answer's rows (appendRawAnswer) as
+// strconv.AppendInt does. The rows of a query are mostly under a second
+// apart, so a time's digits above its last nine are mostly those of the
+// row before: they are copied from where it wrote them, and the last nine
+// written by pairs.
+type timeDigits struct {
+	sec  int64 // the seconds whose digits b holds at at (ok)
+	at   span
+	ok   bool
+	last [9]byte
+}
+
+func (c *timeDigits) append(b []byte, t int64) []byte {
+	if t < 1e9 {
+		return strconv.AppendInt(b, t, 10) // before 1970-01-01T00:00:01Z: rare
+	}
+	sec, ns := t/1e9, uint32(t%1e9)
+	if c.ok && sec == c.sec {
+		b = append(b, b[c.at.start:c.at.end]...)
+	} else {
+		start := len(b)
+		b = strconv.AppendInt(b, sec, 10)
+		c.sec, c.at, c.ok = sec, span{start, len(b)}, true
+	}
+	d := &c.last
+	for i := 7; i >= 1; i -= 2 {
+		q := ns / 100
+		r := ns - q*100
+		d[i], d[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+		ns = q
+	}
+	d[0] = byte('0' + ns)
+	return append(b, d[:]...)
+}
+
+// digitPairs holds the two digits of 0 to 99, in order.
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // rawAnswerSize estimates the bytes of appendRawAnswer's answer from its
 // first row, a little over, so that the buffer is made once: rows of one
@@ -168,12 +216,8 @@ func appendDecimal4(b []byte, x int64) []byte {
 	}
 	b = strconv.AppendInt(b, x/10000, 10)
 	frac := x % 10000
-	var d [5]byte
-	d[0] = '.'
-	for i := 4; i >= 1; i-- {
-		d[i] = byte('0' + frac%10)
-		frac /= 10
-	}
+	hi, lo := frac/100, frac%100
+	d := [5]byte{'.', digitPairs[2*hi], digitPairs[2*hi+1], digitPairs[2*lo], digitPairs[2*lo+1]}
 	n := 5
 	for d[n-1] == '0' {
 		n--
