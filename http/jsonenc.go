@@ -72,25 +72,23 @@ type span struct{ start, end int }
 // row before: they are copied from where it wrote them, and the last nine
 // written by pairs.
 type timeDigits struct {
-	sec  int64 // the seconds whose digits b holds at at (ok)
-	at   span
-	ok   bool
-	last [9]byte
+	sec int64 // the seconds whose digits b holds at at; 0: none yet
+	at  span
 }
 
 func (c *timeDigits) append(b []byte, t int64) []byte {
 	if t < 1e9 {
 		return strconv.AppendInt(b, t, 10) // before 1970-01-01T00:00:01Z: rare
 	}
-	sec, ns := t/1e9, uint32(t%1e9)
-	if c.ok && sec == c.sec {
+	sec, ns := t/1e9, uint32(t%1e9) // sec ≥ 1
+	if sec == c.sec {
 		b = append(b, b[c.at.start:c.at.end]...)
 	} else {
 		start := len(b)
 		b = strconv.AppendInt(b, sec, 10)
-		c.sec, c.at, c.ok = sec, span{start, len(b)}, true
+		c.sec, c.at = sec, span{start, len(b)}
 	}
-	d := &c.last
+	var d [9]byte
 	for i := 7; i >= 1; i -= 2 {
 		q := ns / 100
 		r := ns - q*100
