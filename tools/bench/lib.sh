@@ -2,7 +2,9 @@
 #   start_server BIN DIR [tsdb dev flags...]  fresh DIR, tsdb dev on 18085 (pprof 6065);
 #                                             sets PID, and END, the end of the data range
 #   write_harness NAME [loadgen flags...]     the harness's write phase (may run in a pipe)
-#   stop_server                               stops it
+#   start_vm DIR [loadgen flags...]           fresh DIR, VictoriaMetrics on 8428 with the
+#                                             harness's write in it, flushed; sets PID, END
+#   stop_server                               stops it (either)
 LG=${LG:-$HOME/.cache/tsdb-peers/bin/loadgen}
 BASE=http://127.0.0.1:18085
 
@@ -25,4 +27,19 @@ write_harness() {
 stop_server() {
 	kill $PID
 	wait $PID 2>/dev/null
+}
+
+VM=${VM:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../shared/peers/bin" && pwd)/victoria-metrics}
+VMBASE=http://127.0.0.1:8428
+
+start_vm() {
+	local dir=$1
+	shift
+	rm -rf "$dir" && mkdir -p "$dir"
+	"$VM" -httpListenAddr=127.0.0.1:8428 -storageDataPath="$dir" -loggerLevel=WARN >"$dir/log" 2>&1 &
+	PID=$!
+	sleep 2
+	END=$(($(date +%s) / 60 * 60 - 60))
+	"$LG" -url $VMBASE -api prom -mode write -end $END -pid $PID -c 4 "$@" 2>&1 | grep "points/s ("
+	curl -s $VMBASE/internal/force_flush
 }

@@ -6,20 +6,12 @@
 # agg_mean_1m. Repeat a spec to alternate builds.
 set -u
 . "$(dirname "$0")/lib.sh"
-VM=${VM:-$(cd "$(dirname "$0")/../../../shared/peers/bin" && pwd)/victoria-metrics}
 for spec in "$@"; do
 	name=${spec%%=*} bin=${spec#*=}
 	if [ "$name" = vm ]; then
-		D=${OUT:-/tmp/tsdb-bench}/restreps-vm
-		rm -rf "$D" && mkdir -p "$D"
-		"$VM" -httpListenAddr=127.0.0.1:8428 -storageDataPath="$D" -loggerLevel=WARN >"$D/log" 2>&1 &
-		PID=$!
-		sleep 2
-		END=$(($(date +%s) / 60 * 60 - 60))
-		"$LG" -url http://127.0.0.1:8428 -api prom -mode write -end $END -pid $PID -c 4 >/dev/null 2>&1
-		curl -s http://127.0.0.1:8428/internal/force_flush
+		start_vm "${OUT:-/tmp/tsdb-bench}/restreps-vm" >/dev/null
 		sleep "${WAIT:-10}"
-		"$LG" -url http://127.0.0.1:8428 -api prom -mode read -end $END -pid $PID -reps "${REPS:-300}" 2>&1 |
+		"$LG" -url $VMBASE -api prom -mode read -end $END -pid $PID -reps "${REPS:-300}" 2>&1 |
 			grep -E "read: (series_select|agg)" | sed "s/^/$name /; s/|.*reps://"
 		stop_server
 	else

@@ -5,15 +5,7 @@
 # rest.sh's loop for VictoriaMetrics.
 set -u
 . "$(dirname "$0")/lib.sh"
-VM=${VM:-$(cd "$(dirname "$0")/../../../shared/peers/bin" && pwd)/victoria-metrics}
-D=${OUT:-/tmp/tsdb-bench}/vmloop
-rm -rf "$D" && mkdir -p "$D"
-"$VM" -httpListenAddr=127.0.0.1:8428 -storageDataPath="$D" -loggerLevel=WARN >"$D/log" 2>&1 &
-PID=$!
-sleep 2
-END=$(($(date +%s) / 60 * 60 - 60))
-"$LG" -url http://127.0.0.1:8428 -api prom -mode write -end $END -pid $PID -c 4 2>&1 | grep "points/s ("
-curl -s http://127.0.0.1:8428/internal/force_flush
+start_vm "${OUT:-/tmp/tsdb-bench}/vmloop"
 sleep "${WAIT:-10}"
 python3 - "$END" <<'PY'
 import sys, time, urllib.parse, urllib.request
