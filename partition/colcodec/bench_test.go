@@ -101,3 +101,34 @@ func BenchmarkVersions(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeDecimals is the decode of the harness's float columns as
+// an aggregate reads them (DecodeDecimals: mantissas, no division per
+// value).
+func BenchmarkDecodeDecimals(b *testing.B) {
+	for _, name := range []string{"harness-user", "harness-system", "harness-idle"} {
+		sh := findShape(floatShapes, func(s floatShape) string { return s.name }, name)
+		vals := sh.gen(rand.New(rand.NewPCG(1, 1)), benchPoints)
+		col, err := EncodeFloats(nil, vals)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("shape="+name, func(b *testing.B) {
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			dst := make([]int64, 0, len(vals))
+			c0, cpuOK := threadCPU()
+			for b.Loop() {
+				var ok bool
+				if dst, _, ok, err = DecodeDecimals(dst[:0], col); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+			c1, _ := threadCPU()
+			if cpuOK {
+				b.ReportMetric(float64((c1-c0).Nanoseconds())/float64(b.N)/float64(len(vals)), "cpu-ns/point")
+			}
+		})
+	}
+}

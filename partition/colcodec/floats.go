@@ -212,6 +212,37 @@ func DecodeDecimals(dst []int64, src []byte) (mant []int64, scale float64, ok bo
 	return dst, scale, true, nil
 }
 
+// DecodeDecimalsPrefix is DecodeDecimals of the first m values (0 ≤ m ≤
+// n) of a column of n values: the stream is decoded up to them and no
+// further, so its rest is neither read nor checked. A column of another
+// count is ErrCorrupt. An aggregate that knows the sum of the rest (a
+// block's summary less the prefix) reads no more than it needs.
+func DecodeDecimalsPrefix(dst []int64, src []byte, n, m int) (mant []int64, scale float64, ok bool, err error) {
+	c, count, rest, err := readHeader(src, "float", CodecFloatDecimal, CodecFloatXOR)
+	switch {
+	case err != nil || c != CodecFloatDecimal:
+		return dst[:0], 0, false, err
+	case count != n:
+		return dst[:0], 0, false, fmt.Errorf("%w: %s column of %d values, not %d", ErrCorrupt, c, count, n)
+	case m < 0 || m > n:
+		return dst[:0], 0, false, fmt.Errorf("colcodec: prefix of %d values of %d", m, n)
+	case m == n:
+		return DecodeDecimals(dst, src)
+	}
+	exp, body, err := checkDecimal(n, rest)
+	if err != nil {
+		return dst[:0], 0, false, err
+	}
+	dst = grow(dst, m)
+	if m > 0 {
+		pos := 0
+		if err := decodeStreamPrefix(dst, n, body, &pos); err != nil {
+			return dst[:0], 0, false, fmt.Errorf("%s column: %w", c, err)
+		}
+	}
+	return dst, float64(pow10[exp]), true, nil
+}
+
 // checkDecimal checks the body of a CodecFloatDecimal column of n values
 // (after its header), before anything is allocated for them, and returns
 // its exponent and its integer stream.

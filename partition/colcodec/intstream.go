@@ -496,7 +496,15 @@ func checkStream(src []byte, pos, n int) error {
 // decodeStream decodes an integer stream of len(dst) values from src at
 // *pos into dst.
 func decodeStream(dst []int64, src []byte, pos *int) error {
-	n := len(dst)
+	return decodeStreamPrefix(dst, len(dst), src, pos)
+}
+
+// decodeStreamPrefix decodes the first len(dst) values of an integer
+// stream of n ≥ len(dst) values from src at *pos into dst. Short of the
+// whole stream it stops there: *pos is then left inside the stream, and
+// the rest, not read, is not checked either.
+func decodeStreamPrefix(dst []int64, n int, src []byte, pos *int) error {
+	whole := len(dst) == n
 	if *pos+2 > len(src) {
 		return fmt.Errorf("%w: truncated integer stream header", ErrCorrupt)
 	}
@@ -507,18 +515,23 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 		return fmt.Errorf("%w: integer stream shape 0x%02x scale %d", ErrCorrupt, shape, s)
 	}
 	h := heads(o, n)
+	var hv [order2]int64
 	for i := 0; i < h; i++ {
 		u, err := readUvarint(src, pos, "integer stream head")
 		if err != nil {
 			return err
 		}
-		dst[i] = unzigzag(u)
+		hv[i] = unzigzag(u)
 	}
 	if h == 2 {
-		dst[1] += dst[0]
+		hv[1] += hv[0]
 	}
-	m := n - h
-	res := dst[h:] // residuals are decoded in place, then integrated
+	copy(dst, hv[:h])
+	if len(dst) <= h && !whole {
+		return nil // heads only
+	}
+	m := n - h     // the stream's residuals
+	res := dst[h:] // those decoded, in place, then integrated
 	mul := pow10[s]
 	switch p {
 	case packVarint:
@@ -553,7 +566,7 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 				res[i] = unzigzag(br.read(w))
 			}
 		}
-		if !br.clean() {
+		if whole && !br.clean() {
 			return fmt.Errorf("%w: stray bits after packed values", ErrCorrupt)
 		}
 		*pos += nbytes
@@ -581,7 +594,7 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 			return fmt.Errorf("%w: truncated bucket-packed values", ErrCorrupt)
 		}
 		*pos += int((br.pos + 7) / 8)
-		if br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
+		if whole && br.pos%8 != 0 && src[*pos-1]>>(br.pos%8) != 0 {
 			return fmt.Errorf("%w: stray bits after bucket-packed values", ErrCorrupt)
 		}
 	case packRice:
@@ -601,7 +614,7 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 			return fmt.Errorf("%w: truncated Rice-coded values", ErrCorrupt)
 		}
 		*pos += int((used + 7) / 8)
-		if used%8 != 0 && src[*pos-1]>>(used%8) != 0 {
+		if whole && used%8 != 0 && src[*pos-1]>>(used%8) != 0 {
 			return fmt.Errorf("%w: stray bits after Rice-coded values", ErrCorrupt)
 		}
 	case packRuns:
@@ -626,12 +639,14 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 				return fmt.Errorf("%w: run of %d at value %d of %d", ErrCorrupt, l, i, m)
 			}
 			r := unzigzag(z)
-			for k := range int(l) {
-				res[i+k] = r
+			for k := i; k < min(i+int(l), len(res)); k++ {
+				res[k] = r
 			}
-			i += int(l)
+			if i += int(l); !whole && i >= len(res) {
+				break
+			}
 		}
-		if i != m {
+		if whole && i != m || i < len(res) {
 			return fmt.Errorf("%w: runs cover %d of %d values", ErrCorrupt, i, m)
 		}
 	}
@@ -645,11 +660,22 @@ func decodeStream(dst []int64, src []byte, pos *int) error {
 // time; escapes, values longer than the buffer and the end of src go
 // through a bitReader.
 func decodeRice(res []int64, src []byte, k uint) (used uint, ok bool) {
-	var acc uint64 // bits not yet consumed, the next in the low end
-	var n uint     // how many of acc's low bits are loaded
-	p := 0         // next byte of src to load
 	mask := uint64(1)<<k - 1
-	for i := range res {
+	// acc holds the bits not yet consumed, the next in the low end; n
+	// counts how many of its low bits are loaded; p is the next byte of
+	// src to load.
+	var (
+		acc uint64
+		n   uint
+		p   int
+	)
+	for i := 0; i < len(res); i++ {
+		var m int
+		m, acc, n, p = decodeRiceFast(res[i:], src, k, acc, n, p)
+		if i += m; i == len(res) {
+			break
+		}
+		// One value the slow way, then the fast loop again.
 		if n <= 55 {
 			if p+8 <= len(src) {
 				// Bits past n+8·adv are loaded too but not counted: the
@@ -692,6 +718,51 @@ func decodeRice(res []int64, src []byte, k uint) (used uint, ok bool) {
 		}
 	}
 	return uint(p)*8 - n, true
+}
+
+// decodeRiceFast is decodeRice's loop while 8 bytes remain to load at
+// p. A refill loads whole bytes up to 56 to 63 bits in acc, without a
+// branch; values are taken from acc until the next is longer than what it
+// holds, then it refills. Every shift count is masked to 6 bits (all are
+// below 64), so that no shift carries Go's check for counts of 64 and
+// more, and q<<k is a multiplication, which needs no shift register. It
+// returns the number of values decoded into res and the new acc, n and p;
+// it stops at an escape, at a value longer than a refill loads, and near
+// src's end. It is a small function of its own: inside decodeRice, with
+// the escapes' path, its loop kept its state on the stack. Decoding the
+// harness's float columns took 6.6–6.8 ns a value in decodeRice's older
+// loop, which refilled by a branch before each value, and 4.7–4.9 here
+// (BenchmarkDecodeDecimals, minimum of eight alternated runs).
+func decodeRiceFast(res []int64, src []byte, k uint, acc uint64, n uint, p int) (int, uint64, uint, int) {
+	i := 0
+	unit := uint64(1) << (k & 63) // q<<k is q·unit
+	mask := unit - 1
+	for i < len(res) && p+8 <= len(src) {
+		acc |= binary.LittleEndian.Uint64(src[p:]) << (n & 63)
+		p += int((63 - n) >> 3)
+		n |= 56
+		for {
+			q := uint(bits.TrailingZeros64(^acc))
+			l := q + 1 + k
+			if l > n {
+				if q >= riceEscape || l > 56 { // an escape, or more than a refill loads
+					return i, acc, n, p
+				}
+				break
+			}
+			if q >= riceEscape {
+				return i, acc, n, p
+			}
+			acc >>= (q + 1) & 63
+			res[i] = unzigzag(uint64(q)*unit | acc&mask)
+			acc >>= k & 63
+			n -= l
+			if i++; i == len(res) {
+				return i, acc, n, p
+			}
+		}
+	}
+	return i, acc, n, p
 }
 
 // integrate turns residuals dst[h:] (scaled by mul) back into values.

@@ -348,3 +348,95 @@ func TestStreamCost(t *testing.T) {
 		}
 	}
 }
+
+// TestRiceStreams round-trips order-0 Rice streams of every parameter
+// class through decodeStream: values of a few bits, unary parts up to
+// the escape, escapes, and values longer than a refill loads (k+q+1 over
+// 56 bits), at lengths that put the fast loop's exits near the end of
+// the stream; every truncation of a stream is refused, none panics.
+func TestRiceStreams(t *testing.T) {
+	r := newRand(t)
+	for _, k := range []uint8{0, 1, 3, 7, 20, 31, 40, 54, 55, 56, 57, 62, 63} {
+		for _, n := range []int{1, 2, 7, 8, 9, 33, 200} {
+			v := make([]int64, n)
+			for i := range v {
+				var z uint64
+				switch r.IntN(6) {
+				case 0: // an escape, or the longest unary part
+					z = r.Uint64()
+				case 1:
+					z = uint64(r.IntN(riceEscape)) << k
+				default:
+					z = r.Uint64() >> (63 - min(k, 62))
+				}
+				if k == 63 {
+					z = r.Uint64() // q is 0 or 1
+				}
+				v[i] = unzigzag(z)
+			}
+			c := streamChoice{order: order0, packing: packRice, riceK: k}
+			out := appendStreamAs(nil, v, c)
+			got := make([]int64, n)
+			pos := 0
+			if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
+				t.Fatalf("k=%d n=%d: round trip failed (err %v, pos %d of %d)", k, n, err, pos, len(out))
+			}
+			for cut := range len(out) {
+				pos := 0
+				err := decodeStream(got, out[:cut], &pos)
+				if err == nil {
+					t.Fatalf("k=%d n=%d: stream cut at %d of %d bytes decoded", k, n, cut, len(out))
+				}
+			}
+		}
+	}
+}
+
+// TestDecodeDecimalsPrefix: every prefix of a decimal column, in every
+// packing of its stream and order of differences, is the whole column's
+// decode cut there; a column in the XOR form is not ok.
+func TestDecodeDecimalsPrefix(t *testing.T) {
+	r := newRand(t)
+	for _, sh := range floatShapes {
+		for _, n := range []int{1, 2, 3, 9, 300} {
+			vals := sh.gen(r, n)
+			col, err := EncodeFloats(nil, vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole, scale, ok, err := DecodeDecimals(nil, col)
+			if err != nil {
+				t.Fatalf("%s n=%d: %v", sh.name, n, err)
+			}
+			if !ok {
+				if _, _, ok, err := DecodeDecimalsPrefix(nil, col, n, n/2); ok || err != nil {
+					t.Fatalf("%s n=%d: prefix of an XOR column: ok %v, %v", sh.name, n, ok, err)
+				}
+				continue
+			}
+			// The same mantissas under every order and packing.
+			_, _, rest, _ := readHeader(col, "float", CodecFloatDecimal, CodecFloatXOR)
+			for o := uint8(0); o <= order2; o++ {
+				s := uint8(0)
+				if o > 0 {
+					s = scaleOf(whole, o)
+				}
+				cost := costOf(whole, o, s)
+				for p := uint8(0); p < numPackings; p++ {
+					c := append(appendHeader(nil, CodecFloatDecimal, n), rest[0])
+					c = appendStreamAs(c, whole, streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK})
+					for m := 0; m <= n; m++ {
+						got, sc, ok, err := DecodeDecimalsPrefix(nil, c, n, m)
+						if err != nil || !ok || sc != scale || !slices.Equal(got, whole[:m]) {
+							t.Fatalf("%s n=%d order %d packing %d: prefix %d: %v, ok %v, scale %v:\n got %v\nwant %v",
+								sh.name, n, o, p, m, err, ok, sc, got, whole[:m])
+						}
+					}
+					if _, _, _, err := DecodeDecimalsPrefix(nil, c, n+1, 1); !errors.Is(err, ErrCorrupt) {
+						t.Fatalf("%s n=%d: a column of %d values read as %d: %v", sh.name, n, n, n+1, err)
+					}
+				}
+			}
+		}
+	}
+}
