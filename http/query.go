@@ -197,6 +197,7 @@ func (s *Server) handleQuery(ctx *fasthttp.RequestCtx, table string) {
 		return
 	}
 	q.Query.NoVariance = q.agg != model.AggStddev
+	q.Query.SumsOnly = q.agg == model.AggCount || q.agg == model.AggSum || q.agg == model.AggAvg
 	res, err := s.backend.Aggregate(rctx, table, q.Query)
 	if err != nil {
 		s.writeError(ctx, err)

@@ -422,11 +422,12 @@ func TestClassifyReplication(t *testing.T) {
 }
 
 // readBackend records the consistency of each query, and of each
-// aggregate whether it asked for no variance.
+// aggregate whether it asked for no variance and for sums only.
 type readBackend struct {
 	*replBackend
 	got        []string
 	noVariance []bool
+	sumsOnly   []bool
 }
 
 func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model.Row, bool, error) {
@@ -437,11 +438,13 @@ func (b *readBackend) Query(_ context.Context, _ string, q model.Query) ([]model
 func (b *readBackend) Aggregate(_ context.Context, _ string, q model.Query) ([]model.SeriesAgg, error) {
 	b.got = append(b.got, q.Consistency)
 	b.noVariance = append(b.noVariance, q.NoVariance)
+	b.sumsOnly = append(b.sumsOnly, q.SumsOnly)
 	return nil, nil
 }
 
 // TestAggregateNoVariance: only agg=stddev asks the replicas for the
-// variance; every other aggregate lets them skip its pass.
+// variance; every other aggregate lets them skip its pass. count, sum and
+// avg ask for sums only (model.Query.SumsOnly).
 func TestAggregateNoVariance(t *testing.T) {
 	be := &readBackend{replBackend: newReplBackend()}
 	addr := startServer(t, NewServer(Config{}, be))
@@ -452,6 +455,9 @@ func TestAggregateNoVariance(t *testing.T) {
 		}
 		if got, want := be.noVariance[len(be.noVariance)-1], a != model.AggStddev; got != want {
 			t.Errorf("agg=%s: NoVariance %v, want %v", a, got, want)
+		}
+		if got, want := be.sumsOnly[len(be.sumsOnly)-1], a == model.AggCount || a == model.AggSum || a == model.AggAvg; got != want {
+			t.Errorf("agg=%s: SumsOnly %v, want %v", a, got, want)
 		}
 	}
 }

@@ -415,6 +415,9 @@ func (e *Executor) aggregate(ctx context.Context, p *selectPlan) ([]*group, erro
 		q.GroupAll = !p.groupAll && len(p.groupTags) == 0
 		q.MaxBuckets = e.cfg.MaxBuckets
 		q.NoVariance = !slices.ContainsFunc(p.calls, func(c call) bool { return c.pushedDown() && c.name == "stddev" })
+		q.SumsOnly = !slices.ContainsFunc(p.calls, func(c call) bool {
+			return c.pushedDown() && c.name != "count" && c.name != "sum" && c.name != "mean"
+		})
 		aggs, err := e.be.Aggregate(ctx, p.db, q)
 		if err != nil {
 			return nil, err

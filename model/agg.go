@@ -176,6 +176,22 @@ func DecimalRun(mant []int64, p float64, firstTime, lastTime int64, series strin
 	return s
 }
 
+// SumRun is the state of n > 0 float values of one series at times
+// firstTime to lastTime known by their sum only, the sum of their decimal
+// mantissas mantSum at scale p (10^exp), for an aggregate that reads
+// counts and sums only (Query.SumsOnly): Count, N, Sum and Mean are those
+// DecimalRun gives for such mantissas when their sum cannot overflow (the
+// same bit for bit); Min, Max, First and Last are NaN, unknown, and M2 is
+// 0.
+func SumRun(mantSum int64, n int, p float64, firstTime, lastTime int64, series string) AggState {
+	nan := math.NaN()
+	s := AggState{Count: int64(n), N: int64(n), Sum: float64(mantSum) / p, Min: nan, Max: nan,
+		FirstTime: firstTime, FirstSeries: series, First: nan,
+		LastTime: lastTime, LastSeries: series, Last: nan}
+	s.Mean = s.Sum / float64(n)
+	return s
+}
+
 // abs64 is |x| (math.MinInt64 for itself).
 func abs64(x int64) int64 {
 	if x < 0 {

@@ -407,3 +407,29 @@ func TestDecimalRun(t *testing.T) {
 		}
 	}
 }
+
+// TestSumRun: the state of a run known by its mantissas' sum has the
+// count, sum and mean DecimalRun gives for the mantissas, bit for bit,
+// and nothing else known.
+func TestSumRun(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for _, n := range []int{1, 2, 7, 229, 1000} {
+		mant := make([]int64, n)
+		var sum int64
+		for i := range mant {
+			mant[i] = rng.Int63n(2e6) - 1e6
+			sum += mant[i]
+		}
+		for _, p := range []float64{1, 100, 1e4} {
+			want := DecimalRun(mant, p, 10, 20, "s", false)
+			got := SumRun(sum, n, p, 10, 20, "s")
+			if got.Count != want.Count || got.N != want.N || math.Float64bits(got.Sum) != math.Float64bits(want.Sum) ||
+				math.Float64bits(got.Mean) != math.Float64bits(want.Mean) {
+				t.Fatalf("n=%d p=%v: %+v, want the count, sum and mean of %+v", n, p, got, want)
+			}
+			if !math.IsNaN(got.Min) || !math.IsNaN(got.Max) || !math.IsNaN(got.First) || !math.IsNaN(got.Last) || got.M2 != 0 {
+				t.Fatalf("n=%d p=%v: %+v: an unknown member is set", n, p, got)
+			}
+		}
+	}
+}

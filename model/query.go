@@ -80,6 +80,15 @@ type Query struct {
 	// exact as without it. A replica that does not know it computes M2
 	// anyway.
 	NoVariance bool `json:"no_variance,omitempty"`
+	// SumsOnly, for an aggregate, says that no answer will be asked for
+	// but counts, sums and means (count, sum, avg), nor its variance: a
+	// replica may then answer states whose Min, Max, First and Last are
+	// NaN (unknown) and whose M2 is short, as with NoVariance, and take
+	// the sum of a block's rows after a bucket's start from the block's
+	// summary less the rows before it, decoding only those
+	// (model.SumRun). Count, N, Sum and Mean are exact as without it. A
+	// replica that does not know it answers whole states.
+	SumsOnly bool `json:"sums_only,omitempty"`
 	// NoVersions, for a raw query, says that the answer's field versions
 	// will not be read (the HTTP API prints none): a replica may then
 	// leave them zero and skip decoding the version columns of its

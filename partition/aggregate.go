@@ -123,6 +123,7 @@ func (r *Replica) aggregateWalk(w *walker, q model.Query) ([]model.SeriesAgg, er
 		return nil, err
 	}
 	r.store.aggSummaries.Add(a.summarized)
+	r.store.aggTails.Add(a.tails)
 	return a.result(), nil
 }
 
@@ -145,6 +146,7 @@ type aggregator struct {
 	shaped                 []shapeSel   // visitMem's, selectShape's
 	name                   []byte       // visitBlock's field name
 	summarized             int64        // fields of blocks answered by their summaries
+	tails                  int64        // fields of blocks whose last bucket's sum came from them (sumsByTail)
 
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
@@ -264,6 +266,15 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 			b.state(a.name, i, a.names).Merge(&sum)
 			a.summarized++
 			continue
+		}
+		if a.q.SumsOnly && lo == 0 && hi == len(times) {
+			done, err := a.sumsByTail(br, fi.Name, times, i)
+			if err != nil {
+				return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
+			}
+			if done {
+				continue
+			}
 		}
 		if _, err := br.ColumnAggregate(fi.Name, &a.col); err != nil {
 			return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)
@@ -504,6 +515,43 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 		j = k
 	}
 	return nil
+}
+
+// sumsByTail folds field (a.name, the i-th of the block) of a whole block
+// that bucket starts cut, for a query of counts and sums only
+// (Query.SumsOnly): the rows before the start of its last bucket are
+// decoded and folded by floatRuns, and the last bucket's rows are summed
+// up from the block's summary less those, never decoded
+// (block.Reader.DecimalHead, model.SumRun). The last bucket holds half a
+// block on average, so half the values of such blocks are not decoded
+// (the harness's agg_mean_1m cuts nearly every 68.7 s block at a minute).
+// It reports false, nothing folded, when the column cannot be read so:
+// the caller reads it whole.
+func (a *aggregator) sumsByTail(br *block.Reader, field string, times []int64, i int) (bool, error) {
+	n := len(times)
+	last := bucketOf(times[n-1], a.q.Step, a.q.Origin, a.q.Offset)
+	j := sort.Search(n, func(x int) bool { return bucketOf(times[x], a.q.Step, a.q.Origin, a.q.Offset) >= last })
+	total, ok, err := br.DecimalHead(field, j, &a.col)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := a.floatRuns(times, 0, j, i); err != nil {
+		return false, err
+	}
+	// No sum of the column's mantissas leaves the int64 range
+	// (DecimalHead), so the difference is the tail's exact sum.
+	head := int64(0)
+	for _, m := range a.col.Mantissas {
+		head += m
+	}
+	b, err := a.bucket(times[j])
+	if err != nil {
+		return false, err
+	}
+	run := model.SumRun(total-head, n-j, a.col.Scale, times[j], times[n-1], a.curName)
+	b.state(a.name, i, a.names).Merge(&run)
+	a.tails++
+	return true, nil
 }
 
 // floatRun is the state of a run of the current series' float values

@@ -124,6 +124,10 @@ type Store struct {
 	// aggSummaries counts the fields of blocks that Aggregates answered
 	// from their summaries (tests).
 	aggSummaries atomic.Int64
+	// aggTails counts the fields of blocks whose last bucket's rows
+	// Aggregates summed up from their summaries less the rows before
+	// (Query.SumsOnly; tests).
+	aggTails atomic.Int64
 	// closeFlushTimeout is Options.CloseFlushTimeout with its default.
 	closeFlushTimeout time.Duration
 	// walFS is the FS pebble runs on: fs, noting a failed WAL write for

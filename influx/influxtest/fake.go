@@ -274,8 +274,14 @@ func (f *Backend) Aggregate(ctx context.Context, table string, q model.Query) ([
 	}
 	var parts []model.SeriesAgg
 	for k, st := range states {
-		if q.NoVariance {
+		if q.NoVariance || q.SumsOnly {
 			st.M2 = 0 // as a replica that skips the variance's pass
+		}
+		if q.SumsOnly {
+			// As a replica that sums blocks up from their summaries:
+			// what such a state leaves unknown.
+			nan := math.NaN()
+			st.Min, st.Max, st.First, st.Last = nan, nan, nan, nan
 		}
 		parts = append(parts, model.SeriesAgg{Series: k.series, Buckets: []model.BucketAgg{{Start: k.start,
 			Fields: []model.FieldAgg{{Name: k.field, State: *st}}}}})

@@ -2,6 +2,7 @@ package block
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition/colcodec"
@@ -66,6 +67,53 @@ func (r *Reader) ColumnValues(field string, dst *Column) (ok bool, err error) {
 // them.
 func (r *Reader) ColumnAggregate(field string, dst *Column) (ok bool, err error) {
 	return r.namedColumn(field, dst, false, true)
+}
+
+// DecimalHead is for an aggregate that reads only counts and sums
+// (model.Query.SumsOnly) of a block cut by a bucket's start: it decodes
+// the first rows values (0 ≤ rows ≤ Len) of field into dst and returns
+// the exact sum of all the column's mantissas, from the block's summary,
+// so that the rest of the rows sum to it less the head's, without being
+// decoded. dst then holds those rows as ColumnAggregate gives a decimal
+// column: Kind float, Rows 0 to rows−1, Decimal, Mantissas and Scale.
+//
+// ok is false, nothing decoded, unless the field has a float value in
+// every row, stored in the decimal form, and a summary in the decimal
+// form of the same scale, and no sum of its mantissas can leave the int64
+// range (their greatest magnitude times the row count is at most
+// math.MaxInt64): the caller reads the whole column then.
+func (r *Reader) DecimalHead(field string, rows int, dst *Column) (sum int64, ok bool, err error) {
+	i := r.find(field)
+	if i < 0 {
+		return 0, false, nil
+	}
+	fd := &r.fields[i]
+	if fd.flags&(presenceMask|flagMixed) != presenceAll || fd.info.Kind != model.KindFloat || !r.summaries ||
+		!fd.dsum.ok || fd.sum.N != int64(r.n) || fd.dsum.maxAbs > math.MaxInt64/uint64(r.n) {
+		return 0, false, nil
+	}
+	if rows < 0 || rows > r.n {
+		return 0, false, fmt.Errorf("block: head of %d rows of %d", rows, r.n)
+	}
+	d := decoder{b: fd.body} // presenceAll: the body starts with the values
+	col := d.bytes()
+	if d.err != nil {
+		return 0, false, fmt.Errorf("field %q: %w", field, d.err)
+	}
+	if _, exp, isDec := colcodec.DecimalScale(col); !isDec || exp != fd.dsum.exp {
+		return 0, false, nil
+	}
+	mant, scale, _, err := colcodec.DecodeDecimalsPrefix(dst.Mantissas, col, r.n, rows)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: field %q: float values: %w", ErrCorrupt, field, err)
+	}
+	dst.Kind, dst.Decimal, dst.Mantissas, dst.Scale = model.KindFloat, true, mant, scale
+	dst.Rows = grow(dst.Rows, rows)
+	for j := range dst.Rows {
+		dst.Rows[j] = int32(j)
+	}
+	dst.Values, dst.Versions, dst.Floats = dst.Values[:0], dst.Versions[:0], dst.Floats[:0]
+	return fd.dsum.sum, true, nil
 }
 
 // namedColumn is Column, with the versions decoded or not, and the Values

@@ -25,7 +25,18 @@ type fieldDir struct {
 	info  FieldInfo
 	flags byte
 	sum   model.AggState
-	body  []byte // presence, kinds, values, versions
+	// dsum is the summary's decimal form (flagDecimalSummary), whose sum
+	// of mantissas is exact.
+	dsum decimalSum
+	body []byte // presence, kinds, values, versions
+}
+
+// decimalSum is what a decimal summary says of its column's mantissas.
+type decimalSum struct {
+	sum    int64  // the exact sum
+	maxAbs uint64 // the greatest magnitude (of the least and the greatest)
+	exp    uint8
+	ok     bool // the summary is in the decimal form
 }
 
 // Reader reads one block. Open checks the checksum and reads the header,
@@ -210,12 +221,13 @@ func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 	}
 	fd.info.Kind = kind
 	fd.sum = model.AggState{Count: int64(cnt), N: int64(num)}
+	fd.dsum = decimalSum{}
 	decimal := fd.flags&flagDecimalSummary != 0
 	switch {
 	case decimal && (num == 0 || !r.summaries || kind != model.KindFloat):
 		return corrupt("a decimal summary of a field of kind %d, %d numeric values, summaries %v", kind, num, r.summaries)
 	case decimal:
-		if err := r.parseDecimalSummary(&d, &fd.sum); err != nil {
+		if err := r.parseDecimalSummary(&d, &fd.sum, &fd.dsum); err != nil {
 			return err
 		}
 	case num > 0 && r.summaries:
@@ -240,8 +252,9 @@ func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 }
 
 // parseDecimalSummary reads a summary in the decimal form (the encoder's
-// decimalSummary) into s, whose Count and N are set.
-func (r *Reader) parseDecimalSummary(d *decoder, s *model.AggState) error {
+// decimalSummary) into s, whose Count and N are set, and its mantissas'
+// sum and bound into ds.
+func (r *Reader) parseDecimalSummary(d *decoder, s *model.AggState, ds *decimalSum) error {
 	exp := d.byte()
 	var m [5]int64 // sum, min, max, first, last
 	for i := range m {
@@ -264,7 +277,16 @@ func (r *Reader) parseDecimalSummary(d *decoder, s *model.AggState) error {
 	s.First, s.Last = float64(m[3])/p, float64(m[4])/p
 	s.FirstTime, s.LastTime = int64(uint64(r.min)+first), int64(uint64(r.max)-last)
 	s.Mean, s.M2 = s.Sum/float64(s.N), math.Float64frombits(m2)
+	*ds = decimalSum{sum: m[0], maxAbs: max(absU(m[1]), absU(m[2])), exp: exp, ok: true}
 	return nil
+}
+
+// absU is |x| as a uint64 (exact for math.MinInt64 too).
+func absU(x int64) uint64 {
+	if x < 0 {
+		return -uint64(x)
+	}
+	return uint64(x)
 }
 
 // unzigzag inverts zigzag.
