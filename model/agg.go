@@ -192,6 +192,23 @@ func SumRun(mantSum int64, n int, p float64, firstTime, lastTime int64, series s
 	return s
 }
 
+// SumMantissas is the sum of mant, wrapping past the int64 range (a
+// caller that uses it with SumRun knows it cannot).
+func SumMantissas(mant []int64) int64 {
+	var sums [4]int64
+	full := len(mant) &^ 3
+	for i := 0; i < full; i += 4 {
+		sums[0] += mant[i]
+		sums[1] += mant[i+1]
+		sums[2] += mant[i+2]
+		sums[3] += mant[i+3]
+	}
+	for _, m := range mant[full:] {
+		sums[0] += m
+	}
+	return (sums[0] + sums[1]) + (sums[2] + sums[3])
+}
+
 // abs64 is |x| (math.MinInt64 for itself).
 func abs64(x int64) int64 {
 	if x < 0 {

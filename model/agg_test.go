@@ -410,7 +410,7 @@ func TestDecimalRun(t *testing.T) {
 
 // TestSumRun: the state of a run known by its mantissas' sum has the
 // count, sum and mean DecimalRun gives for the mantissas, bit for bit,
-// and nothing else known.
+// and nothing else known; SumMantissas sums them.
 func TestSumRun(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	for _, n := range []int{1, 2, 7, 229, 1000} {
@@ -419,6 +419,9 @@ func TestSumRun(t *testing.T) {
 		for i := range mant {
 			mant[i] = rng.Int63n(2e6) - 1e6
 			sum += mant[i]
+		}
+		if got := SumMantissas(mant); got != sum {
+			t.Fatalf("n=%d: SumMantissas %d, want %d", n, got, sum)
 		}
 		for _, p := range []float64{1, 100, 1e4} {
 			want := DecimalRun(mant, p, 10, 20, "s", false)

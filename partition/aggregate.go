@@ -147,6 +147,10 @@ type aggregator struct {
 	name                   []byte       // visitBlock's field name
 	summarized             int64        // fields of blocks answered by their summaries
 	tails                  int64        // fields of blocks whose last bucket's sum came from them (sumsByTail)
+	// headSums, while sumsByTail folds a block's head, has floatRuns
+	// sum the runs' mantissas only (model.SumRun) into headSum.
+	headSums bool
+	headSum  int64
 
 	series map[string]*aggSeries
 	// buckets counts the buckets made, over all series (model.Query.MaxBuckets).
@@ -506,7 +510,11 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 			return err
 		}
 		var run model.AggState
-		if a.col.Decimal {
+		if a.col.Decimal && a.headSums {
+			sum := model.SumMantissas(a.col.Mantissas[j:k])
+			a.headSum += sum
+			run = model.SumRun(sum, k-j, a.col.Scale, t, times[rows[k-1]], a.curName)
+		} else if a.col.Decimal {
 			run = model.DecimalRun(a.col.Mantissas[j:k], a.col.Scale, t, times[rows[k-1]], a.curName, !a.q.NoVariance)
 		} else {
 			run = a.floatRun(vals[j:k], t, times[rows[k-1]])
@@ -520,8 +528,8 @@ func (a *aggregator) floatRuns(times []int64, lo, hi, i int) error {
 // sumsByTail folds field (a.name, the i-th of the block) of a whole block
 // that bucket starts cut, for a query of counts and sums only
 // (Query.SumsOnly): the rows before the start of its last bucket are
-// decoded and folded by floatRuns, and the last bucket's rows are summed
-// up from the block's summary less those, never decoded
+// decoded and folded by floatRuns as sums, and the last bucket's rows
+// are summed up from the block's summary less those, never decoded
 // (block.Reader.DecimalHead, model.SumRun). The last bucket holds half a
 // block on average, so half the values of such blocks are not decoded
 // (the harness's agg_mean_1m cuts nearly every 68.7 s block at a minute).
@@ -535,20 +543,20 @@ func (a *aggregator) sumsByTail(br *block.Reader, field string, times []int64, i
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := a.floatRuns(times, 0, j, i); err != nil {
+	// The head's runs as their sums only: no sum of the column's
+	// mantissas leaves the int64 range (DecimalHead), so SumRun's are
+	// exact, and the total less the head's is the tail's exact sum.
+	a.headSums, a.headSum = true, 0
+	err = a.floatRuns(times, 0, j, i)
+	a.headSums = false
+	if err != nil {
 		return false, err
-	}
-	// No sum of the column's mantissas leaves the int64 range
-	// (DecimalHead), so the difference is the tail's exact sum.
-	head := int64(0)
-	for _, m := range a.col.Mantissas {
-		head += m
 	}
 	b, err := a.bucket(times[j])
 	if err != nil {
 		return false, err
 	}
-	run := model.SumRun(total-head, n-j, a.col.Scale, times[j], times[n-1], a.curName)
+	run := model.SumRun(total-a.headSum, n-j, a.col.Scale, times[j], times[n-1], a.curName)
 	b.state(a.name, i, a.names).Merge(&run)
 	a.tails++
 	return true, nil
