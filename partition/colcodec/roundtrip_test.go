@@ -349,17 +349,18 @@ func TestStreamCost(t *testing.T) {
 	}
 }
 
-// TestRiceStreams round-trips order-0 Rice streams of every parameter
-// class through decodeStream: values of a few bits, unary parts up to
-// the escape, escapes, and values longer than a refill loads (k+q+1 over
-// 56 bits), at lengths that put the fast loop's exits near the end of
-// the stream; every truncation of a stream is refused, none panics.
+// TestRiceStreams round-trips Rice streams of every order and parameter
+// class through decodeStream: values of a few bits, unary parts up to the
+// escape, escapes, and values longer than a refill loads (k+q+1 over 56
+// bits), at lengths that put the fast loop's exits near the end of the
+// stream (an order-1 stream is integrated as it is decoded); every
+// truncation of a stream is refused, none panics.
 func TestRiceStreams(t *testing.T) {
 	r := newRand(t)
 	for _, k := range []uint8{0, 1, 3, 7, 20, 31, 40, 54, 55, 56, 57, 62, 63} {
-		for _, n := range []int{1, 2, 7, 8, 9, 33, 200} {
-			v := make([]int64, n)
-			for i := range v {
+		for _, n := range []int{1, 2, 3, 7, 8, 9, 33, 200} {
+			res := make([]int64, n) // the residuals wanted
+			for i := range res {
 				var z uint64
 				switch r.IntN(6) {
 				case 0: // an escape, or the longest unary part
@@ -372,20 +373,28 @@ func TestRiceStreams(t *testing.T) {
 				if k == 63 {
 					z = r.Uint64() // q is 0 or 1
 				}
-				v[i] = unzigzag(z)
+				res[i] = unzigzag(z)
 			}
-			c := streamChoice{order: order0, packing: packRice, riceK: k}
-			out := appendStreamAs(nil, v, c)
-			got := make([]int64, n)
-			pos := 0
-			if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
-				t.Fatalf("k=%d n=%d: round trip failed (err %v, pos %d of %d)", k, n, err, pos, len(out))
-			}
-			for cut := range len(out) {
+			for o := uint8(0); o <= order2; o++ {
+				// Values whose order-o residuals are res (wrapping).
+				v := slices.Clone(res)
+				for range o {
+					for i := 1; i < n; i++ {
+						v[i] += v[i-1]
+					}
+				}
+				c := streamChoice{order: o, packing: packRice, riceK: k}
+				out := appendStreamAs(nil, v, c)
+				got := make([]int64, n)
 				pos := 0
-				err := decodeStream(got, out[:cut], &pos)
-				if err == nil {
-					t.Fatalf("k=%d n=%d: stream cut at %d of %d bytes decoded", k, n, cut, len(out))
+				if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
+					t.Fatalf("k=%d n=%d order %d: round trip failed (err %v, pos %d of %d)", k, n, o, err, pos, len(out))
+				}
+				for cut := range len(out) {
+					pos := 0
+					if err := decodeStream(got, out[:cut], &pos); err == nil {
+						t.Fatalf("k=%d n=%d order %d: stream cut at %d of %d bytes decoded", k, n, o, cut, len(out))
+					}
 				}
 			}
 		}
