@@ -24,6 +24,11 @@
 //	(*Reader).ColumnAggregate(field, *Column) the same, a float column's
 //	                                        values in Floats only, or as
 //	                                        decimal Mantissas and a Scale
+//	(*Reader).DecimalHead(field, rows, *Column) the first rows mantissas of
+//	                                        a decimal float column and the
+//	                                        exact sum of all of them, from
+//	                                        its decimal summary (counts and
+//	                                        sums only: model.Query.SumsOnly)
 //	(*Reader).Rows(dst, series)             every row back (exact round trip);
 //	                                        reuses dst's field array, see below
 //

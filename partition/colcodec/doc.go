@@ -18,6 +18,10 @@
 //	EncodeStrings    / DecodeStrings     []string
 //	EncodeVersions   / DecodeVersions    []model.Version
 //
+// A float column in the decimal form is also read as its mantissas for an
+// aggregate (DecodeDecimals, and DecodeDecimalsPrefix for its first m
+// values only, the rest of the stream neither read nor checked).
+//
 // With reused buffers none of them allocates per call (scratch buffers
 // come from pools; FloatEncoder, StringEncoder and VersionEncoder hold
 // their own for a caller that keeps one per goroutine), except
