@@ -317,7 +317,11 @@ func TestClusterMetadataServerJoinAndLeave(t *testing.T) {
 // committed changes in txnseq order, and the discovery answers of the local
 // replicas — and of the internal discovery endpoint — match the map.
 func TestClusterWatchAndDiscovery(t *testing.T) {
-	c := startCluster(t, 4)
+	// Pushes to the joiner fail, so its join cannot finalize (a new txn,
+	// SERVE everywhere) while the statuses at the join's txn are checked.
+	c := startCluster(t, 4, func(cfg *Config) {
+		cfg.knobs.BlockPush = func(tg metadata.Target) bool { return tg.Kind == metadata.TargetJoining }
+	})
 	c.createTable("s1", "cpu", 3)
 	var last *metadata.File
 	for range 8 {
