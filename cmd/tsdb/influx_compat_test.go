@@ -35,24 +35,7 @@ func startDevWithToken(t *testing.T, token string) string {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port, etcdPort := freePortRange(t, 3), freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs([]string{"dev", "--port", fmt.Sprint(port), "--etcd-port", fmt.Sprint(etcdPort),
-		"--data", t.TempDir(), "--log-level", "error", "--auth-token-file", tokenFile})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("tsdb dev: %v", err)
-		}
-	})
-	waitForOutput(t, &out, done, "Press Ctrl-C", "tsdb dev")
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return startDev(t, "--auth-token-file", tokenFile)
 }
 
 // compatCall calls tsdb's own API on base with the bearer token and

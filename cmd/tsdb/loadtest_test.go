@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,24 +16,7 @@ import (
 // ports and returns the first server's URL; it stops when the test ends.
 func startDevForLoadtest(t *testing.T) string {
 	t.Helper()
-	port, etcdPort := freePortRange(t, 3), freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs([]string{"dev", "--port", fmt.Sprint(port), "--etcd-port", fmt.Sprint(etcdPort),
-		"--data", t.TempDir(), "--log-level", "error"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("tsdb dev: %v", err)
-		}
-	})
-	waitForOutput(t, &out, done, "Press Ctrl-C", "tsdb dev")
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	return startDev(t)
 }
 
 // tinyLoadtestArgs are the flags of a short load test writing its files

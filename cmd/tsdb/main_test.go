@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -197,6 +198,64 @@ func waitForOutput(t *testing.T, out *syncBuffer, done chan error, marker, what 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// startDev starts `tsdb dev` (three servers) in-process on free ports with
+// the extra flags and returns the first server's URL; it stops when the
+// test ends. A port taken between freePort and the server's bind (by a
+// connection of another test process) makes the start fail with "address
+// already in use": it starts again on other ports, up to five times.
+func startDev(t *testing.T, extra ...string) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		port, etcdPort := freePortRange(t, 3), freePort(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append([]string{"dev", "--port", fmt.Sprint(port), "--etcd-port", fmt.Sprint(etcdPort),
+			"--data", t.TempDir(), "--log-level", "error"}, extra...))
+		done := make(chan error, 1)
+		go func() { done <- root.ExecuteContext(ctx) }()
+		err := waitStarted(&out, done, "Press Ctrl-C")
+		if err == nil {
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("tsdb dev: %v", err)
+				}
+			})
+			return fmt.Sprintf("http://127.0.0.1:%d", port)
+		}
+		cancel()
+		if attempt < 5 && strings.Contains(err.Error(), "address already in use") {
+			t.Logf("tsdb dev on ports %d-%d and %d: %v; again on others", port, port+2, etcdPort, err)
+			continue
+		}
+		t.Fatalf("tsdb dev: %v\n%s", err, out.String())
+	}
+}
+
+// waitStarted waits until out holds marker (nil), the command returns
+// (its error, or one saying it exited) or a minute passes.
+func waitStarted(out *syncBuffer, done chan error, marker string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), marker) {
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("exited early")
+			}
+			return err
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errors.New("did not start within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
 }
 
 // waitForRow polls a raw query of table metrics on base until it answers
