@@ -197,6 +197,18 @@ func TestAggregateMaxBuckets(t *testing.T) {
 // sameAggs compares aggregate answers exactly, but Mean and M2 (whose
 // rounding depends on the order of Add and Merge) to a relative 1e-9.
 func sameAggs(a, b []model.SeriesAgg) bool {
+	return sameAggShape(a, b, func(fa, fb model.FieldAgg) bool {
+		if !closeTo(fa.State.Mean, fb.State.Mean) || !closeTo(fa.State.M2, fb.State.M2) {
+			return false
+		}
+		fa.State.Mean, fa.State.M2 = fb.State.Mean, fb.State.M2
+		return reflect.DeepEqual(fa, fb)
+	})
+}
+
+// sameAggShape reports whether a and b have the same series, buckets and
+// field counts, in order, and same holds for each pair of fields.
+func sameAggShape(a, b []model.SeriesAgg, same func(fa, fb model.FieldAgg) bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -210,12 +222,7 @@ func sameAggs(a, b []model.SeriesAgg) bool {
 				return false
 			}
 			for k := range ba.Fields {
-				fa, fb := ba.Fields[k], bb.Fields[k]
-				if !closeTo(fa.State.Mean, fb.State.Mean) || !closeTo(fa.State.M2, fb.State.M2) {
-					return false
-				}
-				fa.State.Mean, fa.State.M2 = fb.State.Mean, fb.State.M2
-				if !reflect.DeepEqual(fa, fb) {
+				if !same(ba.Fields[k], bb.Fields[k]) {
 					return false
 				}
 			}
@@ -591,27 +598,10 @@ func TestAggregateSumsOnly(t *testing.T) {
 // exactly but for Mean (to a relative 1e-9), and Sum to a relative 1e-9
 // too unless exact (a naive sum of decimals in floats rounds otherwise).
 func sameSums(a, b []model.SeriesAgg, exact bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Series != b[i].Series || len(a[i].Buckets) != len(b[i].Buckets) {
-			return false
-		}
-		for j := range a[i].Buckets {
-			ba, bb := a[i].Buckets[j], b[i].Buckets[j]
-			if ba.Start != bb.Start || len(ba.Fields) != len(bb.Fields) {
-				return false
-			}
-			for k := range ba.Fields {
-				sa, sb := ba.Fields[k].State, bb.Fields[k].State
-				if ba.Fields[k].Name != bb.Fields[k].Name || sa.Count != sb.Count || sa.N != sb.N ||
-					!closeTo(sa.Mean, sb.Mean) || !closeTo(sa.Sum, sb.Sum) ||
-					exact && math.Float64bits(sa.Sum) != math.Float64bits(sb.Sum) {
-					return false
-				}
-			}
-		}
-	}
-	return true
+	return sameAggShape(a, b, func(fa, fb model.FieldAgg) bool {
+		sa, sb := fa.State, fb.State
+		return fa.Name == fb.Name && sa.Count == sb.Count && sa.N == sb.N &&
+			closeTo(sa.Mean, sb.Mean) && closeTo(sa.Sum, sb.Sum) &&
+			(!exact || math.Float64bits(sa.Sum) == math.Float64bits(sb.Sum))
+	})
 }
