@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -561,6 +562,34 @@ func (in interner) get(b []byte) string {
 	s := string(b)
 	in[s] = s
 	return s
+}
+
+// stringSlab makes strings carved from larger allocations, so that a
+// walk over many series (an aggregate at 100,000 series names each one it
+// meets) allocates once per few thousand bytes instead of once per name.
+// A string made so keeps its whole chunk alive as long as it is held.
+type stringSlab struct {
+	buf []byte
+}
+
+const stringSlabSize = 16 << 10
+
+// make returns a string holding b's bytes.
+func (s *stringSlab) make(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(s.buf)-len(s.buf) < len(b) {
+		if len(b) > stringSlabSize/4 {
+			return string(b)
+		}
+		s.buf = make([]byte, 0, stringSlabSize)
+	}
+	start := len(s.buf)
+	s.buf = append(s.buf, b...)
+	// The bytes of s.buf below its length are never written again: a new
+	// chunk is made rather than the old one reused.
+	return unsafe.String(&s.buf[start], len(b))
 }
 
 // fieldSlab hands out field slices carved from larger allocations, so a

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"strings"
@@ -245,6 +246,35 @@ func TestDecodeFieldsMatchesDecodeRaw(t *testing.T) {
 					t.Fatalf("value %d, filter %s: field %d %+v, want %+v", i, name, j, a, b)
 				}
 			}
+		}
+	}
+}
+
+// TestStringSlab checks that the strings a stringSlab makes keep their
+// bytes while it makes more, across chunks, and that long and empty
+// ones work.
+func TestStringSlab(t *testing.T) {
+	var s stringSlab
+	var made []string
+	var want []string
+	buf := make([]byte, 0, stringSlabSize)
+	for i := range 5000 {
+		buf = fmt.Appendf(buf[:0], "cpu,host=host%05d,region=r%d", i, i%10)
+		if i%1000 == 999 {
+			buf = append(buf, strings.Repeat("x", stringSlabSize/2)...) // past a quarter chunk: its own allocation
+		}
+		if i%777 == 0 {
+			buf = buf[:0]
+		}
+		made = append(made, s.make(buf))
+		want = append(want, string(buf))
+		for j := range buf {
+			buf[j] = 0 // the caller's bytes change: the string must not
+		}
+	}
+	for i := range made {
+		if made[i] != want[i] {
+			t.Fatalf("string %d: %q, want %q", i, made[i], want[i])
 		}
 	}
 }

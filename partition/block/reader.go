@@ -59,7 +59,6 @@ type Reader struct {
 	timesS    []int64
 	counts    []int
 	backing   []model.Field // the field array of the rows of the last Rows call
-	names     []string      // the field names of the last block
 }
 
 // Open checks b and returns a Reader of it. The Reader refers to b, which
@@ -105,10 +104,6 @@ func (r *Reader) resetChecked(b []byte, checksum bool) error {
 }
 
 func (r *Reader) reset(b []byte, checksum bool) error {
-	r.names = r.names[:0]
-	for i := range r.fields {
-		r.names = append(r.names, r.fields[i].info.Name)
-	}
 	r.fields = r.fields[:0]
 	r.n = 0
 	r.rowVersOK = false
@@ -171,7 +166,8 @@ func (r *Reader) reset(b []byte, checksum bool) error {
 		if len(name) == 0 || len(name) > model.MaxFieldNameLen || (i > 0 && string(name) <= prev) {
 			return corrupt("field %d: name %q after %q", i, name, prev)
 		}
-		// Parsed in place (parseField sets every member): a query at
+		// Parsed in place (parseField sets every member but the name,
+		// which the slot keeps from the block before): a query at
 		// 100,000 series opens a block of a few rows per series and
 		// bucket, and copying the directory showed.
 		if len(r.fields) < cap(r.fields) {
@@ -183,10 +179,8 @@ func (r *Reader) reset(b []byte, checksum bool) error {
 		if err := r.parseField(fd, sec, flags); err != nil {
 			return fmt.Errorf("field %q: %w", name, err)
 		}
-		if int(i) < len(r.names) && r.names[i] == string(name) {
-			fd.info.Name = r.names[i] // a block of the same fields: no allocation
-		} else {
-			fd.info.Name = string(name)
+		if fd.info.Name != string(name) {
+			fd.info.Name = string(name) // else a block of the same fields: no allocation, no pointer written
 		}
 		prev = fd.info.Name
 	}
@@ -416,6 +410,13 @@ func (d *decoder) uint64() uint64 {
 }
 
 func (d *decoder) uvarint() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		// One byte, as most counts and lengths of a block's directory
+		// are: binary.Uvarint's loop is not inlined.
+		v := uint64(d.b[0])
+		d.b = d.b[1:]
+		return v
+	}
 	v, k := binary.Uvarint(d.b)
 	if k <= 0 {
 		d.fail("uvarint")

@@ -140,6 +140,11 @@ func readUvarint(src []byte, pos *int, what string) (uint64, error) {
 	if *pos > len(src) {
 		return 0, fmt.Errorf("%w: truncated %s", ErrCorrupt, what)
 	}
+	if *pos < len(src) && src[*pos] < 0x80 {
+		u := uint64(src[*pos]) // one byte, as most headers' counts are
+		*pos++
+		return u, nil
+	}
 	u, k := binary.Uvarint(src[*pos:])
 	if k <= 0 {
 		return 0, fmt.Errorf("%w: truncated or overlong varint (%s)", ErrCorrupt, what)
