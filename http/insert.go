@@ -20,8 +20,12 @@ const (
 	formatLineProtocol = "line_protocol"
 )
 
-// rowsBuf is a pooled slice of rows for one request.
-type rowsBuf struct{ rows []model.Row }
+// rowsBuf is a pooled slice of rows for one request, with the memory of
+// their Fields.
+type rowsBuf struct {
+	rows   []model.Row
+	fields ingest.FieldMemory
+}
 
 var rowsPool = sync.Pool{New: func() any { return &rowsBuf{rows: make([]model.Row, 0, 1024)} }}
 
@@ -31,6 +35,7 @@ func putRows(b *rowsBuf) {
 	}
 	clear(b.rows[:cap(b.rows)]) // drop references into request bodies
 	b.rows = b.rows[:0]
+	b.fields.Reset()
 	rowsPool.Put(b)
 }
 
@@ -50,16 +55,16 @@ func (s *Server) handleInsert(ctx *fasthttp.RequestCtx, table string) {
 		s.writeError(ctx, fmt.Errorf("%w: %q (use application/json for a JSON array or application/x-ndjson)", ErrUnsupportedType, ct))
 		return
 	}
-	s.insert(ctx, table, format, func(body []byte, rows []model.Row) ([]model.Row, string, error) {
+	s.insert(ctx, table, format, func(body []byte, rows []model.Row, mem *ingest.FieldMemory) ([]model.Row, string, error) {
 		f := format
 		if f == "" {
 			f = sniffFormat(body)
 		}
 		if f == formatNDJSON {
-			rows, err := ingest.ParseNDJSON(body, rows)
+			rows, err := mem.ParseNDJSON(body, rows)
 			return rows, f, err
 		}
-		rows, err := ingest.ParseJSON(body, rows)
+		rows, err := mem.ParseJSON(body, rows)
 		return rows, f, err
 	}, func(n int) {
 		s.writeJSON(ctx, 200, api.InsertResponse{Rows: n})
@@ -85,8 +90,8 @@ func (s *Server) handleWrite(ctx *fasthttp.RequestCtx, v2 bool) {
 		s.writeError(ctx, err)
 		return
 	}
-	s.insert(ctx, table, formatLineProtocol, func(body []byte, rows []model.Row) ([]model.Row, string, error) {
-		rows, err := ingest.ParseLineProtocol(body, prec, s.cfg.Now(), rows)
+	s.insert(ctx, table, formatLineProtocol, func(body []byte, rows []model.Row, mem *ingest.FieldMemory) ([]model.Row, string, error) {
+		rows, err := mem.ParseLineProtocol(body, prec, s.cfg.Now(), rows)
 		return rows, formatLineProtocol, err
 	}, func(int) {
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -139,7 +144,7 @@ func writeParams(args *fasthttp.Args, v2 bool) (string, ingest.Precision, error)
 	return table, prec, nil
 }
 
-type parseFunc func(body []byte, rows []model.Row) ([]model.Row, string, error)
+type parseFunc func(body []byte, rows []model.Row, mem *ingest.FieldMemory) ([]model.Row, string, error)
 
 // insert runs the shared insert path: table check, body decode, parse,
 // write, answer.
@@ -173,7 +178,7 @@ func (s *Server) insert(ctx *fasthttp.RequestCtx, table, format string, parse pa
 	defer release()
 	rb := rowsPool.Get().(*rowsBuf)
 	defer putRows(rb)
-	rows, f, err := parse(body, rb.rows[:0])
+	rows, f, err := parse(body, rb.rows[:0], &rb.fields)
 	rb.rows = rows
 	if err != nil {
 		s.writeError(ctx, err)

@@ -37,12 +37,17 @@ import (
 // row (0 for a fault outside any row); one bad row fails the whole body. An
 // empty body or array fails with ErrNoRows.
 func ParseJSON(body []byte, rows []model.Row) ([]model.Row, error) {
+	return parseJSON(body, rows, nil)
+}
+
+// parseJSON is ParseJSON, the Fields lent by mem when it is not nil.
+func parseJSON(body []byte, rows []model.Row, mem *FieldMemory) ([]model.Row, error) {
 	orig := len(rows)
 	// A row object holds two objects: itself and its fields.
 	est := estimateRows(bytes.Count(body, []byte{'{'})/2, len(body), len(minJSONRow))
 	rows = slices.Grow(rows, min(est, maxPrealloc))
 	p := jsonParser{b: body}
-	p.slab.estRows = est
+	p.slab.estRows, p.slab.mem = est, mem
 	var scratch [scratchFields]model.Field
 	rows, err := p.array(rows, scratch[:0])
 	if err != nil {
@@ -60,11 +65,16 @@ func ParseJSON(body []byte, rows []model.Row) ([]model.Row, error) {
 // the rows to rows and returns them. Errors are *ParseError naming the
 // 1-based line; the rest is as in ParseJSON.
 func ParseNDJSON(body []byte, rows []model.Row) ([]model.Row, error) {
+	return parseNDJSON(body, rows, nil)
+}
+
+// parseNDJSON is ParseNDJSON, the Fields lent by mem when it is not nil.
+func parseNDJSON(body []byte, rows []model.Row, mem *FieldMemory) ([]model.Row, error) {
 	orig := len(rows)
 	est := estimateRows(bytes.Count(body, []byte{'\n'})+1, len(body), len(minJSONRow))
 	rows = slices.Grow(rows, min(est, maxPrealloc))
 	p := jsonParser{ndjson: true}
-	p.slab.estRows = est
+	p.slab.estRows, p.slab.mem = est, mem
 	var scratch [scratchFields]model.Field
 	line := 0
 	for start := 0; start < len(body); {

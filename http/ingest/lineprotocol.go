@@ -76,6 +76,12 @@ func (p Precision) String() string {
 // and the error is a *ParseError naming the line; one bad point fails the
 // whole body. A body without points fails with ErrNoRows.
 func ParseLineProtocol(body []byte, prec Precision, now int64, rows []model.Row) ([]model.Row, error) {
+	return parseLineProtocol(body, prec, now, rows, nil)
+}
+
+// parseLineProtocol is ParseLineProtocol, the Fields lent by mem when it is
+// not nil.
+func parseLineProtocol(body []byte, prec Precision, now int64, rows []model.Row, mem *FieldMemory) ([]model.Row, error) {
 	if prec == 0 {
 		prec = Nanosecond
 	}
@@ -86,7 +92,7 @@ func ParseLineProtocol(body []byte, prec Precision, now int64, rows []model.Row)
 	est := estimateRows(bytes.Count(body, []byte{'\n'})+1, len(body), len("m v=1\n"))
 	rows = slices.Grow(rows, min(est, maxPrealloc))
 	p := lpParser{b: body, line: 1, prec: int64(prec), now: now}
-	p.slab.estRows = est
+	p.slab.estRows, p.slab.mem = est, mem
 	var scratch [scratchFields]model.Field
 	for p.i < len(p.b) {
 		if p.skipEmpty() {
