@@ -144,6 +144,8 @@ func writeParams(args *fasthttp.Args, v2 bool) (string, ingest.Precision, error)
 	return table, prec, nil
 }
 
+// parseFunc parses a request body into rows appended to rows, the rows'
+// Fields lent by mem, and names the body's format.
 type parseFunc func(body []byte, rows []model.Row, mem *ingest.FieldMemory) ([]model.Row, string, error)
 
 // insert runs the shared insert path: table check, body decode, parse,

@@ -56,7 +56,10 @@
 // Strings that needed unescaping, and series rebuilt to sort their tags, are
 // allocated. The Fields of all rows of one call share a few large
 // allocations; each row's Fields has its capacity capped at its length, so
-// appending to one row never writes into another.
+// appending to one row never writes into another. A FieldMemory's parsers
+// lend those allocations from one call to the next instead: its Reset takes
+// back the Fields of every row parsed since, which the caller then no
+// longer uses (the HTTP server keeps one with each pooled request's rows).
 //
 // The rows argument is a slice to append to, typically a reused one passed
 // as rows[:0]; nil is fine. The parsers preallocate from a cheap estimate of
