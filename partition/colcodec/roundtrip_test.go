@@ -311,6 +311,22 @@ func TestCountBounds(t *testing.T) {
 	}
 }
 
+// eachStreamChoice calls f with every order and packing of a stream of v,
+// each with the scale and Rice parameter the encoder would take for it,
+// and the encoder's estimate of its cost.
+func eachStreamChoice(v []int64, f func(streamChoice, streamCost)) {
+	for o := uint8(0); o <= order2; o++ {
+		s := uint8(0)
+		if o > 0 {
+			s = scaleOf(v, o)
+		}
+		cost := costOf(v, o, s)
+		for p := uint8(0); p < numPackings; p++ {
+			f(streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK}, cost)
+		}
+	}
+}
+
 // TestStreamCost checks the encoder's size estimates against the bytes it
 // writes, for every order and packing, on every int shape.
 func TestStreamCost(t *testing.T) {
@@ -318,33 +334,26 @@ func TestStreamCost(t *testing.T) {
 	for _, sh := range intShapes {
 		for _, n := range []int{3, 9, 2000} {
 			v := sh.gen(r, n)
-			for o := uint8(0); o <= order2; o++ {
-				s := uint8(0)
-				if o > 0 {
-					s = scaleOf(v, o)
-				}
-				cost := costOf(v, o, s)
-				for p := uint8(0); p < numPackings; p++ {
-					c := streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK}
-					out := appendStreamAs(nil, v, c)
-					hdr := 2
-					for i := 0; i < heads(o, n); i++ {
-						if i == 0 {
-							hdr += uvarintLen(zigzag(v[0]))
-						} else {
-							hdr += uvarintLen(zigzag(v[1] - v[0]))
-						}
-					}
-					if got := len(out) - hdr; got != cost.size[p] {
-						t.Errorf("%s n=%d order %d packing %d: wrote %d bytes, estimated %d", sh.name, n, o, p, got, cost.size[p])
-					}
-					got := make([]int64, n)
-					pos := 0
-					if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
-						t.Fatalf("%s n=%d order %d packing %d: round trip failed (err %v)", sh.name, n, o, p, err)
+			eachStreamChoice(v, func(c streamChoice, cost streamCost) {
+				o, p := c.order, c.packing
+				out := appendStreamAs(nil, v, c)
+				hdr := 2
+				for i := 0; i < heads(o, n); i++ {
+					if i == 0 {
+						hdr += uvarintLen(zigzag(v[0]))
+					} else {
+						hdr += uvarintLen(zigzag(v[1] - v[0]))
 					}
 				}
-			}
+				if got := len(out) - hdr; got != cost.size[p] {
+					t.Errorf("%s n=%d order %d packing %d: wrote %d bytes, estimated %d", sh.name, n, o, p, got, cost.size[p])
+				}
+				got := make([]int64, n)
+				pos := 0
+				if err := decodeStream(got, out, &pos); err != nil || pos != len(out) || !slices.Equal(got, v) {
+					t.Fatalf("%s n=%d order %d packing %d: round trip failed (err %v)", sh.name, n, o, p, err)
+				}
+			})
 		}
 	}
 }
@@ -425,27 +434,20 @@ func TestDecodeDecimalsPrefix(t *testing.T) {
 			}
 			// The same mantissas under every order and packing.
 			_, _, rest, _ := readHeader(col, "float", CodecFloatDecimal, CodecFloatXOR)
-			for o := uint8(0); o <= order2; o++ {
-				s := uint8(0)
-				if o > 0 {
-					s = scaleOf(whole, o)
-				}
-				cost := costOf(whole, o, s)
-				for p := uint8(0); p < numPackings; p++ {
-					c := append(appendHeader(nil, CodecFloatDecimal, n), rest[0])
-					c = appendStreamAs(c, whole, streamChoice{order: o, scale: s, packing: p, riceK: cost.riceK})
-					for m := 0; m <= n; m++ {
-						got, sc, ok, err := DecodeDecimalsPrefix(nil, c, n, m)
-						if err != nil || !ok || sc != scale || !slices.Equal(got, whole[:m]) {
-							t.Fatalf("%s n=%d order %d packing %d: prefix %d: %v, ok %v, scale %v:\n got %v\nwant %v",
-								sh.name, n, o, p, m, err, ok, sc, got, whole[:m])
-						}
-					}
-					if _, _, _, err := DecodeDecimalsPrefix(nil, c, n+1, 1); !errors.Is(err, ErrCorrupt) {
-						t.Fatalf("%s n=%d: a column of %d values read as %d: %v", sh.name, n, n, n+1, err)
+			eachStreamChoice(whole, func(choice streamChoice, _ streamCost) {
+				c := append(appendHeader(nil, CodecFloatDecimal, n), rest[0])
+				c = appendStreamAs(c, whole, choice)
+				for m := 0; m <= n; m++ {
+					got, sc, ok, err := DecodeDecimalsPrefix(nil, c, n, m)
+					if err != nil || !ok || sc != scale || !slices.Equal(got, whole[:m]) {
+						t.Fatalf("%s n=%d order %d packing %d: prefix %d: %v, ok %v, scale %v:\n got %v\nwant %v",
+							sh.name, n, choice.order, choice.packing, m, err, ok, sc, got, whole[:m])
 					}
 				}
-			}
+				if _, _, _, err := DecodeDecimalsPrefix(nil, c, n+1, 1); !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("%s n=%d: a column of %d values read as %d: %v", sh.name, n, n, n+1, err)
+				}
+			})
 		}
 	}
 }
