@@ -376,6 +376,11 @@ type Pusher struct {
 		// viewSet: SetView installed a view (before it, an empty view
 		// says nothing about the targets: see truncateLog).
 		viewSet bool
+		// keepLoad: the view is LOAD and the log is truncated at 1 (the
+		// replica shares its parent's rows: inherited). Its log is kept
+		// whole, values on, for the targets it will have once it serves
+		// (see SetView).
+		keepLoad bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
 		view    []*target
@@ -660,7 +665,8 @@ func (t *target) signal() {
 // for the first time gets its join mark. Every target wakes. A view with
 // an older txnSeq than the current one is ignored. A LogValuesLog is told
 // to write its entries without row values while the view has no target
-// and no mark, with them otherwise.
+// and no mark, with them otherwise; a LOAD view of a log truncated at 1
+// keeps them on (and the log whole: see truncateLog).
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// A view with a target needs every entry from now on: the log's values
 	// go on before the marks' snapshots are taken, so that no Apply after
@@ -670,7 +676,17 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// snapshot of the whole range. On is always safe; the view installed
 	// last sets it for good below.
 	lv, hasLV := p.cfg.Log.(LogValuesLog)
-	turnOn := hasLV && slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement })
+	// A LOAD replica pushes nothing, so its view has no target; but one
+	// whose log is truncated at 1 (a split child sharing its parent's
+	// rows, entry 1 standing for them) keeps its log whole and its values
+	// on while it loads. Once it serves, its targets (the sibling
+	// replicas) wait for its parents to deliver the inherited rows, then
+	// read the few entries pushed here meanwhile (Config.Inherited). A
+	// log truncated while loading would leave them below its truncation
+	// point: a row snapshot of the child's whole range to every sibling,
+	// of rows the parents deliver to them anyway.
+	keepLoad := d.Status == metadata.StatusLoad && p.loggedFromOne()
+	turnOn := hasLV && (keepLoad || slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement }))
 	if turnOn {
 		p.mu.Lock()
 		p.mu.turningOn++
@@ -709,11 +725,12 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	}
 	p.mu.view = view
 	p.mu.viewSet = true
+	p.mu.keepLoad = keepLoad
 	if hasLV {
 		// Under p.mu, so that views installed concurrently set it in
 		// order; it takes no lock. A view with a target still on its way
 		// (turningOn) keeps it on: its marks' snapshots may be taken.
-		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0 || p.mu.turningOn > 0)
+		lv.SetLogValues(len(view) > 0 || len(p.mu.marks) > 0 || p.mu.turningOn > 0 || keepLoad)
 	}
 	for _, t := range view {
 		p.startLocked(t)
@@ -1428,12 +1445,19 @@ func (p *Pusher) confirmAliased(t *target) error {
 // (InheritPending).
 var errInheritPending = errors.New("waiting for the replicas this one shares its rows with to deliver them (inherited rows)")
 
+// loggedFromOne reports whether the log is a TruncatingLog truncated at 1:
+// its only missing entry stands for the rows the replica held when it was
+// created in a shared data space (see inherited).
+func (p *Pusher) loggedFromOne() bool {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	return ok && tl.LogStart() == 1
+}
+
 // inherited asks Config.Inherited about t when the log's truncation point
 // is 1: its only missing entry stands for the rows the replica held when
 // it was created. InheritNone otherwise.
 func (p *Pusher) inherited(t *target) Inheritance {
-	tl, ok := p.cfg.Log.(TruncatingLog)
-	if !ok || p.cfg.Inherited == nil || tl.LogStart() != 1 {
+	if p.cfg.Inherited == nil || !p.loggedFromOne() {
 		return InheritNone
 	}
 	to := t.id
@@ -1818,7 +1842,10 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 // Config.TruncateMin sequences. With no target and no mark in a view
 // SetView installed, it deletes the entries up to the synced watermark:
 // nobody reads them (before the first SetView nothing is truncated, so a
-// restart does not force row snapshots on targets not installed yet). A
+// restart does not force row snapshots on targets not installed yet),
+// unless the view is LOAD and the log is truncated at 1: a split child
+// sharing its parent's rows keeps its log for the siblings it will push
+// to once it serves (SetView, inherited). A
 // target added meanwhile, or whose cursor comes back lower after a crash
 // (cursor writes are not synced), finds its cursor below the truncation
 // point and gets a row snapshot; marks pin the pebble state they read, so
@@ -1848,7 +1875,7 @@ func (p *Pusher) truncateLog() {
 	}
 	p.mu.Lock()
 	if len(p.mu.view) == 0 {
-		idle := p.mu.viewSet && len(p.mu.marks) == 0
+		idle := p.mu.viewSet && len(p.mu.marks) == 0 && !p.mu.keepLoad
 		p.mu.Unlock()
 		if idle {
 			p.truncateTo(tl, p.cfg.Log.SyncedSeq())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/model"
 	"github.com/tsdb/tsdb/partition"
 )
 
@@ -241,6 +242,74 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	}
 	if got := pushedTo(served); got != 5 {
 		t.Fatalf("the target its parent served got %d rows; want the child's own 5", got)
+	}
+	if p.Stats().InheritedConfirms == 0 {
+		t.Fatal("no inherited confirmation counted")
+	}
+}
+
+// TestLoadingChildKeepsItsLog: a split child sharing its parent's rows
+// (its log truncated at 1) keeps its log whole, values on, while it is
+// LOAD, though its view has no target: once it serves, a sibling its
+// parent serves gets the inherited rows from the parent and from the
+// child only the rows pushed here while it loaded, read from the log. A
+// log truncated while loading (as an RF 1 replica's is) leaves those rows
+// below the truncation point, and the sibling would get a row snapshot of
+// the child's whole range, its parent's 50 rows included.
+func TestLoadingChildKeepsItsLog(t *testing.T) {
+	store := openStore(t)
+	pid, child := uuid.New(), uuid.New()
+	parentOf100(t, store, pid)
+	mid := int64(50)
+	c := createIn(t, store, child, nil, &mid)
+	if s := c.LogStart(); s != 1 {
+		t.Fatalf("a child sharing its parent's rows starts its log at %d, want 1", s)
+	}
+	sibling := uuid.New()
+	rec := &recorder{}
+	p := newTestPusher(c, rec, func(cfg *Config) {
+		cfg.Placement = c.placement()
+		cfg.Tick = 5 * time.Millisecond
+		cfg.TruncateMin = 1
+		cfg.Inherited = func(target uuid.UUID) Inheritance {
+			if target == sibling {
+				return InheritHeld
+			}
+			return InheritNone
+		}
+	})
+	runPusher(t, p)
+	p.SetView(1, metadata.Discovery{Status: metadata.StatusLoad, Targets: []metadata.Target{}})
+	if !c.LogValues() {
+		t.Error("log values off while loading")
+	}
+	remoteParent := uuid.New()
+	for i := range 10 {
+		if _, err := c.ApplyFrom([]model.Row{row("s2", "cpu", int64(i), 2, "w", 1)}, remoteParent, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drainMemory(t, c)            // with a memory head, nothing else keeps the log
+	waitTruncateChecks(t, p, 10) // a truncation would have happened
+	if s := c.LogStart(); s != 1 {
+		t.Errorf("the loading child's log truncated to %d", s)
+	}
+
+	p.SetView(2, view(replicaTarget("s2", sibling, child)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, ps := range rec.all() {
+		if ps.req.Snapshot {
+			t.Fatalf("the sibling got a row snapshot (%d rows)", ps.req.Count)
+		}
+		rows += ps.req.Count
+	}
+	if rows != 10 {
+		t.Fatalf("the sibling got %d rows; want the 10 pushed here while loading", rows)
 	}
 	if p.Stats().InheritedConfirms == 0 {
 		t.Fatal("no inherited confirmation counted")
