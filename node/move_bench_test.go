@@ -18,6 +18,7 @@ import (
 	"github.com/tsdb/tsdb/cluster/rpc"
 	"github.com/tsdb/tsdb/cluster/wire"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/partition"
 	"github.com/tsdb/tsdb/replication"
 )
 
@@ -37,8 +38,10 @@ import (
 // It reports s (the join), MiB/s (the replica's stored size, from a key
 // scan of s1's replica, per second), lp-MiB/s (line-protocol MiB per
 // second), rows/s, and the snapshot chunks the joiner's store ingested as
-// sstables and merged row by row, and the sealed blocks it ingested as
-// they came.
+// sstables and merged row by row, the sealed blocks it ingested as they
+// came, and, once it serves, the rows it pushed back to the replicas it
+// joined (rows-pushed-back) and when they had confirmed its whole log
+// (settled-s, from the join request).
 // Run it once: go test -run '^$' -bench BenchmarkJoin -benchtime 1x ./node
 func BenchmarkJoin(b *testing.B) {
 	mib := envInt(b, "TSDB_BENCH_JOIN_MIB", 16)
@@ -106,6 +109,28 @@ func BenchmarkJoin(b *testing.B) {
 	})
 	elapsed := time.Since(begun)
 	b.StopTimer()
+	// What the joiner sends back once it serves: the replicas it joined
+	// hold its rows, so nothing but their confirmations (it waits until
+	// they confirmed its whole log).
+	benchReplicaOf := func(n *Node) *partition.Replica {
+		for _, r := range n.store.Replicas() {
+			if r.Info().Table == "bench" {
+				return r
+			}
+		}
+		return nil
+	}
+	waitLong(b, time.Hour, id+"'s targets confirming its log", func() bool {
+		r := benchReplicaOf(joiner)
+		for _, h := range holders {
+			if hr := benchReplicaOf(h); r == nil || hr == nil || r.Confirmed(hr.Info().Placement) < r.HighSeq() {
+				return false
+			}
+		}
+		return true
+	})
+	settled := time.Since(begun)
+	back := movedRows(&client{t: b, base: joiner.URL()})
 
 	ingested, merged := joiner.store.ChunkStats()
 	b.ReportMetric(elapsed.Seconds(), "s")
@@ -115,8 +140,10 @@ func BenchmarkJoin(b *testing.B) {
 	b.ReportMetric(float64(ingested), "chunks-ingested")
 	b.ReportMetric(float64(merged), "chunks-merged")
 	b.ReportMetric(float64(joiner.store.SnapshotBlocksIngested()), "blocks-ingested")
-	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol) from %d replica(s): finalized after %v, every row counted on %s after %v; %d chunks ingested, %d merged",
-		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), rf, finalized.Round(time.Millisecond), id, elapsed.Round(time.Millisecond), ingested, merged)
+	b.ReportMetric(back, "rows-pushed-back")
+	b.ReportMetric(settled.Seconds(), "settled-s")
+	b.Logf("join of %d rows (%.1f MiB stored, %.1f MiB of line protocol) from %d replica(s): finalized after %v, every row counted on %s after %v; %d chunks ingested, %d merged; %v rows pushed back, its log confirmed by every holder after %v",
+		src.Rows, float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), rf, finalized.Round(time.Millisecond), id, elapsed.Round(time.Millisecond), ingested, merged, back, settled.Round(time.Millisecond))
 }
 
 // BenchmarkReReplication measures how long a cluster takes to get a

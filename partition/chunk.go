@@ -462,17 +462,22 @@ func (pc *parsedChunk) rows(only []int) ([]model.Row, error) {
 //   - otherwise some row may be newer here, and ingesting would overwrite
 //     it (rule 2): the rows are applied like a push, merged field by field.
 //
-// want is the number of rows the sender said the chunk holds; origin is
-// the sender's placement (uuid.Nil: none), recorded like ApplyFrom records
-// it: an ingested row's value is exactly the sender's, so this replica's
-// pushes do not send it back there.
-func (r *Replica) IngestChunk(chunk []byte, want int, origin uuid.UUID) (ApplyResult, error) {
-	return r.IngestChunkObserved(chunk, want, origin, nil)
+// want is the number of rows the sender said the chunk holds; from.Origin
+// is the sender's placement (uuid.Nil: none), recorded like ApplyPush
+// records it: an ingested row's value is exactly the sender's, so this
+// replica's pushes do not send it back there. from.OriginSeq, when not 0,
+// is a sequence of the sender's log at or above every change the chunk's
+// rows fold (a snapshot of a log whose rows are all its own:
+// wire.PushRequest.SnapshotLogged), remembered for the entries as
+// ApplyPush remembers a push's (LogEntry.OriginSeq). from.Own is ignored.
+func (r *Replica) IngestChunk(chunk []byte, want int, from Push) (ApplyResult, error) {
+	return r.IngestChunkObserved(chunk, want, from, nil)
 }
 
 // IngestChunkObserved is IngestChunk passing the newest version of the
 // checked chunk to observe (when not nil) before anything is written.
-func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, observe func(model.Version)) (ApplyResult, error) {
+func (r *Replica) IngestChunkObserved(chunk []byte, want int, from Push, observe func(model.Version)) (ApplyResult, error) {
+	origin := from.Origin
 	pc, err := parseChunk(r.ks.rowLo, chunk)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("partition: replica %s: snapshot chunk: %w", r.info.Placement, err)
@@ -496,7 +501,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, 
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
-	res, ingested, newer, err := r.ingestLocked(pc, origin)
+	res, ingested, newer, err := r.ingestLocked(pc, origin, from.OriginSeq)
 	r.store.gate.Exit()
 	if err != nil {
 		return ApplyResult{}, err
@@ -507,7 +512,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, 
 		if err != nil {
 			return ApplyResult{}, err
 		}
-		return r.ApplyFrom(rows, origin, 0)
+		return r.ApplyFrom(rows, origin, from.OriginSeq)
 	}
 	// Ingested, or everything held here already at the same or newer
 	// versions (the same snapshot from another replica of the source): a
@@ -538,7 +543,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, origin uuid.UUID, 
 // (the others hold nothing newer: they need no merge). An ingest, or a
 // tie (nothing newer), is begun here as an Apply (res.LastSeq set) and
 // ended by the caller (endApply).
-func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResult, ingested bool, newer []int, err error) {
+func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID, originSeq uint64) (res ApplyResult, ingested bool, newer []int, err error) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if r.dropped.Load() {
@@ -617,6 +622,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID) (res ApplyResu
 	ix.commit(r.applyMu.index)
 	r.synced.add(prev+1, lastSeq)
 	r.synced.done(prev+1, nil)
+	r.hints.add(prev+1, lastSeq, origin, originSeq)
 	r.logDirty = true // its entries, each row's
 	r.high.Store(lastSeq)
 	r.applyMu.raiseMaxTime(pc.maxTime)

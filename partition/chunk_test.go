@@ -38,7 +38,7 @@ func copyByChunksBlocks(t *testing.T, src, dst *Replica, rr RowRange, maxBytes i
 		if c.Rows > 0 {
 			chunks++
 			blocks += c.Blocks
-			if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); err != nil {
+			if _, err := dst.IngestChunk(c.Data, c.Rows, Push{}); err != nil {
 				t.Fatalf("IngestChunk: %v", err)
 			}
 			pos = c.Last
@@ -263,7 +263,7 @@ func TestChunkBadInput(t *testing.T) {
 		"block order":     {join(head, entry(k1, v1), entryOf(chunkKindBlock, bkey, goodBlock)), 2},
 		"v1 with kinds":   {join([]byte{chunkTag, chunkRowsOnly}, entry(k1, v1)), 1},
 	} {
-		_, err := dst.IngestChunk(tc.chunk, tc.rows, uuid.Nil)
+		_, err := dst.IngestChunk(tc.chunk, tc.rows, Push{})
 		if !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
@@ -274,7 +274,7 @@ func TestChunkBadInput(t *testing.T) {
 		b := append([]byte(nil), c.Data...)
 		b[i] ^= 0xff
 		o := createTestReplica(t, s)
-		_, _ = o.IngestChunk(b, 2, uuid.Nil)
+		_, _ = o.IngestChunk(b, 2, Push{})
 	}
 	if h := dst.HighSeq(); h != 0 || len(scanAll(t, dst)) != 0 {
 		t.Fatalf("bad chunks wrote: high %d", h)
@@ -289,14 +289,14 @@ func TestChunkIngestRefusedWhenUnloadingOrDropped(t *testing.T) {
 	mustApply(t, src, row("a", 1, fl("v", 1, 10)))
 	c := wholeChunk(t, src)
 	dst.Unload()
-	if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrUnloading) {
+	if _, err := dst.IngestChunk(c.Data, c.Rows, Push{}); !errors.Is(err, ErrUnloading) {
 		t.Fatalf("unloading: %v", err)
 	}
 	dst.Resume()
 	if err := s.DropReplica(dst.Info().Placement); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dst.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrDropped) {
+	if _, err := dst.IngestChunk(c.Data, c.Rows, Push{}); !errors.Is(err, ErrDropped) {
 		t.Fatalf("dropped: %v", err)
 	}
 }
@@ -312,7 +312,7 @@ func TestChunkIngestThenApply(t *testing.T) {
 	mustApply(t, src, row("a", 10, fl("v", 1, 10)), row("b", 20, fl("v", 1, 10)))
 	c := wholeChunk(t, src)
 	from := uuid.New()
-	if _, err := dst.IngestChunk(c.Data, c.Rows, from); err != nil {
+	if _, err := dst.IngestChunk(c.Data, c.Rows, Push{Origin: from}); err != nil {
 		t.Fatal(err)
 	}
 	es, err := dst.ReadLog(0, 0)
@@ -389,7 +389,7 @@ func TestChunkVersion1(t *testing.T) {
 		v1 = binary.AppendUvarint(v1, uint64(len(v)))
 		v1 = append(v1, v...)
 	}
-	if _, err := dst.IngestChunk(v1, 2, uuid.Nil); err != nil {
+	if _, err := dst.IngestChunk(v1, 2, Push{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := sameRows(scanAll(t, dst), rows); err != nil {

@@ -454,6 +454,14 @@ func (s *Store) loadShared(sp *dataSpace, ks *keyspace) error {
 	return nil
 }
 
+// RowsAllLogged reports whether every row the replica's data space holds
+// was written by the replica itself, so that each is a fold of changes of
+// its own log: the space was never shared (no other placement ever
+// joined it, a marker kept in the store). A reader that took a snapshot
+// of the rows before asking gets a true answer for the snapshot too: the
+// marker is set before a second member can write, and never cleared.
+func (r *Replica) RowsAllLogged() bool { return !r.applyMu.shared.Load() }
+
 // DataSpace returns the id of the data space the replica's rows lie in:
 // its own placement unless it shares another local replica's rows.
 func (r *Replica) DataSpace() uuid.UUID { return r.applyMu.id }

@@ -316,7 +316,7 @@ func TestApplyRefusesRowsOutsideRange(t *testing.T) {
 	wide := createTestReplica(t, s)
 	mustApply(t, wide, row("cpu", 150, fl("v", 1, 1)), row("cpu", 250, fl("v", 1, 1)))
 	c := wholeChunk(t, wide)
-	if _, err := r.IngestChunk(c.Data, c.Rows, uuid.Nil); !errors.Is(err, ErrInvalidRow) {
+	if _, err := r.IngestChunk(c.Data, c.Rows, Push{}); !errors.Is(err, ErrInvalidRow) {
 		t.Fatalf("IngestChunk with a row outside the range: %v; want ErrInvalidRow", err)
 	}
 	if r.HighSeq() != 0 {

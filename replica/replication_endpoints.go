@@ -177,8 +177,8 @@ func (a *observingApplier) ApplyPush(rows []model.Row, p partition.Push) (partit
 
 // IngestChunk stores a row snapshot's chunk pushed here, moving the clock
 // past its versions first, like ApplyPush.
-func (a *observingApplier) IngestChunk(chunk []byte, count int, origin uuid.UUID) (partition.ApplyResult, error) {
-	res, err := a.rep.IngestChunkObserved(chunk, count, origin, a.observe)
+func (a *observingApplier) IngestChunk(chunk []byte, count int, from partition.Push) (partition.ApplyResult, error) {
+	res, err := a.rep.IngestChunkObserved(chunk, count, from, a.observe)
 	if err == nil {
 		a.changed += res.Changed
 		a.last = max(a.last, res.LastSeq)

@@ -115,6 +115,18 @@ type SharingLog interface {
 	SharesData(target uuid.UUID) bool
 }
 
+// LoggedRowsLog is a Log that can tell whether every row its replica
+// holds is a change of its own log (*partition.Replica, through
+// ReplicaLog: Replica.RowsAllLogged): its data space was never shared. A
+// row snapshot of such a log at sequence H holds only folds of changes at
+// or below H, so a replica that holds this log up to H holds every row of
+// it, and the receiver may record H as the rows' origin sequence
+// (wire.PushRequest.SnapshotLogged), as it does for a push read from the
+// log: its own pushes then claim them held instead of carrying them.
+type LoggedRowsLog interface {
+	RowsAllLogged() bool
+}
+
 // Inheritance is Config.Inherited's answer about one target.
 type Inheritance int
 
@@ -376,10 +388,9 @@ type Pusher struct {
 		// viewSet: SetView installed a view (before it, an empty view
 		// says nothing about the targets: see truncateLog).
 		viewSet bool
-		// keepLoad: the view is LOAD and the log is truncated at 1 (the
-		// replica shares its parent's rows: inherited). Its log is kept
-		// whole, values on, for the targets it will have once it serves
-		// (see SetView).
+		// keepLoad: the view is LOAD and the log is whole (logWhole). It
+		// is kept whole, values on, for the targets the replica will have
+		// once it serves (see SetView).
 		keepLoad bool
 		// view is the current targets in discovery order; targets the
 		// same by placement.
@@ -410,6 +421,10 @@ type target struct {
 	// ticked is set by Run's ticker: a complete joining target gets its
 	// Complete signal again (a restarted receiver forgets it).
 	ticked atomic.Bool
+	// levelTicked is set by Run's ticker too: an idle replica target whose
+	// cursor moved past the last ClaimsTo it was told gets it once
+	// (refreshLevel).
+	levelTicked atomic.Bool
 
 	// tailOf is the split target this target is the tail stream of (nil
 	// for a target of the view). Immutable.
@@ -469,6 +484,9 @@ type target struct {
 	// asked reports that a push to the target was answered since the
 	// goroutine started, so sharers is the receiver's word (see probe).
 	asked bool
+	// claimed is the highest ClaimsTo a push delivered to the target
+	// since the goroutine started (see refreshLevel).
+	claimed uint64
 }
 
 // rowSnap is a row snapshot in progress towards one target: the target's
@@ -487,6 +505,9 @@ type rowSnap struct {
 	// is the target's mark snapshot, owned by the Pusher.
 	own  bool
 	high uint64
+	// logged: every row of the snapshot is a change of this log at or
+	// below high (LoggedRowsLog, asked once the snapshot was taken).
+	logged bool
 	// rng is the target's range when the snapshot began: only its rows
 	// are read. after is the last row delivered (nil: none yet); done is
 	// set once the last batch is delivered.
@@ -638,6 +659,7 @@ func (p *Pusher) tick() {
 	defer p.mu.Unlock()
 	for _, t := range p.mu.view {
 		t.ticked.Store(true)
+		t.levelTicked.Store(true)
 		t.signal()
 	}
 }
@@ -665,8 +687,8 @@ func (t *target) signal() {
 // for the first time gets its join mark. Every target wakes. A view with
 // an older txnSeq than the current one is ignored. A LogValuesLog is told
 // to write its entries without row values while the view has no target
-// and no mark, with them otherwise; a LOAD view of a log truncated at 1
-// keeps them on (and the log whole: see truncateLog).
+// and no mark, with them otherwise; a LOAD view of a whole log (logWhole)
+// keeps them on, and the log whole (see truncateLog).
 func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// A view with a target needs every entry from now on: the log's values
 	// go on before the marks' snapshots are taken, so that no Apply after
@@ -677,15 +699,17 @@ func (p *Pusher) SetView(txnSeq uint64, d metadata.Discovery) {
 	// last sets it for good below.
 	lv, hasLV := p.cfg.Log.(LogValuesLog)
 	// A LOAD replica pushes nothing, so its view has no target; but one
-	// whose log is truncated at 1 (a split child sharing its parent's
-	// rows, entry 1 standing for them) keeps its log whole and its values
-	// on while it loads. Once it serves, its targets (the sibling
-	// replicas) wait for its parents to deliver the inherited rows, then
-	// read the few entries pushed here meanwhile (Config.Inherited). A
-	// log truncated while loading would leave them below its truncation
-	// point: a row snapshot of the child's whole range to every sibling,
-	// of rows the parents deliver to them anyway.
-	keepLoad := d.Status == metadata.StatusLoad && p.loggedFromOne()
+	// whose log is whole (never truncated, or truncated at 1: a split
+	// child sharing its parent's rows, entry 1 standing for them) keeps
+	// it whole, values on, while it loads. Once it serves, its targets
+	// read it: a sibling of a child sharing its parent's rows waits for
+	// the parents to deliver the inherited rows, then reads the few
+	// entries pushed here meanwhile (Config.Inherited); a replica the
+	// joiner got its rows from finds them named as its own and skips
+	// them, and the others are claimed held (filterRows). A log truncated
+	// while loading would leave them below its truncation point: a row
+	// snapshot of the whole range to every target, of rows they hold.
+	keepLoad := d.Status == metadata.StatusLoad && p.logWhole()
 	turnOn := hasLV && (keepLoad || slices.ContainsFunc(d.Targets, func(t metadata.Target) bool { return t.PlacementID != p.cfg.Placement }))
 	if turnOn {
 		p.mu.Lock()
@@ -1074,7 +1098,7 @@ func (p *Pusher) Status() []wire.TargetStatus {
 func (p *Pusher) runTarget(ctx context.Context, t *target) {
 	attempt := 0
 	t.ahead, t.aheadOf = 0, 0
-	t.sharers, t.asked = nil, false
+	t.sharers, t.asked, t.claimed = nil, false, 0
 	defer p.dropRowSnap(t, "stopped")
 	for {
 		more, err := p.step(ctx, t)
@@ -1234,7 +1258,13 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if len(t.rows) == 0 && len(t.held) == 0 && b.chunk.Rows == 0 && !signal {
 		// Nothing for this target (or nothing at all): advance only.
 		t.ahead, t.aheadOf = b.ahead, cursor
-		return b.more, p.confirmStep(t, b)
+		if err := p.confirmStep(t, b); err != nil {
+			return false, err
+		}
+		if !b.more {
+			return false, p.refreshLevel(ctx, t, &st)
+		}
+		return true, nil
 	}
 	if catchUp && !t.asked && (len(t.rows) > 0 || b.chunk.Rows > 0) {
 		// The first batch of a bulk copy, towards a target the receiver
@@ -1262,6 +1292,7 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	req.Count, req.LastSeq, req.Complete = len(t.rows), b.last, complete
 	req.Held = t.held
 	req.Snapshot = t.rs != nil // the batch was read from t's row snapshot
+	req.SnapshotLogged = req.Snapshot && t.rs.logged
 	if st.spec.Kind == metadata.TargetReplica && t.tailOf == nil && b.confirmTo > cursor {
 		// What the receiver holds of this log once the push is applied:
 		// its copies relayed by third replicas are then dropped there.
@@ -1294,12 +1325,42 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 			return false, fmt.Errorf("push the relayed rows up to sequence %d the target does not hold: %w", b.last, err)
 		}
 	}
+	if len(resp.Unheld) == 0 {
+		t.claimed = max(t.claimed, req.ClaimsTo)
+	}
 	p.mu.Lock()
 	t.lastPush = time.Now()
 	t.completeSent = t.completeSent || complete
 	p.mu.Unlock()
 	t.ahead, t.aheadOf = b.ahead, cursor
 	return b.more, p.confirmStep(t, b)
+}
+
+// refreshLevel tells an idle replica target, once per Tick at most, how
+// far its cursor moved past the last ClaimsTo it was told: an empty push
+// whose ClaimsTo is the cursor. A cursor moves without a push when every
+// change read was the target's own (or outside its range), and the
+// receiver's level of this log (replication.Applied) would stay behind
+// until this replica writes a row of its own: a third replica's claims
+// on rows relayed from here (a joiner's rows came as this replica's row
+// snapshot, at its high sequence) would then be answered unheld, and the
+// rows pushed after all.
+func (p *Pusher) refreshLevel(ctx context.Context, t *target, st *pushState) error {
+	if st.spec.Kind != metadata.TargetReplica || t.tailOf != nil || t.rs != nil || !t.levelTicked.Load() {
+		return nil
+	}
+	cursor := p.cfg.Log.Confirmed(t.id)
+	if cursor <= t.claimed {
+		return nil
+	}
+	t.levelTicked.Store(false)
+	req := p.request(t, st)
+	req.LastSeq, req.ClaimsTo = cursor, cursor
+	if _, err := p.send(ctx, t, st, req); err != nil {
+		return fmt.Errorf("tell the target its level of this log (%d): %w", cursor, err)
+	}
+	t.claimed = cursor
+	return nil
 }
 
 // unheldBatch is target.unheld.
@@ -1451,6 +1512,14 @@ var errInheritPending = errors.New("waiting for the replicas this one shares its
 func (p *Pusher) loggedFromOne() bool {
 	tl, ok := p.cfg.Log.(TruncatingLog)
 	return ok && tl.LogStart() == 1
+}
+
+// logWhole reports whether the log is a TruncatingLog never truncated, or
+// truncated at 1 only (loggedFromOne): a target from cursor 0 can be
+// served from it.
+func (p *Pusher) logWhole() bool {
+	tl, ok := p.cfg.Log.(TruncatingLog)
+	return ok && tl.LogStart() <= 1
 }
 
 // inherited asks Config.Inherited about t when the log's truncation point
@@ -1747,6 +1816,11 @@ func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
 		}
 		rs.snap, rs.own, rs.high = rsnap, true, s.Seq()
 	}
+	// Asked after the snapshot was taken: a space never shared now was
+	// never shared when the snapshot was.
+	if ll, ok := p.cfg.Log.(LoggedRowsLog); ok {
+		rs.logged = ll.RowsAllLogged()
+	}
 	t.rs = rs
 	p.snapshotStarted()
 	p.log.Info("row snapshot started", "target", t.id, "cursor", cursor, "seq", rs.high, "of_mark", !rs.own)
@@ -1843,9 +1917,9 @@ func (p *Pusher) dropRowSnap(t *target, why string) {
 // SetView installed, it deletes the entries up to the synced watermark:
 // nobody reads them (before the first SetView nothing is truncated, so a
 // restart does not force row snapshots on targets not installed yet),
-// unless the view is LOAD and the log is truncated at 1: a split child
-// sharing its parent's rows keeps its log for the siblings it will push
-// to once it serves (SetView, inherited). A
+// unless the view is LOAD and the log whole (logWhole): a joiner or a split
+// child keeps its log for the targets it will push to once it serves
+// (SetView). A
 // target added meanwhile, or whose cursor comes back lower after a crash
 // (cursor writes are not synced), finds its cursor below the truncation
 // point and gets a row snapshot; marks pin the pebble state they read, so

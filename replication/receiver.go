@@ -32,11 +32,11 @@ type Applier interface {
 
 // ChunkApplier is an Applier that stores a row snapshot's chunks
 // (partition.IsChunk) as they are: IngestChunk checks the chunk holds
-// count rows, records origin like ApplyFrom, and returns once they are
-// synced.
+// count rows, records from's origin and origin sequence like ApplyPush,
+// and returns once they are synced.
 type ChunkApplier interface {
 	Applier
-	IngestChunk(chunk []byte, count int, origin uuid.UUID) (partition.ApplyResult, error)
+	IngestChunk(chunk []byte, count int, from partition.Push) (partition.ApplyResult, error)
 }
 
 // Receive decodes req.Rows and applies them to a; when it returns nil the
@@ -90,6 +90,10 @@ func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResu
 		}
 	}
 	if len(req.Rows) == 0 && len(req.Held) == 0 {
+		// A probe, a joiner's Complete signal, or a sender telling how
+		// far its cursor moved without a push (every change it read was
+		// this replica's own, or outside its range: Pusher.refreshLevel).
+		applied.note(req.ToPlacement, req.FromPlacement, min(req.ClaimsTo, req.LastSeq))
 		return ReceiveResult{}, nil
 	}
 	var res ReceiveResult
@@ -127,12 +131,21 @@ func ReceiveWith(a Applier, req wire.PushRequest, applied *Applied) (ReceiveResu
 // receive applies a push that holds rows and returns their number and how
 // many of them were dropped as relayed copies.
 func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error) {
+	// The rows' bound in the sender's log, remembered for relaying them:
+	// a row snapshot's batch holds rows as read from the sender's data
+	// space, which may hold rows of other replicas sharing it that are in
+	// no entry of the sender's log, so its rows get none, unless the
+	// sender says its space holds only its own (SnapshotLogged).
+	originSeq := req.LastSeq
+	if req.Snapshot && !req.SnapshotLogged {
+		originSeq = 0
+	}
 	if partition.IsChunk(req.Rows) {
 		ca, ok := a.(ChunkApplier)
 		if !ok {
 			return 0, 0, fmt.Errorf("%w: push from %s holds a snapshot chunk this replica cannot ingest", ErrCorrupt, req.FromServer)
 		}
-		if _, err := ca.IngestChunk(req.Rows, req.Count, req.FromPlacement); err != nil {
+		if _, err := ca.IngestChunk(req.Rows, req.Count, partition.Push{Origin: req.FromPlacement, OriginSeq: originSeq}); err != nil {
 			if errors.Is(err, partition.ErrCorrupt) {
 				err = fmt.Errorf("%w: %w", ErrCorrupt, err)
 			}
@@ -157,14 +170,6 @@ func receive(a Applier, req wire.PushRequest, applied *Applied) (int, int, error
 	keep, own, err := applied.dropHeld(rows, own, req)
 	if err != nil {
 		return 0, 0, err
-	}
-	// The rows' bound in the sender's log, remembered for relaying them:
-	// a row snapshot's batch holds rows as read from the sender's data
-	// space, which may hold rows of other replicas sharing it that are in
-	// no entry of the sender's log, so its rows get none.
-	originSeq := req.LastSeq
-	if req.Snapshot {
-		originSeq = 0
 	}
 	if len(keep) > 0 {
 		if _, err := a.ApplyPush(keep, partition.Push{Origin: req.FromPlacement, OriginSeq: originSeq, Own: own}); err != nil {

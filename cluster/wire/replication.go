@@ -75,13 +75,27 @@ type PushRequest struct {
 	// sender's moved-data metrics count it as kind snapshot.
 	// Informational.
 	Snapshot bool `json:"snapshot,omitempty"`
+	// SnapshotLogged, with Snapshot, says that every row of the sender's
+	// row snapshot is a fold of changes of the sender's own log at or
+	// below LastSeq (its data space was never shared:
+	// replication.LoggedRowsLog). The receiver then remembers LastSeq as
+	// the rows' origin sequence, as for a push read from the log, and
+	// its own pushes of them claim them held (Held) at a replica that
+	// holds the sender's log that far. Without it a snapshot's rows get
+	// none: a shared space holds rows of other placements' logs. (A
+	// server from before it refuses pushes carrying it: its JSON decoding
+	// is strict.)
+	SnapshotLogged bool `json:"snapshot_logged,omitempty"`
 	// ClaimsTo, when not 0, is the sequence the sender's cursor for the
 	// receiving placement moves to once this push is confirmed: with it
 	// applied, the receiver holds every row of the sender's log up to
 	// ClaimsTo (those of its range, and those it sent the sender). The
 	// receiver remembers it (replication.Applied) to drop the relayed
 	// copies of those rows (Relayed). Never above LastSeq; an older
-	// sender leaves it 0.
+	// sender leaves it 0. A push without rows or claims may carry it too:
+	// the sender's cursor moved there without a push (every change it
+	// read was the receiver's own, or outside its range), and the
+	// receiver records it all the same (replication.Pusher.refreshLevel).
 	ClaimsTo uint64 `json:"claims_to,omitempty"`
 	// Relayed lists the runs of rows that the sender holds as another
 	// replica pushed them (partition.LogEntry.Origin), with a sequence of
