@@ -505,6 +505,9 @@ type rowSnap struct {
 	// is the target's mark snapshot, owned by the Pusher.
 	own  bool
 	high uint64
+	// cursor is the target's cursor when the snapshot began: below the
+	// log's truncation point then.
+	cursor uint64
 	// logged: every row of the snapshot is a change of this log at or
 	// below high (LoggedRowsLog, asked once the snapshot was taken).
 	logged bool
@@ -1205,6 +1208,15 @@ func (p *Pusher) step(ctx context.Context, t *target) (more bool, err error) {
 	if t.rs != nil && cursor >= t.rs.high {
 		p.dropRowSnap(t, "passed") // the cursor got there another way
 	}
+	if t.rs != nil && t.rs.rows == 0 && cursor > t.rs.cursor && p.logServes(&st, cursor) {
+		// Before any batch of the snapshot was delivered, the cursor
+		// moved to where the log still has every change above it: the
+		// answer to the snapshot's first push (a probe) named a replica
+		// there that holds the rows (an alias confirmation, a split child
+		// beside a parent replica). The log's changes since are what the
+		// alias leaves to send, not the range's rows.
+		p.dropRowSnap(t, "passed to the log")
+	}
 	if t.rs != nil && !(sameBound(t.rs.rng.Begin, st.spec.Begin) && sameBound(t.rs.rng.End, st.spec.End)) {
 		p.dropRowSnap(t, "restarted for a new range") // never expected: a placement's range is fixed
 	}
@@ -1605,6 +1617,17 @@ func (p *Pusher) confirmShared(t *target) error {
 	return p.confirm(t.id, synced)
 }
 
+// logServes reports whether a read of the log from cursor (of the mark's
+// snapshot while st has one, as readBatch reads it) would be answered,
+// not refused as truncated.
+func (p *Pusher) logServes(st *pushState, cursor uint64) bool {
+	if st.frozen != nil {
+		_, err := st.frozen.ReadLog(cursor, 1)
+		return err == nil
+	}
+	return !p.belowLogStart(cursor)
+}
+
 // belowLogStart reports whether cursor is below the log's truncation
 // point: the step reads a row snapshot.
 func (p *Pusher) belowLogStart(cursor uint64) bool {
@@ -1797,7 +1820,7 @@ func (p *Pusher) readBatch(t *target, st *pushState, cursor uint64, catchUp, bac
 // from the cursor would give: a target below a truncation point has none
 // of the truncated entries), else of the log as it is now.
 func (p *Pusher) startRowSnap(t *target, st *pushState, cursor uint64) error {
-	rs := &rowSnap{start: time.Now(), rng: partition.RowRange{Begin: cloneBound(st.spec.Begin), End: cloneBound(st.spec.End)}}
+	rs := &rowSnap{start: time.Now(), cursor: cursor, rng: partition.RowRange{Begin: cloneBound(st.spec.Begin), End: cloneBound(st.spec.End)}}
 	if st.frozen != nil {
 		s, ok := st.frozen.(RowSnapshot)
 		if !ok {

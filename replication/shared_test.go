@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,6 +171,75 @@ func TestRemoteChildConfirmedByAlias(t *testing.T) {
 	}
 	if got := scanAll(t, childB); len(got) != 50 || len(got[10].Fields) != 2 {
 		t.Fatalf("the child reads %d rows, row 10 with %d fields; want 50 and 2", len(got), len(got[10].Fields))
+	}
+}
+
+// TestAliasPassesRowSnapshotToTheLog: the parent's log is truncated, so
+// the backfill of a split child on s2 starts as a row snapshot of the
+// mark's snapshot. The answer to its first push (a probe) names the
+// parent replica on s2 that the child shares, whose cursor here is behind
+// the mark (its pushes fail since) but above the truncation point: the
+// child's cursor moves there (alias), and the rest comes from the log,
+// the changes since in the child's range, instead of a row snapshot of
+// the child's whole range (50 rows more).
+func TestAliasPassesRowSnapshotToTheLog(t *testing.T) {
+	pid, child := uuid.New(), uuid.New()
+	parent := parentOf100(t, openStore(t), pid)
+	remote := openStore(t)
+	parentB := createIn(t, remote, pid, nil, nil)
+	rec := &recorder{apply: map[uuid.UUID]Applier{parentB.placement(): parentB.Replica}}
+	p := newTestPusher(parent, rec, func(c *Config) { c.Placement = parent.placement(); c.BatchRows = 10 })
+	peer := replicaTarget("s2", parentB.placement(), pid)
+	p.SetView(1, view(peer))
+	runPusher(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	aliasTo := parent.HighSeq()
+	if err := p.WaitConfirmed(ctx, aliasTo, []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
+		if tg.PlacementID == parentB.placement() {
+			return errors.New("s2's parent replica unreachable")
+		}
+		return nil
+	})
+	for i := range 5 { // 5 changes in the child's range, 5 outside
+		mustApply(t, parent, row("s1", "cpu", int64(i), 2, "w", 1), row("s1", "cpu", int64(60+i), 2, "w", 1))
+	}
+	drainMemory(t, parent)
+	if err := parent.TruncateLog(aliasTo - 1); err != nil {
+		t.Fatal(err)
+	}
+
+	mid := int64(50)
+	childB := createIn(t, remote, child, nil, &mid)
+	rec.mu.Lock()
+	rec.apply[childB.placement()] = childB.Replica
+	rec.mu.Unlock()
+	split := metadata.Target{ServerID: "s2", PlacementID: childB.placement(), PartitionID: child, End: &mid, Kind: metadata.TargetSplit}
+	p.SetView(2, view(peer, split))
+	if err := p.WaitConfirmedChild(ctx, parent.HighSeq(), child, []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	pushed, snapshot := 0, 0
+	for _, ps := range rec.all() {
+		if ps.target.PlacementID == childB.placement() && ps.err == nil {
+			pushed += ps.req.Count
+			if ps.req.Snapshot {
+				snapshot += ps.req.Count
+			}
+		}
+	}
+	if pushed != 5 || snapshot != 0 {
+		t.Fatalf("the child got %d rows (%d of them from a row snapshot); want the 5 changes of its range since its sharer's cursor, none from a snapshot", pushed, snapshot)
+	}
+	rows := scanAll(t, childB)
+	if len(rows) != 50 || len(rows[0].Fields) != 2 {
+		t.Fatalf("the child reads %d rows, row 0 with %d fields; want 50 and 2", len(rows), len(rows[0].Fields))
+	}
+	if p.Stats().AliasConfirms == 0 {
+		t.Fatal("no alias confirmation counted")
 	}
 }
 
