@@ -114,6 +114,72 @@ func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 	}
 }
 
+// aliasFixture is a parent replica of 100 rows (times 0 to 99) whose
+// Pusher has brought its peer on s2 (parentB) up to date, and the store
+// of s2, where a split child will share parentB's rows.
+type aliasFixture struct {
+	pid, child uuid.UUID
+	parent     *replicaLog
+	remote     *partition.Store
+	parentB    *replicaLog
+	rec        *recorder
+	p          *Pusher
+	peer       metadata.Target
+	ctx        context.Context
+}
+
+func newAliasFixture(t *testing.T) *aliasFixture {
+	t.Helper()
+	f := &aliasFixture{pid: uuid.New(), child: uuid.New()}
+	f.parent = parentOf100(t, openStore(t), f.pid)
+	f.remote = openStore(t)
+	f.parentB = createIn(t, f.remote, f.pid, nil, nil)
+	f.rec = &recorder{apply: map[uuid.UUID]Applier{f.parentB.placement(): f.parentB.Replica}}
+	f.p = newTestPusher(f.parent, f.rec, func(c *Config) { c.Placement = f.parent.placement(); c.BatchRows = 10 })
+	f.peer = replicaTarget("s2", f.parentB.placement(), f.pid)
+	f.p.SetView(1, view(f.peer))
+	runPusher(t, f.p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f.ctx = ctx
+	if err := f.p.WaitConfirmed(ctx, f.parent.HighSeq(), []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// splitToChild creates on s2 the child of [-inf, 50), sharing parentB's
+// rows, adds it to the parent's view as a split target and waits until
+// it is confirmed up to the parent's high sequence.
+func (f *aliasFixture) splitToChild(t *testing.T) *replicaLog {
+	t.Helper()
+	mid := int64(50)
+	childB := createIn(t, f.remote, f.child, nil, &mid)
+	f.rec.mu.Lock()
+	f.rec.apply[childB.placement()] = childB.Replica
+	f.rec.mu.Unlock()
+	split := metadata.Target{ServerID: "s2", PlacementID: childB.placement(), PartitionID: f.child, End: &mid, Kind: metadata.TargetSplit}
+	f.p.SetView(2, view(f.peer, split))
+	if err := f.p.WaitConfirmedChild(f.ctx, f.parent.HighSeq(), f.child, []string{"s2"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	return childB
+}
+
+// pushedTo returns the rows of the delivered pushes to placement, and how
+// many of them were row snapshots' rows.
+func (s *recorder) pushedTo(placement uuid.UUID) (rows, snapshot int) {
+	for _, ps := range s.all() {
+		if ps.target.PlacementID == placement && ps.err == nil {
+			rows += ps.req.Count
+			if ps.req.Snapshot {
+				snapshot += ps.req.Count
+			}
+		}
+	}
+	return rows, snapshot
+}
+
 // TestRemoteChildConfirmedByAlias is issue 16's item 3 seen from a parent
 // replica on another server: the split child on s2 shares the rows of the
 // parent replica there, which this Pusher already brought up to date, so
@@ -121,52 +187,23 @@ func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 // cursor jumps to its cursor. The child receives none of the 50 rows of
 // its range.
 func TestRemoteChildConfirmedByAlias(t *testing.T) {
-	pid, child := uuid.New(), uuid.New()
-	parent := parentOf100(t, openStore(t), pid)
-	remote := openStore(t)
-	parentB := createIn(t, remote, pid, nil, nil)
-	rec := &recorder{apply: map[uuid.UUID]Applier{parentB.placement(): parentB.Replica}}
-	p := newTestPusher(parent, rec, func(c *Config) { c.Placement = parent.placement(); c.BatchRows = 10 })
-	peer := replicaTarget("s2", parentB.placement(), pid)
-	p.SetView(1, view(peer))
-	runPusher(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := p.WaitConfirmed(ctx, parent.HighSeq(), []string{"s2"}, 1); err != nil {
-		t.Fatal(err)
-	}
-
-	mid := int64(50)
-	childB := createIn(t, remote, child, nil, &mid)
-	rec.mu.Lock()
-	rec.apply[childB.placement()] = childB.Replica
-	rec.mu.Unlock()
-	split := metadata.Target{ServerID: "s2", PlacementID: childB.placement(), PartitionID: child, End: &mid, Kind: metadata.TargetSplit}
-	p.SetView(2, view(peer, split))
-	if err := p.WaitConfirmedChild(ctx, parent.HighSeq(), child, []string{"s2"}, 1); err != nil {
-		t.Fatal(err)
-	}
-	pushed := 0
-	for _, ps := range rec.all() {
-		if ps.target.PlacementID == childB.placement() {
-			pushed += ps.req.Count
-		}
-	}
-	if pushed != 0 {
+	f := newAliasFixture(t)
+	childB := f.splitToChild(t)
+	if pushed, _ := f.rec.pushedTo(childB.placement()); pushed != 0 {
 		t.Fatalf("%d rows pushed to a child that shares a replica holding them all; want none", pushed)
 	}
 	if got, want := len(scanAll(t, childB)), 50; got != want {
 		t.Fatalf("the child reads %d rows; want %d", got, want)
 	}
-	if p.Stats().AliasConfirms == 0 {
+	if f.p.Stats().AliasConfirms == 0 {
 		t.Fatal("no alias confirmation counted")
 	}
 
 	// Rows written after the split reach the child through the replica it
 	// shares: pushed to one of them, confirmed for both.
-	last := mustApply(t, parent, row("s1", "cpu", 10, 2, "w", 1)).LastSeq
-	p.Notify()
-	if err := p.WaitConfirmedChild(ctx, last, child, []string{"s2"}, 1); err != nil {
+	last := mustApply(t, f.parent, row("s1", "cpu", 10, 2, "w", 1)).LastSeq
+	f.p.Notify()
+	if err := f.p.WaitConfirmedChild(f.ctx, last, f.child, []string{"s2"}, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := scanAll(t, childB); len(got) != 50 || len(got[10].Fields) != 2 {
@@ -183,62 +220,30 @@ func TestRemoteChildConfirmedByAlias(t *testing.T) {
 // the changes since in the child's range, instead of a row snapshot of
 // the child's whole range (50 rows more).
 func TestAliasPassesRowSnapshotToTheLog(t *testing.T) {
-	pid, child := uuid.New(), uuid.New()
-	parent := parentOf100(t, openStore(t), pid)
-	remote := openStore(t)
-	parentB := createIn(t, remote, pid, nil, nil)
-	rec := &recorder{apply: map[uuid.UUID]Applier{parentB.placement(): parentB.Replica}}
-	p := newTestPusher(parent, rec, func(c *Config) { c.Placement = parent.placement(); c.BatchRows = 10 })
-	peer := replicaTarget("s2", parentB.placement(), pid)
-	p.SetView(1, view(peer))
-	runPusher(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	aliasTo := parent.HighSeq()
-	if err := p.WaitConfirmed(ctx, aliasTo, []string{"s2"}, 1); err != nil {
-		t.Fatal(err)
-	}
-	rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
-		if tg.PlacementID == parentB.placement() {
+	f := newAliasFixture(t)
+	aliasTo := f.parent.HighSeq()
+	f.rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
+		if tg.PlacementID == f.parentB.placement() {
 			return errors.New("s2's parent replica unreachable")
 		}
 		return nil
 	})
 	for i := range 5 { // 5 changes in the child's range, 5 outside
-		mustApply(t, parent, row("s1", "cpu", int64(i), 2, "w", 1), row("s1", "cpu", int64(60+i), 2, "w", 1))
+		mustApply(t, f.parent, row("s1", "cpu", int64(i), 2, "w", 1), row("s1", "cpu", int64(60+i), 2, "w", 1))
 	}
-	drainMemory(t, parent)
-	if err := parent.TruncateLog(aliasTo - 1); err != nil {
+	drainMemory(t, f.parent)
+	if err := f.parent.TruncateLog(aliasTo - 1); err != nil {
 		t.Fatal(err)
 	}
-
-	mid := int64(50)
-	childB := createIn(t, remote, child, nil, &mid)
-	rec.mu.Lock()
-	rec.apply[childB.placement()] = childB.Replica
-	rec.mu.Unlock()
-	split := metadata.Target{ServerID: "s2", PlacementID: childB.placement(), PartitionID: child, End: &mid, Kind: metadata.TargetSplit}
-	p.SetView(2, view(peer, split))
-	if err := p.WaitConfirmedChild(ctx, parent.HighSeq(), child, []string{"s2"}, 1); err != nil {
-		t.Fatal(err)
-	}
-	pushed, snapshot := 0, 0
-	for _, ps := range rec.all() {
-		if ps.target.PlacementID == childB.placement() && ps.err == nil {
-			pushed += ps.req.Count
-			if ps.req.Snapshot {
-				snapshot += ps.req.Count
-			}
-		}
-	}
-	if pushed != 5 || snapshot != 0 {
+	childB := f.splitToChild(t)
+	if pushed, snapshot := f.rec.pushedTo(childB.placement()); pushed != 5 || snapshot != 0 {
 		t.Fatalf("the child got %d rows (%d of them from a row snapshot); want the 5 changes of its range since its sharer's cursor, none from a snapshot", pushed, snapshot)
 	}
 	rows := scanAll(t, childB)
 	if len(rows) != 50 || len(rows[0].Fields) != 2 {
 		t.Fatalf("the child reads %d rows, row 0 with %d fields; want 50 and 2", len(rows), len(rows[0].Fields))
 	}
-	if p.Stats().AliasConfirms == 0 {
+	if f.p.Stats().AliasConfirms == 0 {
 		t.Fatal("no alias confirmation counted")
 	}
 }
@@ -281,15 +286,7 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s3"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	pushedTo := func(placement uuid.UUID) (rows int) {
-		for _, ps := range rec.all() {
-			if ps.target.PlacementID == placement {
-				rows += ps.req.Count
-			}
-		}
-		return rows
-	}
-	if got := pushedTo(alone); got != 50 {
+	if got, _ := rec.pushedTo(alone); got != 50 {
 		t.Fatalf("the target no parent serves got %d rows; want the 50 of the range", got)
 	}
 	// The waiting target was asked several times (so it stepped and
@@ -301,7 +298,7 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got := pushedTo(served); got != 0 || c.Confirmed(served) != 0 {
+	if got, _ := rec.pushedTo(served); got != 0 || c.Confirmed(served) != 0 {
 		t.Fatalf("a target waiting for its parent got %d rows, cursor %d", got, c.Confirmed(served))
 	}
 
@@ -310,7 +307,7 @@ func TestInheritedRowsNotSnapshotted(t *testing.T) {
 	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s2"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := pushedTo(served); got != 5 {
+	if got, _ := rec.pushedTo(served); got != 5 {
 		t.Fatalf("the target its parent served got %d rows; want the child's own 5", got)
 	}
 	if p.Stats().InheritedConfirms == 0 {
@@ -371,15 +368,8 @@ func TestLoadingChildKeepsItsLog(t *testing.T) {
 	if err := p.WaitConfirmed(ctx, c.HighSeq(), []string{"s2"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	rows := 0
-	for _, ps := range rec.all() {
-		if ps.req.Snapshot {
-			t.Fatalf("the sibling got a row snapshot (%d rows)", ps.req.Count)
-		}
-		rows += ps.req.Count
-	}
-	if rows != 10 {
-		t.Fatalf("the sibling got %d rows; want the 10 pushed here while loading", rows)
+	if rows, snapshot := rec.pushedTo(sibling); rows != 10 || snapshot != 0 {
+		t.Fatalf("the sibling got %d rows, %d of them by row snapshot; want the 10 pushed here while loading", rows, snapshot)
 	}
 	if p.Stats().InheritedConfirms == 0 {
 		t.Fatal("no inherited confirmation counted")
