@@ -159,8 +159,11 @@ func BenchmarkJoin(b *testing.B) {
 // JOIN_SERVER seen: the dead server's lease TTL of 10 s plus --dead-after
 // plus the master's reaction), copy-s (JOIN_SERVER to every row on the
 // replacement, the replacement finalized), and MiB/s (a survivor's
-// replica size, from a key scan, per second of copy-s) and snapshots (the
-// row snapshots the survivors' logs say they sent the replacement). The
+// replica size, from a key scan, per second of copy-s), snapshots (the
+// row snapshots the survivors' logs say they sent the replacement),
+// rows-pushed-back (what the replacement, once it serves, pushed to the
+// survivors: its /metrics once both confirmed its whole log) and
+// settled-s (kill to that confirmation). The
 // processes' stores are out of reach: chunks ingested or merged are in
 // BenchmarkJoin only.
 // Run it once: go test -run '^$' -bench BenchmarkReReplication -benchtime 1x ./node
@@ -240,6 +243,22 @@ func BenchmarkReReplication(b *testing.B) {
 	})
 	restored := time.Since(killed)
 	b.StopTimer()
+	// What the replacement sends back once it serves: its log confirmed by
+	// both survivors (Lag 0), then its moved rows.
+	waitLong(b, time.Hour, replacement+"'s log confirmed by the survivors", func() bool {
+		st, ok := benchReplica(rc, procs[replacement].addr, "bench", wire.ReplicasRequest{NoBytes: true})
+		if !ok || len(st.Targets) < 2 {
+			return false
+		}
+		for _, tg := range st.Targets {
+			if tg.Lag > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	settled := time.Since(killed)
+	back := movedRows(&client{t: b, base: procs[replacement].url()})
 
 	detect, copied := joinSeen.Sub(killed), restored-joinSeen.Sub(killed)
 	// The row snapshots the survivors sent (their logs': the processes'
@@ -256,8 +275,10 @@ func BenchmarkReReplication(b *testing.B) {
 	b.ReportMetric(copied.Seconds(), "copy-s")
 	b.ReportMetric(float64(src.Bytes)/(1<<20)/copied.Seconds(), "MiB/s")
 	b.ReportMetric(float64(snaps), "snapshots")
-	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol; %d row snapshots done)",
-		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), snaps)
+	b.ReportMetric(back, "rows-pushed-back")
+	b.ReportMetric(settled.Seconds(), "settled-s")
+	b.Logf("killed %s; %s joining after %v, RF 3 restored with every row on it after %v (%.1f MiB stored, %.1f MiB of line protocol; %d row snapshots done); %v rows pushed back, its log confirmed by both survivors %v after the kill",
+		victim.id, replacement, detect.Round(time.Millisecond), restored.Round(time.Millisecond), float64(src.Bytes)/(1<<20), float64(lpBytes)/(1<<20), snaps, back, settled.Round(time.Millisecond))
 }
 
 // benchRPC is the internal client config of the movement benchmarks: a
