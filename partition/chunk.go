@@ -580,7 +580,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID, originSeq uint
 		return ApplyResult{}, false, nil, err
 	}
 	prev := r.high.Load()
-	files, ix, err := r.writeChunkTables(pc, prev, origin, ixState, blocks)
+	files, ix, err := r.writeChunkTables(pc, prev, origin, originSeq > 0, ixState, blocks)
 	defer r.store.removeIngestFiles(files)
 	if err != nil {
 		return ApplyResult{}, false, nil, err
@@ -763,7 +763,7 @@ func changes(incoming, stored *rawRow) bool {
 // blocks' rows are written as rows. It returns the files written (to
 // remove once ingested, whatever happened) and the new index entries, for
 // the caller to write and commit.
-func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, ixState *indexState, blocks bool) (files []string, ix *indexBuilder, err error) {
+func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, bounded bool, ixState *indexState, blocks bool) (files []string, ix *indexBuilder, err error) {
 	ix = &indexBuilder{}
 	ix.reset()
 	var (
@@ -791,7 +791,13 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		valEnds = append(valEnds, len(vals))
 	}
 	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
-	noValues := r.noLogValues.Load()
+	// The entries of rows with an origin sequence (bounded: a snapshot of
+	// a log whose rows are all its own) go without their values too: this
+	// replica's pushes claim those rows held, reading no value (a bare
+	// entry), and a target that does not hold them gets the row as it is
+	// now, read through the legacy entry. A loading joiner's log is read
+	// so once it serves; its ingest writes half the bytes.
+	noValues := r.noLogValues.Load() || bounded
 	write := func(n int, kv func(i int) (k, v []byte)) error {
 		path, err := r.store.writeTable(n, kv)
 		if path != "" {

@@ -319,17 +319,20 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			if e.origin != lr.only {
 				return nil
 			}
-			if h := r.hints.lookup(seq, e.origin); h != 0 && h <= lr.onlyAbove && e.rowValue != nil {
-				return nil
+			if h := r.hints.lookup(seq, e.origin); h != 0 && h <= lr.onlyAbove {
+				return nil // held there, as a bare read claimed it (legacy entries too)
 			}
 		}
 		if lr.skip != uuid.Nil && e.origin == lr.skip {
 			out = append(out, LogEntry{Seq: seq, Row: model.Row{Time: e.t}, Origin: e.origin, Bare: true})
 			return nil
 		}
-		if lr.bareRelays && e.origin != uuid.Nil && e.rowValue != nil {
-			// The hint is looked up as for a decoded entry below: only
-			// for the value the entry carries.
+		if lr.bareRelays && e.origin != uuid.Nil {
+			// A bare entry claims only the change it records, which
+			// origin's log held at the hint: a legacy entry too (a
+			// snapshot chunk's, written without its value), whose row
+			// is not read here. Decoded, below, a legacy entry gets no
+			// hint: its row is read as it is now.
 			if h := r.hints.lookup(seq, e.origin); h > 0 {
 				out = append(out, LogEntry{Seq: seq, Row: model.Row{Time: e.t}, Origin: e.origin, OriginSeq: h, Bare: true})
 				return nil

@@ -119,6 +119,30 @@ func TestSnapshotOfLoggedRowsClaimedHeld(t *testing.T) {
 			if len(rows) != want {
 				t.Fatalf("B holds %d rows, want %d", len(rows), want)
 			}
+			if shared {
+				return
+			}
+			// C holds none of A's log: it answers the claim unheld, and
+			// J reads the rows it claimed (their entries carry no value,
+			// the rows are read as they are) and pushes them.
+			c := newReplica(t, pid)
+			toC := heldPushOf(t, j, c.placement(), pid)
+			res, err = ReceiveWith(c, toC, &Applied{})
+			if err != nil || len(res.Unheld) != 1 {
+				t.Fatalf("C's answer: %+v, %v; want A's claim unheld", res, err)
+			}
+			again, err := j.ReadRelayed(0, toC.LastSeq, a.placement(), res.Unheld[0].Seq)
+			if err != nil || len(again) != want {
+				t.Fatalf("ReadRelayed: %d entries, %v; want %d", len(again), err, want)
+			}
+			rowsOf := make([]model.Row, len(again))
+			for i := range again {
+				rowsOf[i] = again[i].Row
+			}
+			mustApply(t, c, rowsOf...)
+			if err := sameRows(scanAll(t, c), scanAll(t, a)); err != nil {
+				t.Fatalf("C after the rows J could not claim: %v", err)
+			}
 		})
 	}
 }
