@@ -477,7 +477,6 @@ func (r *Replica) IngestChunk(chunk []byte, want int, from Push) (ApplyResult, e
 // IngestChunkObserved is IngestChunk passing the newest version of the
 // checked chunk to observe (when not nil) before anything is written.
 func (r *Replica) IngestChunkObserved(chunk []byte, want int, from Push, observe func(model.Version)) (ApplyResult, error) {
-	origin := from.Origin
 	pc, err := parseChunk(r.ks.rowLo, chunk)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("partition: replica %s: snapshot chunk: %w", r.info.Placement, err)
@@ -501,7 +500,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, from Push, observe
 	if err := r.enter(); err != nil {
 		return ApplyResult{}, err
 	}
-	res, ingested, newer, err := r.ingestLocked(pc, origin, from.OriginSeq)
+	res, ingested, newer, err := r.ingestLocked(pc, from)
 	r.store.gate.Exit()
 	if err != nil {
 		return ApplyResult{}, err
@@ -512,7 +511,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, from Push, observe
 		if err != nil {
 			return ApplyResult{}, err
 		}
-		return r.ApplyFrom(rows, origin, from.OriginSeq)
+		return r.ApplyFrom(rows, from.Origin, from.OriginSeq)
 	}
 	// Ingested, or everything held here already at the same or newer
 	// versions (the same snapshot from another replica of the source): a
@@ -543,7 +542,7 @@ func (r *Replica) IngestChunkObserved(chunk []byte, want int, from Push, observe
 // (the others hold nothing newer: they need no merge). An ingest, or a
 // tie (nothing newer), is begun here as an Apply (res.LastSeq set) and
 // ended by the caller (endApply).
-func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID, originSeq uint64) (res ApplyResult, ingested bool, newer []int, err error) {
+func (r *Replica) ingestLocked(pc *parsedChunk, from Push) (res ApplyResult, ingested bool, newer []int, err error) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	if r.dropped.Load() {
@@ -580,7 +579,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID, originSeq uint
 		return ApplyResult{}, false, nil, err
 	}
 	prev := r.high.Load()
-	files, ix, err := r.writeChunkTables(pc, prev, origin, originSeq > 0, ixState, blocks)
+	files, ix, err := r.writeChunkTables(pc, prev, from, ixState, blocks)
 	defer r.store.removeIngestFiles(files)
 	if err != nil {
 		return ApplyResult{}, false, nil, err
@@ -622,7 +621,7 @@ func (r *Replica) ingestLocked(pc *parsedChunk, origin uuid.UUID, originSeq uint
 	ix.commit(r.applyMu.index)
 	r.synced.add(prev+1, lastSeq)
 	r.synced.done(prev+1, nil)
-	r.hints.add(prev+1, lastSeq, origin, originSeq)
+	r.hints.add(prev+1, lastSeq, from.Origin, from.OriginSeq)
 	r.logDirty = true // its entries, each row's
 	r.high.Store(lastSeq)
 	r.applyMu.raiseMaxTime(pc.maxTime)
@@ -763,7 +762,7 @@ func changes(incoming, stored *rawRow) bool {
 // blocks' rows are written as rows. It returns the files written (to
 // remove once ingested, whatever happened) and the new index entries, for
 // the caller to write and commit.
-func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUID, bounded bool, ixState *indexState, blocks bool) (files []string, ix *indexBuilder, err error) {
+func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, from Push, ixState *indexState, blocks bool) (files []string, ix *indexBuilder, err error) {
 	ix = &indexBuilder{}
 	ix.reset()
 	var (
@@ -791,13 +790,13 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		valEnds = append(valEnds, len(vals))
 	}
 	value := func(i int) []byte { return vals[keyStart(valEnds, i):valEnds[i]] }
-	// The entries of rows with an origin sequence (bounded: a snapshot of
-	// a log whose rows are all its own) go without their values too: this
+	// The entries of rows with an origin sequence (a snapshot of a log
+	// whose rows are all its own) go without their values too: this
 	// replica's pushes claim those rows held, reading no value (a bare
 	// entry), and a target that does not hold them gets the row as it is
 	// now, read through the legacy entry. A loading joiner's log is read
 	// so once it serves; its ingest writes half the bytes.
-	noValues := r.noLogValues.Load() || bounded
+	noValues := r.noLogValues.Load() || from.OriginSeq > 0
 	write := func(n int, kv func(i int) (k, v []byte)) error {
 		path, err := r.store.writeTable(n, kv)
 		if path != "" {
@@ -813,9 +812,9 @@ func (r *Replica) writeChunkTables(pc *parsedChunk, prev uint64, origin uuid.UUI
 		e := &pc.entries[i]
 		seqKey = r.ks.appendSeqKey(seqKey[:0], prev+1+uint64(i))
 		if noValues {
-			seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, origin)
+			seqVal = appendLegacySeqValue(seqVal[:0], string(e.series), e.time, from.Origin)
 		} else {
-			seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, origin, value(i))
+			seqVal = appendSeqValue(seqVal[:0], string(e.series), e.time, from.Origin, value(i))
 		}
 		return seqKey, seqVal
 	})
