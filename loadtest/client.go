@@ -145,11 +145,12 @@ func (c *client) createTable(ctx context.Context, server string, req api.CreateT
 	}))
 }
 
-// queryCount returns the number of rows of series in [from, to).
-func (c *client) queryCount(ctx context.Context, server, table, series string, from, to int64) (int, error) {
+// queryCount returns the number of rows of series in [from, to), read at
+// consistency ("": the server's default).
+func (c *client) queryCount(ctx context.Context, server, table, series string, from, to int64, consistency string) (int, error) {
 	var ans api.RawQueryResponse
 	err := c.call(server, func(ac *api.Client) (err error) {
-		ans, err = ac.QueryRaw(ctx, table, api.Query{Series: series, From: &from, To: &to})
+		ans, err = ac.QueryRaw(ctx, table, api.Query{Series: series, From: &from, To: &to, Consistency: consistency})
 		return err
 	})
 	return len(ans.Rows), err
@@ -172,5 +173,5 @@ func (c *client) scrape(ctx context.Context, server string) (map[string]float64,
 		io.Copy(io.Discard, resp.Body)
 		return nil, fmt.Errorf("GET %s/metrics: %d", server, resp.StatusCode)
 	}
-	return ParseMetrics(resp.Body, MetricStoreWriteBytes, MetricSmearQueueRows)
+	return ParseMetrics(resp.Body, scrapedMetrics...)
 }

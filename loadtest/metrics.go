@@ -17,7 +17,25 @@ const (
 	// MetricSmearQueueRows is the gauge of rows waiting in a server's smear
 	// queue.
 	MetricSmearQueueRows = "tsdb_smear_queue_rows"
+	// MetricSmearOverdueRows is the gauge of queued rows past their due
+	// time.
+	MetricSmearOverdueRows = "tsdb_smear_overdue_rows"
+	// MetricSmearAdmissionClosed is 1 while a server's smear admission
+	// refuses new rows.
+	MetricSmearAdmissionClosed = "tsdb_smear_admission_closed"
+	// MetricSmearRetriedRows counts the rows whose forward failed and was
+	// queued again.
+	MetricSmearRetriedRows = "tsdb_smear_retried_rows_total"
+	// MetricReplicationMaxLag is the gauge of a server's largest
+	// replication lag, in sequences, from a replica to one of its targets.
+	MetricReplicationMaxLag = "tsdb_replication_max_lag_seqs"
 )
+
+// scrapedMetrics are the names the sampler reads.
+var scrapedMetrics = []string{
+	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows,
+	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag,
+}
 
 // ParseMetrics reads the Prometheus text exposition format and returns,
 // for each of names present, the sum of its samples over all label sets.

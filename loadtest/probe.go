@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tsdb/tsdb/http/api"
 )
 
 // ProbeMeasurement is the measurement of the visibility probes' rows:
@@ -24,6 +26,7 @@ type prober struct {
 	runID   string // a tag value unique to this run
 	every   time.Duration
 	timeout time.Duration
+	start   time.Time      // the measurement's start, origin of the records' times
 	wg      sync.WaitGroup // the probes in flight
 	ids     atomic.Int64
 	pending atomic.Int64
@@ -35,6 +38,8 @@ type prober struct {
 		errors   int       // guarded by mu: insert or every query failed
 		// late are the probes that timed out, for recheck.
 		late []lateProbe
+		// each is every finished probe, in the order they finished.
+		each []ProbeRecord
 	}
 	// seenLate counts the timed-out probes recheck found visible;
 	// missing names those it did not.
@@ -83,24 +88,48 @@ func (p *prober) probe(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	rec := ProbeRecord{Via: p.servers[i].ID, Sent: secondsSince(p.start, time.Unix(0, t))}
 	if !r.ok() {
-		p.count(func() { p.mu.errors++ })
+		rec.Outcome = "error"
+		p.count(rec, func() { p.mu.errors++ })
 		return
 	}
 	acked := time.Now()
+	rec.Acked = secondsSince(p.start, acked)
 	query := p.servers[(i+1)%len(p.servers)].URL
+	// The row is polled at the default read consistency (one replica,
+	// which may lag by the replication delay) and at quorum (every row a
+	// quorum acknowledged): the first is what the report's delays are,
+	// the second tells a forward that came late from a replica that did.
+	one, quorum := time.Duration(-1), time.Duration(-1)
 	for {
-		n, err := p.cl.queryCount(ctx, query, p.table, series, t, t+1)
-		if ctx.Err() != nil {
+		for _, c := range []struct {
+			seen        *time.Duration
+			consistency string
+		}{{&quorum, api.ConsistencyQuorum}, {&one, ""}} {
+			if *c.seen >= 0 {
+				continue
+			}
+			n, err := p.cl.queryCount(ctx, query, p.table, series, t, t+1, c.consistency)
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil && n > 0 {
+				*c.seen = time.Since(acked)
+			}
+		}
+		if quorum >= 0 {
+			rec.QuorumDelayMs = ms(quorum)
+		}
+		timedOut := time.Since(acked) > p.timeout
+		if one >= 0 && (quorum >= 0 || timedOut) {
+			rec.Outcome, rec.DelayMs = "visible", ms(one)
+			p.count(rec, func() { p.mu.delays.Record(one) })
 			return
 		}
-		if err == nil && n > 0 {
-			d := time.Since(acked)
-			p.count(func() { p.mu.delays.Record(d) })
-			return
-		}
-		if time.Since(acked) > p.timeout {
-			p.count(func() {
+		if timedOut {
+			rec.Outcome = "timed_out"
+			p.count(rec, func() {
 				p.mu.timedOut++
 				p.mu.late = append(p.mu.late, lateProbe{series: series, t: t})
 			})
@@ -148,20 +177,25 @@ func (p *prober) visibleAnywhere(ctx context.Context, l lateProbe) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		if n, err := p.cl.queryCount(ctx, srv.URL, p.table, l.series, l.t, l.t+1); err == nil && n > 0 {
+		if n, err := p.cl.queryCount(ctx, srv.URL, p.table, l.series, l.t, l.t+1, ""); err == nil && n > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// count counts one finished probe and applies f under the lock.
-func (p *prober) count(f func()) {
+// count counts one finished probe, keeps its record and applies f under
+// the lock.
+func (p *prober) count(rec ProbeRecord, f func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.mu.probes++
+	p.mu.each = append(p.mu.each, rec)
 	f()
 }
+
+// secondsSince is t's offset from start in seconds.
+func secondsSince(start, t time.Time) float64 { return t.Sub(start).Seconds() }
 
 // result summarises the finished probes.
 func (p *prober) result() Visibility {
@@ -172,6 +206,7 @@ func (p *prober) result() Visibility {
 		Probes: p.mu.probes, Visible: int(h.Count()), TimedOut: p.mu.timedOut, Errors: p.mu.errors,
 		SeenLate: p.seenLate, Missing: len(p.missing), MissingSeries: p.missing,
 		P50Ms: ms(h.Quantile(0.5)), P99Ms: ms(h.Quantile(0.99)), MaxMs: ms(h.Max()),
+		Each: slices.Clone(p.mu.each),
 	}
 }
 

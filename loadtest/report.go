@@ -108,6 +108,27 @@ type Visibility struct {
 	P50Ms         float64  `json:"p50_ms"`
 	P99Ms         float64  `json:"p99_ms"`
 	MaxMs         float64  `json:"max_ms"`
+	// Each is every probe, in the order they finished: to see when the
+	// late ones were sent and through which server.
+	Each []ProbeRecord `json:"each,omitempty"`
+}
+
+// ProbeRecord is one visibility probe.
+type ProbeRecord struct {
+	// Via is the id of the server the probe's insert went to.
+	Via string `json:"via"`
+	// Sent and Acked are the insert's send and acknowledgement times,
+	// seconds since the measurement's start (Acked 0 when not acked).
+	Sent  float64 `json:"sent_s"`
+	Acked float64 `json:"acked_s,omitempty"`
+	// Outcome is visible, timed_out or error (the insert failed).
+	Outcome string `json:"outcome"`
+	// DelayMs is the acknowledgement-to-visibility delay of a visible
+	// probe, read at the default consistency (one replica);
+	// QuorumDelayMs the same read at quorum (0: not seen so within the
+	// probe timeout).
+	DelayMs       float64 `json:"delay_ms,omitempty"`
+	QuorumDelayMs float64 `json:"quorum_delay_ms,omitempty"`
 }
 
 // ServerSeries is one server's time series.
@@ -122,6 +143,16 @@ type Point struct {
 	T                float64 `json:"t"`
 	WriteBytesPerSec float64 `json:"write_bytes_per_sec"`
 	QueueRows        float64 `json:"queue_rows"`
+	// OverdueRows are the queued rows past their due time.
+	OverdueRows float64 `json:"overdue_rows"`
+	// AdmissionClosed says the server's smear admission refused new rows.
+	AdmissionClosed bool `json:"admission_closed,omitempty"`
+	// RetriedRowsPerSec is the rate of rows whose forward failed and was
+	// queued again.
+	RetriedRowsPerSec float64 `json:"retried_rows_per_sec"`
+	// ReplicationLagSeqs is the server's largest replication lag from a
+	// replica to one of its targets, in sequences.
+	ReplicationLagSeqs float64 `json:"replication_lag_seqs"`
 }
 
 // Comparison relates the smear-on run to the smear-off run.

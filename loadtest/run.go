@@ -167,6 +167,7 @@ func (r *runner) measure(ctx context.Context) window {
 	var w window
 	w.base = r.scrapeOrLatest(ctx)
 	w.start = time.Now()
+	r.prober.start = w.start
 	r.stats.measuring.Store(true)
 	stopProbes := make(chan struct{})
 	var starter sync.WaitGroup

@@ -49,6 +49,14 @@ func TestRunCompare(t *testing.T) {
 		if r.Visibility.Visible < 1 || r.Visibility.TimedOut != 0 || r.Visibility.Errors != 0 {
 			t.Errorf("%s: visibility %+v", r.Name, r.Visibility)
 		}
+		if v := r.Visibility; len(v.Each) != v.Probes {
+			t.Errorf("%s: %d probe records for %d probes", r.Name, len(v.Each), v.Probes)
+		}
+		for _, p := range r.Visibility.Each {
+			if p.Outcome != "visible" || p.DelayMs <= 0 || p.QuorumDelayMs <= 0 || p.Acked < p.Sent || p.Via == "" {
+				t.Errorf("%s: probe record %+v", r.Name, p)
+			}
+		}
 		if !r.Stored.Available || r.Stored.FairShare != 1.0/3 || len(r.TimeSeries) != 3 {
 			t.Errorf("%s: stored %+v, %d series", r.Name, r.Stored, len(r.TimeSeries))
 		}

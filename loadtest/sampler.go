@@ -13,6 +13,10 @@ type sample struct {
 	hasWrite bool    // the server exports MetricStoreWriteBytes
 	write    float64 // MetricStoreWriteBytes
 	queue    float64 // MetricSmearQueueRows (0 when absent)
+	overdue  float64 // MetricSmearOverdueRows (0 when absent)
+	closed   float64 // MetricSmearAdmissionClosed (0 when absent)
+	retried  float64 // MetricSmearRetriedRows (0 when absent)
+	lag      float64 // MetricReplicationMaxLag (0 when absent)
 }
 
 // sampler scrapes every server's /metrics each interval and keeps, per
@@ -44,7 +48,11 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 		wg.Go(func() {
 			m, err := s.cl.scrape(ctx, srv.URL)
 			w, hasWrite := m[MetricStoreWriteBytes]
-			out[i] = sample{at: time.Now(), ok: err == nil, hasWrite: hasWrite, write: w, queue: m[MetricSmearQueueRows]}
+			out[i] = sample{
+				at: time.Now(), ok: err == nil, hasWrite: hasWrite, write: w, queue: m[MetricSmearQueueRows],
+				overdue: m[MetricSmearOverdueRows], closed: m[MetricSmearAdmissionClosed],
+				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag],
+			}
 		})
 	}
 	wg.Wait()
@@ -80,6 +88,11 @@ func (s *sampler) add(cur []sample) {
 				T:                c.at.Sub(s.origin).Seconds(),
 				WriteBytesPerSec: counterRate(prev, c),
 				QueueRows:        c.queue,
+				OverdueRows:      c.overdue,
+				AdmissionClosed:  c.closed > 0,
+				RetriedRowsPerSec: counterDelta(prev.retried, c.retried) /
+					max(c.at.Sub(prev.at).Seconds(), 1e-9),
+				ReplicationLagSeqs: c.lag,
 			})
 		}
 		s.mu.last[i] = c
