@@ -531,8 +531,13 @@ func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 		}
 		return nil, fmt.Errorf("partition: register replica %s: %w", info.Placement, err)
 	}
-	if info.DataSpace != uuid.Nil {
-		sp.Lock() // the space's Applies read shared under it
+	if info.DataSpace != uuid.Nil && !sp.shared.Load() {
+		// The space's Applies read shared under its lock. Once shared
+		// it stays so, and a later member need not wait for the lock
+		// here: under a split storm at "now" the space's lock has a
+		// queue of Applies, and s.mu (which every push's lookup takes)
+		// would wait with it.
+		sp.Lock()
 		sp.shared.Store(true)
 		sp.Unlock()
 	}

@@ -11,7 +11,16 @@ package partition
 //
 // ReadLog, Scan, Aggregate, Checksum and the cursor methods keep working on
 // an unloading replica, so it can still push what its targets lack.
+//
+// Unloading a replica that is unloading already returns at once, without
+// the apply lock: every METADATA install acts on the UNLOAD answers again,
+// and must not wait for the queue of Applies of the replica's data space
+// each time (its pushes wait for the install). Unload and Resume must not
+// race each other (the server's discovery calls them one at a time).
 func (r *Replica) Unload() {
+	if r.unloading.Load() {
+		return // set under the lock by an Unload that returned
+	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.unloading.Store(true)
@@ -20,6 +29,9 @@ func (r *Replica) Unload() {
 
 // Resume undoes Unload (discovery answered SERVE or LOAD again). Idempotent.
 func (r *Replica) Resume() {
+	if !r.unloading.Load() {
+		return
+	}
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	r.unloading.Store(false)

@@ -66,6 +66,9 @@ type Config struct {
 	SyncTimeout, AckTimeout, MaxClockOffset, SplitCheckInterval         time.Duration
 	CatchUpConcurrency, MaxBodyBytes, MaxSubQueryBytes, MaxQueryBuckets int
 	WriteLimit                                                          int64
+	// ReplicationQuota is node.Config.ReplicationQuota: 0 turns the
+	// quota off.
+	ReplicationQuota int
 
 	// Knobs are the tests' hooks.
 	Knobs TestingKnobs
@@ -169,6 +172,9 @@ type Server struct {
 	// already replaced.
 	installMu sync.Mutex
 
+	// syncs shares concurrent syncs of one table (syncflight.go).
+	syncs *syncCoalescer
+
 	mu struct {
 		sync.Mutex
 		// synced is the txnseq of each table's last processed METADATA.
@@ -212,6 +218,7 @@ func New(cfg Config) *Server {
 	}
 	s.applied.Wait = replication.DefaultRelayWait
 	s.bg, s.cancel = context.WithCancel(context.Background())
+	s.syncs = newSyncCoalescer(s.loadAndInstall, s.goAttach)
 	s.mu.synced = make(map[string]uint64)
 	s.mu.replicas = make(map[uuid.UUID]Status)
 	s.mu.runtimes = make(map[uuid.UUID]*replicaRuntime)

@@ -49,20 +49,6 @@ func (s *Server) OnTableEvent(ctx context.Context, ev metadata.TableEvent) {
 	}
 }
 
-// syncTable loads the table's current METADATA (fetching it from a metadata
-// server if this server lacks it; a metadata server also stores it),
-// refreshes the router, creates the local replicas the file assigns here
-// (rule 4) and runs partition discovery for every local replica of the table.
-func (s *Server) syncTable(ctx context.Context, table string) error {
-	lctx, cancel := context.WithTimeout(ctx, s.cfg.SyncTimeout)
-	defer cancel()
-	cfg, file, err := s.committer.Load(lctx, table)
-	if err != nil {
-		return fmt.Errorf("load METADATA of %q: %w", table, err)
-	}
-	return s.Install(cfg, file)
-}
-
 // syncTableAt is syncTable for a TableConfig already read (a watch event):
 // it costs no etcd read, and no file read either when the router already
 // holds the file cfg names (the config may still have changed, e.g. its
