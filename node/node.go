@@ -92,6 +92,11 @@ type Config struct {
 	// consistency level needs; past it the answer is 503 "outcome
 	// unknown". Default 10s.
 	AckTimeout time.Duration
+	// ReplicationQuota is how many rows a coordinator lets the slowest
+	// copy that keeps up lag behind before its inserts wait for it
+	// (replication.Pusher.WaitQuota, docs/replication.md "The replication
+	// quota"); 0 turns it off (the default).
+	ReplicationQuota int
 	// LifecycleTick is how often UNLOAD replicas are checked for dropping
 	// and joins for finalizing; default 500ms.
 	LifecycleTick time.Duration
@@ -683,8 +688,8 @@ func (n *Node) newReplica() *replica.Server {
 		SyncTimeout: cfg.SyncTimeout, AckTimeout: cfg.AckTimeout, MaxClockOffset: cfg.MaxClockOffset,
 		SplitCheckInterval: cfg.SplitCheckInterval, CatchUpConcurrency: cfg.CatchUpConcurrency,
 		MaxBodyBytes: cfg.MaxBodyBytes, MaxSubQueryBytes: cfg.MaxSubQueryBytes, MaxQueryBuckets: cfg.MaxQueryBuckets,
-		WriteLimit: cfg.WriteLimit,
-		Knobs:      cfg.knobs.TestingKnobs,
+		WriteLimit: cfg.WriteLimit, ReplicationQuota: max(cfg.ReplicationQuota, 0),
+		Knobs: cfg.knobs.TestingKnobs,
 	})
 }
 

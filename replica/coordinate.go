@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -244,6 +245,13 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 	if err != nil {
 		return err
 	}
+	// One deadline for the wait before the write and the wait after it,
+	// so that a forwarded insert's answer comes within the caller's RPC
+	// timeout (AckTimeout and some).
+	deadline := time.Now().Add(s.cfg.AckTimeout)
+	if err := s.awaitQuota(ctx, placement, deadline); err != nil {
+		return err
+	}
 	if opts.Versioned {
 		// Stamped by the front end that first accepted them (a smeared
 		// insert): kept, and this clock moves past them (at most the max
@@ -270,7 +278,36 @@ func (s *Server) coordinate(ctx context.Context, table string, txnSeq uint64, p 
 	if err != nil {
 		return err
 	}
-	return s.awaitCopies(ctx, table, placement, in, rows, res.LastSeq, opts.Consistency)
+	return s.awaitCopies(ctx, table, placement, in, rows, res.LastSeq, opts.Consistency, deadline)
+}
+
+// awaitQuota waits, before an insert is written, until the replica's
+// slowest copy that keeps up is within the replication quota
+// (replication.Pusher.WaitQuota), for at most half the time to deadline:
+// the rest is for the copies of the insert itself. Past it the insert is
+// refused with nothing written (503 unavailable, safe to retry).
+func (s *Server) awaitQuota(ctx context.Context, placement uuid.UUID, deadline time.Time) error {
+	if s.cfg.ReplicationQuota <= 0 {
+		return nil
+	}
+	rt := s.runtime(placement)
+	if rt == nil {
+		return nil
+	}
+	qctx, cancel := context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+	defer cancel()
+	waited, err := rt.pusher.WaitQuota(qctx)
+	if waited > 0 {
+		s.metrics.QuotaWaitSeconds.Observe(waited.Seconds())
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		s.metrics.QuotaRefusals.Inc()
+		return fmt.Errorf("%w: insert refused before it was written: %w", wire.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // admittedInsert is what coordinate writes to and waits for: the local
@@ -325,7 +362,7 @@ func (s *Server) admitInsert(ctx context.Context, table string, txnSeq uint64, p
 // awaitCopies wakes the replica's pushes and waits until the copies the
 // plan needs hold the rows written up to seq, and, in a splitting
 // partition, the children's (waitChildren).
-func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.UUID, in admittedInsert, rows []model.Row, seq uint64, consistency string) error {
+func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.UUID, in admittedInsert, rows []model.Row, seq uint64, consistency string, deadline time.Time) error {
 	rt := s.runtime(placement)
 	if rt == nil {
 		// The replica was created a moment ago and discovery has not run
@@ -342,7 +379,7 @@ func (s *Server) awaitCopies(ctx context.Context, table string, placement uuid.U
 		return nil
 	}
 	rt.pusher.Notify()
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	if k := in.acks.fromOthers(); k > 0 {
 		if err := rt.pusher.WaitConfirmed(wctx, seq, in.acks.others, k); err != nil {

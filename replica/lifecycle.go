@@ -143,6 +143,9 @@ func (s *Server) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 		LaggardAfter: s.cfg.Knobs.LaggardAfter,
 		MaxLogLag:    s.cfg.Knobs.MaxLogLag,
 		TruncateMin:  s.cfg.Knobs.TruncateMin,
+		// Inserts wait for the slowest copy that keeps up once it is
+		// this far behind (awaitQuota).
+		Quota: uint64(s.cfg.ReplicationQuota),
 	})
 	ctx, cancel := context.WithCancel(s.bg)
 	rt := &replicaRuntime{pusher: p, cancel: cancel, done: make(chan struct{})}

@@ -37,6 +37,11 @@ type Metrics struct {
 	// done.
 	Snapshots       *prometheus.CounterVec
 	SnapshotSeconds prometheus.Histogram
+	// QuotaWaitSeconds is, per coordinated insert that waited for the
+	// replication quota, how long; QuotaRefusals counts the inserts
+	// refused because the wait ran out.
+	QuotaWaitSeconds prometheus.Histogram
+	QuotaRefusals    prometheus.Counter
 }
 
 // NewMetrics returns unregistered counters.
@@ -75,6 +80,12 @@ func NewMetrics() *Metrics {
 			Help:    "Duration of the row snapshots done, from start to the confirmation of the last batch.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 4, 10), // 50 ms .. 3.6 h
 		}),
+		QuotaWaitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tsdb_replication_quota_wait_seconds",
+			Help:    "Per coordinated insert that waited for its replica's slowest copy to come within the replication quota, the wait.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9), // 1 ms .. 65 s
+		}),
+		QuotaRefusals: c("tsdb_replication_quota_refusals_total",
+			"Inserts refused, nothing written, because the replica's slowest copy stayed behind the replication quota for half the ack timeout."),
 	}
 	for _, k := range replication.MoveKinds { // every series exists from the start, at 0
 		m.MovedRows.WithLabelValues(string(k))
@@ -119,7 +130,7 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) {
 	m := s.metrics
 	reg.MustRegister(m.PushRows, m.PushBytes, m.PushErrors, m.ReceivedRows, m.RelayRowsDropped, m.RelayRowsElided, m.RelayClaimsUnheld, m.CoordinatedRows)
 	reg.MustRegister(m.SplitsStarted, m.SplitsFollowed, m.SplitsImpossible, m.SplitsFinalized)
-	reg.MustRegister(m.MovedRows, m.MovedBytes, m.Snapshots, m.SnapshotSeconds)
+	reg.MustRegister(m.MovedRows, m.MovedBytes, m.Snapshots, m.SnapshotSeconds, m.QuotaWaitSeconds, m.QuotaRefusals)
 	reg.MustRegister(s.farVersions.rejected)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tsdb_replication_max_lag_seqs",

@@ -310,6 +310,13 @@ type Config struct {
 	// SnapshotDone, SnapshotFailed, SnapshotDropped. It must not block
 	// (the node counts it in its metrics). Stats counts them too.
 	OnSnapshotEnd func(target uuid.UUID, rows int, elapsed time.Duration, result string)
+	// Quota is the replication quota in rows (WaitQuota, quota.go): how
+	// far the slowest replica target that keeps up may lag before
+	// WaitQuota waits for it. 0 turns it off. QuotaStall is how long a
+	// target behind it may go without a successful push before it no
+	// longer counts; 0 means DefaultQuotaStall.
+	Quota      uint64
+	QuotaStall time.Duration
 }
 
 func (c *Config) ensureDefaults() {
@@ -324,6 +331,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.CatchUpBatchRows <= 0 {
 		c.CatchUpBatchRows = c.BatchRows
+	}
+	if c.QuotaStall <= 0 {
+		c.QuotaStall = DefaultQuotaStall
 	}
 	if c.RetryMin <= 0 {
 		c.RetryMin = DefaultRetryMin
@@ -439,6 +449,13 @@ type target struct {
 	lastErr      string
 	lastPush     time.Time
 	completeSent bool // a push with Complete=true was delivered
+	// keepsUp: inserts wait for this replica target when it lags more
+	// than the replication quota (quota.go). Set once its lag is within
+	// the quota, cleared when it fails or stalls while behind.
+	keepsUp bool
+	// behindSince is when the quota first found this target behind by
+	// more than the quota (zero while it is not).
+	behindSince time.Time
 	// passed: a truncation passed this target's cursor while it was a
 	// laggard (logged once per outage; cleared once it is none).
 	passed bool
@@ -1644,6 +1661,13 @@ func (p *Pusher) confirmStep(t *target, b batch) error {
 	if err := p.confirm(t.id, b.confirmTo); err != nil {
 		return err
 	}
+	if p.cfg.Quota > 0 {
+		// A target that caught up to within the quota counts again
+		// (WaitQuota), whether or not an insert looks meanwhile.
+		p.mu.Lock()
+		p.quotaStandingLocked(t, p.cfg.Log.SyncedSeq(), p.cfg.Now())
+		p.mu.Unlock()
+	}
 	if t.rs != nil && t.rs.done {
 		p.dropRowSnap(t, "done")
 	}
@@ -2177,6 +2201,9 @@ func (p *Pusher) noteFailure(t *target, attempt int, err error) {
 	p.mu.Lock()
 	t.lastErr = err.Error()
 	spec := t.spec
+	if p.cfg.Quota > 0 && t.keepsUp {
+		p.broadcastLocked() // WaitQuota no longer waits for it
+	}
 	p.mu.Unlock()
 	level := slog.LevelDebug
 	if attempt == 1 && !errors.Is(err, errInheritPending) { // a wait, expected after every split

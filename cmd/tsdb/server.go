@@ -21,7 +21,7 @@ import (
 type serverFlags struct {
 	id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
 	pprofAddr                                                        string
-	maxBody, minServers, rebalanceMoves                              int
+	maxBody, minServers, rebalanceMoves, replicationQuota            int
 	deadAfter, presplitEvery, sealAfter, sealQuiet                   time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
@@ -83,6 +83,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	s.mem.register(f)
+	f.IntVar(&s.replicationQuota, "replication-quota", 0, "rows a partition's slowest copy that keeps up may lag behind the replica that coordinates its inserts before new inserts there wait for it (up to half the ack timeout, then 503 unavailable with nothing written), e.g. 32768; a copy that is down, stalled or catching up is not waited for (0: no quota; docs/replication.md)")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
 }
 
@@ -125,6 +126,9 @@ func (s *serverFlags) validate() error {
 	}
 	if s.deadAfter < time.Second {
 		return fmt.Errorf("--dead-after %v: want at least 1s", s.deadAfter)
+	}
+	if s.replicationQuota < 0 {
+		return fmt.Errorf("--replication-quota %d: want 0 (off) or more rows", s.replicationQuota)
 	}
 	if s.writeLimit < 0 || s.smearMaxBytes < 0 {
 		return fmt.Errorf("--write-limit %d, --smear-queue-max-bytes %d: want 0 or more", s.writeLimit, s.smearMaxBytes)
@@ -183,7 +187,8 @@ func (s *serverFlags) config() (node.Config, error) {
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
 		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), CacheSize: s.cacheSize,
-		NoMemoryHead: !s.mem.on, MemoryHeadBytes: s.mem.bytes,
+		ReplicationQuota: s.replicationQuota,
+		NoMemoryHead:     !s.mem.on, MemoryHeadBytes: s.mem.bytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
 		HTTP: newHTTPServer,
 	}
