@@ -1665,7 +1665,7 @@ func (p *Pusher) confirmStep(t *target, b batch) error {
 		// A target that caught up to within the quota counts again
 		// (WaitQuota), whether or not an insert looks meanwhile.
 		p.mu.Lock()
-		p.quotaStandingLocked(t, p.cfg.Log.SyncedSeq(), p.cfg.Now())
+		p.quotaStandingLocked(t, p.cfg.Log.SyncedSeq(), time.Now())
 		p.mu.Unlock()
 	}
 	if t.rs != nil && t.rs.done {

@@ -47,7 +47,7 @@ func (p *Pusher) WaitQuota(ctx context.Context) (time.Duration, error) {
 	}()
 	for {
 		p.mu.Lock()
-		over, ok := p.overQuotaLocked(p.cfg.Now())
+		over, ok := p.overQuotaLocked(time.Now())
 		changed := p.mu.changed
 		p.mu.Unlock()
 		if !ok {
@@ -98,7 +98,8 @@ func (p *Pusher) overQuotaLocked(now time.Time) (quotaLag, bool) {
 
 // quotaStandingLocked updates t's standing for the quota and reports
 // whether inserts must wait for it, with its lag: it is a replica target
-// that keeps up and is more than the quota behind synced.
+// that keeps up and is more than the quota behind synced. now is
+// time.Now, the clock of t.lastPush.
 func (p *Pusher) quotaStandingLocked(t *target, synced uint64, now time.Time) (uint64, bool) {
 	if p.cfg.Quota == 0 || t.spec.Kind != metadata.TargetReplica {
 		return 0, false
