@@ -85,13 +85,12 @@ func (s *sampler) add(cur []sample) {
 		prev := s.mu.last[i]
 		if prev.ok && prev.hasWrite && c.hasWrite {
 			s.mu.points[i] = append(s.mu.points[i], Point{
-				T:                c.at.Sub(s.origin).Seconds(),
-				WriteBytesPerSec: counterRate(prev, c),
-				QueueRows:        c.queue,
-				OverdueRows:      c.overdue,
-				AdmissionClosed:  c.closed > 0,
-				RetriedRowsPerSec: counterDelta(prev.retried, c.retried) /
-					max(c.at.Sub(prev.at).Seconds(), 1e-9),
+				T:                  c.at.Sub(s.origin).Seconds(),
+				WriteBytesPerSec:   counterRate(prev, c, func(x sample) float64 { return x.write }),
+				QueueRows:          c.queue,
+				OverdueRows:        c.overdue,
+				AdmissionClosed:    c.closed > 0,
+				RetriedRowsPerSec:  counterRate(prev, c, func(x sample) float64 { return x.retried }),
 				ReplicationLagSeqs: c.lag,
 			})
 		}
@@ -99,14 +98,14 @@ func (s *sampler) add(cur []sample) {
 	}
 }
 
-// counterRate is the write counter's rate from a to b; a restart (the
-// counter went down) counts from zero.
-func counterRate(a, b sample) float64 {
+// counterRate is the rate from a to b of the counter that value reads; a
+// restart (the counter went down) counts from zero.
+func counterRate(a, b sample, value func(sample) float64) float64 {
 	dt := b.at.Sub(a.at).Seconds()
 	if dt <= 0 {
 		return 0
 	}
-	return counterDelta(a.write, b.write) / dt
+	return counterDelta(value(a), value(b)) / dt
 }
 
 // counterDelta is b-a, or b when the counter was reset in between.
