@@ -20,6 +20,9 @@ const (
 	// MetricSmearOverdueRows is the gauge of queued rows past their due
 	// time.
 	MetricSmearOverdueRows = "tsdb_smear_overdue_rows"
+	// MetricSmearLateInFlightRows is the gauge of rows in forward calls
+	// late past their due time (loaded on time, not yet delivered).
+	MetricSmearLateInFlightRows = "tsdb_smear_late_in_flight_rows"
 	// MetricSmearAdmissionClosed is 1 while a server's smear admission
 	// refuses new rows.
 	MetricSmearAdmissionClosed = "tsdb_smear_admission_closed"
@@ -33,7 +36,7 @@ const (
 
 // scrapedMetrics are the names the sampler reads.
 var scrapedMetrics = []string{
-	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows,
+	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows, MetricSmearLateInFlightRows,
 	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag,
 }
 

@@ -145,6 +145,9 @@ type Point struct {
 	QueueRows        float64 `json:"queue_rows"`
 	// OverdueRows are the queued rows past their due time.
 	OverdueRows float64 `json:"overdue_rows"`
+	// LateInFlightRows are the rows of forward calls late past their due
+	// time, which admission counts with the overdue ones.
+	LateInFlightRows float64 `json:"late_in_flight_rows"`
 	// AdmissionClosed says the server's smear admission refused new rows.
 	AdmissionClosed bool `json:"admission_closed,omitempty"`
 	// RetriedRowsPerSec is the rate of rows whose forward failed and was

@@ -14,6 +14,7 @@ type sample struct {
 	write    float64 // MetricStoreWriteBytes
 	queue    float64 // MetricSmearQueueRows (0 when absent)
 	overdue  float64 // MetricSmearOverdueRows (0 when absent)
+	late     float64 // MetricSmearLateInFlightRows (0 when absent)
 	closed   float64 // MetricSmearAdmissionClosed (0 when absent)
 	retried  float64 // MetricSmearRetriedRows (0 when absent)
 	lag      float64 // MetricReplicationMaxLag (0 when absent)
@@ -50,7 +51,7 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 			w, hasWrite := m[MetricStoreWriteBytes]
 			out[i] = sample{
 				at: time.Now(), ok: err == nil, hasWrite: hasWrite, write: w, queue: m[MetricSmearQueueRows],
-				overdue: m[MetricSmearOverdueRows], closed: m[MetricSmearAdmissionClosed],
+				overdue: m[MetricSmearOverdueRows], late: m[MetricSmearLateInFlightRows], closed: m[MetricSmearAdmissionClosed],
 				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag],
 			}
 		})
@@ -89,6 +90,7 @@ func (s *sampler) add(cur []sample) {
 				WriteBytesPerSec:   counterRate(prev, c, func(x sample) float64 { return x.write }),
 				QueueRows:          c.queue,
 				OverdueRows:        c.overdue,
+				LateInFlightRows:   c.late,
 				AdmissionClosed:    c.closed > 0,
 				RetriedRowsPerSec:  counterRate(prev, c, func(x sample) float64 { return x.retried }),
 				ReplicationLagSeqs: c.lag,

@@ -2,6 +2,7 @@ package smear
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -70,7 +71,21 @@ const (
 	// widespreadFailures is the number of failing partitions from which
 	// the rows retrying count as behind (see admission.failedParts).
 	widespreadFailures = 2
+	// widespreadLate is the number of partitions from which the rows of
+	// forward calls late in the forwarder's hands count as behind (see
+	// admission.calls).
+	widespreadLate = 2
 )
+
+// trackedCall is admission's record of one planned forward call, from its
+// plan to its end: the call's partition, its rows, and the latest due
+// time among them. A call whose latest row is overdue (due more than
+// OverdueAfter ago) while it waits for a slot or is in flight is late.
+type trackedCall struct {
+	part partKey
+	rows int64
+	due  int64
+}
 
 // admission is the queue's admission state (guarded by Queue.mu).
 type admission struct {
@@ -99,6 +114,18 @@ type admission struct {
 	accepted, forwarded, handled int64
 	// acceptRate, forwardRate and handleRate are their EWMAs, rows/s.
 	acceptRate, forwardRate, handleRate float64
+	// calls holds the forward calls planned and not ended (waiting for
+	// a slot, or in flight), except probes of failing partitions.
+	// lateInFlight is, as of the last tick, the rows of those whose
+	// latest row is overdue, once they span widespreadLate partitions or
+	// more: rows the forwarder loaded on time and has not delivered, as
+	// when every replica set of the present confirms slowly. They count
+	// with the overdue rows. Calls late to one partition only do not (a
+	// partition splitting or catching up must not close admission for
+	// the whole server), nor do probes of a failing partition (its
+	// unavailability is not the forwarder's capacity).
+	calls        map[*trackedCall]struct{}
+	lateInFlight int64
 	// failingCalls counts the forward calls in flight to partitions
 	// whose last call failed; failedTick is set when a call failed since
 	// the last tick. While either holds, rows overdue may be the doing
@@ -142,6 +169,7 @@ func newAdmission(o *Options) admission {
 		tick: int64(o.AdmitTick), window: int64(o.RateWindow),
 		overdueAfter: int64(o.OverdueAfter), behindFor: int64(o.BehindFor),
 		boundary: math.MinInt64, future: make(map[int64]int64),
+		calls:    make(map[*trackedCall]struct{}),
 		capacity: o.InitialForwardRate, floor: o.InitialForwardRate,
 	}
 }
@@ -152,7 +180,7 @@ func newAdmission(o *Options) admission {
 func (a *admission) slotBudget(near bool) int64 {
 	f := headroom
 	switch {
-	case !near || a.overdue > 0:
+	case !near || a.overdue+a.lateInFlight > 0:
 	case a.saturated:
 		f = probe
 	default:
@@ -255,8 +283,9 @@ func (a *admission) unload(due, n int64, retry bool) {
 // count that went wrong). Admission opens: nothing is left to be late.
 // It reports whether admission was closed.
 func (a *admission) reset() bool {
-	a.overdue, a.inflight, a.retrying = 0, 0, 0
+	a.overdue, a.inflight, a.retrying, a.lateInFlight = 0, 0, 0, 0
 	clear(a.future)
+	clear(a.calls)
 	wasClosed := a.closed
 	a.closed, a.behindSince = false, 0
 	return wasClosed
@@ -311,6 +340,8 @@ func (a *admission) update(now int64, closing bool) transition {
 	a.accepted, a.forwarded, a.handled = 0, 0, 0
 	a.lastTick = now
 	a.advance(now - a.overdueAfter)
+	a.lateInFlight = a.countLateCalls()
+	late := a.overdue + a.lateInFlight
 	failing := a.failingCalls > 0 || a.failedTick
 	a.failedTick = false
 	// proven is the forward rate as a measure of capacity: no more than
@@ -321,9 +352,9 @@ func (a *admission) update(now int64, closing bool) transition {
 	// a tick may lower the estimate, never raise it.
 	proven := min(a.forwardRate, max(a.capacity, a.acceptRate))
 	switch {
-	case a.overdue > 0 && failing:
+	case late > 0 && failing:
 		// Overdue, but calls are failing: not a measure of capacity.
-	case a.overdue > 0:
+	case late > 0:
 		// Saturated: what it forwards is what it can (falling by at
 		// most half per tick, so that one stalled call does not
 		// collapse the estimate at once).
@@ -382,10 +413,32 @@ func (a *admission) stepBack(now int64, closing bool) transition {
 // and the rows retrying when forwards fail in widespreadFailures
 // partitions or more and the rows retrying grew in the last tick.
 func (a *admission) behindRows() int64 {
+	rows := a.overdue + a.lateInFlight
 	if a.failedParts >= widespreadFailures && a.retryGrowing {
-		return a.overdue + a.retrying
+		rows += a.retrying
 	}
-	return a.overdue
+	return rows
+}
+
+// countLateCalls returns the rows of the tracked calls whose latest row
+// is overdue, or 0 when those calls go to fewer than widespreadLate
+// partitions.
+func (a *admission) countLateCalls() int64 {
+	var rows int64
+	var parts []partKey
+	for c := range a.calls {
+		if !a.isOverdue(a.bucket(c.due)) {
+			continue
+		}
+		rows += c.rows
+		if len(parts) < widespreadLate && !slices.Contains(parts, c.part) {
+			parts = append(parts, c.part)
+		}
+	}
+	if len(parts) < widespreadLate {
+		return 0
+	}
+	return rows
 }
 
 // evaluate applies the closing and opening rules at now.
@@ -441,6 +494,11 @@ type AdmissionState struct {
 	// RetryingRows those written back after a failed forward (neither
 	// is ever overdue).
 	InFlightRows, RetryingRows int64
+	// LateInFlightRows counts, as of the last tick, the rows of forward
+	// calls (waiting for a slot or in flight) whose latest row is
+	// overdue, when such calls go to two partitions or more; they count
+	// as behind with OverdueRows.
+	LateInFlightRows int64
 	// AcceptRate and ForwardRate are the EWMAs of rows enqueued and
 	// forwarded per second; HandleRate of rows settled, requeued ones
 	// included.
@@ -460,7 +518,8 @@ func (q *Queue) Admission() AdmissionState {
 	q.tickLocked()
 	a := &q.mu.adm
 	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, InFlightRows: a.inflight, RetryingRows: a.retrying,
-		AcceptRate: a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
+		LateInFlightRows: a.lateInFlight,
+		AcceptRate:       a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
 		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
 }
 
@@ -475,6 +534,22 @@ func (q *Queue) noteFailing(delta int64) {
 		return
 	}
 	a.failingCalls = max(a.failingCalls+delta, 0)
+}
+
+// trackCall starts counting a planned forward call's rows for the late
+// rule (see admission.calls), untrackCall stops: the call ended, was given
+// up, held, or became a probe of a failing partition. Untracking twice is
+// harmless.
+func (q *Queue) trackCall(c *trackedCall) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.mu.adm.calls[c] = struct{}{}
+}
+
+func (q *Queue) untrackCall(c *trackedCall) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.mu.adm.calls, c)
 }
 
 // noteFailedParts records how many partitions' last forward call failed.
@@ -508,7 +583,7 @@ func (q *Queue) noteTransition(tr transition) {
 	case nowClosed:
 		q.metrics.admissionClosings.Inc()
 		q.log.Warn("smear: forwarding is behind; refusing new smeared inserts until the overdue rows are forwarded",
-			"overdue_rows", a.overdue, "retrying_rows", a.retrying, "failing_partitions", a.failedParts,
+			"overdue_rows", a.overdue, "late_in_flight_rows", a.lateInFlight, "retrying_rows", a.retrying, "failing_partitions", a.failedParts,
 			"accept_rows_per_s", int64(a.acceptRate), "forward_rows_per_s", int64(a.forwardRate))
 	case nowOpen:
 		q.log.Info("smear: overdue rows forwarded; admitting smeared inserts again",
@@ -520,6 +595,7 @@ func (q *Queue) noteTransition(tr transition) {
 	q.metrics.acceptRate.Set(a.acceptRate)
 	q.metrics.forwardRate.Set(a.forwardRate)
 	q.metrics.overdueRows.Set(float64(a.overdue))
+	q.metrics.lateInFlightRows.Set(float64(a.lateInFlight))
 	closed := 0.0
 	if a.closed {
 		closed = 1

@@ -208,7 +208,15 @@
 // Rows in a call's hands and rows requeued after a failed forward are
 // never overdue, requeued rows count as handled, and a failing partition
 // holds one call slot at most: an unavailable partition does not close
-// admission (TestFailingPartitionKeepsAdmissionOpen). Once forwards fail
+// admission (TestFailingPartitionKeepsAdmissionOpen). Rows loaded on time
+// can still be delivered late, when calls wait for a slot or their replica
+// sets confirm slowly: admission tracks every planned call (its rows and
+// its latest due time) until it ends, and once the calls whose latest row
+// is overdue go to two partitions or more, their rows count with the
+// overdue ones in the closing and opening rules and as saturation for the
+// capacity estimate (TestLateCallsCloseAdmission). Late calls to one
+// partition only (a partition splitting or catching up), and probes of a
+// failing partition, do not count (TestOneSlowPartitionKeepsAdmissionOpen). Once forwards fail
 // in two partitions or more and the rows retrying grew by more than
 // minSlotRows in the last tick, they count with the overdue ones in the
 // closing and opening rules: a cluster over its capacity, not partitions
@@ -228,7 +236,7 @@
 // _quarantined_entries_total; for forwarding and admission,
 // tsdb_smear_forward_calls_in_flight, _accept_rows_per_second,
 // _forward_rows_per_second, _forward_capacity_rows_per_second,
-// _overdue_rows, _admission_closed (gauges), _admission_closings_total and
+// _overdue_rows, _late_in_flight_rows, _admission_closed (gauges), _admission_closings_total and
 // _behind_rejections_total.
 //
 // # Concurrency

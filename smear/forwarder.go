@@ -419,6 +419,7 @@ func (f *Forwarder) launch(ctx context.Context, upTo int64, own *sync.WaitGroup)
 			// requeue the rows with backoff rather than hold them (they
 			// would be overdue) or send them (more calls to wait on an
 			// ack timeout).
+			f.q.untrackCall(c.track)
 			resolved, o := f.record(ctx, c, nil, errHeld)
 			f.finish(ctx, resolved, o)
 			continue
@@ -478,6 +479,13 @@ func (f *Forwarder) load(ctx context.Context, upTo int64) ([]*call, passStats, e
 	for _, g := range groupByTable(entries) {
 		planned = append(planned, f.plan(ctx, g)...)
 	}
+	for _, c := range planned {
+		c.track = &trackedCall{part: c.part, rows: int64(len(c.rows)), due: math.MinInt64}
+		for _, r := range c.refs {
+			c.track.due = max(c.track.due, r.e.due)
+		}
+		f.q.trackCall(c.track)
+	}
 	return planned, st, nil
 }
 
@@ -519,9 +527,11 @@ func (f *Forwarder) acquire(ctx context.Context, c *call) (ok, held bool) {
 	if ps.failed {
 		// A probe of a failing partition: while it is in flight,
 		// rows overdue may be its doing, not the forwarder's
-		// capacity (admission does not measure the capacity then).
+		// capacity (admission does not measure the capacity then),
+		// and its own rows are not late for the forwarder's sake.
 		c.probe = true
 		f.q.noteFailing(1)
+		f.q.untrackCall(c.track)
 	}
 	return true, false
 }
@@ -547,6 +557,7 @@ func (f *Forwarder) release(c *call, o outcome) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.mu.running--
+	f.q.untrackCall(c.track)
 	if c.probe {
 		f.q.noteFailing(-1)
 	}
@@ -602,6 +613,9 @@ func (f *Forwarder) countFailedLocked() int {
 // else pending leave the in-flight set unsettled.
 func (f *Forwarder) giveUp(calls []*call) {
 	var resolved []*entry
+	for _, c := range calls {
+		f.q.untrackCall(c.track)
+	}
 	f.outcomeMu.Lock()
 	for _, c := range calls {
 		for _, r := range c.refs {
@@ -709,6 +723,9 @@ type rowRef struct {
 type call struct {
 	part  partKey
 	probe bool // sent to a partition whose last call failed
+	// track is the call's record in admission's late rule, from its plan
+	// to its end (Queue.trackCall).
+	track *trackedCall
 	table string
 	rows  []model.Row
 	refs  []rowRef

@@ -679,3 +679,143 @@ func TestLoadBoundedWhateverTheWindow(t *testing.T) {
 		t.Fatalf("%d rows loaded by one launch with 16 free calls of 100 rows, want %d (maxLoadCalls calls' worth)", st.InFlightRows, want)
 	}
 }
+
+// gatedParts routes rows by time parity; the calls to the partitions in
+// slow wait until release, then accept every row (replica sets that
+// confirm, but late), those to the others accept at once.
+type gatedParts struct {
+	slow map[int]bool
+	gate chan struct{}
+	mu   sync.Mutex
+	held int // calls waiting on the gate
+}
+
+func (s *gatedParts) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		out[i] = int(r.Time % 2)
+	}
+	return out, nil
+}
+
+func (s *gatedParts) Forward(ctx context.Context, _ string, rows []model.Row) ([]error, error) {
+	if !s.slow[int(rows[0].Time%2)] {
+		return nil, nil
+	}
+	s.mu.Lock()
+	s.held++
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.held--; s.mu.Unlock() }()
+	select {
+	case <-s.gate:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *gatedParts) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// TestLateCallsCloseAdmission: the forwarder loads every row in the second
+// it falls due, but the calls of both partitions take far longer than the
+// overdue allowance to be confirmed. Nothing is overdue in the queue, yet
+// the rows acknowledged meanwhile would wait for those replica sets:
+// admission counts the late calls' rows as behind and closes, and opens
+// again once the calls are confirmed. Before, rows in a call's hands were
+// never behind, and admission stayed open however late they were.
+func TestLateCallsCloseAdmission(t *testing.T) {
+	clk, opts := clockedOptions(t)
+	q := openQueue(t, t.TempDir(), opts)
+	s := &gatedParts{slow: map[int]bool{0: true, 1: true}, gate: make(chan struct{})}
+	f := NewForwarder(q, s, ForwarderOptions{})
+	ctx := context.Background()
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(s.gate)
+		}
+		f.waitIdle()
+	})
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 20), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	launchNow(t, f, clk)
+	eventually(t, "both partitions' calls in the sender", func() bool { return s.waiting() == 2 })
+	closedAt := -1
+	for sec := 1; sec <= 10 && closedAt < 0; sec++ {
+		clk.ns.Add(int64(time.Second))
+		err := q.Enqueue(ctx, "cpu", makeRows(sec, 20), clk.Now().Add(time.Hour)) // due later: not loaded
+		st := q.Admission()
+		if st.OverdueRows != 0 {
+			t.Fatalf("second %d: %d rows overdue in the queue, want 0 (every due row is in a call)", sec, st.OverdueRows)
+		}
+		if st.Closed {
+			closedAt = sec
+			if st.LateInFlightRows != 20 {
+				t.Fatalf("second %d: closed with %d late rows in flight, want 20", sec, st.LateInFlightRows)
+			}
+		}
+		if err != nil && !errors.Is(err, ErrBehind) {
+			t.Fatalf("second %d: %v", sec, err)
+		}
+	}
+	if closedAt < 0 {
+		t.Fatalf("admission still open after 10 s of calls to two partitions late by 8 s: %+v", q.Admission())
+	}
+	if err := q.Enqueue(ctx, "cpu", makeRows(99, 1), clk.Now().Add(time.Hour)); !errors.Is(err, ErrBehind) {
+		t.Fatalf("insert while closed: %v, want ErrBehind", err)
+	}
+	close(s.gate)
+	released = true
+	f.waitIdle()
+	clk.ns.Add(int64(time.Second))
+	if st := q.Admission(); st.Closed || st.LateInFlightRows != 0 {
+		t.Fatalf("late calls confirmed: admission %+v, want open with nothing late", st)
+	}
+}
+
+// TestOneSlowPartitionKeepsAdmissionOpen: one partition's call waits far
+// past its rows' due time (a partition splitting or catching up) while the
+// other partition takes its rows at once. Late rows of one partition are
+// not the forwarder's capacity, and refusing inserts to every partition
+// would not speed that one up: they are not counted late, and admission
+// stays open.
+func TestOneSlowPartitionKeepsAdmissionOpen(t *testing.T) {
+	clk, opts := clockedOptions(t)
+	q := openQueue(t, t.TempDir(), opts)
+	s := &gatedParts{slow: map[int]bool{1: true}, gate: make(chan struct{})}
+	f := NewForwarder(q, s, ForwarderOptions{})
+	ctx := context.Background()
+	t.Cleanup(func() { close(s.gate); f.waitIdle() })
+	if err := q.Enqueue(ctx, "cpu", makeRows(0, 20), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	launchNow(t, f, clk)
+	eventually(t, "partition 1's call in the sender", func() bool { return s.waiting() == 1 })
+	for sec := 1; sec <= 15; sec++ {
+		clk.ns.Add(int64(time.Second))
+		even := makeRows(sec, 40)
+		rows := even[:0]
+		for _, r := range even {
+			if r.Time%2 == 0 {
+				rows = append(rows, r)
+			}
+		}
+		if err := q.Enqueue(ctx, "cpu", rows, clk.Now()); err != nil {
+			t.Fatalf("second %d: insert refused: %v", sec, err)
+		}
+		launchNow(t, f, clk)
+		eventually(t, "partition 0's rows confirmed", func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.mu.running == 1
+		})
+		if st := q.Admission(); st.Closed || st.LateInFlightRows != 0 || st.OverdueRows != 0 {
+			t.Fatalf("second %d: one slow partition: admission %+v, want open with nothing late or overdue", sec, st)
+		}
+	}
+}

@@ -25,6 +25,7 @@ type Metrics struct {
 	forwardRate       prometheus.Gauge   // EWMA of rows forwarded per second
 	capacity          prometheus.Gauge   // estimated forward capacity, rows/s
 	overdueRows       prometheus.Gauge   // rows due more than OverdueAfter ago, still queued
+	lateInFlightRows  prometheus.Gauge   // rows of late forward calls, counted as behind
 	admissionClosed   prometheus.Gauge   // 1 while new smeared inserts are refused
 	admissionClosings prometheus.Counter // times admission closed
 	behindRejects     prometheus.Counter // inserts refused with ErrBehind, or ErrDueFull on every draw (RefusedDueFull)
@@ -107,6 +108,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsdb_smear_overdue_rows",
 			Help: "Queued rows due more than the overdue allowance (2 s) ago and not in a forward call: the forwarder's backlog (rows retrying after a failed forward are not counted).",
 		}),
+		lateInFlightRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_late_in_flight_rows",
+			Help: "Rows of forward calls (waiting for a slot or in flight) whose latest row is due more than the overdue allowance (2 s) ago, counted when such calls go to two partitions or more (probes of failing partitions excluded): loaded on time, not delivered; admission counts them with the overdue rows.",
+		}),
 		admissionClosed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_admission_closed",
 			Help: "1 while this server refuses new smeared inserts (503 queue_full) because forwarding is behind.",
@@ -123,7 +128,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay,
 			m.forwarded, m.retried, m.callFailures, m.quarantined, m.callSeconds, m.callRows, m.settleSecs,
-			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.admissionClosed,
+			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.lateInFlightRows, m.admissionClosed,
 			m.admissionClosings, m.behindRejects)
 	}
 	return m
