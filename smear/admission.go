@@ -518,8 +518,7 @@ func (q *Queue) Admission() AdmissionState {
 	q.tickLocked()
 	a := &q.mu.adm
 	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, InFlightRows: a.inflight, RetryingRows: a.retrying,
-		LateInFlightRows: a.lateInFlight,
-		AcceptRate:       a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
+		LateInFlightRows: a.lateInFlight, AcceptRate: a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
 		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
 }
 
