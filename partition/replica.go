@@ -36,6 +36,10 @@ type Replica struct {
 	synced *syncTracker
 	// hints are the relay hints of this replica's log (relayhints.go).
 	hints relayHints
+	// sizeMemo is the last size scan that found the replica under its
+	// split limit (sizememo.go); sizeScans counts the scans, for tests.
+	sizeMemo  sizeMemo
+	sizeScans atomic.Int64
 	// inflight counts the Applies in flight: past their checks under
 	// applyMu and not returned yet (a batch made visible but not synced,
 	// or a tie waiting for an earlier sync). A drop marks the replica

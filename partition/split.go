@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -786,20 +787,37 @@ func (r *Replica) wholeBucketBounds() (lower, upper []byte) {
 // in its range, stopping once the sum passes limit. It skips what lies
 // outside the range in the storage buckets at its ends (the rows of the
 // members beside it in a shared data space) with a seek per series rather
-// than reading them. The caller holds the store's gate.
+// than reading them. A scan that found the range under its limit is
+// remembered, and the checks that follow project from it while they can
+// (sizememo.go) instead of scanning again. The caller holds the store's
+// gate.
 func (r *Replica) scanSize(limit uint64) (uint64, error) {
+	now, seq := time.Now(), r.HighSeq()
+	if n, ok := r.sizeMemo.project(seq, limit, now); ok {
+		return n, nil
+	}
+	n, rows, err := r.countSize(limit)
+	if err == nil && n <= limit {
+		r.sizeMemo.remember(now, seq, n, rows)
+	}
+	return n, err
+}
+
+// countSize counts the in-range rows' bytes (rowIter.rowBytes) and the
+// rows, stopping once the bytes pass limit.
+func (r *Replica) countSize(limit uint64) (n, rows uint64, err error) {
+	r.sizeScans.Add(1)
 	sr, err := r.newSplitReader()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer sr.close()
-	var n uint64
 	var seek []byte
 	valid := sr.it.First()
 	for valid && n <= limit {
 		bk, series, t, err := rowKeyParts(sr.it.Key())
 		if err != nil {
-			return 0, r.splitErr(err)
+			return 0, 0, r.splitErr(err)
 		}
 		switch {
 		case t < sr.from:
@@ -812,18 +830,19 @@ func (r *Replica) scanSize(limit uint64) (uint64, error) {
 			seek = append(r.ks.appendBucketSeriesKey(seek[:0], bk, string(series)), 1)
 		default:
 			n += sr.rowBytes()
+			rows++
 			valid = sr.it.Next()
 			continue
 		}
 		if bytes.Compare(seek, sr.it.Key()) <= 0 {
 			// A key whose bucket does not match its time: the seek would
 			// not move forward.
-			return 0, r.splitErr(fmt.Errorf("%w: row key %x in the wrong storage bucket", ErrCorrupt, sr.it.Key()))
+			return 0, 0, r.splitErr(fmt.Errorf("%w: row key %x in the wrong storage bucket", ErrCorrupt, sr.it.Key()))
 		}
 		valid = sr.it.SeekGE(seek)
 	}
 	if err := sr.it.Error(); err != nil {
-		return 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)
+		return 0, 0, fmt.Errorf("partition: replica %s: size scan: %w", r.info.Placement, err)
 	}
-	return n, nil
+	return n, rows, nil
 }

@@ -857,6 +857,7 @@ func TestSizeScanRefusesKeyInWrongBucket(t *testing.T) {
 	if err := s.db.Set(key, []byte{0}, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
+	forgetSize(child) // else the last scan's memo answers: nothing was applied since
 	if _, err := scanSizeOf(s, child); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("scanSize over a key in the wrong bucket: %v, want ErrCorrupt", err)
 	}
@@ -869,4 +870,90 @@ func scanSizeOf(s *Store, r *Replica) (uint64, error) {
 	}
 	defer s.gate.Exit()
 	return r.scanSize(1 << 30)
+}
+
+// forgetSize drops r's size memo: the next check scans.
+func forgetSize(r *Replica) { r.sizeMemo.remember(time.Time{}, 0, 0, 0) }
+
+// TestSizeMemo: a child at "now" in a shared space whose storage bucket
+// holds its siblings' rows. The split trigger's first check scans it; the
+// checks that follow project from that scan by the sequences assigned
+// since (no scan), and never below the rows' true size while the rows are
+// alike; once the projection passes the limit they scan again, and the
+// scan decides. A memo older than sizeMemoTTL, or one with no row to
+// average from, is not used.
+func TestSizeMemo(t *testing.T) {
+	s := openTestStore(t, "")
+	base := int64(1) << 40
+	sib := createSharingReplica(t, s, nil, nil) // the space; its rows fill the bucket around the child
+	begin, end := base+10e9, base+20e9
+	child := createSharingReplica(t, s, &begin, &end)
+	spaceRows(t, sib, 50, []int64{base + 1e9, base + 30e9}, 1)
+	spaceRows(t, child, 20, []int64{begin, begin + 1}, 1)
+	exact := func() uint64 {
+		t.Helper()
+		if err := s.gate.Enter(ErrClosed); err != nil {
+			t.Fatal(err)
+		}
+		defer s.gate.Exit()
+		n, _, err := child.countSize(1 << 62)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	check := func(limit uint64, wantScan bool) uint64 {
+		t.Helper()
+		before := child.sizeScans.Load()
+		if err := s.gate.Enter(ErrClosed); err != nil {
+			t.Fatal(err)
+		}
+		n, err := child.scanSize(limit)
+		s.gate.Exit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scanned := child.sizeScans.Load() > before; scanned != wantScan {
+			t.Fatalf("scanSize(%d) = %d: scanned %v, want %v", limit, n, scanned, wantScan)
+		}
+		return n
+	}
+	size0 := exact()
+	if n := check(1<<30, true); n != size0 {
+		t.Fatalf("first check = %d, want the scan's %d", n, size0)
+	}
+	if n := check(1<<30, false); n != size0 {
+		t.Fatalf("check with nothing applied since = %d, want the memo's %d", n, size0)
+	}
+	spaceRows(t, child, 20, []int64{begin + 2, begin + 3}, 1) // as many rows again, alike
+	size1 := exact()
+	if n := check(1<<30, false); n < size1 {
+		t.Fatalf("projection %d below the true size %d", n, size1)
+	}
+	// Under a limit the projection stays within, it answers; past one,
+	// only a scan can tell.
+	check(size1+size1/8, false)
+	if n := check(size1-1, true); n <= size1-1 {
+		t.Fatalf("check past the limit = %d, want the scan's count past %d", n, size1-1)
+	}
+	// A memo past its age is not used.
+	child.sizeMemo.mu.Lock()
+	child.sizeMemo.at = child.sizeMemo.at.Add(-sizeMemoTTL - time.Second)
+	child.sizeMemo.mu.Unlock()
+	check(1<<30, true)
+	// Nothing in range: a projection needs an average row.
+	eb, ee := base+40e9, base+50e9 // no row of the space lies there
+	empty := createSharingReplica(t, s, &eb, &ee)
+	if err := s.gate.Enter(ErrClosed); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = empty.scanSize(1 << 30)
+	s.gate.Exit()
+	if empty.sizeMemo.rows != 0 || empty.sizeMemo.at.IsZero() {
+		t.Fatalf("memo of the empty range: %d rows at %v, want 0 rows remembered", empty.sizeMemo.rows, empty.sizeMemo.at)
+	}
+	mustApply(t, empty, row("cpu,host=h00", eb+1, fl("v", 1, 2)))
+	if _, ok := empty.sizeMemo.project(empty.HighSeq(), 1<<30, time.Now()); ok {
+		t.Fatal("a memo of an empty range projected a size after a row was applied")
+	}
 }
