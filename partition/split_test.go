@@ -880,8 +880,8 @@ func forgetSize(r *Replica) { r.sizeMemo.remember(time.Time{}, 0, 0, 0) }
 // checks that follow project from that scan by the sequences assigned
 // since (no scan), and never below the rows' true size while the rows are
 // alike; once the projection passes the limit they scan again, and the
-// scan decides. A memo older than sizeMemoTTL, or one with no row to
-// average from, is not used.
+// scan decides. A memo older than sizeMemoTTL (sizeMemoIdleTTL if no row
+// came since), or one with no row to average from, is not used.
 func TestSizeMemo(t *testing.T) {
 	s := openTestStore(t, "")
 	base := int64(1) << 40
@@ -936,10 +936,20 @@ func TestSizeMemo(t *testing.T) {
 	if n := check(size1-1, true); n <= size1-1 {
 		t.Fatalf("check past the limit = %d, want the scan's count past %d", n, size1-1)
 	}
-	// A memo past its age is not used.
-	child.sizeMemo.mu.Lock()
-	child.sizeMemo.at = child.sizeMemo.at.Add(-sizeMemoTTL - time.Second)
-	child.sizeMemo.mu.Unlock()
+	// A memo past its age is not used: sizeMemoTTL once rows came since,
+	// sizeMemoIdleTTL while none did.
+	age := func(d time.Duration) {
+		child.sizeMemo.mu.Lock()
+		child.sizeMemo.at = child.sizeMemo.at.Add(-d)
+		child.sizeMemo.mu.Unlock()
+	}
+	age(sizeMemoTTL + time.Second)
+	check(1<<30, true)
+	age(sizeMemoTTL + time.Second) // nothing applied since that scan
+	check(1<<30, false)
+	spaceRows(t, child, 1, []int64{begin + 4}, 1)
+	check(1<<30, true)
+	age(sizeMemoIdleTTL + time.Second)
 	check(1<<30, true)
 	// Nothing in range: a projection needs an average row.
 	eb, ee := base+40e9, base+50e9 // no row of the space lies there
