@@ -64,6 +64,8 @@ func (m *sizeMemo) project(seq, limit uint64, now time.Time) (uint64, bool) {
 	}
 	perRow := (m.bytes + m.rows - 1) / m.rows
 	n := m.bytes + grown*perRow
+	// grown > limit: at least a byte a row passes limit (and the product
+	// might have overflowed).
 	if grown > limit || n > limit {
 		return 0, false
 	}
