@@ -39,11 +39,16 @@ func newStuckPart(clk *clock) *stuckPart {
 }
 
 func (s *stuckPart) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
+	return routeByParity(rows), nil
+}
+
+// routeByParity routes each row to partition 0 or 1 by its time's parity.
+func routeByParity(rows []model.Row) []int {
 	out := make([]int, len(rows))
 	for i, r := range rows {
 		out[i] = int(r.Time % 2)
 	}
-	return out, nil
+	return out
 }
 
 func (s *stuckPart) Forward(ctx context.Context, _ string, rows []model.Row) ([]error, error) {
@@ -691,11 +696,7 @@ type gatedParts struct {
 }
 
 func (s *gatedParts) Route(_ context.Context, _ string, rows []model.Row) ([]int, error) {
-	out := make([]int, len(rows))
-	for i, r := range rows {
-		out[i] = int(r.Time % 2)
-	}
-	return out, nil
+	return routeByParity(rows), nil
 }
 
 func (s *gatedParts) Forward(ctx context.Context, _ string, rows []model.Row) ([]error, error) {
