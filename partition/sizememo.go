@@ -29,10 +29,9 @@ const sizeMemoIdleTTL = time.Minute
 // smear load test (docs/performance.md, "The split trigger's scans").
 //
 // The projection is the scanned bytes plus, per sequence assigned since
-// (one per row changed: an insert, an overwrite, a pushed or ingested
-// row; one per sealed block a snapshot chunk ships), the range's average
-// row bytes at the scan. Overwrites and seals only make it larger than
-// the truth; rows larger than the average, ingested blocks, or rows that
+// (one per row changed: an insert, an overwrite or a pushed row), the
+// range's average row bytes at the scan. Overwrites and seals only make
+// it larger than the truth; rows larger than the average, or rows that
 // came without a sequence, make it smaller, for at most sizeMemoTTL (a
 // minute, sizeMemoIdleTTL, when the replica took no row at all).
 type sizeMemo struct {
