@@ -34,16 +34,16 @@ import (
 // Writers hold the data space's lock (applyMu) and mu; readers building a
 // view hold mu's read lock. A view holds slice headers: a newer row is
 // appended to a series' rows and value arena in place (past every view's
-// length), and any other change copies the rows first when a view was
-// taken since they were made (memSeries.gen), so a view never sees a row
-// change under it.
+// length), and any other change copies the rows first when a view took
+// them since they were made (memSeries.viewed), so a view never sees a row
+// change under it. Only the series a view takes are marked: a seal's view
+// of a quiet bucket, or a query of one series, costs the late inserts
+// into the other series no copy (with one count for the whole head, the
+// smear load test's servers spent 20% of their CPU copying rows that no
+// view held; docs/performance.md, "Copies of the memory head's rows").
 type memHead struct {
 	mu      sync.RWMutex
 	buckets map[uint32]*memBucket
-	// views counts the views taken: a series whose gen differs has had a
-	// view of its rows taken since they were made, and copies them before
-	// it changes one.
-	views atomic.Uint64
 	// bytes is the memory the series hold (memSeries.footprint): what
 	// Options.MemoryHeadBytes bounds.
 	bytes atomic.Int64
@@ -94,8 +94,11 @@ type memSeries struct {
 	// times), which sizes count as pebble's estimates count stored rows.
 	bytes, data int64
 	name        string // its length counts in footprint, read per insert
-	// gen is memHead.views when rows was last copied or made.
-	gen uint64
+	// viewed: a view took rows since they were last copied or made, so a
+	// change other than an append copies them first. Set by view builders
+	// under mu's read lock (several at once, hence atomic), cleared by
+	// writers under mu.
+	viewed atomic.Bool
 	// removed: s left its bucket (sealed or drained) and is skipped in
 	// the bucket's sorted list. Under mu.
 	removed bool
@@ -166,7 +169,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 	s := bk.series[series]
 	var hint *rowShape // the series' shape in the bucket before
 	if s == nil {
-		s = &memSeries{name: strings.Clone(series), gen: h.views.Load()}
+		s = &memSeries{name: strings.Clone(series)}
 		s.seqs = s.seq0[:0]
 		if prev := h.buckets[b-1]; prev != nil && b > 0 {
 			// Room for as many rows as the series took in the bucket
@@ -180,7 +183,7 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 		bk.series[s.name] = s
 		bk.sorted, bk.removed = nil, 0
 	}
-	s.data += s.add(t, val, h.views.Load(), &h.shapes, hint)
+	s.data += s.add(t, val, &h.shapes, hint)
 	grown := s.footprint() - s.bytes
 	s.bytes += grown
 	h.bytes.Add(grown)
@@ -211,7 +214,7 @@ func (s *memSeries) footprint() int64 {
 // them). A row whose value has the series' shape is kept compact and
 // marked (memRowShaped; shapes interns a new shape, hint is the shape a
 // series without one tries first: memSeries.shapeFor).
-func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable, hint *rowShape) int64 {
+func (s *memSeries) add(t int64, val []byte, shapes *shapeTable, hint *rowShape) int64 {
 	n := len(s.rows)
 	if n == 0 || s.rows[n-1].t < t {
 		// The usual case: a newer row, appended in place (a view holds
@@ -220,14 +223,14 @@ func (s *memSeries) add(t int64, val []byte, views uint64, shapes *shapeTable, h
 		s.rows[n].t = t
 		return int64(len(val)) + memRowOverhead
 	}
-	if s.gen != views {
+	if s.viewed.Load() {
 		// A view holds these rows: change a copy, with room for the rows
 		// to come (a copy at the length would be copied again at once,
 		// grown by this very insert: at 10 M points of the peer harness,
 		// whose late rows meet the seal's views, the two copies were 7%
 		// of the insert's CPU).
 		s.rows = append(make([]memRow, 0, n+n/4+1), s.rows...)
-		s.gen = views
+		s.viewed.Store(false)
 	}
 	i := s.searchLate(t)
 	if i < n && s.rows[i].t == t {

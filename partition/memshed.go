@@ -95,22 +95,21 @@ func (h *memHead) persistRangeOps(ks *keyspace, b *pebble.Batch, begin, end *int
 // markPersisted marks every row in memory whose time is in [begin, end)
 // as held by pebble's head too (memRow.persisted), once the batch of
 // persistRangeOps is committed. A series whose rows a view holds marks a
-// copy (memSeries.gen). The caller holds the space lock.
+// copy (memSeries.viewed). The caller holds the space lock.
 func (h *memHead) markPersisted(begin, end *int64) {
 	if h == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	views := h.views.Load()
 	_ = h.eachInRange(begin, end, func(_ string, s *memSeries, i, j int) error {
 		for k := i; k < j; k++ {
 			if s.rows[k].persisted() {
 				continue
 			}
-			if s.gen != views {
+			if s.viewed.Load() {
 				s.rows = slices.Clone(s.rows)
-				s.gen = views
+				s.viewed.Store(false)
 				grown := s.footprint() - s.bytes
 				s.bytes += grown
 				h.bytes.Add(grown)

@@ -13,7 +13,7 @@ import (
 
 // memView is the memory head's rows of a range of buckets (and series) as
 // they were when it was taken: it holds slice headers that no writer
-// changes (memSeries.gen). Immutable.
+// changes (memSeries.viewed). Immutable.
 type memView struct {
 	rowLo   []byte // the space's row prefix (space|'r')
 	buckets []memViewBucket
@@ -119,14 +119,6 @@ func (h *memHead) viewOf(rowLo, lower, upper []byte, sel *memSel, maxRows int) (
 		h.mu.RLock()
 	}
 	defer h.mu.RUnlock()
-	// Counted under the read lock that the slice headers below are read
-	// under: a writer (holding mu) that reads views before this count
-	// has finished before the headers are read, and every writer after
-	// it sees a count above any series' gen, so it copies before it
-	// changes a row. Counted before the lock, a writer could make or
-	// copy a series with gen equal to this count and change it in place
-	// after this view read it.
-	h.views.Add(1)
 	rows := 0
 	for _, b := range h.bucketRange(lo, hi) {
 		bk := h.buckets[b]
@@ -154,6 +146,10 @@ func (h *memHead) viewOf(rowLo, lower, upper []byte, sel *memSel, maxRows int) (
 				end = appendBucketSeries(append([]byte(nil), rowLo...), b, s.name)
 				return false
 			}
+			// Marked under the read lock that the header is read under:
+			// every writer (holding mu) after it sees the mark and copies
+			// the rows before it changes one of them.
+			s.viewed.Store(true)
 			vb.series = append(vb.series, memViewSeries{name: s.name, rows: s.rows, arena: s.arena, shape: s.shape})
 			rows += len(s.rows)
 			return true
