@@ -104,7 +104,7 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 	}
 	defer it.Close()
 	c := Chunk{Data: append(dst[:0], chunkTag, chunkVersion)}
-	var lastKey []byte
+	var lastKey, seek []byte
 	ok := it.First()
 	for ok && (maxBytes <= 0 || c.Rows == 0 || len(c.Data) < maxBytes) {
 		key := it.Key()
@@ -116,8 +116,9 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 		if err != nil {
 			return Chunk{}, err
 		}
-		if !rr.contains(t) {
-			ok = it.Next() // an edge bucket's row outside the range
+		if !rr.contains(t) { // an edge bucket's row outside the range
+			seek = rr.skipKey(seek[:0], key, t)
+			ok = it.SeekGE(seek)
 			continue
 		}
 		if bkey, block, times, whole, err := it.wholeBlock(); err != nil {

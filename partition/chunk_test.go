@@ -88,7 +88,8 @@ func TestChunkIngestCopiesTheRange(t *testing.T) {
 
 func chunkIngestCopiesTheRange(t *testing.T, src *Replica, sealed bool) {
 	p := func(v int64) *int64 { return &v }
-	for _, rr := range []RowRange{{}, {Begin: p(0)}, {Begin: p(-3 << bucketShift), End: p(2<<bucketShift + 5)}} {
+	for _, rr := range []RowRange{{}, {Begin: p(0)}, {Begin: p(-3 << bucketShift), End: p(2<<bucketShift + 5)},
+		{Begin: p(-3<<bucketShift + 1<<35), End: p(2<<bucketShift + 1<<34)}} { // edges inside buckets
 		dir := t.TempDir()
 		ds := openTestStore(t, dir)
 		info := testInfo(uuid.New())

@@ -270,8 +270,13 @@ func compareSeriesMin(name string, rest []byte) int {
 // with name|0x00 (the time decides).
 func compareSeriesName(name string, rest []byte) (c int, ok bool) {
 	n := min(len(name), len(rest))
-	if c := strings.Compare(name[:n], string(rest[:n])); c != 0 {
-		return c, true
+	// Compared with operators, string(rest[:n]) is not copied (as an
+	// argument of strings.Compare it was: an allocation per seek).
+	switch a, b := name[:n], rest[:n]; {
+	case a < string(b):
+		return -1, true
+	case a > string(b):
+		return 1, true
 	}
 	if len(rest) <= len(name) {
 		return 1, true // rest is a prefix of name|0x00|...

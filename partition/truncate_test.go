@@ -140,14 +140,15 @@ func TestTruncateLog(t *testing.T) {
 }
 
 // TestReadRowsRange: ReadRows with a time range returns exactly the rows
-// in it, across storage buckets and at the range's edges, paged.
+// in it, across storage buckets and at the range's edges (where it seeks
+// past a series' rows outside the range), paged.
 func TestReadRowsRange(t *testing.T) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
 	var all []model.Row
 	for i := int64(-6); i < 6; i++ {
 		for _, tm := range []int64{i << bucketShift, i<<bucketShift + 7, (i+1)<<bucketShift - 1} {
-			for _, series := range []string{"a", "b"} {
+			for _, series := range []string{"a", "ab", "b"} { // "a" a prefix of "ab"
 				all = append(all, row(series, tm, fl("v", float64(tm), 1)))
 			}
 		}
