@@ -38,9 +38,10 @@ import (
 // them since they were made (memSeries.viewed), so a view never sees a row
 // change under it. Only the series a view takes are marked: a seal's view
 // of a quiet bucket, or a query of one series, costs the late inserts
-// into the other series no copy (with one count for the whole head, the
-// smear load test's servers spent 20% of their CPU copying rows that no
-// view held; docs/performance.md, "Copies of the memory head's rows").
+// into the other series no copy (with one count for the whole head,
+// nearly every late insert of the smear load test copied its series'
+// rows: 20% of the servers' CPU; docs/performance.md, "Copies and walks
+// the smear-on profiles named").
 type memHead struct {
 	mu      sync.RWMutex
 	buckets map[uint32]*memBucket
