@@ -1080,6 +1080,16 @@ func TestMemViewMarksOnlyWhatItTakes(t *testing.T) {
 	}
 	taken := slices.Clone(v.buckets[0].series[0].rows)
 
+	for _, at := range []struct {
+		base int64
+		name string
+	}{{b0, "a"}, {b0, "b"}, {b1, "a"}} {
+		if rows := series(at.base, at.name).rows; cap(rows)-len(rows) < 2 {
+			// A late insert must fit without growing the rows, or every
+			// series would move and the checks below tell nothing.
+			t.Fatalf("setup: series %s of bucket %d holds %d rows in a capacity of %d", at.name, timeBucket(at.base), len(rows), cap(rows))
+		}
+	}
 	before := map[string]*memRow{"b0/b": first(b0, "b"), "b1/a": first(b1, "a"), "b0/a": first(b0, "a")}
 	insert("a", b0+5) // late: between the first two rows
 	insert("b", b0+5)
