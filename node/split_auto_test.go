@@ -40,14 +40,21 @@ func (c *testCluster) createSplitTable(id, name string, rf int) {
 // splitsSettled reports whether no partition of table is splitting and no
 // SERVE replica on any server is above limit bytes.
 func (c *testCluster) splitsSettled(table string, limit uint64) bool {
-	for _, n := range c.nodes {
+	ok, _ := c.splitsSettledWhy(table, limit)
+	return ok
+}
+
+// splitsSettledWhy is splitsSettled with, when not settled, what it found
+// first: for the failure message of a wait that times out.
+func (c *testCluster) splitsSettledWhy(table string, limit uint64) (bool, string) {
+	for id, n := range c.nodes {
 		_, f, ok := n.router.Cached(table)
 		if !ok {
-			return false
+			return false, id + ": no METADATA cached"
 		}
 		for _, p := range f.Partitions {
 			if p.Split != nil {
-				return false
+				return false, fmt.Sprintf("%s: partition %s is splitting (%+v)", id, p.ID, *p.Split)
 			}
 		}
 		for _, st := range n.ReplicaStatuses() {
@@ -55,18 +62,19 @@ func (c *testCluster) splitsSettled(table string, limit uint64) bool {
 				continue
 			}
 			if st.Discovery.Status != metadata.StatusServe {
-				return false // a child still loading, a parent still draining
+				// A child still loading, a parent still draining.
+				return false, fmt.Sprintf("%s: replica %s is %v (%+v)", id, st.Placement, st.Discovery.Status, st)
 			}
 			rep, ok := n.store.Replica(st.Placement)
 			if !ok {
-				return false
+				return false, fmt.Sprintf("%s: replica %s not in the store", id, st.Placement)
 			}
-			if over, _, err := rep.SizeOver(limit); err != nil || over {
-				return false
+			if over, size, err := rep.SizeOver(limit); err != nil || over {
+				return false, fmt.Sprintf("%s: replica %s is over the target: %d bytes, %v", id, st.Placement, size, err)
 			}
 		}
 	}
-	return true
+	return true, ""
 }
 
 // seriesCounts runs "count of v per series over the whole range" through
@@ -216,10 +224,21 @@ func TestSplitUnderLoad(t *testing.T) {
 	var (
 		f                  *metadata.File
 		started, finalized float64
+		why                string // what the last check found unsettled
 	)
+	t.Cleanup(func() {
+		if t.Failed() && why != "" {
+			t.Logf("the last check of the splits found: %s", why)
+		}
+	})
 	waitLong(t, 3*time.Minute, "the splits to settle", func() bool {
 		s0, f0 := splitCounts()
-		if s0 != f0 || !c.splitsSettled("load", splitTarget) {
+		if s0 != f0 {
+			why = fmt.Sprintf("%v splits begun, %v finalized", s0, f0)
+			return false
+		}
+		if ok, w := c.splitsSettledWhy("load", splitTarget); !ok {
+			why = w
 			return false
 		}
 		_, file, err := c.nodes["s1"].router.Table(context.Background(), "load")
