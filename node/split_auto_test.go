@@ -234,7 +234,8 @@ func TestSplitUnderLoad(t *testing.T) {
 	waitLong(t, 3*time.Minute, "the splits to settle", func() bool {
 		s0, f0 := splitCounts()
 		if s0 != f0 {
-			why = fmt.Sprintf("%v splits begun, %v finalized", s0, f0)
+			_, w := c.splitsSettledWhy("load", splitTarget)
+			why = fmt.Sprintf("%v splits begun, %v finalized; partitions: %s", s0, f0, w)
 			return false
 		}
 		if ok, w := c.splitsSettledWhy("load", splitTarget); !ok {

@@ -40,3 +40,7 @@ func (r *Replica) Resume() {
 
 // Unloading reports whether Unload is in effect.
 func (r *Replica) Unloading() bool { return r.unloading.Load() }
+
+// Dropped reports whether the replica was dropped (Store.DropReplica,
+// DropReplicaIf): it is set before the drop returns, and never cleared.
+func (r *Replica) Dropped() bool { return r.dropped.Load() }

@@ -35,6 +35,9 @@ func (s *Server) runtime(placement uuid.UUID) *replicaRuntime {
 // nothing, and the lifecycle tick drops it without pushing.
 func (s *Server) applyDiscovery(rep *partition.Replica, st Status) {
 	rt := s.ensureRuntime(rep)
+	if rt == nil {
+		return // dropped meanwhile
+	}
 	switch st.Discovery.Status {
 	case metadata.StatusDrop:
 		rep.Unload()
@@ -108,13 +111,20 @@ func (s *Server) inherited(rep *partition.Replica, target uuid.UUID) replication
 // catch-up); see docs/performance.md.
 var catchUpBatchRows = 2048
 
-// ensureRuntime starts the pusher of a local replica if it has none.
+// ensureRuntime starts the pusher of a local replica if it has none, and
+// returns it; nil for a replica dropped meanwhile.
 func (s *Server) ensureRuntime(rep *partition.Replica) *replicaRuntime {
 	info := rep.Info()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rt := s.mu.runtimes[info.Placement]; rt != nil {
 		return rt
+	}
+	if rep.Dropped() {
+		// Its drop has forgotten its runtime, or will (forgetDropped
+		// runs after the flag is set): a new one would push from a
+		// replica that is gone, for ever.
+		return nil
 	}
 	p := replication.NewPusher(replication.Config{
 		Table:     info.Table,

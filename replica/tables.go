@@ -12,6 +12,7 @@ import (
 
 	"github.com/tsdb/tsdb/internal/backoff"
 	"github.com/tsdb/tsdb/metadata"
+	"github.com/tsdb/tsdb/partition"
 )
 
 // Status is what partition discovery last answered for one local
@@ -126,20 +127,34 @@ func (s *Server) discoverLocal(file *metadata.File) {
 			PartitionID: info.PartitionID, PlacementID: info.Placement, Begin: info.Begin, End: info.End,
 		})
 		st := Status{Table: info.Table, Placement: info.Placement, PartitionID: info.PartitionID, TxnSeq: file.TxnSeq, Discovery: d}
-		s.mu.Lock()
-		old, had := s.mu.replicas[info.Placement]
-		if had && old.TxnSeq > st.TxnSeq {
-			s.mu.Unlock()
+		old, had, ok := s.recordStatus(rep, st)
+		if !ok {
 			continue
 		}
-		s.mu.replicas[info.Placement] = st
-		s.mu.Unlock()
 		s.applyDiscovery(rep, st)
 		if !had || old.Discovery.Status != d.Status {
 			s.log.Info("replica status", "table", info.Table, "partition", info.PartitionID,
 				"placement", info.Placement, "status", d.Status, "txnseq", file.TxnSeq, "targets", len(d.Targets))
 		}
 	}
+}
+
+// recordStatus records st as rep's discovery answer, unless the one
+// recorded is of a newer METADATA or rep was dropped since the store
+// listed it (ok false). A drop sets the flag before its forgetDropped
+// removes the status under mu, so a status recorded after that removal
+// would bring a dropped replica back (UNLOAD for ever, its pusher
+// failing): the flag is read under mu. It returns the answer recorded
+// before, if any.
+func (s *Server) recordStatus(rep *partition.Replica, st Status) (old Status, had, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, had = s.mu.replicas[st.Placement]
+	if had && old.TxnSeq > st.TxnSeq || rep.Dropped() {
+		return old, had, false
+	}
+	s.mu.replicas[st.Placement] = st
+	return old, had, true
 }
 
 // Statuses returns the last discovery answer of every local replica,
