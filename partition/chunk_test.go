@@ -397,3 +397,57 @@ func TestChunkVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadChunkOlderBlockVersion: a row snapshot reads the version of a
+// sealed block its snapshot keeps after a later seal rewrote the block.
+// Once flushed, that older version lies in an sstable's value block,
+// whose fetched bytes pebble may reuse at the next fetch; a second fetch
+// of the block's value (rowIter.wholeBlock's, before this fix) then
+// changed the bytes the block reader was decoding, and the chunk failed
+// as a corrupt block at every attempt (node.TestSplitUnderLoad, whose
+// split then never finalized). Under -race pebble overwrites such bytes
+// with 0xcc at the next fetch half of the time, so the test reads the
+// chunk many times.
+func TestReadChunkOlderBlockVersion(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	r, err := s.CreateReplica(testInfo(uuid.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []model.Row
+	for i := range 40 {
+		for _, series := range []string{"a", "b", "c"} {
+			rows = append(rows, row(series, int64(i+1)*1e9, fl("v", float64(i), int64(i+1))))
+		}
+	}
+	mustApply(t, r, rows...)
+	if _, err := r.Seal(t.Context(), maxTime); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := r.SnapshotLog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	// A late row in every series' block, sealed again: new versions of
+	// the block keys, the snapshot keeping the old ones; then flushed.
+	for _, series := range []string{"a", "b", "c"} {
+		mustApply(t, r, row(series, 20e9+5e8, fl("v", 99, 100)))
+	}
+	if _, err := r.Seal(t.Context(), maxTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	end := int64(15e9) // inside the blocks: each is read by rows
+	for attempt := range 32 {
+		c, err := snap.ReadChunk(nil, nil, RowRange{End: &end}, 0)
+		if err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+		if want := 3 * 14; c.Rows != want || !c.Done {
+			t.Fatalf("attempt %d: %d rows (done %v), want %d in one chunk", attempt, c.Rows, c.Done, want)
+		}
+	}
+}

@@ -49,8 +49,14 @@ type rowIter struct {
 	bPos     int
 	bValid   bool
 	bBytes   int // the block's key and value bytes
-	reader   block.Reader
-	scratch  []byte // positionIn's keys
+	// bVal is the loaded block's stored bytes, as the block iterator
+	// returned them: valid while it stands on the block, and only if
+	// its value is not fetched again (pebble may reuse a fetched value's
+	// memory at the next fetch: a value block's, for the older version
+	// of a block a snapshot keeps). The reader reads from it.
+	bVal    []byte
+	reader  block.Reader
+	scratch []byte // positionIn's keys
 	// sought is the block bound of the last seek that ended with a
 	// pebble SeekGE (the key's own block absent), and soughtOK that the
 	// block side still stands where that seek left it: on the first row
@@ -206,10 +212,9 @@ func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool, e
 	if !bytes.Equal(it.blk.Key(), it.bKey) {
 		return nil, nil, nil, false, nil // not where loadBlock left it: read by rows
 	}
-	if value, err = it.blk.ValueAndErr(); err != nil {
-		return nil, nil, nil, false, err
-	}
-	return it.bKey, value, it.bTimes, true, nil
+	// The bytes loadBlock fetched, not a second fetch: that could reuse
+	// the memory the reader reads from (bVal).
+	return it.bKey, it.bVal, it.bTimes, true, nil
 }
 
 // SkipBlock moves past the rest of the loaded block. Only while blockRun
@@ -315,6 +320,7 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 			it.fail(err)
 			return
 		}
+		it.bVal = v
 		if err := it.reader.ResetStored(v); err != nil {
 			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
 			return
