@@ -121,9 +121,7 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 			ok = it.SeekGE(seek)
 			continue
 		}
-		if bkey, block, times, whole, err := it.wholeBlock(); err != nil {
-			return Chunk{}, fmt.Errorf("partition: replica %s: read chunk: %w", r.info.Placement, err)
-		} else if whole && rr.contains(times[len(times)-1]) {
+		if bkey, block, times, whole := it.wholeBlock(); whole && rr.contains(times[len(times)-1]) {
 			// Every row of a sealed block, none overlaid: the block as
 			// it is stored.
 			c.Data = appendChunkEntry(c.Data, chunkKindBlock, bkey[prefixLen+1:], block)

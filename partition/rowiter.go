@@ -205,16 +205,16 @@ func (it *rowIter) Block() (r *block.Reader, times []int64, pos int) {
 // block that no head row overlays (blockRun at the block's first row),
 // and returns the block's key, its stored bytes (both valid until the
 // next move) and its rows' times.
-func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool, err error) {
+func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool) {
 	if !it.blockRun() || it.bPos != 0 {
-		return nil, nil, nil, false, nil
+		return nil, nil, nil, false
 	}
 	if !bytes.Equal(it.blk.Key(), it.bKey) {
-		return nil, nil, nil, false, nil // not where loadBlock left it: read by rows
+		return nil, nil, nil, false // not where loadBlock left it: read by rows
 	}
 	// The bytes loadBlock fetched, not a second fetch: that could reuse
 	// the memory the reader reads from (bVal).
-	return it.bKey, it.bVal, it.bTimes, true, nil
+	return it.bKey, it.bVal, it.bTimes, true
 }
 
 // SkipBlock moves past the rest of the loaded block. Only while blockRun
