@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/tsdb/tsdb/model"
+	"github.com/tsdb/tsdb/partition/block"
 )
 
 // naiveBucket computes floor((t-offset)/step)*step+offset exactly, clamped
@@ -530,7 +533,9 @@ func TestAggregateNoVariance(t *testing.T) {
 // a sealed block: the counts, sums and means are those of the whole
 // states bit for bit (the last bucket of a cut block summed up from its
 // summary gives what its decoded rows give) and those of a naive
-// computation; and some blocks were summed up so.
+// computation; and some blocks were summed up so. A third field, 100 − v,
+// is stored predicted from v (block/predict.go) in some blocks, and reads
+// the same.
 func TestAggregateSumsOnly(t *testing.T) {
 	rng := newSeededRand(t)
 	r := createTestReplica(t, openTestStore(t, ""))
@@ -541,9 +546,10 @@ func TestAggregateSumsOnly(t *testing.T) {
 		v := 50.0
 		for i := range n {
 			v += float64(rng.Intn(201)-100) / 100
-			fs := []model.Field{fl("v", math.Round(v*100)/100, 1), fl("w", float64(rng.Intn(1e6))/1e4, 1)}
+			vr := math.Round(v*100) / 100
+			fs := []model.Field{fl("v", vr, 1), fl("w", float64(rng.Intn(1e6))/1e4, 1), fl("x", math.Round((100-vr)*100)/100, 1)}
 			if k == 2 && rng.Intn(3) == 0 {
-				fs = fs[:1] // w missing: its column is read whole
+				fs = fs[:1] // w and x missing: their columns are read whole
 			}
 			all = append(all, row(s, int64(i)*every+int64(k), fs...))
 		}
@@ -551,6 +557,9 @@ func TestAggregateSumsOnly(t *testing.T) {
 	mustApply(t, r, all...)
 	if st, err := r.Seal(t.Context(), math.MaxInt64); err != nil || st.Rows != len(all) {
 		t.Fatalf("seal: %+v, %v", st, err)
+	}
+	if got := predictedBlockFields(t, r); got == 0 {
+		t.Fatal("no sealed block predicts a field")
 	}
 	end := int64(n) * every
 	check := func(q model.Query) {
@@ -579,8 +588,11 @@ func TestAggregateSumsOnly(t *testing.T) {
 				q.From, q.To = q.To, q.From
 			}
 		}
-		if rng.Intn(2) == 0 {
+		switch rng.Intn(3) {
+		case 0:
 			q.Fields = []string{"v"}
+		case 1:
+			q.Fields = []string{"x"}
 		}
 		check(q)
 	}
@@ -592,6 +604,29 @@ func TestAggregateSumsOnly(t *testing.T) {
 	mustApply(t, r, late)
 	all = append(all, late)
 	check(model.Query{From: 0, To: end, Step: 60e9, GroupAll: true})
+}
+
+// predictedBlockFields counts the predicted fields of r's sealed blocks.
+func predictedBlockFields(t *testing.T, r *Replica) int {
+	t.Helper()
+	it, err := r.store.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.blkLo, UpperBound: r.ks.blkHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		rd, err := block.Open(it.Value())
+		if err != nil {
+			t.Fatalf("block %x: %v", it.Key(), err)
+		}
+		for i := range rd.NumFields() {
+			if rd.Predicted(i) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // sameSums compares the counts, sums and means of aggregate answers:

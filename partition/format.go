@@ -49,6 +49,12 @@ import (
 //     a corrupt block. Versions 1 to 5 become 6 or 7 without rewriting
 //     anything (their blocks keep the 72 bytes, still read); a store of
 //     6 or 7 cannot go back to 4 or 5.
+//   - 8 and 9 (9 with a memory head): a float field of a block may be
+//     predicted from other fields of the block (block field flag bit 5,
+//     its residual and terms instead of its own column), which a build
+//     before them refuses as a corrupt block. Versions 1 to 7 become 8 or
+//     9 without rewriting anything (their blocks predict nothing); a
+//     store of 8 or 9 cannot go back to 6 or 7.
 //
 // A change of the stored layout that an older build would misread bumps
 // storeFormat (and teaches Open to read or upgrade the older versions it
@@ -60,16 +66,16 @@ var formatKey = []byte{nsFormat}
 // storeFormat is the version this build writes in a new store, and
 // memHeadFormat the one it writes in a store with a memory head.
 const (
-	storeFormat   = 6
-	memHeadFormat = 7
+	storeFormat   = 8
+	memHeadFormat = 9
 )
 
 // supportedFormats are the versions this build opens.
-var supportedFormats = []int{1, 2, 3, 4, 5, storeFormat, memHeadFormat}
+var supportedFormats = []int{1, 2, 3, 4, 5, 6, 7, storeFormat, memHeadFormat}
 
 // withMemHead reports whether a store of format version v may hold rows in
 // log records only (a memory head's).
-func withMemHead(v int) bool { return v == 5 || v == memHeadFormat }
+func withMemHead(v int) bool { return v == 5 || v == 7 || v == memHeadFormat }
 
 // ErrUnknownFormat is returned by Open for a store whose format marker
 // names a version this build does not support (written by a newer build).
@@ -127,11 +133,11 @@ func holdsKeys(db *pebble.DB) (bool, error) {
 // writeFormat writes the marker of version to, synced, in a store marked
 // with another version (from, 0 when it had none); legacy (holdsKeys
 // before Open wrote anything) tells a store written before the marker
-// existed from a new one, for the log. Versions 1 to 5 need no change of
-// their keys to be version 6 or 7: they only hold no merge operands, no
-// blocks, only blocks with summaries or only summaries of 72 bytes yet. A
-// store of version 5 or 7 becomes 6 once its memory heads are drained
-// (Store.drainMemHeads).
+// existed from a new one, for the log. Versions 1 to 7 need no change of
+// their keys to be version 8 or 9: they only hold no merge operands, no
+// blocks, only blocks with summaries, only summaries of 72 bytes or no
+// predicted field yet. A store of version 5, 7 or 9 becomes 8 once its
+// memory heads are drained (Store.drainMemHeads).
 func (s *Store) writeFormat(from, to int, legacy bool) error {
 	if err := formatmark.Write(s.db, formatKey, to); err != nil {
 		return fmt.Errorf("partition: write the format marker: %w", err)

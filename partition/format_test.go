@@ -63,22 +63,22 @@ const legacyMarkLog = "written before the format marker"
 func TestFormatMarkerFresh(t *testing.T) {
 	dir := t.TempDir()
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "6" {
-		t.Fatalf("format marker of a new store = %q, want \"6\"", got)
+	if got := formatMarker(t, s); got != "8" {
+		t.Fatalf("format marker of a new store = %q, want \"8\"", got)
 	}
 	if strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a new store logged as written before the marker:\n%s", log)
 	}
 	_ = s.Close()
 	s = openPlainStore(t, dir)
-	if got := formatMarker(t, s); got != "6" {
-		t.Fatalf("format marker after reopen = %q, want \"6\"", got)
+	if got := formatMarker(t, s); got != "8" {
+		t.Fatalf("format marker after reopen = %q, want \"8\"", got)
 	}
 }
 
 // TestFormatMarkerLegacy: a store written before the marker existed (the
 // previous build: replicas, rows, a birth record, no marker) opens as
-// version 1, keeps its rows and gets the marker of version 6.
+// version 1, keeps its rows and gets the marker of version 8.
 func TestFormatMarkerLegacy(t *testing.T) {
 	dir := t.TempDir()
 	s := openPlainStore(t, dir)
@@ -90,8 +90,8 @@ func TestFormatMarkerLegacy(t *testing.T) {
 	setMarker(t, s, "")
 
 	s, log := openLogged(t, dir)
-	if got := formatMarker(t, s); got != "6" {
-		t.Fatalf("format marker of a legacy store after Open = %q, want \"6\"", got)
+	if got := formatMarker(t, s); got != "8" {
+		t.Fatalf("format marker of a legacy store after Open = %q, want \"8\"", got)
 	}
 	if !strings.Contains(log.String(), legacyMarkLog) {
 		t.Fatalf("a legacy store not logged as written before the marker:\n%s", log)
@@ -115,8 +115,8 @@ func TestFormatMarkerUnknown(t *testing.T) {
 		want   error
 		text   []string
 	}{
-		{"8", ErrUnknownFormat, []string{"format version 8", "supports version 1, 2, 3, 4, 5, 6, 7 only"}},
-		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4, 5, 6, 7 only"}},
+		{"10", ErrUnknownFormat, []string{"format version 10", "supports version 1, 2, 3, 4, 5, 6, 7, 8, 9 only"}},
+		{"17", ErrUnknownFormat, []string{"format version 17", "supports version 1, 2, 3, 4, 5, 6, 7, 8, 9 only"}},
 		{"x", ErrCorrupt, []string{`"x"`, "not a version"}},
 		{"01", ErrCorrupt, []string{`"01"`}},
 		{"0", ErrCorrupt, []string{`"0"`}},
@@ -155,17 +155,19 @@ func TestFormatMarkerUnknown(t *testing.T) {
 	}
 }
 
-// TestFormatMarkerBeforeDecimalSummaries: a store marked 4 or 5 (the
-// builds before decimal summaries) opens, keeps its sealed rows readable
-// and is marked 6, or 7 with the memory head; a store of 7 opened without
-// it is marked 6. (Its blocks are this build's: the reads of both summary
-// forms are block.TestSummaries'.)
-func TestFormatMarkerBeforeDecimalSummaries(t *testing.T) {
+// TestFormatMarkerOlderBlocks: a store marked 4 to 7 (the builds before
+// decimal summaries, and before predicted fields) opens, keeps its sealed
+// rows readable and is marked 8, or 9 with the memory head; a store of 7
+// or 9 opened without it is marked 8. (Its blocks are this build's: the
+// reads of both summary forms are block.TestSummaries', of plain and
+// predicted fields block.TestPredictedRoundTrip's.)
+func TestFormatMarkerOlderBlocks(t *testing.T) {
 	for _, tc := range []struct {
 		from    string
 		memHead bool
 		want    string
-	}{{"4", false, "6"}, {"4", true, "7"}, {"5", false, "6"}, {"5", true, "7"}, {"7", false, "6"}} {
+	}{{"4", false, "8"}, {"4", true, "9"}, {"5", false, "8"}, {"5", true, "9"}, {"6", false, "8"}, {"6", true, "9"},
+		{"7", false, "8"}, {"7", true, "9"}, {"9", false, "8"}} {
 		t.Run(tc.from+"→"+tc.want, func(t *testing.T) {
 			dir := t.TempDir()
 			s := openPlainStore(t, dir)

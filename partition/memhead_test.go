@@ -317,7 +317,8 @@ func TestMemHeadKeepsRowsInRecords(t *testing.T) {
 		t.Fatalf("after the reopen: %v", err)
 	}
 	// Opened without the option after a crash, the store writes them to
-	// pebble's head and is marked 6 (4 before the decimal summaries).
+	// pebble's head and is marked 8 (6 before predicted fields, 4 before
+	// the decimal summaries).
 	crashed = crashed.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	s.Close()
 	s, err := Open(Options{Dir: "k", FS: crashed, MemTableSize: 4 << 20, CacheSize: 8 << 20})
@@ -329,8 +330,8 @@ func TestMemHeadKeepsRowsInRecords(t *testing.T) {
 	if r.applyMu.mem != nil || countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi) != 50 {
 		t.Fatalf("opened without a memory head: %d row keys in pebble, want 50", countKeys(t, s.db, r.ks.rowLo, r.ks.rowHi))
 	}
-	if got := readMarker(t, s); got != "6" {
-		t.Fatalf("marker %q, want 6", got)
+	if got := readMarker(t, s); got != "8" {
+		t.Fatalf("marker %q, want 8", got)
 	}
 	if err := sameRows(scanAll(t, r), want); err != nil {
 		t.Fatalf("opened without a memory head: %v", err)

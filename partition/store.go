@@ -316,7 +316,7 @@ func Open(opts Options) (*Store, error) {
 		want = memHeadFormat
 	} else if s.memoryHead {
 		// Rows in log records only, which this store's options no longer
-		// read: into pebble's head, before the marker says 6.
+		// read: into pebble's head, before the marker says 8.
 		if err := s.drainMemHeads(); err != nil {
 			_ = db.Close()
 			return nil, err

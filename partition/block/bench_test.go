@@ -29,10 +29,17 @@ func perPoint(b *testing.B, points int) {
 // and the 11 of a series at 100,000 series (the harness at 10 M points),
 // where the per-block costs show.
 func BenchmarkEncode(b *testing.B) {
-	for _, n := range []int{harnessPoints, 11} {
-		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
-			rows := harnessRows(rand.New(rand.NewPCG(6, 17)), n, 1)
-			var e Encoder
+	for _, c := range []struct {
+		n         int
+		noPredict bool
+	}{{harnessPoints, false}, {harnessPoints, true}, {bucketPoints, false}, {bucketPoints, true}, {11, false}} {
+		name := fmt.Sprintf("rows=%d", c.n)
+		if c.noPredict {
+			name += "/no_prediction"
+		}
+		b.Run(name, func(b *testing.B) {
+			rows := harnessRows(rand.New(rand.NewPCG(6, 17)), c.n, 1)
+			e := Encoder{noPredict: c.noPredict}
 			var buf []byte
 			b.ReportAllocs()
 			for b.Loop() {
@@ -47,20 +54,34 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkRows decodes every row of the harness block, with usage_idle
+// predicted from the other two fields (predict.go) and without.
 func BenchmarkRows(b *testing.B) {
-	rows, blk := harnessBlock(b)
-	rd, err := Open(blk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var got []model.Row
-	b.ReportAllocs()
-	for b.Loop() {
-		if got, err = rd.Rows(got, testSeries); err != nil {
-			b.Fatal(err)
+	for _, noPredict := range []bool{false, true} {
+		name := "predicted"
+		if noPredict {
+			name = "no_prediction"
 		}
+		b.Run(name, func(b *testing.B) {
+			rows := harnessRows(rand.New(rand.NewPCG(6, 17)), harnessPoints, 1)
+			blk, err := (&Encoder{noPredict: noPredict}).Encode(nil, rows)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rd, err := Open(blk)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var got []model.Row
+			b.ReportAllocs()
+			for b.Loop() {
+				if got, err = rd.Rows(got, testSeries); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perPoint(b, len(rows))
+		})
 	}
-	perPoint(b, len(rows))
 }
 
 // BenchmarkColumn decodes one field (the aggregate path).
@@ -69,21 +90,30 @@ func BenchmarkColumn(b *testing.B) { benchColumn(b, (*Reader).Column) }
 // BenchmarkColumnValues decodes one field without its versions.
 func BenchmarkColumnValues(b *testing.B) { benchColumn(b, (*Reader).ColumnValues) }
 
-// benchColumn measures decode, one field of the harness block per loop.
+// BenchmarkColumnAggregate decodes one field as an aggregate does.
+func BenchmarkColumnAggregate(b *testing.B) { benchColumn(b, (*Reader).ColumnAggregate) }
+
+// benchColumn measures decode, one field of the harness block per loop:
+// usage_user, a column of its own, and usage_idle, predicted from the
+// other two (predict.go).
 func benchColumn(b *testing.B, decode func(*Reader, string, *Column) (bool, error)) {
 	rows, blk := harnessBlock(b)
-	var rd Reader
-	var col Column
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := rd.Reset(blk); err != nil {
-			b.Fatal(err)
-		}
-		if ok, err := decode(&rd, "usage_user", &col); !ok || err != nil {
-			b.Fatal(ok, err)
-		}
+	for _, field := range []string{"usage_user", "usage_idle"} {
+		b.Run(field, func(b *testing.B) {
+			var rd Reader
+			var col Column
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := rd.Reset(blk); err != nil {
+					b.Fatal(err)
+				}
+				if ok, err := decode(&rd, field, &col); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+			perPoint(b, len(rows))
+		})
 	}
-	perPoint(b, len(rows))
 }
 
 // BenchmarkOpenSummary opens a block and reads one field's summary (the

@@ -467,6 +467,12 @@ func decodeAll(b []byte) error {
 		if _, err := rd.ColumnValues(name, &col); err != nil {
 			return err
 		}
+		if _, err := rd.ColumnAggregate(name, &col); err != nil {
+			return err
+		}
+		if _, _, err := rd.DecimalHead(name, n/2, &col); err != nil {
+			return err
+		}
 		if _, err := rd.Column(name, &col); err != nil {
 			return err
 		}
@@ -554,6 +560,21 @@ func corruptionBlocks(t testing.TB) [][]byte {
 			}
 			out = append(out, b)
 		}
+	}
+	// Blocks with predicted fields (predict.go).
+	for _, c := range []struct {
+		shape string
+		n     int
+	}{{"cpu shares", summaryMinRows}, {"in and out", predictMinRows + 8}} {
+		shape := c.shape
+		b, err := Encode(nil, relatedRows(r, c.n, shape))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rd, err := Open(b); err != nil || len(predictedFields(rd)) == 0 {
+			t.Fatalf("%s: a block without a predicted field (%v)", shape, err)
+		}
+		out = append(out, b)
 	}
 	return out
 }

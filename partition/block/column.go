@@ -107,7 +107,15 @@ func (r *Reader) DecimalHead(field string, rows int, dst *Column) (sum int64, ok
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: field %q: float values: %w", ErrCorrupt, field, err)
 	}
-	dst.Kind, dst.Decimal, dst.Mantissas, dst.Scale = model.KindFloat, true, mant, scale
+	dst.Mantissas = mant
+	// A predicted field's column holds its residuals: add its terms' first
+	// rows.
+	for _, t := range fd.terms[:fd.nterms] {
+		if err := r.addTerm(mant, t, scale, rows); err != nil {
+			return 0, false, fmt.Errorf("field %q: %w", field, err)
+		}
+	}
+	dst.Kind, dst.Decimal, dst.Scale = model.KindFloat, true, scale
 	dst.Rows = grow(dst.Rows, rows)
 	for j := range dst.Rows {
 		dst.Rows[j] = int32(j)
@@ -161,7 +169,11 @@ func (r *Reader) column(fd *fieldDir, c *Column, withVersions, floatsOnly bool) 
 	if int64(m-counts[model.KindDeleted]) != fd.sum.Count || int64(counts[model.KindFloat]+counts[model.KindInt]+counts[model.KindBool]) != fd.sum.N {
 		return corrupt("summary counts %d, %d numeric, do not match the values", fd.sum.Count, fd.sum.N)
 	}
-	if err := c.values(&d, &counts, floatsOnly); err != nil {
+	if fd.nterms > 0 {
+		if err := r.predictedValues(&d, fd, c, floatsOnly); err != nil {
+			return err
+		}
+	} else if err := c.values(&d, &counts, floatsOnly); err != nil {
 		return err
 	}
 	if !withVersions {
@@ -332,6 +344,78 @@ func (c *Column) values(d *decoder, counts *[model.KindDeleted + 1]int, floatsOn
 			si++
 		}
 		c.Values[i] = v
+	}
+	return nil
+}
+
+// predictedValues decodes the values of a predicted field (parseTerms): its
+// residual column, plus or minus each term's mantissas. With floatsOnly
+// they are left as mantissas (c.Decimal), as ColumnAggregate gives a
+// decimal column; otherwise they fill c.Floats and c.Values.
+func (r *Reader) predictedValues(d *decoder, fd *fieldDir, c *Column, floatsOnly bool) error {
+	col := d.bytes()
+	if d.err != nil {
+		return d.err
+	}
+	c.Floats, c.ints, c.bools, c.strs = c.Floats[:0], c.ints[:0], c.bools[:0], c.strs[:0]
+	c.Decimal = false
+	mant, scale, ok, err := colcodec.DecodeDecimals(c.Mantissas[:0], col)
+	c.Mantissas = mant
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: residual: %w", ErrCorrupt, err)
+	case !ok:
+		return corrupt("the residual of a predicted field is not a decimal column")
+	case len(mant) != r.n:
+		return corrupt("%d residuals in a block of %d rows", len(mant), r.n)
+	}
+	for _, t := range fd.terms[:fd.nterms] {
+		if err := r.addTerm(mant, t, scale, r.n); err != nil {
+			return err
+		}
+	}
+	if floatsOnly {
+		c.Decimal, c.Scale = true, scale
+		c.Values = c.Values[:0]
+		return nil
+	}
+	c.Floats = grow(c.Floats, len(mant))
+	c.Values = grow(c.Values, len(mant))
+	for i, m := range mant {
+		f := float64(m) / scale
+		c.Floats[i] = f
+		c.Values[i] = model.Value{Kind: model.KindFloat, F: f}
+	}
+	c.Mantissas = mant[:0]
+	return nil
+}
+
+// addTerm adds the first rows mantissas of term t (parseTerms) of a
+// predicted field, times its coefficient, to mant, the field's residuals
+// so far, of the given scale.
+func (r *Reader) addTerm(mant []int64, t uint16, scale float64, rows int) error {
+	p := &r.fields[t>>1]
+	pd := decoder{b: p.body} // a plain float column of every row: its values come first
+	pcol := pd.bytes()
+	if pd.err != nil {
+		return fmt.Errorf("term %q: %w", p.info.Name, pd.err)
+	}
+	pm, ps, ok, err := colcodec.DecodeDecimalsPrefix(r.termS[:0], pcol, r.n, rows)
+	r.termS = pm
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: term %q: %w", ErrCorrupt, p.info.Name, err)
+	case !ok || ps != scale || len(pm) != rows || len(mant) != rows:
+		return corrupt("term %q is not a decimal column of %d values at the scale %g", p.info.Name, r.n, scale)
+	}
+	if t&1 != 0 {
+		for i, x := range pm {
+			mant[i] -= x
+		}
+	} else {
+		for i, x := range pm {
+			mant[i] += x
+		}
 	}
 	return nil
 }

@@ -72,7 +72,10 @@ const (
 	// flagDecimalSummary: the summary is in the decimal form (a float
 	// field whose column is decimal; store format 6).
 	flagDecimalSummary = 1 << 4
-	fieldFlagsAll      = presenceMask | flagMixed | flagOwnVers | flagDecimalSummary
+	// flagPredicted: the field's values are a residual from other fields
+	// of the block (predict.go; store format 8).
+	flagPredicted = 1 << 5
+	fieldFlagsAll = presenceMask | flagMixed | flagOwnVers | flagDecimalSummary | flagPredicted
 )
 
 // summarySize is the fixed part of a summary written when N > 0: Sum,
@@ -120,6 +123,8 @@ type Encoder struct {
 	// forceVersions overrides the choice of the version form in tests:
 	// 0 weighs them, forceRow keeps the block column, forceOwn drops it.
 	forceVersions int
+	// noPredict turns prediction off, for tests that weigh it.
+	noPredict bool
 	// summaries says whether the block being encoded keeps summaries.
 	summaries bool
 	// floatScale (0: none) and floatExp are the scale and exponent of the
@@ -128,6 +133,14 @@ type Encoder struct {
 	floatScale float64
 	floatExp   uint8
 	dsum       []byte
+
+	// Prediction's scratch (predict.go).
+	cands  []predCand
+	order  []int
+	rdelta []int64
+	res    []int64
+	terms  []predTerm
+	pbody  []byte
 
 	fenc colcodec.FloatEncoder
 	senc colcodec.StringEncoder
@@ -169,6 +182,7 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 	e.fields = grow(e.fields, len(e.names))
 	withRow, withoutRow := 0, 0
 	anyExc := false
+	e.cands = e.cands[:0]
 	for j := range e.fields {
 		f := &e.fields[j]
 		f.name = e.names[j]
@@ -177,6 +191,9 @@ func (e *Encoder) Encode(dst []byte, rows []model.Row) ([]byte, error) {
 		}
 		withRow += len(f.exc)
 		anyExc = anyExc || f.e > 0
+	}
+	if err := e.predict(); err != nil {
+		return dst, err
 	}
 	var err error
 	e.rowCol, err = e.venc.Encode(e.rowCol[:0], e.rowVers)
@@ -506,6 +523,9 @@ func (e *Encoder) encodeField(f *fieldEnc, rows []model.Row, j int) error {
 		}
 	}
 	f.body = body
+	if m == n && kind == model.KindFloat {
+		e.addPredictCandidate(j, n)
+	}
 
 	// The summary, after the counts: in the decimal form when the field is
 	// a column of decimal floats whose summary it holds exactly, else the

@@ -28,7 +28,11 @@ type fieldDir struct {
 	// dsum is the summary's decimal form (flagDecimalSummary), whose sum
 	// of mantissas is exact.
 	dsum decimalSum
-	body []byte // presence, kinds, values, versions
+	body []byte // presence, kinds, values, versions (after the terms of a predicted field)
+	// terms of a predicted field (flagPredicted), nterms of them: each a
+	// field index << 1 | 1 when its coefficient is −1.
+	terms  [maxPredictTerms]uint16
+	nterms uint8
 }
 
 // decimalSum is what a decimal summary says of its column's mantissas.
@@ -48,6 +52,7 @@ type Reader struct {
 	n         int
 	min, max  int64
 	summaries bool   // the field sections hold summaries (no flagNoSummaries)
+	nf        int    // the header's field count
 	times     []byte // the timestamps column
 	rowVers   []byte // the block-level versions column, nil when absent
 	fields    []fieldDir
@@ -59,6 +64,7 @@ type Reader struct {
 	timesS    []int64
 	counts    []int
 	backing   []model.Field // the field array of the rows of the last Rows call
+	termS     []int64       // a term's mantissas (predictedValues)
 }
 
 // Open checks b and returns a Reader of it. The Reader refers to b, which
@@ -157,6 +163,8 @@ func (r *Reader) reset(b []byte, checksum bool) error {
 		r.rowVers = d.bytes()
 	}
 	prev := ""
+	r.nf = int(nf)
+	predicted := false
 	for i := uint64(0); i < nf && d.err == nil; i++ {
 		name := d.bytes()
 		sec := d.bytes()
@@ -183,6 +191,7 @@ func (r *Reader) reset(b []byte, checksum bool) error {
 			fd.info.Name = string(name) // else a block of the same fields: no allocation, no pointer written
 		}
 		prev = fd.info.Name
+		predicted = predicted || fd.nterms > 0
 	}
 	if d.err != nil {
 		return d.err
@@ -190,7 +199,32 @@ func (r *Reader) reset(b []byte, checksum bool) error {
 	if len(d.b) != 0 {
 		return corrupt("%d trailing bytes", len(d.b))
 	}
+	if predicted {
+		return r.checkTerms()
+	}
 	return nil
+}
+
+// checkTerms checks that every term of a predicted field names a field
+// that every row has as a float and that is not predicted itself: the
+// fields a reader decodes a predicted one from.
+func (r *Reader) checkTerms() error {
+	for i := range r.fields {
+		fd := &r.fields[i]
+		for _, t := range fd.terms[:fd.nterms] {
+			p := &r.fields[t>>1]
+			if p.nterms > 0 || !plainFloats(p, r.n) {
+				return corrupt("field %q predicted from field %q, which is not a plain float column of every row", fd.info.Name, p.info.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// plainFloats reports whether fd is a float in every one of n rows, of one
+// kind, as a predicted field and its terms must be.
+func plainFloats(fd *fieldDir, n int) bool {
+	return fd.flags&(presenceMask|flagMixed) == presenceAll && fd.info.Kind == model.KindFloat && fd.sum.N == int64(n)
 }
 
 // parseField reads a field's flags, kind and summary into fd, setting
@@ -241,7 +275,46 @@ func (r *Reader) parseField(fd *fieldDir, sec []byte, blockFlags byte) error {
 			return corrupt("summary times [%d, %d] outside [%d, %d]", s.FirstTime, s.LastTime, r.min, r.max)
 		}
 	}
+	fd.nterms = 0
+	if fd.flags&flagPredicted != 0 {
+		if err := r.parseTerms(fd, &d); err != nil {
+			return err
+		}
+	}
 	fd.body = d.b
+	return nil
+}
+
+// parseTerms reads the terms of a predicted field (the encoder's
+// rewritePredicted) from the start of its body.
+func (r *Reader) parseTerms(fd *fieldDir, d *decoder) error {
+	if !plainFloats(fd, r.n) {
+		return corrupt("a predicted field of kind %d, flags %#x, %d floats in %d rows", fd.info.Kind, fd.flags, fd.sum.N, r.n)
+	}
+	t := d.uvarint()
+	if d.err != nil {
+		return d.err
+	}
+	if t == 0 || t > maxPredictTerms {
+		return corrupt("a predicted field of %d terms", t)
+	}
+	self := uint64(len(r.fields) - 1)
+	for i := range t {
+		x := d.uvarint()
+		if d.err != nil {
+			return d.err
+		}
+		if idx := x >> 1; idx >= uint64(r.nf) || idx == self {
+			return corrupt("term %d names field %d of %d (the field is %d)", i, idx, r.nf, self)
+		}
+		for _, prev := range fd.terms[:i] {
+			if uint64(prev>>1) == x>>1 {
+				return corrupt("term %d names field %d again", i, x>>1)
+			}
+		}
+		fd.terms[i] = uint16(x)
+	}
+	fd.nterms = uint8(t)
 	return nil
 }
 
@@ -305,6 +378,11 @@ func (r *Reader) NumFields() int { return len(r.fields) }
 // Field returns the name and kind of field i (0 ≤ i < NumFields), in name
 // order.
 func (r *Reader) Field(i int) FieldInfo { return r.fields[i].info }
+
+// Predicted reports whether field i (0 ≤ i < NumFields) is stored as a
+// residual from other fields of the block (doc.go, "Predicted fields"):
+// reading it decodes their columns too.
+func (r *Reader) Predicted(i int) bool { return r.fields[i].nterms > 0 }
 
 // Fields appends the names and kinds of the fields, sorted by name, to
 // dst.

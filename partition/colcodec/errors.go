@@ -16,4 +16,8 @@ var (
 	// ErrTooMany is returned by an encoder given more than MaxCount
 	// values, or strings whose total size exceeds MaxStringBytes.
 	ErrTooMany = errors.New("colcodec: too many values for one column")
+	// ErrInvalidValue is returned by an encoder given a value its column
+	// cannot hold (EncodeDecimals: a mantissa of 2^53 or more in
+	// magnitude, an exponent above 15).
+	ErrInvalidValue = errors.New("colcodec: value out of the column's range")
 )

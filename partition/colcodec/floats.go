@@ -42,6 +42,21 @@ var floatEncoders = sync.Pool{New: func() any { return new(FloatEncoder) }}
 // use; the zero value is ready.
 type FloatEncoder struct {
 	mant []int64
+	// dec says the last Encode wrote the decimal form of exponent exp,
+	// whose mantissas mant holds.
+	dec bool
+	exp uint8
+}
+
+// Mantissas returns the mantissas and the exponent of the column the last
+// Encode wrote, when it wrote the decimal form (ok false otherwise): value
+// i was float64(mant[i]) / 10^exp bit for bit. The slice is the encoder's
+// scratch, overwritten by its next Encode.
+func (e *FloatEncoder) Mantissas() (mant []int64, exp uint8, ok bool) {
+	if !e.dec {
+		return nil, 0, false
+	}
+	return e.mant, e.exp, true
 }
 
 // Encode is EncodeFloats with the encoder's scratch buffer.
@@ -50,12 +65,13 @@ func (e *FloatEncoder) Encode(dst []byte, src []float64) ([]byte, error) {
 }
 
 func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
+	e.dec = false
 	if len(src) > MaxCount {
 		return dst, fmt.Errorf("%w: %d float values", ErrTooMany, len(src))
 	}
 	start := len(dst)
 	mant, exp, ok := decimalMantissas(e.mant[:0], src)
-	e.mant = mant
+	e.mant, e.exp = mant, exp
 	if !ok {
 		return appendXOR(dst, src), nil
 	}
@@ -66,6 +82,7 @@ func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
 	}
 	decLen := len(dst) - start
 	if decLen <= xorTryAbove*len(src) {
+		e.dec = true
 		return dst, nil
 	}
 	// Write the XOR form after the decimal one and keep the smaller.
@@ -74,7 +91,45 @@ func encodeFloats(dst []byte, src []float64, e *FloatEncoder) ([]byte, error) {
 		copy(dst[start:], dst[start+decLen:])
 		return dst[:start+xorLen], nil
 	}
+	e.dec = true
 	return dst[:start+decLen], nil
+}
+
+// EncodeDecimals appends a column of the decimal form (CodecFloatDecimal)
+// whose value i is float64(mant[i]) / 10^exp, as EncodeFloats would write
+// for such values, and returns the extended slice. It is for a caller that
+// holds integers to store as a decimal column, such as the residuals of a
+// block's predicted column (partition/block): DecodeDecimals gives mant back
+// exactly. exp is at most 15 and every |mant[i]| below 2^53 (else
+// ErrInvalidValue, dst unchanged); more than MaxCount values is ErrTooMany.
+func EncodeDecimals(dst []byte, mant []int64, exp uint8) ([]byte, error) {
+	switch {
+	case len(mant) > MaxCount:
+		return dst, fmt.Errorf("%w: %d decimal values", ErrTooMany, len(mant))
+	case exp > maxDecimals:
+		return dst, fmt.Errorf("%w: decimal exponent %d above %d", ErrInvalidValue, exp, maxDecimals)
+	}
+	for i, m := range mant {
+		if m <= -maxMantissa || m >= maxMantissa {
+			return dst, fmt.Errorf("%w: decimal mantissa %d (value %d) not below 2^53 in magnitude", ErrInvalidValue, m, i)
+		}
+	}
+	dst = appendHeader(dst, CodecFloatDecimal, len(mant))
+	dst = append(dst, exp)
+	if len(mant) > 0 {
+		dst = appendStream(dst, mant)
+	}
+	return dst, nil
+}
+
+// StreamSize returns about how many bytes the integer stream of v takes in
+// a column (the encoder's own estimate, exact but for its heads): what a
+// caller weighing two ways of storing the same integers compares.
+func StreamSize(v []int64) int {
+	if len(v) == 0 {
+		return 0
+	}
+	return 2 + chooseStream(v).size
 }
 
 // decimalMantissas returns m[i] and e with src[i] == float64(m[i]) / 10^e
