@@ -2,6 +2,7 @@ package block
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -172,5 +173,40 @@ func BenchmarkSmallBlockAggregate(b *testing.B) {
 		if _, err := rd.ColumnAggregate("usage_user", &col); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEncodeWide seals a block of 16 unrelated 2-decimal walks, the
+// prediction search's worst case (every field weighed against every other,
+// none predicted), with and without it; ns/point is per value here.
+func BenchmarkEncodeWide(b *testing.B) {
+	r := rand.New(rand.NewPCG(8, 17))
+	rows := make([]model.Row, harnessPoints)
+	vals := make([]float64, maxPredictFields)
+	for i := range rows {
+		fs := make([]model.Field, len(vals))
+		for k := range vals {
+			vals[k] = math.Round((vals[k]+r.NormFloat64()*float64(k+1))*100) / 100
+			fs[k] = model.Field{Name: fmt.Sprintf("f%02d", k), Value: model.Float(vals[k]), Version: model.Version{Wall: t0 + int64(i), Node: 1}}
+		}
+		rows[i] = model.Row{Time: t0 + int64(i)*harnessStep, Series: testSeries, Fields: fs}
+	}
+	for _, noPredict := range []bool{false, true} {
+		name := "search"
+		if noPredict {
+			name = "no_prediction"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := Encoder{noPredict: noPredict}
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				var err error
+				if buf, err = e.Encode(buf[:0], rows); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perPoint(b, len(rows)*len(vals))
+		})
 	}
 }

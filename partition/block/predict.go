@@ -26,8 +26,12 @@ const (
 	maxPredictTerms = 8
 	// maxPredictFields bounds the fields a block weighs for prediction
 	// (the first of its eligible fields, in name order): the search costs
-	// the square of their number per row.
+	// the square of their number per row searched.
 	maxPredictFields = 16
+	// predictSample is the most deltas the search weighs a field by (the
+	// first rows of the block): a block of many rows costs it no more than
+	// one of this many, and the encoded sizes decide on all of them.
+	predictSample = 256
 )
 
 // predCand is a field eligible for prediction, or for predicting others:
@@ -36,8 +40,8 @@ type predCand struct {
 	field int     // index in e.fields
 	exp   uint8   // the decimal exponent
 	mant  []int64 // its mantissas, one per row
-	delta []int64 // mant[i+1] − mant[i]
-	cost  int     // bits of its deltas (the search's measure)
+	delta []int64 // mant[i+1] − mant[i] of the first rows (predictSample at most)
+	cost  int     // bits of those deltas (the search's measure)
 	role  uint8   // roleFree, rolePredictor or rolePredicted
 }
 
@@ -65,7 +69,7 @@ func (e *Encoder) addPredictCandidate(j, n int) {
 	c := &e.cands[len(e.cands)-1]
 	c.field, c.exp, c.role = j, exp, roleFree
 	c.mant = append(c.mant[:0], mant...)
-	c.delta = grow(c.delta, n-1)
+	c.delta = grow(c.delta, min(n-1, predictSample))
 	for i := range c.delta {
 		c.delta[i] = mant[i+1] - mant[i]
 	}
@@ -94,7 +98,8 @@ func deltaBits(d, o []int64, sign int64) int {
 // predict rewrites the bodies of the fields it predicts (flagPredicted).
 // Fields are tried by descending cost; each grows its terms greedily, one
 // other field at a time with the sign that lowers its measure most, while
-// that takes off at least an eighth of a bit a row. A predicted field
+// that takes off at least an eighth of a bit a delta (over the first
+// predictSample rows). A predicted field
 // predicts no other, and a field that predicts one is not predicted
 // itself, so that a reader decodes a predicted field from plain columns.
 // The rewrite is kept only when the encoded residual and its terms take at
@@ -118,7 +123,7 @@ func (e *Encoder) predict() error {
 		cost := ck.cost
 		e.terms = e.terms[:0]
 		for len(e.terms) < maxPredictTerms {
-			// A term must take off an eighth of a bit a row: a relation
+			// A term must take off an eighth of a bit a delta: a relation
 			// of several fields may pay off only with all its terms
 			// (idle = 100 − user − system gains little from user alone).
 			best, bestSign, bestCost := -1, int64(0), cost-len(e.rdelta)/8
