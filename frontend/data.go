@@ -218,12 +218,15 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 const dueDraws = 4
 
 // enqueue writes smeared rows to the queue, due at a time drawn from
-// [now, now+max delay]; when the queue refuses that time as full
+// [now, now+max delay−lead], lead being what the forwarder's recent
+// forwards took past their due time (smear.Queue.DueLead); when the queue refuses that time as full
 // (smear.ErrDueFull) it draws again, up to dueDraws times in all.
 func (fe *Frontend) enqueue(ctx context.Context, table string, sc metadata.SmearConfig, rows []model.Row) error {
 	var err error
+	maxDelay := time.Duration(sc.MaxDelay)
+	window := maxDelay - fe.queue.DueLead(maxDelay)
 	for range dueDraws {
-		due := smear.DueTime(time.Now(), time.Duration(sc.MaxDelay), rand.Int64N)
+		due := smear.DueTime(time.Now(), window, rand.Int64N)
 		if fe.cfg.SmearDelay != nil {
 			due = time.Now().Add(fe.cfg.SmearDelay(time.Duration(sc.MaxDelay)))
 		}

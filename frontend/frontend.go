@@ -97,6 +97,9 @@ type Health interface {
 type Queue interface {
 	Enqueue(ctx context.Context, table string, rows []model.Row, due time.Time) error
 	RetryAfter() time.Duration
+	// DueLead is how much shorter than maxDelay the window of a due
+	// time is drawn from (smear.Queue.DueLead).
+	DueLead(maxDelay time.Duration) time.Duration
 	// RefusedDueFull counts an insert refused after every due time it
 	// drew was full (smear.ErrDueFull).
 	RefusedDueFull()

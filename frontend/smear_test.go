@@ -17,6 +17,7 @@ type dueQueue struct {
 	full    int
 	dues    []time.Time
 	refused int
+	lead    time.Duration // what DueLead answers
 }
 
 func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.Time) error {
@@ -30,6 +31,34 @@ func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.
 func (q *dueQueue) RetryAfter() time.Duration { return time.Second }
 
 func (q *dueQueue) RefusedDueFull() { q.refused++ }
+
+func (q *dueQueue) DueLead(time.Duration) time.Duration { return q.lead }
+
+// TestEnqueueDrawsWithinLead: with a due lead, due times are drawn from
+// [now, now+max delay−lead], and still spread over that window.
+func TestEnqueueDrawsWithinLead(t *testing.T) {
+	sc := metadata.SmearConfig{Enabled: true, MaxDelay: model.Duration(time.Minute)}
+	rows := []model.Row{{Time: 1, Series: "m"}}
+	q := &dueQueue{lead: 15 * time.Second}
+	fe := &Frontend{queue: q}
+	start := time.Now()
+	for range 200 {
+		if err := fe.enqueue(context.Background(), "t", sc, rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var latest time.Duration
+	for _, d := range q.dues {
+		if d.Before(start) || d.After(time.Now().Add(45*time.Second)) {
+			t.Fatalf("due %v outside [now, now+45s] (max delay 1m, lead 15s)", d.Sub(start))
+		}
+		latest = max(latest, d.Sub(start))
+	}
+	// 200 uniform draws over 45 s all below 40 s: probability (8/9)^200.
+	if latest < 40*time.Second {
+		t.Fatalf("latest due +%v of 200 draws: not spread over the window", latest)
+	}
+}
 
 // TestEnqueueRedrawsDueTime: a due time whose second is full is drawn
 // again, up to dueDraws times in all, each within [now, now+max delay];

@@ -29,6 +29,10 @@ const (
 	// MetricSmearRetriedRows counts the rows whose forward failed and was
 	// queued again.
 	MetricSmearRetriedRows = "tsdb_smear_retried_rows_total"
+	// MetricSmearDueLead is the gauge of how much earlier than max_delay
+	// a server's smeared inserts fall due (the forwarder's recent
+	// lateness).
+	MetricSmearDueLead = "tsdb_smear_due_lead_seconds"
 	// MetricReplicationMaxLag is the gauge of a server's largest
 	// replication lag, in sequences, from a replica to one of its targets.
 	MetricReplicationMaxLag = "tsdb_replication_max_lag_seqs"
@@ -37,7 +41,7 @@ const (
 // scrapedMetrics are the names the sampler reads.
 var scrapedMetrics = []string{
 	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows, MetricSmearLateInFlightRows,
-	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag,
+	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag, MetricSmearDueLead,
 }
 
 // ParseMetrics reads the Prometheus text exposition format and returns,

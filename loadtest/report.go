@@ -156,6 +156,10 @@ type Point struct {
 	// ReplicationLagSeqs is the server's largest replication lag from a
 	// replica to one of its targets, in sequences.
 	ReplicationLagSeqs float64 `json:"replication_lag_seqs"`
+	// DueLeadSeconds is how much earlier than max_delay the server's
+	// smeared inserts fell due at its last one (its forwarder's recent
+	// lateness, docs/smearing.md "Due lead").
+	DueLeadSeconds float64 `json:"due_lead_seconds,omitempty"`
 }
 
 // Comparison relates the smear-on run to the smear-off run.

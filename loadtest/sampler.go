@@ -18,6 +18,7 @@ type sample struct {
 	closed   float64 // MetricSmearAdmissionClosed (0 when absent)
 	retried  float64 // MetricSmearRetriedRows (0 when absent)
 	lag      float64 // MetricReplicationMaxLag (0 when absent)
+	lead     float64 // MetricSmearDueLead (0 when absent)
 }
 
 // sampler scrapes every server's /metrics each interval and keeps, per
@@ -52,7 +53,7 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 			out[i] = sample{
 				at: time.Now(), ok: err == nil, hasWrite: hasWrite, write: w, queue: m[MetricSmearQueueRows],
 				overdue: m[MetricSmearOverdueRows], late: m[MetricSmearLateInFlightRows], closed: m[MetricSmearAdmissionClosed],
-				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag],
+				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag], lead: m[MetricSmearDueLead],
 			}
 		})
 	}
@@ -94,6 +95,7 @@ func (s *sampler) add(cur []sample) {
 				AdmissionClosed:    c.closed > 0,
 				RetriedRowsPerSec:  counterRate(prev, c, func(x sample) float64 { return x.retried }),
 				ReplicationLagSeqs: c.lag,
+				DueLeadSeconds:     c.lead,
 			})
 		}
 		s.mu.last[i] = c

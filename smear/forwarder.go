@@ -840,6 +840,7 @@ func (f *Forwarder) record(ctx context.Context, c *call, rowErrs []error, err er
 	}
 	now := f.q.now().UnixNano()
 	accepted, dropped := 0, 0
+	var maxLate int64 // the most late accepted row's lateness, ns
 	for k, r := range c.refs {
 		e := r.e
 		if e.pending--; e.pending == 0 {
@@ -863,7 +864,11 @@ func (f *Forwarder) record(ctx context.Context, c *call, rowErrs []error, err er
 		}
 		accepted++
 		f.q.metrics.delay.Observe(time.Duration(max(now-e.h.enqueued, 0)).Seconds())
+		late := max(now-e.due, 0)
+		f.q.metrics.lateness.Observe(time.Duration(late).Seconds())
+		maxLate = max(maxLate, late)
 	}
+	f.q.late.note(time.Unix(0, now), maxLate)
 	f.q.metrics.forwarded.Add(float64(accepted))
 	f.accepted.Add(int64(accepted + dropped))
 	if accepted+dropped == 0 {

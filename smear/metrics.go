@@ -11,6 +11,8 @@ type Metrics struct {
 	enqueuedRows prometheus.Counter   // rows admitted by Enqueue
 	fullRejects  prometheus.Counter   // Enqueue calls refused with ErrFull or ErrTooLarge
 	delay        prometheus.Histogram // per forwarded row: forward time − first enqueue time
+	lateness     prometheus.Histogram // per forwarded row: forward time − due time
+	dueLead      prometheus.Gauge     // the due lead of the last smeared insert (DueLead)
 	forwarded    prometheus.Counter   // rows a Sender accepted
 	retried      prometheus.Counter   // rows rewritten for a later retry
 	callFailures prometheus.Counter   // Sender calls that failed as a whole
@@ -56,6 +58,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name:    "tsdb_smear_delay_seconds",
 			Help:    "Per forwarded row, the time from its enqueue to the forward that was accepted.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2, 13), // 0.1 s .. 409.6 s
+		}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tsdb_smear_lateness_seconds",
+			Help:    "Per forwarded row, the time from its due time to the end of the forward call that delivered it (a requeued row's due time is its retry's).",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50 ms .. 102 s
+		}),
+		dueLead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_due_lead_seconds",
+			Help: "How much shorter than max_delay the window a smeared insert's due time is drawn from was, at the last smeared insert: the largest lateness of the last 30 s, at most max_delay/4.",
 		}),
 		callSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tsdb_smear_forward_call_seconds",
@@ -126,7 +137,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay,
+		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay, m.lateness, m.dueLead,
 			m.forwarded, m.retried, m.callFailures, m.quarantined, m.callSeconds, m.callRows, m.settleSecs,
 			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.lateInFlightRows, m.admissionClosed,
 			m.admissionClosings, m.behindRejects)

@@ -191,6 +191,9 @@ type Queue struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// late is the forwarder's recent lateness, for DueLead.
+	late lateness
+
 	mu struct {
 		sync.Mutex
 		// rows and bytes are the queue depth: committed entries plus
