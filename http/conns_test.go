@@ -90,3 +90,55 @@ func testShutdownClosesUnused(t *testing.T, serverTLS *tls.Config, dial func(add
 		t.Fatalf("the unused connection is still open (read %d bytes)", n)
 	}
 }
+
+// TestServeAfterShutdown: a Serve that starts after Shutdown (a node stopped
+// right after it started, before its serving goroutine ran) closes its
+// listener and returns at once instead of accepting for ever; and one that
+// runs at the same time as Shutdown stops too.
+func TestServeAfterShutdown(t *testing.T) {
+	s := NewServer(Config{}, panicky{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after Shutdown = %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve after Shutdown still running after 20 s")
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("the listener of a Serve after Shutdown still accepts")
+	}
+
+	for range 20 {
+		s := NewServer(Config{}, panicky{})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(ln) }()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Fatalf("Serve racing Shutdown = %v, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Serve racing Shutdown still running after 20 s")
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -164,6 +165,10 @@ type Server struct {
 	tokenSum [32]byte
 	// stopping is set when Shutdown begins: /health answers 503 "fail".
 	stopping atomic.Bool
+	// lnMu guards lns, the listeners Serve was given, and the setting of
+	// stopping, so that a Serve that starts as Shutdown runs still stops.
+	lnMu sync.Mutex
+	lns  []net.Listener
 }
 
 // shutdownGrace is how long Shutdown lets in-flight requests finish
@@ -220,16 +225,35 @@ func NewServer(cfg Config, backend Backend) *Server {
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown.
+// Serve accepts connections on ln until Shutdown. Called after Shutdown
+// began, it closes ln and returns nil at once: fasthttp's Shutdown closes
+// only the listeners its Serve had taken when it ran, and a server stopped
+// right after it started would otherwise accept for ever, its Stop waiting
+// on this goroutine.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.srv.Serve(s.track(ln))
+	s.lnMu.Lock()
+	if s.stopping.Load() {
+		s.lnMu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.lns = append(s.lns, ln)
+	s.lnMu.Unlock()
+	err := s.srv.Serve(s.track(ln))
+	if s.stopping.Load() {
+		return nil // its listener closed by Shutdown
+	}
+	return err
 }
 
 // Shutdown stops accepting connections and waits for open requests; after
 // shutdownGrace it cancels their contexts, so a request waiting on
 // replicas (up to its 55 s deadline) ends then rather than hold up the stop.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.lnMu.Lock()
 	s.stopping.Store(true)
+	lns := s.lns
+	s.lnMu.Unlock()
 	grace := time.AfterFunc(shutdownGrace, s.cancelBase)
 	defer grace.Stop()
 	// A connection that never read a byte has no request in flight, but
@@ -247,6 +271,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}()
 	err := s.srv.ShutdownWithContext(ctx)
+	// A Serve given its listener before fasthttp's Serve took it is not
+	// stopped by fasthttp's Shutdown: close the listeners here too (after
+	// it, whose own Close must come first to answer nil; a second Close
+	// only fails).
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
 	s.cancelBase()
 	s.zstd.Close()
 	return err
