@@ -54,7 +54,7 @@ func TestStartRefusesUnknownStoreFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DB().Set([]byte{0x00}, []byte("9"), pebble.Sync); err != nil { // the format marker
+	if err := s.DB().Set([]byte{0x00}, []byte("99"), pebble.Sync); err != nil { // the format marker: a version no build has
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -66,10 +66,10 @@ func TestStartRefusesUnknownStoreFormat(t *testing.T) {
 		NoPresplit: true, NoRebalance: true, NoSmear: true, HTTP: testHTTP})
 	if err == nil {
 		stopNode(t, n)
-		t.Fatal("a server started on a store of format version 9")
+		t.Fatal("a server started on a store of format version 99")
 	}
 	if !errors.Is(err, partition.ErrUnknownFormat) || !strings.Contains(err.Error(), storeDir) ||
-		!strings.Contains(err.Error(), "format version 9") || !strings.Contains(err.Error(), "supports version 1") {
+		!strings.Contains(err.Error(), "format version 99") || !strings.Contains(err.Error(), "supports version 1") {
 		t.Fatalf("Start = %v; want ErrUnknownFormat naming %s and both versions", err, storeDir)
 	}
 	t.Logf("Start: %v", err)
