@@ -2,7 +2,6 @@ package block
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -180,17 +179,7 @@ func BenchmarkSmallBlockAggregate(b *testing.B) {
 // prediction search's worst case (every field weighed against every other,
 // none predicted), with and without it; ns/point is per value here.
 func BenchmarkEncodeWide(b *testing.B) {
-	r := rand.New(rand.NewPCG(8, 17))
-	rows := make([]model.Row, harnessPoints)
-	vals := make([]float64, maxPredictFields)
-	for i := range rows {
-		fs := make([]model.Field, len(vals))
-		for k := range vals {
-			vals[k] = math.Round((vals[k]+r.NormFloat64()*float64(k+1))*100) / 100
-			fs[k] = model.Field{Name: fmt.Sprintf("f%02d", k), Value: model.Float(vals[k]), Version: model.Version{Wall: t0 + int64(i), Node: 1}}
-		}
-		rows[i] = model.Row{Time: t0 + int64(i)*harnessStep, Series: testSeries, Fields: fs}
-	}
+	rows := unrelatedWalks(rand.New(rand.NewPCG(8, 17)), harnessPoints, maxPredictFields)
 	for _, noPredict := range []bool{false, true} {
 		name := "search"
 		if noPredict {
@@ -206,7 +195,7 @@ func BenchmarkEncodeWide(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			perPoint(b, len(rows)*len(vals))
+			perPoint(b, len(rows)*maxPredictFields)
 		})
 	}
 }

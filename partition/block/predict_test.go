@@ -254,18 +254,7 @@ func rawBlockNoSummaries(t *testing.T, times []int64, n, nf uint64, rowVers []mo
 // TestPredictionUnrelatedFields: a block of unrelated fields is left as it
 // was, no field predicted.
 func TestPredictionUnrelatedFields(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 17))
-	n := 500
-	rows := make([]model.Row, n)
-	vals := make([]float64, 20)
-	for i := range rows {
-		fs := make([]model.Field, len(vals))
-		for k := range vals {
-			vals[k] = math.Round((vals[k]+r.NormFloat64()*float64(k+1))*100) / 100
-			fs[k] = model.Field{Name: fmt.Sprintf("f%02d", k), Value: model.Float(vals[k]), Version: model.Version{Wall: t0 + int64(i), Node: 1}}
-		}
-		rows[i] = model.Row{Time: t0 + int64(i)*harnessStep, Series: testSeries, Fields: fs}
-	}
+	rows := unrelatedWalks(rand.New(rand.NewPCG(7, 17)), 500, 20)
 	b, err := Encode(nil, rows)
 	if err != nil {
 		t.Fatal(err)
@@ -310,4 +299,20 @@ func checkDecimalHead(t *testing.T, rd *Reader, rows []model.Row, field string) 
 			t.Fatalf("DecimalHead(%q, %d): %d mantissas, sum %d; want %d, %d", field, head, len(col.Mantissas), sum, head, want)
 		}
 	}
+}
+
+// unrelatedWalks returns n rows of fields independent 2-decimal random
+// walks, field k's steps of standard deviation k+1.
+func unrelatedWalks(r *rand.Rand, n, fields int) []model.Row {
+	rows := make([]model.Row, n)
+	vals := make([]float64, fields)
+	for i := range rows {
+		fs := make([]model.Field, fields)
+		for k := range vals {
+			vals[k] = math.Round((vals[k]+r.NormFloat64()*float64(k+1))*100) / 100
+			fs[k] = model.Field{Name: fmt.Sprintf("f%02d", k), Value: model.Float(vals[k]), Version: model.Version{Wall: t0 + int64(i), Node: 1}}
+		}
+		rows[i] = model.Row{Time: t0 + int64(i)*harnessStep, Series: testSeries, Fields: fs}
+	}
+	return rows
 }
