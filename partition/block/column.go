@@ -45,7 +45,8 @@ var valueKinds = [...]model.Kind{model.KindFloat, model.KindInt, model.KindBool,
 
 // Column decodes field into dst. ok is false when the block has no such
 // field. Only the field's own columns are decoded (plus the block-level
-// version column when the field refers to it, once per Reset). The
+// version column when the field refers to it, once per Reset, and the
+// value columns of its terms when it is predicted: Predicted). The
 // string values are substrings of one string per column: keeping one
 // keeps the column's bytes alive.
 func (r *Reader) Column(field string, dst *Column) (ok bool, err error) {

@@ -9,10 +9,10 @@ import (
 	"github.com/tsdb/tsdb/partition/colcodec"
 )
 
-// Predicted columns (doc.go, "Predicted columns"): a decimal float field
+// Predicted fields (doc.go, "Predicted fields"): a decimal float field
 // may be stored as its residual from a sum of other decimal float fields of
 // the block, m = r + Σ c_j·m_j with each c_j +1 or −1, when that residual
-// takes fewer bytes than the field's own column. Fields that add up to a
+// and its terms take at most seven eighths of the field's own column. Fields that add up to a
 // whole (a CPU's user, system and idle shares; used, free and total bytes)
 // or follow each other (bytes in and out) leave a residual of a few bits a
 // value where each column of its own takes a byte or more.
@@ -99,9 +99,9 @@ func deltaBits(d, o []int64, sign int64) int {
 // Fields are tried by descending cost; each grows its terms greedily, one
 // other field at a time with the sign that lowers its measure most, while
 // that takes off at least an eighth of a bit a delta (over the first
-// predictSample rows). A predicted field
-// predicts no other, and a field that predicts one is not predicted
-// itself, so that a reader decodes a predicted field from plain columns.
+// predictSample rows). A predicted field predicts no other, and a field
+// that predicts one is not predicted itself, so that a reader decodes a
+// predicted field from plain columns.
 // The rewrite is kept only when the encoded residual and its terms take at
 // most seven eighths of the field's own column.
 func (e *Encoder) predict() error {
