@@ -208,10 +208,11 @@
 //
 // The encoder (predict.go) considers, in a block of at least 32 rows, the
 // first 16 fields that every row has as floats stored in the decimal
-// form. It measures each by the bits of its zigzagged deltas, tries the
-// costliest first, and adds terms one at a time, the field and sign that
-// lower that measure most, while a term takes off at least an eighth of
-// a bit a row; it keeps the rewrite only when it takes at most seven
+// form. It measures each by the bits of its zigzagged deltas (over the
+// first 256 rows), tries the costliest first, and adds terms one at a
+// time, the field and sign that lower that measure most, while a term
+// takes off at least an eighth of a bit a row; it keeps the rewrite only
+// when it takes at most seven
 // eighths of the field's own column. On the harness's shape usage_idle
 // (100 − user − system, each printed with 2 decimals) is predicted from
 // the other two: residuals of −1, 0 or +1 hundredths.
