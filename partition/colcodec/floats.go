@@ -122,16 +122,6 @@ func EncodeDecimals(dst []byte, mant []int64, exp uint8) ([]byte, error) {
 	return dst, nil
 }
 
-// StreamSize returns about how many bytes the integer stream of v takes in
-// a column (the encoder's own estimate, exact but for its heads): what a
-// caller weighing two ways of storing the same integers compares.
-func StreamSize(v []int64) int {
-	if len(v) == 0 {
-		return 0
-	}
-	return 2 + chooseStream(v).size
-}
-
 // decimalMantissas returns m[i] and e with src[i] == float64(m[i]) / 10^e
 // bit for bit, or ok false. One pass at the exponent found so far; a
 // value that needs a larger one restarts it (at most maxDecimals times).

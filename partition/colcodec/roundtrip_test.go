@@ -451,3 +451,67 @@ func TestDecodeDecimalsPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeDecimals: a decimal column written from integers reads back
+// as those integers (DecodeDecimals, and a prefix) and as the floats
+// m / 10^e (DecodeFloats), and the FloatEncoder reports the mantissas of
+// the decimal columns it writes and of no other; out-of-range mantissas
+// and exponents are refused, dst unchanged.
+func TestEncodeDecimals(t *testing.T) {
+	r := newRand(t)
+	for _, n := range append(testSizes, 1+r.IntN(5000)) {
+		mant := make([]int64, n)
+		for i := range mant {
+			mant[i] = r.Int64N(1<<54) - 1<<53 + 1 // |m| < 2^53
+			if r.IntN(2) == 0 {
+				mant[i] = r.Int64N(5) - 2 // a residual's few bits
+			}
+		}
+		exp := uint8(r.IntN(maxDecimals + 1))
+		col, err := EncodeDecimals(nil, mant, exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, scale, ok, err := DecodeDecimals(nil, col)
+		if err != nil || !ok || scale != float64(pow10[exp]) || !slices.Equal(got, mant) {
+			t.Fatalf("n %d exp %d: DecodeDecimals ok %v scale %v err %v, equal %v", n, exp, ok, scale, err, slices.Equal(got, mant))
+		}
+		head := r.IntN(n + 1)
+		got, _, ok, err = DecodeDecimalsPrefix(nil, col, n, head)
+		if err != nil || !ok || !slices.Equal(got, mant[:head]) {
+			t.Fatalf("n %d: prefix of %d: ok %v err %v", n, head, ok, err)
+		}
+		fs, err := DecodeFloats(nil, col)
+		if err != nil || len(fs) != n {
+			t.Fatalf("n %d: DecodeFloats: %d values, %v", n, len(fs), err)
+		}
+		for i, f := range fs {
+			if want := float64(mant[i]) / float64(pow10[exp]); math.Float64bits(f) != math.Float64bits(want) {
+				t.Fatalf("n %d value %d: %v, want %v", n, i, f, want)
+			}
+		}
+	}
+	dst := []byte{7}
+	for _, tc := range []struct {
+		mant []int64
+		exp  uint8
+	}{{[]int64{1 << 53}, 2}, {[]int64{0, -(1 << 53)}, 2}, {[]int64{1}, maxDecimals + 1}} {
+		if got, err := EncodeDecimals(dst, tc.mant, tc.exp); !errors.Is(err, ErrInvalidValue) || !bytes.Equal(got, dst) {
+			t.Errorf("EncodeDecimals(%v, %d) = %x, %v; want ErrInvalidValue, dst unchanged", tc.mant, tc.exp, got, err)
+		}
+	}
+
+	var e FloatEncoder
+	if _, err := e.Encode(nil, []float64{1.25, 2.5, -3}); err != nil {
+		t.Fatal(err)
+	}
+	if m, exp, ok := e.Mantissas(); !ok || exp != 2 || !slices.Equal(m, []int64{125, 250, -300}) {
+		t.Fatalf("Mantissas after a decimal column: %v %d %v", m, exp, ok)
+	}
+	if _, err := e.Encode(nil, []float64{1.0 / 3, math.Sqrt2}); err != nil { // no exponent up to 15 gives them back
+		t.Fatal(err)
+	}
+	if _, _, ok := e.Mantissas(); ok {
+		t.Fatal("Mantissas after an XOR column: ok")
+	}
+}
