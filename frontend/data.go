@@ -219,8 +219,9 @@ const dueDraws = 4
 
 // enqueue writes smeared rows to the queue, due at a time drawn from
 // [now, now+max delay−lead], lead being what the forwarder's recent
-// forwards took past their due time (smear.Queue.DueLead); when the queue refuses that time as full
-// (smear.ErrDueFull) it draws again, up to dueDraws times in all.
+// forwards took past their due time (smear.Queue.DueLead); when the queue
+// refuses that time as full (smear.ErrDueFull) it draws again, up to
+// dueDraws times in all.
 func (fe *Frontend) enqueue(ctx context.Context, table string, sc metadata.SmearConfig, rows []model.Row) error {
 	var err error
 	maxDelay := time.Duration(sc.MaxDelay)

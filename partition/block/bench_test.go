@@ -39,19 +39,26 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			rows := harnessRows(rand.New(rand.NewPCG(6, 17)), c.n, 1)
-			e := Encoder{noPredict: c.noPredict}
-			var buf []byte
-			b.ReportAllocs()
-			for b.Loop() {
-				var err error
-				if buf, err = e.Encode(buf[:0], rows); err != nil {
-					b.Fatal(err)
-				}
-			}
+			buf := benchEncode(b, rows, c.noPredict)
 			perPoint(b, len(rows))
 			b.ReportMetric(float64(len(buf))/float64(len(rows)), "bytes/point")
 		})
 	}
+}
+
+// benchEncode encodes rows once per loop with one Encoder (prediction on
+// unless noPredict) and returns the last block.
+func benchEncode(b *testing.B, rows []model.Row, noPredict bool) []byte {
+	e := Encoder{noPredict: noPredict}
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = e.Encode(buf[:0], rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return buf
 }
 
 // BenchmarkRows decodes every row of the harness block, with usage_idle
@@ -186,15 +193,7 @@ func BenchmarkEncodeWide(b *testing.B) {
 			name = "no_prediction"
 		}
 		b.Run(name, func(b *testing.B) {
-			e := Encoder{noPredict: noPredict}
-			var buf []byte
-			b.ReportAllocs()
-			for b.Loop() {
-				var err error
-				if buf, err = e.Encode(buf[:0], rows); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchEncode(b, rows, noPredict)
 			perPoint(b, len(rows)*maxPredictFields)
 		})
 	}
