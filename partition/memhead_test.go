@@ -83,7 +83,7 @@ func TestMemCursorSeeks(t *testing.T) {
 			tm = []int64{math.MinInt64, math.MaxInt64}[rng.Intn(2)]
 		}
 		h.mu.Lock()
-		h.insertLocked(series, tm, []byte{byte(rng.Intn(256))}, uuid.Nil, 1)
+		h.bytes.Add(h.insertLocked(series, tm, []byte{byte(rng.Intn(256))}, uuid.Nil, 1))
 		h.mu.Unlock()
 		k := ks.appendRowKey(nil, series, tm)
 		if !seen[string(k)] {
@@ -690,7 +690,7 @@ func TestMemHeadMinSeqCached(t *testing.T) {
 			p := ps[rng.Intn(2)]
 			seqs[p]++
 			h.mu.Lock()
-			h.insertLocked(fmt.Sprintf("s%d", rng.Intn(5)), int64(rng.Intn(3))<<bucketShift, []byte{1}, p, seqs[p])
+			h.bytes.Add(h.insertLocked(fmt.Sprintf("s%d", rng.Intn(5)), int64(rng.Intn(3))<<bucketShift, []byte{1}, p, seqs[p]))
 			h.mu.Unlock()
 		}
 		for _, p := range ps {
@@ -740,7 +740,7 @@ func TestMemViewSelection(t *testing.T) {
 	names := []string{"a", "ab", "abc", "b", "ba", "c", "cpu,host=1", "cpu,host=10", "cpu,host=2"}
 	h.mu.Lock()
 	for range 600 {
-		h.insertLocked(names[rng.Intn(len(names))], int64(rng.Intn(3))<<bucketShift+int64(rng.Intn(30)), []byte{1}, uuid.Nil, 1)
+		h.bytes.Add(h.insertLocked(names[rng.Intn(len(names))], int64(rng.Intn(3))<<bucketShift+int64(rng.Intn(30)), []byte{1}, uuid.Nil, 1))
 	}
 	h.mu.Unlock()
 	type key struct {
@@ -1055,7 +1055,7 @@ func TestMemViewMarksOnlyWhatItTakes(t *testing.T) {
 	insert := func(series string, tm int64) {
 		seq++
 		h.mu.Lock()
-		h.insertLocked(series, tm, []byte{byte(seq)}, p, seq)
+		h.bytes.Add(h.insertLocked(series, tm, []byte{byte(seq)}, p, seq))
 		h.mu.Unlock()
 	}
 	for _, series := range []string{"a", "b"} {

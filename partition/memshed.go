@@ -228,8 +228,10 @@ func (r *Replica) replayLog() error {
 	}
 	defer it.Close()
 	p := r.info.Placement
+	grown := int64(0) // added to h.bytes at the end
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	defer func() { h.bytes.Add(grown) }()
 	for ok := it.First(); ok; ok = it.Next() {
 		seq, err := seqFromKey(it.Key())
 		if err != nil {
@@ -245,7 +247,7 @@ func (r *Replica) replayLog() error {
 				return fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
 			}
 			if e.rowValue != nil {
-				h.insertLocked(string(e.series), e.t, e.rowValue, p, seq)
+				grown += h.insertLocked(string(e.series), e.t, e.rowValue, p, seq)
 			}
 			continue
 		}
@@ -259,7 +261,7 @@ func (r *Replica) replayLog() error {
 				return fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
 			}
 			if s := first + uint64(i); s > trunc {
-				h.insertLocked(string(e.series), e.t, e.rowValue, p, s)
+				grown += h.insertLocked(string(e.series), e.t, e.rowValue, p, s)
 			}
 		}
 	}
