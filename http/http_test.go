@@ -236,13 +236,19 @@ func BenchmarkAppendRawAnswer(b *testing.B) {
 func TestAppendRawAnswerTimes(t *testing.T) {
 	times := []int64{math.MinInt64, -1e9, -1, 0, 1, 999_999_999, 1e9, 1e9 + 1, 1_999_999_999, 2e9,
 		1796021159700000000, 1796021159700000001, 1796021159999999999, 1796021160000000000,
-		math.MaxInt64 - 1, math.MaxInt64, 5, math.MaxInt64}
+		math.MaxInt64 - 1, math.MaxInt64, 5, math.MaxInt64,
+		// Seconds whose digits carry, grow by one, or jump by up to 999.
+		9_999_999_999, 10_000_000_000, 99_999_999_999, 100_000_000_001, 1_099_000_000_000, 1_100_000_000_000,
+		1_999_990_000_000_000_000, 2_000_000_998_000_000_000, 2_000_001_997_000_000_000, 2_000_002_996_999_999_999}
 	rng := rand.New(rand.NewSource(9))
 	at := int64(1796021159700000000)
 	for range 5000 {
 		at += rng.Int63n(700_000_000) // mostly under a second apart
-		if rng.Intn(50) == 0 {
+		switch rng.Intn(50) {
+		case 0:
 			at = rng.Int63()
+		case 1:
+			at += rng.Int63n(1_200_000_000_000) // up to 1,200 s on
 		}
 		times = append(times, at)
 	}

@@ -20,6 +20,11 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 	var times timeDigits
 	var namesArr [8]span
 	names := namesArr[:0]
+	// middle is where the row before wrote what follows its time up to
+	// its one field's value (`,"series":"…","fields":{"name":`), when it
+	// had one field: a row of the same series and field name copies it
+	// whole (one series' raw points, the common answer).
+	var middle span
 	for i := range rows {
 		if i > 0 {
 			b = append(b, ',')
@@ -27,6 +32,12 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 		r := &rows[i]
 		b = append(b, `{"time":`...)
 		b = times.append(b, r.Time)
+		if middle.end > 0 && len(r.Fields) == 1 && r.Series == rows[i-1].Series && r.Fields[0].Name == rows[i-1].Fields[0].Name {
+			b = append(b, b[middle.start:middle.end]...)
+			b = append(appendValue(b, r.Fields[0].Value), "}}"...)
+			continue
+		}
+		middle = span{start: len(b)}
 		b = append(b, `,"series":`...)
 		if i > 0 && r.Series == rows[i-1].Series {
 			b = append(b, b[series.start:series.end]...)
@@ -54,7 +65,13 @@ func appendRawAnswer(b []byte, rows []model.Row, truncated bool) []byte {
 					names = append(names, at)
 				}
 			}
+			if len(r.Fields) == 1 {
+				middle.end = len(b)
+			}
 			b = appendValue(b, r.Fields[j].Value)
+		}
+		if len(r.Fields) != 1 {
+			middle.end = 0
 		}
 		b = append(b, "}}"...)
 	}
@@ -81,9 +98,24 @@ func (c *timeDigits) append(b []byte, t int64) []byte {
 		return strconv.AppendInt(b, t, 10) // before 1970-01-01T00:00:01Z: rare
 	}
 	sec, ns := t/1e9, uint32(t%1e9) // sec ≥ 1
-	if sec == c.sec {
+	switch {
+	case sec == c.sec:
 		b = append(b, b[c.at.start:c.at.end]...)
-	} else {
+	case c.sec > 0 && sec > c.sec && sec-c.sec < 1000:
+		// A few seconds on (rows a second or so apart): the digits
+		// before, with the difference added, carried leftwards.
+		start := len(b)
+		b = append(b, b[c.at.start:c.at.end]...)
+		d, carry := sec-c.sec, int64(0)
+		for i := len(b) - 1; (d > 0 || carry > 0) && i >= start; i-- {
+			v := int64(b[i]-'0') + d%10 + carry
+			b[i], d, carry = byte('0'+v%10), d/10, v/10
+		}
+		if d > 0 || carry > 0 { // one digit more
+			b = strconv.AppendInt(b[:start], sec, 10)
+		}
+		c.sec, c.at = sec, span{start, len(b)}
+	default:
 		start := len(b)
 		b = strconv.AppendInt(b, sec, 10)
 		c.sec, c.at = sec, span{start, len(b)}
@@ -212,7 +244,14 @@ func appendDecimal4(b []byte, x int64) []byte {
 		b = append(b, '-')
 		x = -x
 	}
-	b = strconv.AppendInt(b, x/10000, 10)
+	switch q := x / 10000; {
+	case q < 10: // most measurements (percentages, temperatures): no call
+		b = append(b, byte('0'+q))
+	case q < 100:
+		b = append(b, digitPairs[2*q], digitPairs[2*q+1])
+	default:
+		b = strconv.AppendInt(b, q, 10)
+	}
 	frac := x % 10000
 	hi, lo := frac/100, frac%100
 	d := [5]byte{'.', digitPairs[2*hi], digitPairs[2*hi+1], digitPairs[2*lo], digitPairs[2*lo+1]}
