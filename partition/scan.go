@@ -328,6 +328,11 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 		return true, nil
 	}
 	name := s.series.get(series)
+	if len(s.cols) == 1 {
+		if more, ok := s.visitDense(name, times, lo, hi); ok {
+			return more, nil
+		}
+	}
 	for i := lo; i < hi; i++ {
 		// Each column's pos: its first value at or after row i.
 		n := 0
@@ -365,6 +370,35 @@ func (s *scanner) visitBlockColumns(series []byte, br *block.Reader, times []int
 		s.add(model.Row{Series: name, Time: times[i], Fields: fields})
 	}
 	return true, nil
+}
+
+// visitDense is visitBlockColumns for one selected field that every row
+// from lo to hi-1 has, live and without versions (the HTTP API's query of
+// a series' points of one field): its rows take their fields from the
+// slab at once, and the series is admitted once (admit answers the same
+// for every row of a block). ok is false when the column is not so.
+func (s *scanner) visitDense(name string, times []int64, lo, hi int) (more, ok bool) {
+	sc := &s.cols[0]
+	c, m := sc.col, hi-lo
+	if m <= 0 || len(c.Versions) > 0 || sc.pos+m > len(c.Rows) || int(c.Rows[sc.pos]) != lo || int(c.Rows[sc.pos+m-1]) != hi-1 {
+		return false, false // c.Rows ascend: lo to hi-1, every one
+	}
+	vals := c.Values[sc.pos : sc.pos+m]
+	for i := range vals {
+		if vals[i].Kind == model.KindDeleted {
+			return false, false
+		}
+	}
+	if !s.admit(name) {
+		return false, true
+	}
+	fields := s.slab.take(m)[:m]
+	for j := range vals {
+		fields[j] = model.Field{Name: sc.name, Value: vals[j]}
+		s.add(model.Row{Series: name, Time: times[lo+j], Fields: fields[j : j+1 : j+1]})
+	}
+	sc.pos += m
+	return true, true
 }
 
 // scanColumn is one selected field of a block (visitBlockColumns): its
