@@ -4,6 +4,7 @@
 # each round, with the tsdb store's size after each tsdb run (its pebble
 # directory and its whole server directory, after shutdown). Logs in
 # $OUT/TAG/PEER-rROUND.log (OUT default /tmp/tsdb-bench); msum.py reads them.
+# PEERS (default "vm base new influx") picks and orders the runs of a round.
 set -u
 rounds=$1 tag=$2 base=$3 new=$4
 shift 4
@@ -12,7 +13,7 @@ SCRATCH=${SCRATCH:-$HOME/.cache/tsdb-peers}
 res=${OUT:-/tmp/tsdb-bench}/$tag
 mkdir -p "$res"
 for r in $(seq 1 "$rounds"); do
-	for p in vm base new influx; do
+	for p in ${PEERS:-vm base new influx}; do
 		echo "== $tag round $r $p $(date +%T)"
 		case $p in
 		vm | influx) "$PEERS_DIR/run.sh" $p -c 4 "$@" >"$res/$p-r$r.log" 2>&1 ;;
