@@ -69,7 +69,7 @@ func (l *lateness) recent(now time.Time) time.Duration {
 // earlier, so that they are visible by maxDelay plus the bound's 5 s
 // rather than by maxDelay plus the forwarding time.
 func (q *Queue) DueLead(maxDelay time.Duration) time.Duration {
-	lead := min(q.late.recent(q.now()), maxDelay/maxLeadShare)
+	lead := max(min(q.late.recent(q.now()), maxDelay/maxLeadShare), 0)
 	q.metrics.dueLead.Set(lead.Seconds())
-	return max(lead, 0)
+	return lead
 }

@@ -212,10 +212,10 @@
 // first 256 rows), tries the costliest first, and adds terms one at a
 // time, the field and sign that lower that measure most, while a term
 // takes off at least an eighth of a bit a row; it keeps the rewrite only
-// when it takes at most seven
-// eighths of the field's own column. On the harness's shape usage_idle
-// (100 − user − system, each printed with 2 decimals) is predicted from
-// the other two: residuals of −1, 0 or +1 hundredths.
+// when it takes at most seven eighths of the field's own column. On the
+// harness's shape usage_idle (100 − user − system, each printed with 2
+// decimals) is predicted from the other two: residuals of −1, 0 or +1
+// hundredths.
 //
 // The encoder's version choice: each row's block version is the one most
 // of its fields carry (Boyer-Moore majority vote: a row of one write has

@@ -12,10 +12,11 @@ import (
 // Predicted fields (doc.go, "Predicted fields"): a decimal float field
 // may be stored as its residual from a sum of other decimal float fields of
 // the block, m = r + Σ c_j·m_j with each c_j +1 or −1, when that residual
-// and its terms take at most seven eighths of the field's own column. Fields that add up to a
-// whole (a CPU's user, system and idle shares; used, free and total bytes)
-// or follow each other (bytes in and out) leave a residual of a few bits a
-// value where each column of its own takes a byte or more.
+// and its terms take at most seven eighths of the field's own column.
+// Fields that add up to a whole (a CPU's user, system and idle shares;
+// used, free and total bytes) or follow each other (bytes in and out)
+// leave a residual of a few bits a value where each column of its own
+// takes a byte or more.
 
 const (
 	// predictMinRows is the fewest rows a block predicts columns in:
