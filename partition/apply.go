@@ -54,6 +54,7 @@ type applyScratch struct {
 	valEnds []int32
 	seqKey  []byte
 	seqVal  []byte
+	rec     recordWriter // addSeqIndex's record
 	// written are the input rows written, in key order (their sequences
 	// are prev+1, prev+2, ...).
 	written []int32
@@ -675,9 +676,10 @@ func (r *Replica) addSeqIndex(sc *applyScratch, rows []model.Row, batch *pebble.
 			sc.seqVal = appendSeqValue(sc.seqVal[:0], row.Series, row.Time, origin(first), value(first))
 		} else {
 			sc.seqVal = appendLogRecordHeader(sc.seqVal[:0], end-first)
+			sc.rec.reset()
 			for i := first; i < end; i++ {
 				row := &rows[sc.written[i]]
-				sc.seqVal = appendRecordEntry(sc.seqVal, row.Series, row.Time, origin(i), value(i))
+				sc.seqVal = sc.rec.appendEntry(sc.seqVal, prev+uint64(i)+1, row.Series, row.Time, origin(i), value(i))
 			}
 		}
 		sc.seqKey = r.ks.appendSeqKey(sc.seqKey[:0], prev+uint64(end))

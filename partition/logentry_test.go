@@ -81,11 +81,13 @@ func rawLog(t *testing.T, s *Store, r *Replica) []rawLogEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var rec recordReader
 		for i := 0; i < n; i++ {
 			var e seqEntry
-			if e, body, err = nextRecordEntry(body); err != nil {
+			if e, body, err = rec.next(body, first+uint64(i)); err != nil {
 				t.Fatalf("record %d, entry %d: %v", seq, i, err)
 			}
+			e.rowValue = bytes.Clone(e.rowValue) // a compact entry's is the reader's
 			out = append(out, rawLogEntry{first + uint64(i), e})
 		}
 		if len(body) != 0 {
@@ -547,10 +549,17 @@ func TestLegacyLogUpgradeSkipsMissingRow(t *testing.T) {
 }
 
 // TestLogFormatEntriesOpens: a store marked with the log format of entries
-// only (before log records) opens, its entries read as they are, the
-// marker becomes the current one, and new batches are written as records
-// that read back beside the old entries.
+// only (before log records), or of records without compact entries, opens,
+// its entries read as they are, the marker becomes the current one, and
+// new batches are written as records that read back beside the old
+// entries.
 func TestLogFormatEntriesOpens(t *testing.T) {
+	for _, old := range []string{logFormatEntries, logFormatRecords} {
+		t.Run("from "+old, func(t *testing.T) { testLogFormatOpens(t, old) })
+	}
+}
+
+func testLogFormatOpens(t *testing.T, old string) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir)
 	r := lookingUp(createTestReplica(t, s))
@@ -558,7 +567,7 @@ func TestLogFormatEntriesOpens(t *testing.T) {
 	for i := int64(0); i < 5; i++ {
 		mustApply(t, r, row("one", i, fl("a", float64(i), 1))) // single entries 1-5
 	}
-	if err := s.db.Set(logFormatKey, []byte(logFormatEntries), pebble.Sync); err != nil {
+	if err := s.db.Set(logFormatKey, []byte(old), pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -575,17 +584,102 @@ func TestLogFormatEntriesOpens(t *testing.T) {
 		t.Fatal("replica gone after reopen")
 	}
 	r = lookingUp(r)
-	mustApply(t, r, row("two", 1, fl("a", 1, 1)), row("two", 2, fl("a", 2, 1))) // record 6-7
+	mustApply(t, r, row("two", 1, fl("a", 1, 1)), row("two", 2, fl("a", 2, 1)), row("two", 3, fl("a", 3, 1))) // record 6-8, 7 and 8 compact
 	entries, err := r.ReadLog(0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkLogIsStored(t, r, entries, nil)
-	if len(entries) != 7 || entries[6].Seq != 7 || entries[5].Row.Series != "two" {
+	if len(entries) != 8 || entries[7].Seq != 8 || entries[5].Row.Series != "two" || entries[7].Row.Fields[0].Value != model.Float(3) {
 		t.Fatalf("log after reopen: %+v", entries)
 	}
 	if got, err := r.ReadLog(5, 1); err != nil || len(got) != 1 || got[0].Seq != 6 {
 		t.Fatalf("ReadLog(5, 1) = %+v, %v; want the record's first change", got, err)
+	}
+}
+
+// TestLogRecordCompact: a record's entries read back with the very row
+// values written, whole or compact (log format 4): a value is written
+// compact only after a whole one of its layout and versions, and only
+// when it starts with its own sequence; anything else (another version,
+// another layout, an int of another length, a string, only tombstones)
+// is whole and starts a layout of its own.
+func TestLogRecordCompact(t *testing.T) {
+	var enc valueEncoder
+	v1, v2 := model.Version{Wall: 5, Node: 1}, model.Version{Wall: 6, Node: 1}
+	f := func(name string, v model.Value, ver model.Version) model.Field {
+		return model.Field{Name: name, Value: v, Version: ver}
+	}
+	rows := [][]model.Field{
+		{f("a", model.Float(1), v1), f("b", model.Float(2), v1)},
+		{f("a", model.Float(3), v1), f("b", model.Float(4), v1)},      // compact
+		{f("a", model.Float(5), v1), f("b", model.Float(6), v1)},      // compact
+		{f("a", model.Float(5), v2), f("b", model.Float(6), v1)},      // versions differ
+		{f("a", model.Float(7), v2), f("b", model.Float(8), v1)},      // compact
+		{f("a", model.Float(7), v1), f("c", model.Float(8), v1)},      // another name
+		{f("i", model.Int(1), v1), f("k", model.Bool(true), v1)},      // whole
+		{f("i", model.Int(-2), v1), f("k", model.Bool(false), v1)},    // compact: same varint length
+		{f("i", model.Int(1<<40), v1), f("k", model.Bool(false), v1)}, // a longer varint
+		{f("s", model.String("x"), v1)},                               // strings: no layout
+		{f("s", model.String("y"), v1)},                               // whole again
+		{f("d", model.Value{Kind: model.KindDeleted}, v1)},            // no payloads
+		{f("d", model.Value{Kind: model.KindDeleted}, v1)},            // whole again
+		{f("a", model.Float(9), v1), f("d", model.Value{Kind: model.KindDeleted}, v1)},
+		{f("a", model.Float(10), v1), f("d", model.Value{Kind: model.KindDeleted}, v1)}, // compact
+		{f("a", model.Float(11), v1), f("d", model.Value{Kind: model.KindDeleted}, v1)}, // wrong sequence: whole
+	}
+	wantCompact := []bool{false, true, true, false, true, false, false, true, false, false, false, false, false, false, true, false}
+	const first = 100
+	origin := uuid.MustParse("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+	rec := appendLogRecordHeader(nil, len(rows))
+	whole := len(rec)
+	var w recordWriter
+	var vals [][]byte
+	for i, fs := range rows {
+		seq := uint64(first + i)
+		valSeq := seq
+		if i == len(rows)-1 {
+			valSeq = 7
+		}
+		var efs []encField
+		for j := range fs {
+			efs = append(efs, encFromModel(&fs[j]))
+		}
+		v := enc.appendValue(nil, valSeq, efs)
+		vals = append(vals, v)
+		o := uuid.Nil
+		if i%3 == 1 {
+			o = origin
+		}
+		rec = w.appendEntry(rec, seq, fmt.Sprintf("s%d", i), int64(i)*1000, o, v)
+		whole += len(appendRecordEntry(nil, fmt.Sprintf("s%d", i), int64(i)*1000, o, v))
+	}
+	if len(rec) >= whole {
+		t.Fatalf("record of %d bytes, %d with whole entries only", len(rec), whole)
+	}
+	gotFirst, n, body, err := logRecordParts(rec, first+uint64(len(rows))-1)
+	if err != nil || gotFirst != first || n != len(rows) {
+		t.Fatalf("logRecordParts: first %d, %d entries, %v", gotFirst, n, err)
+	}
+	var rr recordReader
+	for i := range n {
+		compact := len(body) > timeLen && body[timeLen]&seqFlagCompact != 0
+		var e seqEntry
+		if e, body, err = rr.next(body, first+uint64(i)); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if compact != wantCompact[i] {
+			t.Errorf("entry %d: compact %v, want %v", i, compact, wantCompact[i])
+		}
+		if !bytes.Equal(e.rowValue, vals[i]) {
+			t.Errorf("entry %d: value %x, want %x", i, e.rowValue, vals[i])
+		}
+		if string(e.series) != fmt.Sprintf("s%d", i) || e.t != int64(i)*1000 || (e.origin == origin) != (i%3 == 1) {
+			t.Errorf("entry %d: series %q, time %d, origin %v", i, e.series, e.t, e.origin)
+		}
+	}
+	if len(body) != 0 {
+		t.Fatalf("%d bytes after the entries", len(body))
 	}
 }
 
@@ -595,9 +689,10 @@ func TestLogFormatEntriesOpens(t *testing.T) {
 func TestLogRecordCorrupt(t *testing.T) {
 	var enc valueEncoder
 	rec := appendLogRecordHeader(nil, 3)
+	var w recordWriter
 	for i := range 3 {
 		val := enc.appendValue(nil, uint64(10+i), []encField{encFromModel(&model.Field{Name: "v", Value: model.Float(float64(i)), Version: model.Version{Wall: 5, Node: 1}})})
-		rec = appendRecordEntry(rec, fmt.Sprintf("s%d", i), int64(i), uuid.Nil, val)
+		rec = w.appendEntry(rec, uint64(10+i), fmt.Sprintf("s%d", i), int64(i), uuid.Nil, val)
 	}
 	decodeAll := func(v []byte) (int, error) {
 		first, n, body, err := logRecordParts(v, 12)
@@ -607,9 +702,10 @@ func TestLogRecordCorrupt(t *testing.T) {
 		if first != 10 {
 			return 0, fmt.Errorf("first %d", first)
 		}
+		var rr recordReader
 		for i := 0; i < n; i++ {
 			var e seqEntry
-			if e, body, err = nextRecordEntry(body); err != nil {
+			if e, body, err = rr.next(body, first+uint64(i)); err != nil {
 				return i, err
 			}
 			var raw rawRow

@@ -18,13 +18,18 @@ const nsLogFormat byte = 0x08
 var logFormatKey = []byte{nsLogFormat}
 
 // logFormat is the value of the marker: the log layout of keys.go, one
-// record per batch (appendLogRecordHeader) or one entry per change
-// (appendSeqValue).
-const logFormat = "3"
+// record per batch (appendLogRecordHeader), whose entries may be compact
+// (recordWriter), or one entry per change (appendSeqValue).
+const logFormat = "4"
 
-// logFormatEntries is the marker of a store whose log holds entries only
-// (before log records): Open reads it as it is and marks it logFormat.
-const logFormatEntries = "2"
+// logFormatRecords is the marker of a store whose records hold whole
+// entries only (before compact ones), and logFormatEntries the marker of
+// one whose log holds entries only (before log records): Open reads both
+// as they are and marks them logFormat.
+const (
+	logFormatRecords = "3"
+	logFormatEntries = "2"
+)
 
 // upgradeBatchBytes is the size at which the upgrade commits a batch.
 const upgradeBatchBytes = 4 << 20
@@ -50,16 +55,17 @@ func (s *Store) upgradeLog() error {
 		switch have {
 		case logFormat:
 			return nil
-		case logFormatEntries:
-			// Entries read as they are; the marker keeps an older build,
-			// which would read a record as a corrupt entry, from opening
-			// the store once records are written.
+		case logFormatEntries, logFormatRecords:
+			// Entries and records read as they are; the marker keeps an
+			// older build, which would read a record, or a compact entry
+			// of one, as corrupt, from opening the store once they are
+			// written.
 			if err := s.db.Set(logFormatKey, []byte(logFormat), pebble.Sync); err != nil {
 				return fmt.Errorf("partition: write log format marker: %w", err)
 			}
 			return nil
 		}
-		return fmt.Errorf("%w: log format %q, this build knows %q and %q", ErrCorrupt, have, logFormatEntries, logFormat)
+		return fmt.Errorf("%w: log format %q, this build knows %q, %q and %q", ErrCorrupt, have, logFormatEntries, logFormatRecords, logFormat)
 	case !errors.Is(err, pebble.ErrNotFound):
 		return fmt.Errorf("partition: read log format marker: %w", err)
 	}

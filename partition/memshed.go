@@ -232,6 +232,7 @@ func (r *Replica) replayLog() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	defer func() { h.bytes.Add(grown) }()
+	var rec recordReader // the records' compact entries
 	for ok := it.First(); ok; ok = it.Next() {
 		seq, err := seqFromKey(it.Key())
 		if err != nil {
@@ -255,9 +256,10 @@ func (r *Replica) replayLog() error {
 		if err != nil {
 			return fmt.Errorf("partition: replica %s: %w", r.info.Placement, err)
 		}
+		rec.reset()
 		for i := range n {
 			var e seqEntry
-			if e, body, err = nextRecordEntry(body); err != nil {
+			if e, body, err = rec.next(body, first+uint64(i)); err != nil {
 				return fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
 			}
 			if s := first + uint64(i); s > trunc {

@@ -375,6 +375,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		out = append(out, le)
 		return nil
 	}
+	var rec recordReader // the records' compact entries
 	for ok := seqIt.First(); ok && !full(); ok = seqIt.Next() {
 		seq, err := seqFromKey(seqIt.Key())
 		if err != nil {
@@ -404,9 +405,10 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			return nil, err
 		}
 		i := 0
+		rec.reset()
 		for ; i < n && !full(); i++ {
 			var e seqEntry
-			if e, body, err = nextRecordEntry(body); err != nil {
+			if e, body, err = rec.next(body, first+uint64(i)); err != nil {
 				return nil, fmt.Errorf("partition: replica %s: log record %d: %w", r.info.Placement, seq, err)
 			}
 			if s := first + uint64(i); s > after {
