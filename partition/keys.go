@@ -311,6 +311,9 @@ type seqEntry struct {
 	series   []byte
 	origin   uuid.UUID
 	rowValue []byte
+	// payloads are a compact record entry's (recordReader), rowValue
+	// being rebuilt from them; nil for any other entry.
+	payloads []byte
 }
 
 // appendLogRecordHeader appends the header of a log record: the log value
@@ -433,10 +436,14 @@ type recordReader struct {
 	shape  rowShape
 	vers   []byte
 	val    []byte // the last compact entry's value, expanded
+	// gen changes with every record and every whole entry: the compact
+	// entries read under one gen have the field names and versions of
+	// its whole entry's value, and shape's fields.
+	gen uint64
 }
 
 // reset starts a record.
-func (rr *recordReader) reset() { rr.last, rr.parsed = nil, false }
+func (rr *recordReader) reset() { rr.last, rr.parsed, rr.gen = nil, false, rr.gen+1 }
 
 // next decodes the first entry of body, the rest of a log record, as the
 // change of sequence seq, and returns the bytes after it. Its series, and
@@ -463,7 +470,7 @@ func (rr *recordReader) next(body []byte, seq uint64) (seqEntry, []byte, error) 
 	rest = rest[w:]
 	if flags&seqFlagCompact == 0 {
 		e.rowValue = rest[:n:n]
-		rr.last, rr.parsed = e.rowValue, false
+		rr.last, rr.parsed, rr.gen = e.rowValue, false, rr.gen+1
 		return e, rest[n:], nil
 	}
 	if !rr.parsed {
@@ -482,7 +489,7 @@ func (rr *recordReader) next(body []byte, seq uint64) (seqEntry, []byte, error) 
 	rr.val = binary.AppendUvarint(rr.val[:0], seq)
 	rr.val = append(rr.val, rr.vers...)
 	rr.val = rr.shape.expand(rr.val, rest[:n])
-	e.rowValue = rr.val
+	e.rowValue, e.payloads = rr.val, rest[:n:n]
 	return e, rest[n:], nil
 }
 

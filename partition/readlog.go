@@ -297,6 +297,13 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		names  = interner{}
 		series = interner{}
 		slab   fieldSlab
+		// rec reads the records' entries; tmplFields are the fields of the
+		// last entry of a record decoded below, under rec's gen tmplGen,
+		// and inRecord tells add that its entry is a record's.
+		rec        recordReader
+		tmplGen    uint64
+		tmplFields []model.Field
+		inRecord   bool
 	)
 	// At most one entry per sequence: size the answer once, up to a page.
 	if n := high - after; maxRows > 0 && uint64(maxRows) < n {
@@ -339,6 +346,16 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			}
 		}
 		name := series.get(e.series)
+		if fields, ok := compactFields(e, &rec, tmplGen, tmplFields, &slab); ok {
+			// The template's names and versions, this entry's payloads:
+			// what decoding its rebuilt value would give.
+			le := LogEntry{Seq: seq, Row: model.Row{Time: e.t, Series: name, Fields: fields}, Origin: e.origin}
+			if le.Origin != uuid.Nil {
+				le.OriginSeq = r.hints.lookup(seq, le.Origin)
+			}
+			out = append(out, le)
+			return nil
+		}
 		if e.rowValue != nil {
 			if err := decodeRaw(e.rowValue, &raw); err != nil {
 				return fmt.Errorf("partition: replica %s: log entry %d: %w", r.info.Placement, seq, err)
@@ -366,6 +383,9 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			return fmt.Errorf("%w: sequence %d holds a row stored with sequence %d", ErrCorrupt, seq, raw.seq)
 		}
 		le := LogEntry{Seq: seq, Row: toModelRow(name, e.t, &raw, names, nil, false, &slab), Origin: e.origin}
+		if inRecord {
+			tmplGen, tmplFields = rec.gen, le.Row.Fields
+		}
 		if le.Origin != uuid.Nil && e.rowValue != nil {
 			// Only for the value the entry carries, as written: a legacy
 			// entry's row is read as it is now, which in a shared space
@@ -375,7 +395,6 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		out = append(out, le)
 		return nil
 	}
-	var rec recordReader // the records' compact entries
 	for ok := seqIt.First(); ok && !full(); ok = seqIt.Next() {
 		seq, err := seqFromKey(seqIt.Key())
 		if err != nil {
@@ -393,6 +412,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 			if err != nil {
 				return nil, err
 			}
+			inRecord = false
 			if err := add(seq, e); err != nil {
 				return nil, err
 			}
@@ -406,6 +426,7 @@ func (r *Replica) readLog(snap *pebble.Snapshot, after, high uint64, maxRows int
 		}
 		i := 0
 		rec.reset()
+		inRecord = true
 		for ; i < n && !full(); i++ {
 			var e seqEntry
 			if e, body, err = rec.next(body, first+uint64(i)); err != nil {
@@ -440,4 +461,24 @@ func (r *Replica) readRow(it *rowIter, key []byte, raw *rawRow) error {
 		return fmt.Errorf("partition: replica %s: read row: %w", r.info.Placement, err)
 	}
 	return decodeRaw(v, raw)
+}
+
+// compactFields returns the fields of e when it is a compact record entry
+// of the template whose fields the last entry decoded from rec's gen tmplGen
+// has (tmplFields, in the value's order, tombstones kept): those names and
+// versions with e's payloads, in fields taken from slab. False otherwise
+// (the entry is then decoded from its rebuilt value).
+func compactFields(e seqEntry, rec *recordReader, tmplGen uint64, tmplFields []model.Field, slab *fieldSlab) ([]model.Field, bool) {
+	if e.payloads == nil || tmplGen != rec.gen || len(tmplFields) != len(rec.shape.fields) {
+		return nil, false
+	}
+	fields := slab.take(len(tmplFields))
+	for j := range rec.shape.fields {
+		f := &rec.shape.fields[j]
+		if tmplFields[j].Name != string(f.name) {
+			return nil, false
+		}
+		fields = append(fields, model.Field{Name: tmplFields[j].Name, Value: f.payload(e.payloads), Version: tmplFields[j].Version})
+	}
+	return fields, true
 }
