@@ -89,6 +89,7 @@ var applyScratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
 const maxPooledKeys = 4 << 20
 
 func (sc *applyScratch) release() {
+	sc.rec.reset() // holds none of this batch's values in the pool
 	if cap(sc.keys) > maxPooledKeys {
 		sc.keys = nil
 	}

@@ -382,7 +382,7 @@ type recordWriter struct {
 }
 
 // reset starts a record.
-func (w *recordWriter) reset() { w.ok = false }
+func (w *recordWriter) reset() { w.ok, w.vers = false, nil }
 
 // appendEntry appends the entry of the change of sequence seq to the row
 // (series, t), with row value v and origin (uuid.Nil: none), compact when
