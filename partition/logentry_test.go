@@ -758,6 +758,42 @@ func TestReadLogCompactEntries(t *testing.T) {
 	check("snapshot", snap, len(rows))
 }
 
+// TestReadLogCompactPayloadCorrupt: a compact entry whose payload no row
+// value holds (a bool of 2) reads as ErrCorrupt, as the whole entry's
+// would, not as a value.
+func TestReadLogCompactPayloadCorrupt(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	r := createTestReplica(t, s)
+	b := func(series string, v bool) model.Row {
+		return row(series, 1000, model.Field{Name: "k", Value: model.Bool(v), Version: ver(5)})
+	}
+	mustApply(t, r, b("a", true), b("b", false), b("c", true))
+	if _, err := r.ReadLog(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.seqLo, UpperBound: r.ks.seqHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.Last() {
+		t.Fatal("no log")
+	}
+	k, v := bytes.Clone(it.Key()), bytes.Clone(it.Value())
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !isLogRecord(v) || v[len(v)-1] != 1 {
+		t.Fatalf("the batch's log is not a record ending in its last bool: %x", v)
+	}
+	v[len(v)-1] = 2 // the last (compact) entry's payload
+	if err := s.db.Set(k, v, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadLog(0, 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ReadLog of a bool payload 2: %+v, %v; want ErrCorrupt", got, err)
+	}
+}
+
 // TestLogRecordCorrupt: a log record cut short or with a changed byte
 // reads as ErrCorrupt or as entries that account for every byte, never as
 // a panic, and an entry decoder refuses a record.

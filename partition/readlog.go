@@ -2,6 +2,7 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -475,10 +476,25 @@ func compactFields(e seqEntry, rec *recordReader, tmplGen uint64, tmplFields []m
 	fields := slab.take(len(tmplFields))
 	for j := range rec.shape.fields {
 		f := &rec.shape.fields[j]
-		if tmplFields[j].Name != string(f.name) {
-			return nil, false
+		if tmplFields[j].Name != string(f.name) || !payloadValid(f, e.payloads) {
+			return nil, false // decoded from its rebuilt value, which says what is wrong
 		}
 		fields = append(fields, model.Field{Name: tmplFields[j].Name, Value: f.payload(e.payloads), Version: tmplFields[j].Version})
 	}
 	return fields, true
+}
+
+// payloadValid reports whether field f's payload in pays is what decoding
+// a row value accepts: a bool's byte 0 or 1, an int's varint exactly its
+// span.
+func payloadValid(f *rowShapeField, pays []byte) bool {
+	p := pays[f.poff : f.poff+f.to-f.off]
+	switch f.kind {
+	case model.KindBool:
+		return p[0] <= 1
+	case model.KindInt:
+		_, n := binary.Varint(p)
+		return n == len(p)
+	}
+	return true
 }
