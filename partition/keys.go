@@ -403,11 +403,20 @@ func (w *recordWriter) appendEntry(dst []byte, seq uint64, series string, t int6
 		}
 	}
 	dst = appendRecordEntry(dst, series, t, origin, v)
-	w.ok = false
-	if p, _, ok := fieldSection(v); ok && w.shape.parse(v) && w.shape.payLen > 0 {
-		w.vers, w.ok = versionsSection(v, p), true
-	}
+	w.vers, w.ok = parseTemplate(&w.shape, v)
+	w.ok = w.ok && w.shape.payLen > 0
 	return dst
+}
+
+// parseTemplate makes sh the field layout of row value v, a record's whole
+// entry that compact entries may follow, and returns v's versions section;
+// false when v has no such layout (rowShape.parse).
+func parseTemplate(sh *rowShape, v []byte) ([]byte, bool) {
+	p, _, ok := fieldSection(v)
+	if !ok || !sh.parse(v) {
+		return nil, false
+	}
+	return versionsSection(v, p), true
 }
 
 // valueSeq returns the sequence a row value starts with (0 when it holds
@@ -477,11 +486,11 @@ func (rr *recordReader) next(body []byte, seq uint64) (seqEntry, []byte, error) 
 		if rr.last == nil {
 			return e, nil, fmt.Errorf("%w: compact log record entry of %q before any whole one", ErrCorrupt, e.series)
 		}
-		p, _, ok := fieldSection(rr.last)
-		if !ok || !rr.shape.parse(rr.last) {
+		vers, ok := parseTemplate(&rr.shape, rr.last)
+		if !ok {
 			return e, nil, fmt.Errorf("%w: compact log record entry of %q after a value without a layout", ErrCorrupt, e.series)
 		}
-		rr.vers, rr.parsed = versionsSection(rr.last, p), true
+		rr.vers, rr.parsed = vers, true
 	}
 	if n != uint64(rr.shape.payLen) {
 		return e, nil, fmt.Errorf("%w: compact log record entry of %q with %d bytes of payloads, its layout has %d", ErrCorrupt, e.series, n, rr.shape.payLen)
