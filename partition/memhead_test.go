@@ -1060,7 +1060,7 @@ func TestMemViewMarksOnlyWhatItTakes(t *testing.T) {
 	}
 	for _, series := range []string{"a", "b"} {
 		// 9 rows in b0 (capacity 16: room for 7 more), 7 in b1 (made
-		// with the capacity of the series' rows in b0: room for 2).
+		// with room for the series' rows in b0 and an eighth more: 3).
 		for i := int64(0); i < 9; i++ {
 			insert(series, b0+10*i)
 		}
@@ -1117,4 +1117,50 @@ func TestMemViewMarksOnlyWhatItTakes(t *testing.T) {
 	if got := first(b0, "a"); got != mine {
 		t.Error("a second late insert copied the rows again with no view since")
 	}
+}
+
+// TestMemSeriesSizedFromBucketBefore: a series' rows and value arena in a
+// bucket are made with room for its rows of the bucket before and an
+// eighth more, so that a series taking about as many rows as before (the
+// bucket before still taking its last ones when this one starts) grows
+// neither under the apply lock.
+func TestMemSeriesSizedFromBucketBefore(t *testing.T) {
+	h := newMemHead()
+	p := uuid.New()
+	b0, b1 := int64(4<<bucketShift), int64(5<<bucketShift)
+	seq := uint64(0)
+	insert := func(tm int64) {
+		seq++
+		h.mu.Lock()
+		h.bytes.Add(h.insertLocked("a", tm, []byte{byte(seq), 1, 2}, p, seq))
+		h.mu.Unlock()
+	}
+	const before = 800
+	for i := range int64(before) {
+		insert(b0 + i)
+	}
+	insert(b1)
+	s := h.buckets[timeBucket(b1)].series["a"]
+	rows, arena := &s.rows[0], &s.arena[0]
+	for i := range int64(before + before/10) { // a tenth more rows than before
+		insert(b1 + 1 + i)
+	}
+	if &s.rows[0] != rows || &s.arena[0] != arena {
+		t.Errorf("%d rows after %d in the bucket before: rows or arena grew (capacities %d, %d)",
+			len(s.rows), before, cap(s.rows), cap(s.arena))
+	}
+	if got := h.bytes.Load(); got != h.footprintWalk() {
+		t.Errorf("bytes = %d, the series' footprints sum to %d", got, h.footprintWalk())
+	}
+}
+
+// footprintWalk sums the footprint of every series in h.
+func (h *memHead) footprintWalk() int64 {
+	n := int64(0)
+	for _, bk := range h.buckets {
+		for _, s := range bk.series {
+			n += s.footprint()
+		}
+	}
+	return n
 }
