@@ -181,8 +181,8 @@ func (h *memHead) insertLocked(series string, t int64, val []byte, p uuid.UUID, 
 			// the grown slices. (The bucket before is often still taking
 			// its last rows when this one takes its first: concurrent
 			// writers' batches overlap in time. Sized at its length, at
-			// 10 M points of the peer harness nearly every series grew
-			// its slices once, under the apply lock: growslice was 8% of
+			// 10 M points of the peer harness series grew their slices
+			// once a bucket, under the apply lock: growslice was 8% of
 			// the server's CPU.)
 			if p := prev.series[series]; p != nil {
 				s.rows = make([]memRow, 0, withHeadroom(len(p.rows)))
