@@ -215,7 +215,7 @@ type memHeadFlags struct {
 func (m *memHeadFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&m.on, "memory-head", true, "keep the rows of storage buckets not sealed yet in memory, their inserts' log records being their durable form (replayed at start-up), instead of one pebble key per row (false: as before; a store is converted at its next start either way)")
 	m.bytes = partition.DefaultMemoryHeadBytes
-	f.Var(bytesize.Var(&m.bytes), "memory-head-bytes", "memory the memory head of this server's store may hold; past it the oldest buckets in memory are written to pebble as rows")
+	f.Var(bytesize.Var(&m.bytes), "memory-head-bytes", "memory the memory head of this server's store may hold; past it the oldest bucket in memory is sealed into blocks early (written to pebble as rows when it has not ended yet)")
 }
 
 // orNever maps --seal-after and --seal-quiet to node.Config: 0 or less is
