@@ -53,6 +53,12 @@ const (
 	// trusted forever.
 	capacityDecay = 2 * time.Minute
 	idleMargin    = 1.5
+	// drainShare is the share of its forward rate a forwarder that works
+	// off a backlog with nothing accepted proves for certain: such a
+	// forwarder forwards two to three times what it can while it also
+	// accepts and writes new rows, so a quarter of it is a rate it keeps
+	// under load (see admission.update).
+	drainShare = 4
 	// maxLag is the backlog, in seconds of forwarding at the current
 	// rate, past which rows overdue close admission even when the queue
 	// does not accept faster than it forwards (a backlog that holds
@@ -68,6 +74,12 @@ const (
 	// budget within a second or two, and accepting it takes the CPU the
 	// forwarder needs as the first of those rows fall due.
 	acceptProbe = probe
+	// recoveryProbe replaces acceptProbe while the estimate is below the
+	// forwarder's recent peak (admission.recovering): a capacity the
+	// forwarder proved within the last minutes is found again as fast as
+	// the forwarder proves it, not a quarter at a time. The due budget
+	// still bounds the rows due in every second by the estimate.
+	recoveryProbe = slowStartProbe
 	// widespreadFailures is the number of failing partitions from which
 	// the rows retrying count as behind (see admission.failedParts).
 	widespreadFailures = 2
@@ -162,6 +174,10 @@ type admission struct {
 	// so at least once.
 	capacity  float64
 	saturated bool
+	// peak is the highest estimate of the last minutes: the estimate
+	// itself, or an older peak decaying with capacityDecay. An estimate
+	// below it is recovering (a stall lowered it; see recovering).
+	peak float64
 }
 
 func newAdmission(o *Options) admission {
@@ -189,6 +205,14 @@ func (a *admission) slotBudget(near bool) int64 {
 	return max(int64(a.capacity*f*float64(a.tick)/float64(time.Second)), minSlotRows)
 }
 
+// recovering reports whether the estimate is below the forwarder's recent
+// peak: a stall (a split storm, replica sets that confirmed slowly for a
+// few seconds) lowers the estimate to what the forwarder delivered
+// meanwhile, and admission lets it grow back faster than a new capacity
+// is probed (recoveryProbe, and a slow start after a closure that emptied
+// the queue, in reset).
+func (a *admission) recovering() bool { return a.capacity < a.peak }
+
 // acceptFull reports whether n more rows would take the rows accepted in
 // the current tick over acceptProbe times the capacity estimate (once the
 // forwarder was seen saturated; before, the estimate is below the truth
@@ -201,9 +225,14 @@ func (a *admission) acceptFull(n int64) bool {
 	return a.accepted+n > a.acceptLimit()
 }
 
-// acceptLimit is the most rows acceptFull lets in during one tick.
+// acceptLimit is the most rows acceptFull lets in during one tick:
+// acceptProbe times the estimate, recoveryProbe times it while recovering.
 func (a *admission) acceptLimit() int64 {
-	return max(int64(acceptProbe*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
+	f := acceptProbe
+	if a.recovering() {
+		f = recoveryProbe
+	}
+	return max(int64(f*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
 }
 
 // slotFull reports whether n more rows due at due would take their
@@ -288,6 +317,15 @@ func (a *admission) reset() bool {
 	clear(a.calls)
 	wasClosed := a.closed
 	a.closed, a.behindSince = false, 0
+	if wasClosed && a.recovering() {
+		// A closure that ends with the queue empty forwarded every row,
+		// and no due second holds any: what it measured was the stall,
+		// not the forwarder, so probe as from the start (the due budget's
+		// slow start, without the accept bound). Without this an estimate
+		// lowered to a fraction of the truth grew back by a quarter every
+		// few seconds, for minutes.
+		a.saturated = false
+	}
 	return wasClosed
 }
 
@@ -349,8 +387,10 @@ func (a *admission) update(now int64, closing bool) transition {
 	// server that only forwards, working off a backlog with nothing
 	// accepted (admission closed, the load gone), forwards two to three
 	// times what it can while it also accepts and writes new rows; such
-	// a tick may lower the estimate, never raise it.
-	proven := min(a.forwardRate, max(a.capacity, a.acceptRate))
+	// a tick raises the estimate to a quarter of its forward rate
+	// (drainShare) at most. Without that floor an estimate that a stall
+	// lowered stayed there through the drain that followed.
+	proven := max(min(a.forwardRate, max(a.capacity, a.acceptRate)), a.forwardRate/drainShare)
 	switch {
 	case late > 0 && failing:
 		// Overdue, but calls are failing: not a measure of capacity.
@@ -373,6 +413,7 @@ func (a *admission) update(now int64, closing bool) transition {
 			a.saturated = false
 		}
 	}
+	a.peak = max(a.capacity, a.peak*math.Exp(-float64(dt)/float64(capacityDecay)))
 	// Rows retrying count as behind (with failures widespread) only while
 	// they grow: under overload, forwards into the present's partitions
 	// keep failing and their rows pile up; rows of partitions that stay

@@ -403,3 +403,113 @@ func TestVisibilityBoundUnderOverload(t *testing.T) {
 	t.Logf("acknowledged %d rows in %d s (capacity %d rows/s, offered %d); worst visibility %s; %+v",
 		len(acked), loadSecs, capacity, perSec*100, worst, q.Admission())
 }
+
+// TestAdmissionRecoversAfterStall simulates, on a synthetic clock, a
+// server whose forwarder delivers 6,000 rows/s, offered 9,000, and stalls
+// for 15 s (one pass in five: a split storm, replica sets confirming
+// slowly): admission closes, the estimate falls to what was delivered
+// meanwhile, and once the backlog is forwarded the queue must take most
+// of the capacity again within a minute, not grow back by a quarter every
+// few seconds (before the recovery rules it acknowledged about a third of
+// the capacity in the minute after the stall, and half in the next). The
+// guarantee holds throughout: every row acknowledged after the stall is
+// forwarded within max_delay + 5 s, and every row exactly once.
+func TestAdmissionRecoversAfterStall(t *testing.T) {
+	const (
+		maxDelay   = 20 * time.Second
+		capacity   = 6000 // rows per simulated second
+		perSec     = 90   // inserts offered per second, of 100 rows
+		stallFrom  = 60
+		stallUntil = 75
+		measure    = 100 // acknowledgements counted from here to the end
+		loadSecs   = 160
+	)
+	clk, opts := clockedOptions(t)
+	// An initial estimate well below the capacity, as in a real cluster
+	// (1,000 rows/s against 15,000 or more): the estimate a stall leaves
+	// lies between the two, where it used to stay.
+	opts.InitialForwardRate = 200
+	q := openQueue(t, t.TempDir(), opts)
+	sender := &clockedSender{clk: clk, at: map[string]int64{}}
+	fopts := fastForwarder()
+	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
+	f := NewForwarder(q, sender, fopts)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	start := clk.ns.Load()
+	acked := map[string]int64{} // rowKey → acknowledgement time
+	ackedLate, batch := 0, 0    // acknowledged from measure on
+	closed := false
+	step := func(sec int, offer bool) {
+		clk.ns.Add(int64(time.Second))
+		for range perSec {
+			if !offer {
+				break
+			}
+			rows := makeRows(batch, 100)
+			batch++
+			var err error
+			for range 4 {
+				due := DueTime(clk.Now(), maxDelay, rnd.Int64N)
+				if err = q.Enqueue(ctx, "cpu", rows, due); !errors.Is(err, ErrDueFull) {
+					break
+				}
+			}
+			switch {
+			case err == nil:
+				for _, r := range rows {
+					acked[rowKey(r)] = clk.ns.Load()
+				}
+				if sec >= measure {
+					ackedLate += len(rows)
+				}
+			case !errors.Is(err, ErrDueFull) && !errors.Is(err, ErrBehind):
+				t.Fatalf("enqueue: %v", err)
+			}
+		}
+		closed = closed || q.Admission().Closed
+		if sec >= stallFrom && sec < stallUntil && sec%5 != 0 {
+			return // stalled: no pass this second
+		}
+		if _, err := f.pass(ctx, clk.Now().UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sec := range loadSecs {
+		step(sec, true)
+	}
+	if !closed {
+		t.Fatal("admission never closed: the stall did not put the forwarder behind")
+	}
+	for i := 0; ; i++ {
+		if rows, _ := q.Depth(); rows == 0 {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("the queue does not drain")
+		}
+		step(loadSecs+i, false)
+	}
+	if len(sender.at) != len(acked) || sender.dup != 0 {
+		t.Fatalf("%d rows forwarded (%d twice), %d acknowledged", len(sender.at), sender.dup, len(acked))
+	}
+	var worst time.Duration
+	for k, at := range acked {
+		got, ok := sender.at[k]
+		if !ok {
+			t.Fatalf("acknowledged row %s never forwarded", k)
+		}
+		if at-start >= int64(measure)*int64(time.Second) {
+			worst = max(worst, time.Duration(got-at))
+		}
+	}
+	if worst > maxDelay+5*time.Second {
+		t.Fatalf("a row acknowledged after the stall became visible %s after its acknowledgement, beyond max_delay + 5 s", worst)
+	}
+	want := (loadSecs - measure) * capacity * 3 / 4
+	if ackedLate < want {
+		t.Fatalf("%d rows acknowledged in the %d s after the stall, want at least 3/4 of the capacity (%d): the estimate grows back too slowly", ackedLate, loadSecs-measure, want)
+	}
+	t.Logf("acknowledged %d rows in the %d s after the stall (capacity %d rows/s); worst visibility since %s; %+v",
+		ackedLate, loadSecs-measure, capacity, worst, q.Admission())
+}

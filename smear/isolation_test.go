@@ -407,11 +407,13 @@ func TestFailingCallsDoNotMeasureCapacity(t *testing.T) {
 	}
 }
 
-// TestDrainDoesNotRaiseCapacity: a forwarder working off a backlog while
-// nothing is accepted (admission closed) forwards faster than it can
-// under load; such ticks may lower the estimate, never raise it, nor may
-// the ticks right after it opens again, until the queue accepts again.
-func TestDrainDoesNotRaiseCapacity(t *testing.T) {
+// TestDrainRaisesCapacityAQuarter: a forwarder working off a backlog
+// while nothing is accepted (admission closed) forwards faster than it
+// can under load; such ticks may lower the estimate, and raise it to a
+// quarter of their forward rate at most (drainShare), nor may the ticks
+// right after it opens again, until the queue accepts again. An estimate
+// below its recent peak is recovering, with the larger accept bound.
+func TestDrainRaisesCapacityAQuarter(t *testing.T) {
 	sec := int64(time.Second)
 	now := 1000 * sec
 	a := startedAdmission(now)
@@ -453,6 +455,23 @@ func TestDrainDoesNotRaiseCapacity(t *testing.T) {
 	}
 	if a.capacity > 3000 {
 		t.Fatalf("capacity %.0f after draining at 2000 rows/s, want it lowered", a.capacity)
+	}
+	// Below its recent peak (about 9000) the estimate is recovering: the
+	// accept bound lets in recoveryProbe times it, not acceptProbe.
+	if !a.recovering() || a.acceptLimit() != int64(recoveryProbe*a.capacity) {
+		t.Fatalf("recovering %v, accept limit %d at capacity %.0f (peak %.0f), want %v times the estimate",
+			a.recovering(), a.acceptLimit(), a.capacity, a.peak, recoveryProbe)
+	}
+	// A stall lowered the estimate to its floor; the drain that follows,
+	// at 20000 rows/s with nothing accepted, proves a quarter of that.
+	a.capacity = minSlotRows
+	for range 8 {
+		now += sec
+		a.forwarded, a.accepted = 20_000, 0
+		a.update(now, true)
+	}
+	if a.capacity < 4000 || a.capacity > 20_000/drainShare {
+		t.Fatalf("capacity %.0f after draining at 20000 rows/s from an estimate a stall lowered, want a quarter of the drain's rate", a.capacity)
 	}
 }
 
