@@ -214,7 +214,7 @@ func (a *admission) slotBudget(near bool) int64 {
 func (a *admission) recovering() bool { return a.capacity < a.peak }
 
 // acceptFull reports whether n more rows would take the rows accepted in
-// the current tick over acceptProbe times the capacity estimate (once the
+// the current tick over acceptFactor times the capacity estimate (once the
 // forwarder was seen saturated; before, the estimate is below the truth
 // and the due budget's slow start finds it). The first entry of a tick is
 // always taken, however large.
@@ -226,13 +226,18 @@ func (a *admission) acceptFull(n int64) bool {
 }
 
 // acceptLimit is the most rows acceptFull lets in during one tick:
-// acceptProbe times the estimate, recoveryProbe times it while recovering.
+// acceptFactor times the estimate.
 func (a *admission) acceptLimit() int64 {
-	f := acceptProbe
+	return max(int64(a.acceptFactor()*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
+}
+
+// acceptFactor is the accept bound's multiple of the estimate:
+// acceptProbe, recoveryProbe while recovering.
+func (a *admission) acceptFactor() float64 {
 	if a.recovering() {
-		f = recoveryProbe
+		return recoveryProbe
 	}
-	return max(int64(f*a.capacity*float64(a.tick)/float64(time.Second)), minSlotRows)
+	return acceptProbe
 }
 
 // slotFull reports whether n more rows due at due would take their
