@@ -410,8 +410,8 @@ func TestVisibilityBoundUnderOverload(t *testing.T) {
 // slowly): admission closes, the estimate falls to what was delivered
 // meanwhile, and once the backlog is forwarded the queue must take most
 // of the capacity again within a minute, not grow back by a quarter every
-// few seconds (before the recovery rules it acknowledged about a third of
-// the capacity in the minute after the stall, and half in the next). The
+// few seconds (before the recovery rules it acknowledged 92,200 rows, a
+// quarter of the capacity, in the minute counted here). The
 // guarantee holds throughout: every row acknowledged after the stall is
 // forwarded within max_delay + 5 s, and every row exactly once.
 func TestAdmissionRecoversAfterStall(t *testing.T) {
