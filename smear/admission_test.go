@@ -3,6 +3,7 @@ package smear
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -339,61 +340,22 @@ func TestVisibilityBoundUnderOverload(t *testing.T) {
 	fopts := fastForwarder()
 	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
 	f := NewForwarder(q, sender, fopts)
-	rnd := rand.New(rand.NewPCG(1, 2))
-	ctx := context.Background()
-	acked := map[string]int64{} // rowKey → acknowledgement time
-	batch := 0
+	load := newSimLoad(t, q, clk, maxDelay, 1)
 	step := func(offer bool) {
 		clk.ns.Add(int64(time.Second))
-		for range perSec {
-			if !offer {
-				break
-			}
-			rows := makeRows(batch, 100)
-			batch++
-			var err error
-			for range 4 {
-				due := DueTime(clk.Now(), maxDelay, rnd.Int64N)
-				if err = q.Enqueue(ctx, "cpu", rows, due); !errors.Is(err, ErrDueFull) {
-					break
-				}
-			}
-			switch {
-			case err == nil:
-				for _, r := range rows {
-					acked[rowKey(r)] = clk.ns.Load()
-				}
-			case !errors.Is(err, ErrDueFull) && !errors.Is(err, ErrBehind):
-				t.Fatalf("enqueue: %v", err)
-			}
+		if offer {
+			load.offer(perSec)
 		}
-		if _, err := f.pass(ctx, clk.Now().UnixNano()); err != nil {
+		if _, err := f.pass(context.Background(), clk.Now().UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range loadSecs {
 		step(true)
 	}
-	for i := 0; ; i++ {
-		if rows, _ := q.Depth(); rows == 0 {
-			break
-		}
-		if i > 1000 {
-			t.Fatal("the queue does not drain")
-		}
-		step(false)
-	}
-	var worst time.Duration
-	for k, at := range acked {
-		got, ok := sender.at[k]
-		if !ok {
-			t.Fatalf("acknowledged row %s never forwarded", k)
-		}
-		worst = max(worst, time.Duration(got-at))
-	}
-	if len(sender.at) != len(acked) || sender.dup != 0 {
-		t.Fatalf("%d rows forwarded (%d twice), %d acknowledged", len(sender.at), sender.dup, len(acked))
-	}
+	load.drain(func() { step(false) })
+	acked := load.acked
+	worst := load.worstDelivery(sender, math.MinInt64)
 	if worst > maxDelay+5*time.Second {
 		t.Fatalf("a row became visible %s after its acknowledgement, beyond max_delay + 5 s", worst)
 	}
@@ -434,44 +396,21 @@ func TestAdmissionRecoversAfterStall(t *testing.T) {
 	fopts := fastForwarder()
 	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
 	f := NewForwarder(q, sender, fopts)
-	rnd := rand.New(rand.NewPCG(3, 4))
-	ctx := context.Background()
+	load := newSimLoad(t, q, clk, maxDelay, 3)
 	start := clk.ns.Load()
-	acked := map[string]int64{} // rowKey → acknowledgement time
-	ackedLate, batch := 0, 0    // acknowledged from measure on
-	closed := false
+	ackedLate, closed := 0, false // acknowledged from measure on
 	step := func(sec int, offer bool) {
 		clk.ns.Add(int64(time.Second))
-		for range perSec {
-			if !offer {
-				break
-			}
-			rows := makeRows(batch, 100)
-			batch++
-			var err error
-			for range 4 {
-				due := DueTime(clk.Now(), maxDelay, rnd.Int64N)
-				if err = q.Enqueue(ctx, "cpu", rows, due); !errors.Is(err, ErrDueFull) {
-					break
-				}
-			}
-			switch {
-			case err == nil:
-				for _, r := range rows {
-					acked[rowKey(r)] = clk.ns.Load()
-				}
-				if sec >= measure {
-					ackedLate += len(rows)
-				}
-			case !errors.Is(err, ErrDueFull) && !errors.Is(err, ErrBehind):
-				t.Fatalf("enqueue: %v", err)
+		if offer {
+			if n := load.offer(perSec); sec >= measure {
+				ackedLate += n
 			}
 		}
 		closed = closed || q.Admission().Closed
 		if sec >= stallFrom && sec < stallUntil && sec%5 != 0 {
 			return // stalled: no pass this second
 		}
-		if _, err := f.pass(ctx, clk.Now().UnixNano()); err != nil {
+		if _, err := f.pass(context.Background(), clk.Now().UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -481,28 +420,9 @@ func TestAdmissionRecoversAfterStall(t *testing.T) {
 	if !closed {
 		t.Fatal("admission never closed: the stall did not put the forwarder behind")
 	}
-	for i := 0; ; i++ {
-		if rows, _ := q.Depth(); rows == 0 {
-			break
-		}
-		if i > 1000 {
-			t.Fatal("the queue does not drain")
-		}
-		step(loadSecs+i, false)
-	}
-	if len(sender.at) != len(acked) || sender.dup != 0 {
-		t.Fatalf("%d rows forwarded (%d twice), %d acknowledged", len(sender.at), sender.dup, len(acked))
-	}
-	var worst time.Duration
-	for k, at := range acked {
-		got, ok := sender.at[k]
-		if !ok {
-			t.Fatalf("acknowledged row %s never forwarded", k)
-		}
-		if at-start >= int64(measure)*int64(time.Second) {
-			worst = max(worst, time.Duration(got-at))
-		}
-	}
+	extra := loadSecs
+	load.drain(func() { step(extra, false); extra++ })
+	worst := load.worstDelivery(sender, start+int64(measure)*int64(time.Second))
 	if worst > maxDelay+5*time.Second {
 		t.Fatalf("a row acknowledged after the stall became visible %s after its acknowledgement, beyond max_delay + 5 s", worst)
 	}
@@ -512,4 +432,83 @@ func TestAdmissionRecoversAfterStall(t *testing.T) {
 	}
 	t.Logf("acknowledged %d rows in the %d s after the stall (capacity %d rows/s); worst visibility since %s; %+v",
 		ackedLate, loadSecs-measure, capacity, worst, q.Admission())
+}
+
+// simLoad offers inserts to a queue on a synthetic clock as a front end
+// does (each insert of 100 rows draws a due time up to four times while
+// its second is full) and records when each acknowledged row was
+// acknowledged.
+type simLoad struct {
+	t        *testing.T
+	q        *Queue
+	clk      *clock
+	rnd      *rand.Rand
+	maxDelay time.Duration
+	acked    map[string]int64 // rowKey → acknowledgement time
+	batch    int
+}
+
+func newSimLoad(t *testing.T, q *Queue, clk *clock, maxDelay time.Duration, seed uint64) *simLoad {
+	return &simLoad{t: t, q: q, clk: clk, rnd: rand.New(rand.NewPCG(seed, seed+1)),
+		maxDelay: maxDelay, acked: map[string]int64{}}
+}
+
+// offer sends n inserts at the clock's now and returns the rows
+// acknowledged; a refusal other than a full second or admission is fatal.
+func (l *simLoad) offer(n int) (acked int) {
+	for range n {
+		rows := makeRows(l.batch, 100)
+		l.batch++
+		var err error
+		for range 4 {
+			due := DueTime(l.clk.Now(), l.maxDelay, l.rnd.Int64N)
+			if err = l.q.Enqueue(context.Background(), "cpu", rows, due); !errors.Is(err, ErrDueFull) {
+				break
+			}
+		}
+		switch {
+		case err == nil:
+			for _, r := range rows {
+				l.acked[rowKey(r)] = l.clk.ns.Load()
+			}
+			acked += len(rows)
+		case !errors.Is(err, ErrDueFull) && !errors.Is(err, ErrBehind):
+			l.t.Fatalf("enqueue: %v", err)
+		}
+	}
+	return acked
+}
+
+// drain runs step (a simulated second without inserts) until the queue
+// is empty.
+func (l *simLoad) drain(step func()) {
+	for i := 0; ; i++ {
+		if rows, _ := l.q.Depth(); rows == 0 {
+			return
+		}
+		if i > 1000 {
+			l.t.Fatal("the queue does not drain")
+		}
+		step()
+	}
+}
+
+// worstDelivery checks that every acknowledged row was forwarded exactly
+// once and returns the longest time from acknowledgement to forwarding
+// of the rows acknowledged at or after from.
+func (l *simLoad) worstDelivery(sender *clockedSender, from int64) time.Duration {
+	if len(sender.at) != len(l.acked) || sender.dup != 0 {
+		l.t.Fatalf("%d rows forwarded (%d twice), %d acknowledged", len(sender.at), sender.dup, len(l.acked))
+	}
+	var worst time.Duration
+	for k, at := range l.acked {
+		got, ok := sender.at[k]
+		if !ok {
+			l.t.Fatalf("acknowledged row %s never forwarded", k)
+		}
+		if at >= from {
+			worst = max(worst, time.Duration(got-at))
+		}
+	}
+	return worst
 }
