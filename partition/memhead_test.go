@@ -1164,3 +1164,70 @@ func (h *memHead) footprintWalk() int64 {
 	}
 	return n
 }
+
+// TestOpsBytesBoundsTheBatch checks that the sizes the drains give pebble
+// for their batches (opsBytes) hold every operand they write: a batch
+// made with that room never grows (a batch grown by doubling copied
+// itself again and again, docs/performance.md, "A split parent's drop").
+// The rows mix compact ones, whole ones of other layouts (ints, strings,
+// bools, tombstones), overwrites folded in memory and rows a drop wrote
+// already (memRow.persisted, left out).
+func TestOpsBytesBoundsTheBatch(t *testing.T) {
+	s := openMemStore(t, vfs.NewMem(), "d", 0)
+	r := createSharingReplica(t, s, nil, nil)
+	rng := rand.New(rand.NewSource(34))
+	var rows []model.Row
+	for i := range 3000 {
+		ts := int64(rng.Intn(4))<<bucketShift + int64(i%500)
+		f := fl("a", rng.Float64()*1e6, int64(i+1))
+		switch i % 7 {
+		case 1:
+			f = model.Field{Name: "b", Value: model.Int(rng.Int63()), Version: model.Version{Wall: int64(i + 1)}}
+		case 2:
+			f = model.Field{Name: "c", Value: model.String(strings.Repeat("x", rng.Intn(300))), Version: model.Version{Wall: int64(i + 1)}}
+		case 3:
+			f = model.Field{Name: "d", Value: model.Bool(i%2 == 0), Version: model.Version{Wall: int64(i + 1)}}
+		case 4:
+			f = model.Field{Name: "a", Value: model.Deleted(), Version: model.Version{Wall: int64(i + 1)}}
+		}
+		rows = append(rows, row(fmt.Sprintf("s%d", rng.Intn(40)), ts, f, fl("z", float64(i), int64(i+1))))
+	}
+	for i := 0; i < len(rows); i += 100 {
+		mustApply(t, r, rows[i:i+100]...)
+	}
+	h := r.applyMu.mem
+	// Some rows a covered drop wrote already: the second bucket's.
+	lo, hi := int64(1)<<bucketShift, int64(2)<<bucketShift
+	h.markPersisted(&lo, &hi)
+
+	fits := func(what string, n int, write func(b *pebble.Batch) error) {
+		t.Helper()
+		b := newOpsBatch(s.db, n)
+		defer b.Close()
+		room := cap(b.Repr())
+		if err := write(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := cap(b.Repr()); got != room {
+			t.Fatalf("%s: the batch grew from %d to %d bytes (%d written, %d foreseen)", what, room, got, len(b.Repr()), n)
+		}
+		if b.Count() == 0 {
+			t.Fatalf("%s: nothing written", what)
+		}
+	}
+	fits("every row", h.allOpsBytes(&r.ks), func(b *pebble.Batch) error { return h.drainAllOps(&r.ks, b) })
+	bk := timeBucket(0)
+	fits("a bucket", h.bucketOpsBytes(&r.ks, bk), func(b *pebble.Batch) error {
+		for name := range h.buckets[bk].series {
+			if err := h.drainSeriesOps(&r.ks, bk, name, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	begin, end := int64(1)<<bucketShift+100, int64(3)<<bucketShift+300
+	fits("a range", h.rangeOpsBytes(&r.ks, &begin, &end), func(b *pebble.Batch) error {
+		_, err := h.persistRangeOps(&r.ks, b, &begin, &end)
+		return err
+	})
+}

@@ -323,10 +323,15 @@ func (r *Replica) dropLocked() error {
 	wasDropped := r.markDropped()
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
-	b := r.store.db.NewBatch()
+	covered := r.coveredByOthers()
+	size := 0
+	if covered && r.applyMu.mem != nil {
+		size = r.applyMu.mem.rangeOpsBytes(&r.ks, r.info.Begin, r.info.End)
+	}
+	b := newOpsBatch(r.store.db, size)
 	defer b.Close()
 	persisted := 0
-	if r.coveredByOthers() {
+	if covered {
 		// No row of the range is deleted: its rows in memory stay there,
 		// and only their durable form moves from this log, which the
 		// batch deletes, to pebble's head, in the same batch.
