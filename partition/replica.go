@@ -86,6 +86,9 @@ type Replica struct {
 	// hookApplyLocked, when set (tests only, before any Apply), runs in
 	// Apply under applyMu after the dropped and unloading checks.
 	hookApplyLocked func()
+	// hookDropLocked, when set (tests only), runs in a drop under the
+	// store's lock and applyMu, once the replica is marked dropped.
+	hookDropLocked func()
 	// hookSealOutside, when set (tests only, before any seal), runs in a
 	// seal's pass outside the apply lock after it read and encoded its
 	// batch, before it takes the lock to commit it.
@@ -321,6 +324,9 @@ func (r *Replica) dropIf(cond func(*Replica) bool) (bool, error) {
 func (r *Replica) dropLocked() error {
 	r.applyMu.changed()
 	wasDropped := r.markDropped()
+	if r.hookDropLocked != nil {
+		r.hookDropLocked()
+	}
 	r.cursors.Lock()
 	defer r.cursors.Unlock()
 	covered := r.coveredByOthers()

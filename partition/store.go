@@ -153,6 +153,13 @@ type Store struct {
 	// recorded its birth (lost.go); guarded by mu.
 	fresh bool
 
+	// live is a copy of mu.replicas, replaced (never changed) under mu
+	// whenever the map changes: Replica and Replicas read it without mu,
+	// which a drop holds for its whole batch (a split parent's, writing
+	// its rows in memory, held every insert and push of the server behind
+	// it; docs/performance.md, "A split parent's drop").
+	live atomic.Pointer[map[uuid.UUID]*Replica]
+
 	mu struct {
 		sync.Mutex
 		// replicas are the live replicas by placement. Creating and
@@ -299,6 +306,7 @@ func Open(opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	s.publishLocked()
 	if err := s.loadBirth(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -545,6 +553,7 @@ func (s *Store) CreateReplica(info ReplicaInfo) (*Replica, error) {
 	r.initSeq(high, math.MinInt64)
 	sp.members[info.Placement] = r
 	s.mu.replicas[info.Placement] = r
+	s.publishLocked()
 	s.log.Info("replica created", "placement", info.Placement, "table", info.Table, "partition", info.PartitionID,
 		"data_space", sp.id)
 	return r, nil
@@ -570,20 +579,30 @@ func (s *Store) UpgradeSkipped() int64 { return s.upgradeSkipped.Load() }
 
 // Replica returns the live replica of a placement.
 func (s *Store) Replica(placement uuid.UUID) (*Replica, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.mu.replicas[placement]
+	r, ok := (*s.live.Load())[placement]
 	return r, ok
+}
+
+// publishLocked replaces the copy of the live replicas that Replica and
+// Replicas read (Store.live) after a change of mu.replicas. The caller
+// holds mu. A replica being dropped stays in it until its drop is done:
+// its methods then fail with ErrDropped, as they do for a caller that
+// looked it up just before the drop.
+func (s *Store) publishLocked() {
+	m := make(map[uuid.UUID]*Replica, len(s.mu.replicas))
+	for p, r := range s.mu.replicas {
+		m[p] = r
+	}
+	s.live.Store(&m)
 }
 
 // Replicas returns all live replicas, sorted by placement.
 func (s *Store) Replicas() []*Replica {
-	s.mu.Lock()
-	out := make([]*Replica, 0, len(s.mu.replicas))
-	for _, r := range s.mu.replicas {
+	live := *s.live.Load()
+	out := make([]*Replica, 0, len(live))
+	for _, r := range live {
 		out = append(out, r)
 	}
-	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b *Replica) int { return bytes.Compare(a.info.Placement[:], b.info.Placement[:]) })
 	return out
 }
@@ -629,6 +648,7 @@ func (s *Store) forgetLocked(r *Replica) {
 	p := r.info.Placement
 	if s.mu.replicas[p] == r {
 		delete(s.mu.replicas, p)
+		s.publishLocked()
 	}
 	sp := r.applyMu
 	if s.mu.spaces[sp.id] != sp {

@@ -338,3 +338,50 @@ func TestPebbleLogsGoToSlog(t *testing.T) {
 		t.Fatalf("no pebble line reached the logger: %q", h.records)
 	}
 }
+
+// TestLookupsDuringADrop checks that a drop, which holds the store's lock
+// for its whole batch, holds no lookup of a replica behind it: a split
+// parent's drop writing its rows in memory held every insert and push of
+// the server (docs/performance.md, "A split parent's drop"). The replica
+// being dropped is still found until its drop is done.
+func TestLookupsDuringADrop(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	gone := createTestReplica(t, s)
+	other := createTestReplica(t, s)
+	entered, release := make(chan struct{}), make(chan struct{})
+	gone.hookDropLocked = func() {
+		close(entered)
+		<-release
+	}
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropReplica(gone.Info().Placement) }()
+	<-entered
+	found := make(chan [2]bool, 1)
+	go func() {
+		_, a := s.Replica(other.Info().Placement)
+		_, b := s.Replica(gone.Info().Placement)
+		found <- [2]bool{a, b}
+	}()
+	select {
+	case f := <-found:
+		if !f[0] || !f[1] {
+			t.Errorf("during the drop: other found %v, dropped one found %v; want both", f[0], f[1])
+		}
+		if n := len(s.Replicas()); n != 2 {
+			t.Errorf("during the drop: %d replicas listed, want 2", n)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("a lookup waited for the drop")
+	}
+	close(release)
+	if err := <-dropped; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Replica(gone.Info().Placement); ok {
+		t.Error("the dropped replica is still found after its drop")
+	}
+	if _, ok := s.Replica(other.Info().Placement); !ok {
+		t.Error("the other replica is not found after the drop")
+	}
+}
