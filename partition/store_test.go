@@ -360,7 +360,17 @@ func TestLookupsDuringADrop(t *testing.T) {
 	go func() {
 		_, a := s.Replica(other.Info().Placement)
 		_, b := s.Replica(gone.Info().Placement)
+		// An insert into another data space goes on meanwhile.
+		if _, err := other.Apply([]model.Row{row("s", 1, fl("f", 1, 1))}); err != nil {
+			t.Errorf("an Apply of another space during the drop: %v", err)
+		}
 		found <- [2]bool{a, b}
+	}()
+	// An Apply of the replica being dropped waits for the drop and fails.
+	late := make(chan error, 1)
+	go func() {
+		_, err := gone.Apply([]model.Row{row("s", 2, fl("f", 2, 2))})
+		late <- err
 	}()
 	select {
 	case f := <-found:
@@ -377,6 +387,9 @@ func TestLookupsDuringADrop(t *testing.T) {
 	close(release)
 	if err := <-dropped; err != nil {
 		t.Fatal(err)
+	}
+	if err := <-late; !errors.Is(err, ErrDropped) {
+		t.Errorf("an Apply of the replica being dropped: %v, want ErrDropped", err)
 	}
 	if _, ok := s.Replica(gone.Info().Placement); ok {
 		t.Error("the dropped replica is still found after its drop")
