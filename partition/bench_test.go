@@ -411,6 +411,28 @@ const (
 	denseInterval = int64(300e6)
 )
 
+// benchWalk gives benchRows' fields the peer harness's values: a random
+// walk of two decimals per series and field.
+type benchWalk struct {
+	vals []float64
+	rng  *rand.Rand
+}
+
+func newBenchWalk(series int) *benchWalk {
+	return &benchWalk{vals: make([]float64, series*len(benchFieldNames)), rng: rand.New(rand.NewSource(1))}
+}
+
+// step moves every walk one step and sets rows' values to them.
+func (w *benchWalk) step(rows []model.Row) {
+	for j := range rows {
+		for k := range rows[j].Fields {
+			v := &w.vals[j*len(benchFieldNames)+k]
+			*v = math.Round((*v+w.rng.Float64()-0.5)*100) / 100
+			rows[j].Fields[k].Value = model.Float(*v)
+		}
+	}
+}
+
 // loadDenseBench writes the peer harness's shape in layout: 1,000 series
 // of three float fields, a point every denseInterval for denseTicks (1 M
 // rows, about 220 per series and storage bucket), values random walks of
@@ -421,17 +443,10 @@ func loadDenseBench(b *testing.B, layout string) *Replica {
 	s := openBenchStore(b)
 	r := createTestReplica(b, s)
 	rows := benchRows()
-	walk := make([]float64, len(rows)*len(benchFieldNames))
-	rng := rand.New(rand.NewSource(1))
+	walk := newBenchWalk(len(rows))
 	for i := range int64(denseTicks) {
 		setBenchTime(rows, i*denseInterval)
-		for j := range rows {
-			for k := range rows[j].Fields {
-				w := &walk[j*len(benchFieldNames)+k]
-				*w = math.Round((*w+rng.Float64()-0.5)*100) / 100
-				rows[j].Fields[k].Value = model.Float(*w)
-			}
-		}
+		walk.step(rows)
 		if _, err := r.Apply(rows); err != nil {
 			b.Fatal(err)
 		}
@@ -742,8 +757,7 @@ func BenchmarkSealMemory(b *testing.B) {
 	}
 	r := createTestReplica(b, s)
 	rows := benchRows()
-	walk := make([]float64, len(rows)*len(benchFieldNames))
-	rng := rand.New(rand.NewSource(1))
+	walk := newBenchWalk(len(rows))
 	first := timeBucket(0) + 1
 	var sealed int
 	var sealTime time.Duration
@@ -754,13 +768,7 @@ func BenchmarkSealMemory(b *testing.B) {
 		bk := first + uint32(i)
 		for k := range int64(ticks) {
 			setBenchTime(rows, bucketStart(bk)+k*interval)
-			for j := range rows {
-				for f := range rows[j].Fields {
-					w := &walk[j*len(benchFieldNames)+f]
-					*w = math.Round((*w+rng.Float64()-0.5)*100) / 100
-					rows[j].Fields[f].Value = model.Float(*w)
-				}
-			}
+			walk.step(rows)
 			if _, err := r.Apply(rows); err != nil {
 				b.Fatal(err)
 			}

@@ -142,6 +142,9 @@ func (ks *keyspace) appendRowKey(dst []byte, series string, t int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, u)
 }
 
+// rowKeyLen is the length of appendRowKey's key of a row of series.
+func (ks *keyspace) rowKeyLen(series string) int { return len(ks.rowLo) + 4 + len(series) + 1 + 8 }
+
 // appendBucketSeriesKey appends prefix|'r'|bucket|series (no terminator);
 // with an empty series it is the first key of the bucket.
 func (ks *keyspace) appendBucketSeriesKey(dst []byte, b uint32, series string) []byte {

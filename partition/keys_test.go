@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -220,5 +221,17 @@ func TestKeyspaceRanges(t *testing.T) {
 	}
 	if got := prefixSuccessor([]byte{0xff}); got != nil {
 		t.Fatalf("prefixSuccessor(ff) = %x", got)
+	}
+}
+
+// TestRowKeyLen checks rowKeyLen against the key appendRowKey writes.
+func TestRowKeyLen(t *testing.T) {
+	ks := newKeyspace(uuid.New(), uuid.New())
+	for _, series := range []string{"a", "cpu,host=host007,region=r7"} {
+		for _, ts := range []int64{math.MinInt64, -1, 0, 1 << 40} {
+			if got, want := ks.rowKeyLen(series), len(ks.appendRowKey(nil, series, ts)); got != want {
+				t.Errorf("rowKeyLen(%q) = %d, appendRowKey wrote %d", series, got, want)
+			}
+		}
 	}
 }

@@ -58,7 +58,7 @@ const opRecordOverhead = 1 + 2*binary.MaxVarintLen32
 // rows [i, j) of s, series name's, take in a pebble batch, leaving out
 // those pebble's head holds already (memRow.persisted).
 func (s *memSeries) opsBytes(ks *keyspace, name string, i, j int) int {
-	key := len(ks.rowLo) + 4 + len(name) + 1 + 8 // appendRowKey's
+	key := ks.rowKeyLen(name)
 	n := 0
 	for k := i; k < j; k++ {
 		if !s.rows[k].persisted() {
