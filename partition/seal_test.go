@@ -551,3 +551,59 @@ func TestSealOutsideTheLockUnderWrites(t *testing.T) {
 	}
 	t.Logf("%d rows sealed while writing, %d seal batches read again under the lock", sealed, s.SealRetries())
 }
+
+// TestTooManyNames counts a series' field names across schemas that
+// repeat, alternate and come back, on both sides of block.MaxFields.
+func TestTooManyNames(t *testing.T) {
+	fields := func(names ...string) []model.Field {
+		fs := make([]model.Field, len(names))
+		for i, n := range names {
+			fs[i] = fl(n, 1, 1)
+		}
+		return fs
+	}
+	many := func(n, from int) []string {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("f%05d", from+i)
+		}
+		return names
+	}
+	rowsOf := func(schemas ...[]string) ([]model.Row, int) {
+		var rows []model.Row
+		values := 0
+		for i, names := range schemas {
+			rows = append(rows, model.Row{Series: "s", Time: int64(i), Fields: fields(names...)})
+			values += len(names)
+		}
+		return rows, values
+	}
+	same := make([][]string, 2000)
+	for i := range same {
+		same[i] = []string{"a", "b", "c"}
+	}
+	half, otherHalf := many(block.MaxFields/2+1, 0), many(block.MaxFields/2, block.MaxFields)
+	for _, tc := range []struct {
+		name    string
+		schemas [][]string
+		want    bool
+	}{
+		{"one schema, many values", same, false},
+		{"a name per row", func() [][]string {
+			var s [][]string
+			for _, n := range many(block.MaxFields+1, 0) {
+				s = append(s, []string{n})
+			}
+			return s
+		}(), true},
+		{"exactly the limit", [][]string{many(block.MaxFields, 0), many(block.MaxFields, 0)}, false},
+		{"two halves alternating", [][]string{half, otherHalf, half, otherHalf}, true},
+		{"a schema that comes back", [][]string{half, {"a"}, half, {"a"}, half}, false},
+		{"the new name in the last row only", append(append([][]string{}, same...), many(block.MaxFields-2, 10)), true},
+	} {
+		rows, values := rowsOf(tc.schemas...)
+		if got := tooManyNames(rows, values); got != tc.want {
+			t.Errorf("%s: tooManyNames = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
