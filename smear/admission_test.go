@@ -434,6 +434,70 @@ func TestAdmissionRecoversAfterStall(t *testing.T) {
 		ackedLate, loadSecs-measure, capacity, worst, q.Admission())
 }
 
+// TestAdmissionGrowsWithLargeEntries simulates, on a synthetic clock, the
+// load test's shape: inserts of 1,000 rows (as large as the due budget's
+// least, minSlotRows), few of them (6 a second, as when clients wait out
+// refusals), offered to a forwarder that delivers 15,000 rows/s and
+// stalls for 8 s after 20 s. The estimate the stall leaves is saturated
+// and a few thousand rows/s: a probe of a quarter of it is less than one
+// insert, so before withEntry and the last draw's probe seconds
+// (DrawDue) the queue let through no more entries than the estimate,
+// refused most inserts, and acknowledged 1,800 of the 6,000 rows/s
+// offered to the end of the run. The queue must take what is offered
+// again, and every row acknowledged after the stall must be forwarded
+// within max_delay + 5 s, every row exactly once.
+func TestAdmissionGrowsWithLargeEntries(t *testing.T) {
+	const (
+		maxDelay   = 20 * time.Second
+		capacity   = 15000 // rows per simulated second
+		perSec     = 6     // inserts offered per second, of 1,000 rows
+		stallFrom  = 20
+		stallUntil = 28
+		measure    = 60 // acknowledgements counted from here to the end
+		loadSecs   = 120
+	)
+	clk, opts := clockedOptions(t)
+	q := openQueue(t, t.TempDir(), opts)
+	sender := &clockedSender{clk: clk, at: map[string]int64{}}
+	fopts := fastForwarder()
+	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
+	f := NewForwarder(q, sender, fopts)
+	load := newSimLoad(t, q, clk, maxDelay, 5)
+	load.size = 1000
+	start := clk.ns.Load()
+	ackedLate := 0
+	step := func(sec int, offer bool) {
+		clk.ns.Add(int64(time.Second))
+		if offer {
+			if n := load.offer(perSec); sec >= measure {
+				ackedLate += n
+			}
+		}
+		if sec >= stallFrom && sec < stallUntil {
+			return // stalled: no pass this second
+		}
+		if _, err := f.pass(context.Background(), clk.Now().UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sec := range loadSecs {
+		step(sec, true)
+	}
+	extra := loadSecs
+	load.drain(func() { step(extra, false); extra++ })
+	worst := load.worstDelivery(sender, start+int64(stallUntil)*int64(time.Second))
+	if worst > maxDelay+5*time.Second {
+		t.Fatalf("a row acknowledged after the stall became visible %s after its acknowledgement, beyond max_delay + 5 s", worst)
+	}
+	offered := (loadSecs - measure) * perSec * load.size
+	if ackedLate < offered*9/10 {
+		t.Fatalf("%d rows acknowledged of the %d offered in the last %d s (capacity %d rows/s): the estimate does not grow with entries this large; %+v",
+			ackedLate, offered, loadSecs-measure, capacity, q.Admission())
+	}
+	t.Logf("acknowledged %d of %d rows offered in the last %d s; worst visibility since the stall %s; %+v",
+		ackedLate, offered, loadSecs-measure, worst, q.Admission())
+}
+
 // simLoad offers inserts to a queue on a synthetic clock as a front end
 // does (each insert of 100 rows draws a due time up to four times while
 // its second is full) and records when each acknowledged row was
@@ -446,6 +510,7 @@ type simLoad struct {
 	maxDelay time.Duration
 	acked    map[string]int64 // rowKey → acknowledgement time
 	batch    int
+	size     int // rows per insert; 0: 100
 }
 
 func newSimLoad(t *testing.T, q *Queue, clk *clock, maxDelay time.Duration, seed uint64) *simLoad {
@@ -457,11 +522,15 @@ func newSimLoad(t *testing.T, q *Queue, clk *clock, maxDelay time.Duration, seed
 // acknowledged; a refusal other than a full second or admission is fatal.
 func (l *simLoad) offer(n int) (acked int) {
 	for range n {
-		rows := makeRows(l.batch, 100)
+		size := l.size
+		if size == 0 {
+			size = 100
+		}
+		rows := makeRows(l.batch, size)
 		l.batch++
 		var err error
-		for range 4 {
-			due := DueTime(l.clk.Now(), l.maxDelay, l.rnd.Int64N)
+		for i := range 4 {
+			due := l.q.DrawDue(l.clk.Now(), l.maxDelay, i, 4, l.rnd.Int64N)
 			if err = l.q.Enqueue(context.Background(), "cpu", rows, due); !errors.Is(err, ErrDueFull) {
 				break
 			}

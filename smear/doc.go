@@ -193,12 +193,15 @@
 //     rows and would exceed 80% of the capacity over a tick (headroom to
 //     work off a backlog; while nothing is overdue, the next two ticks'
 //     buckets may take twice the capacity until the forwarder was first
-//     seen saturated, 1.25 times afterwards: the estimate grows as the
+//     seen saturated, 1.25 times afterwards, and at least one whole
+//     entry beyond the capacity over a tick: the estimate grows as the
 //     forwarder proves it, and only the near buckets can overshoot);
+//     Queue.DrawDue makes an insert's last draw fall in those buckets;
 //   - with ErrBehind when, once the forwarder was seen saturated, the
 //     rows accepted in the current tick would exceed 1.25 times the
-//     capacity over a tick (a queue with room in every due second would
-//     otherwise take max_delay's worth of its budget at once);
+//     capacity over a tick, or one whole entry beyond it if that is more
+//     (a queue with room in every due second would otherwise take
+//     max_delay's worth of its budget at once);
 //   - with ErrBehind while admission is closed: it closes when rows are
 //     overdue and, for BehindFor (3 s), the accept rate exceeded the
 //     handle rate or the overdue rows were more than 2 s of handling;
