@@ -221,14 +221,13 @@ const dueDraws = 4
 // [now, now+max delay−lead], lead being what the forwarder's recent
 // forwards took past their due time (smear.Queue.DueLead); when the queue
 // refuses that time as full (smear.ErrDueFull) it draws again, up to
-// dueDraws times in all, the last from the seconds that admission's
-// probe may fill (smear.Queue.DrawDue).
+// dueDraws times in all.
 func (fe *Frontend) enqueue(ctx context.Context, table string, sc metadata.SmearConfig, rows []model.Row) error {
 	var err error
 	maxDelay := time.Duration(sc.MaxDelay)
 	window := maxDelay - fe.queue.DueLead(maxDelay)
-	for i := range dueDraws {
-		due := fe.queue.DrawDue(time.Now(), window, i, dueDraws, rand.Int64N)
+	for range dueDraws {
+		due := smear.DueTime(time.Now(), window, rand.Int64N)
 		if fe.cfg.SmearDelay != nil {
 			due = time.Now().Add(fe.cfg.SmearDelay(time.Duration(sc.MaxDelay)))
 		}

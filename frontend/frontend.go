@@ -100,9 +100,6 @@ type Queue interface {
 	// DueLead is how much shorter than maxDelay the window of a due
 	// time is drawn from (smear.Queue.DueLead).
 	DueLead(maxDelay time.Duration) time.Duration
-	// DrawDue draws the due time of an insert's draw i of draws within
-	// [now, now+window] (smear.Queue.DrawDue).
-	DrawDue(now time.Time, window time.Duration, i, draws int, rnd func(int64) int64) time.Time
 	// RefusedDueFull counts an insert refused after every due time it
 	// drew was full (smear.ErrDueFull).
 	RefusedDueFull()

@@ -18,17 +18,6 @@ type dueQueue struct {
 	dues    []time.Time
 	refused int
 	lead    time.Duration // what DueLead answers
-	draws   []int         // DrawDue's i, call by call
-}
-
-// DrawDue records the draw and draws as smear.Queue.DrawDue does with a
-// one-second tick.
-func (q *dueQueue) DrawDue(now time.Time, window time.Duration, i, draws int, rnd func(int64) int64) time.Time {
-	q.draws = append(q.draws, i)
-	if draws > 1 && i == draws-1 {
-		window = min(window, 2*time.Second)
-	}
-	return smear.DueTime(now, window, rnd)
 }
 
 func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.Time) error {
@@ -72,8 +61,7 @@ func TestEnqueueDrawsWithinLead(t *testing.T) {
 }
 
 // TestEnqueueRedrawsDueTime: a due time whose second is full is drawn
-// again, up to dueDraws times in all, each within [now, now+max delay]
-// and numbered for the queue (the last draws from admission's probe);
+// again, up to dueDraws times in all, each within [now, now+max delay];
 // past that the refusal is returned.
 func TestEnqueueRedrawsDueTime(t *testing.T) {
 	sc := metadata.SmearConfig{Enabled: true, MaxDelay: model.Duration(time.Minute)}
@@ -86,11 +74,6 @@ func TestEnqueueRedrawsDueTime(t *testing.T) {
 	}
 	if len(q.dues) != dueDraws || q.refused != 0 {
 		t.Fatalf("%d draws, %d refusals counted; want %d, 0", len(q.dues), q.refused, dueDraws)
-	}
-	for i, d := range q.draws {
-		if d != i {
-			t.Fatalf("draws numbered %v, want 0 to %d: the queue could not tell the last draw", q.draws, dueDraws-1)
-		}
 	}
 	for _, d := range q.dues {
 		if d.Before(start) || d.After(time.Now().Add(time.Minute)) {

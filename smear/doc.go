@@ -196,7 +196,6 @@
 //     seen saturated, 1.25 times afterwards, and at least one whole
 //     entry beyond the capacity over a tick: the estimate grows as the
 //     forwarder proves it, and only the near buckets can overshoot);
-//     Queue.DrawDue makes an insert's last draw fall in those buckets;
 //   - with ErrBehind when, once the forwarder was seen saturated, the
 //     rows accepted in the current tick would exceed 1.25 times the
 //     capacity over a tick, or one whole entry beyond it if that is more

@@ -73,20 +73,3 @@ func (q *Queue) DueLead(maxDelay time.Duration) time.Duration {
 	q.metrics.dueLead.Set(lead.Seconds())
 	return lead
 }
-
-// DrawDue returns the due time of draw i (from 0) of an insert that may
-// draw draws times while the queue refuses the times drawn as full
-// (ErrDueFull): uniform over [now, now+window] (DueTime), and for the
-// last of several draws over the seconds whose budget probes above the
-// capacity estimate (the next two ticks: the probe of admission's due
-// budget). Without that last draw the probe saw rows only when a uniform
-// draw happened to fall in its two seconds: with every later second full
-// and inserts few (clients waiting out refusals), the forwarder never
-// got more rows due than the estimate, and the estimate never grew
-// (TestAdmissionGrowsWithLargeEntries).
-func (q *Queue) DrawDue(now time.Time, window time.Duration, i, draws int, rnd func(int64) int64) time.Time {
-	if draws > 1 && i == draws-1 {
-		window = min(window, probeTicks*q.opts.AdmitTick)
-	}
-	return DueTime(now, window, rnd)
-}

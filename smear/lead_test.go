@@ -75,29 +75,3 @@ func TestDueLeadFromSlowForwards(t *testing.T) {
 		t.Fatalf("lead 30 s after the late forward: %v, want 0", lead)
 	}
 }
-
-// TestDrawDueLastDrawProbes: an insert's draws before its last spread over
-// the whole window; the last of several falls in the seconds admission's
-// probe may fill (two ticks), or the window if that is shorter.
-func TestDrawDueLastDrawProbes(t *testing.T) {
-	_, opts := clockedOptions(t)
-	opts.AdmitTick = 500 * time.Millisecond
-	q := openQueue(t, t.TempDir(), opts)
-	now := time.Unix(1_700_000_000, 0)
-	latest := func(n int64) int64 { return n - 1 }
-	for _, c := range []struct {
-		window   time.Duration
-		i, draws int
-		want     time.Duration
-	}{
-		{20 * time.Second, 0, 4, 20 * time.Second},
-		{20 * time.Second, 2, 4, 20 * time.Second},
-		{20 * time.Second, 3, 4, time.Second}, // two ticks of 500 ms
-		{20 * time.Second, 0, 1, 20 * time.Second},
-		{300 * time.Millisecond, 3, 4, 300 * time.Millisecond},
-	} {
-		if got := q.DrawDue(now, c.window, c.i, c.draws, latest).Sub(now); got != c.want {
-			t.Errorf("DrawDue(window %v, draw %d of %d) latest %v, want %v", c.window, c.i, c.draws, got, c.want)
-		}
-	}
-}
