@@ -246,10 +246,11 @@ func (a *admission) withEntry(limit, n int64) int64 {
 func (a *admission) recovering() bool { return a.capacity < a.peak }
 
 // acceptFull reports whether n more rows would take the rows accepted in
-// the current tick over acceptFactor times the capacity estimate (once the
-// forwarder was seen saturated; before, the estimate is below the truth
-// and the due budget's slow start finds it). The first entry of a tick is
-// always taken, however large.
+// the current tick over acceptFactor times the capacity estimate, or over
+// one whole entry of n rows beyond the estimate when that is more
+// (withEntry), once the forwarder was seen saturated (before, the
+// estimate is below the truth and the due budget's slow start finds it).
+// The first entry of a tick is always taken, however large.
 func (a *admission) acceptFull(n int64) bool {
 	if !a.saturated || a.accepted == 0 {
 		return false

@@ -479,8 +479,8 @@ func (q *Queue) reserve(n, size, due int64) error {
 	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.acceptFull(n) {
 		q.metrics.behindRejects.Inc()
-		return fmt.Errorf("%w: %d rows accepted in this tick, at most %d (%.2f times the forward capacity of %.0f rows/s)",
-			ErrBehind, a.accepted, a.acceptLimit(), a.acceptFactor(), a.capacity)
+		return fmt.Errorf("%w: %d rows accepted in this tick, at most %d with %d more (%.2f times the forward capacity of %.0f rows/s, or one insert beyond it)",
+			ErrBehind, a.accepted, a.withEntry(a.acceptLimit(), n), n, a.acceptFactor(), a.capacity)
 	}
 	if a := &q.mu.adm; !q.opts.NoAdmission && a.slotFull(q.now().UnixNano(), due, n) {
 		// Not counted in behindRejects: the caller draws another due
