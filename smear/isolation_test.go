@@ -839,3 +839,44 @@ func TestOneSlowPartitionKeepsAdmissionOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeOfWholeEntries: once saturated at an estimate of 1,000 rows/s,
+// the accept bound and a probing second take a second 1,000-row insert
+// (one whole entry beyond the estimate, which a margin of a quarter never
+// let through) but not a third, and an insert of 50,000 rows only as the
+// first of its tick or second: the whole-entry bound is not a way round
+// the estimate for large inserts.
+func TestProbeOfWholeEntries(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0).UnixNano()
+	a := startedAdmission(now)
+	a.saturated, a.capacity = true, 1000
+	for _, c := range []struct {
+		accepted, n int64
+		full        bool
+	}{
+		{1000, 1000, false},
+		{2000, 1000, true},
+		{50_000, 50_000, true},
+		{1000, 50_000, true},
+	} {
+		a.accepted = c.accepted
+		if got := a.acceptFull(c.n); got != c.full {
+			t.Errorf("accept bound: %d rows accepted in the tick, %d more: full %v, want %v", c.accepted, c.n, got, c.full)
+		}
+	}
+	due := now + int64(time.Second) // a probing second
+	b := a.bucket(due)
+	for _, c := range []struct {
+		have, n int64
+		full    bool
+	}{
+		{1000, 1000, false},
+		{2000, 1000, true},
+		{50_000, 50_000, true},
+	} {
+		a.future[b] = c.have
+		if got := a.slotFull(now, due, c.n); got != c.full {
+			t.Errorf("probing second holding %d rows, %d more: full %v, want %v", c.have, c.n, got, c.full)
+		}
+	}
+}
