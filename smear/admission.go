@@ -227,14 +227,16 @@ func (a *admission) tickRows() int64 {
 // tick (tickRows + 2n − 1 holds a multiple of n of at least tickRows +
 // n). An entry counts for at most the estimate's worth, so that the
 // bound stays under three times the estimate: an insert larger than
-// that is taken only as a bucket's or a tick's first. A probe proves a rate above the estimate only if it lets more rows
+// that is taken only as a bucket's or a tick's first.
+//
+// A probe proves a rate above the estimate only if it lets more rows
 // through than the estimate, and entries come whole: with entries as
 // large as the probe's margin (the load test's inserts of 1,000 rows,
 // against an estimate of 1,000 to 4,000 rows/s and a margin of a quarter)
 // the bound let no more than the estimate's worth of entries through
 // every tick, the forward rate could not rise above the estimate, and the
 // estimate never grew (a server of the load test held at 1,000 rows/s for
-// a whole run; TestAdmissionGrowsWithLargeEntries).
+// a whole run; TestAdmissionGrowsWithLargeEntries, TestProbeOfWholeEntries).
 func (a *admission) withEntry(limit, n int64) int64 {
 	x := a.tickRows()
 	return max(limit, x+2*min(n, x)-1)
