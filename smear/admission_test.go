@@ -335,11 +335,7 @@ func TestVisibilityBoundUnderOverload(t *testing.T) {
 		loadSecs = 240
 	)
 	clk, opts := clockedOptions(t)
-	q := openQueue(t, t.TempDir(), opts)
-	sender := &clockedSender{clk: clk, at: map[string]int64{}}
-	fopts := fastForwarder()
-	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
-	f := NewForwarder(q, sender, fopts)
+	q, sender, f := simForwarder(t, clk, opts, capacity)
 	load := newSimLoad(t, q, clk, maxDelay, 1)
 	step := func(offer bool) {
 		clk.ns.Add(int64(time.Second))
@@ -391,11 +387,7 @@ func TestAdmissionRecoversAfterStall(t *testing.T) {
 	// (1,000 rows/s against 15,000 or more): the estimate a stall leaves
 	// lies between the two, where it used to stay.
 	opts.InitialForwardRate = 200
-	q := openQueue(t, t.TempDir(), opts)
-	sender := &clockedSender{clk: clk, at: map[string]int64{}}
-	fopts := fastForwarder()
-	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
-	f := NewForwarder(q, sender, fopts)
+	q, sender, f := simForwarder(t, clk, opts, capacity)
 	load := newSimLoad(t, q, clk, maxDelay, 3)
 	start := clk.ns.Load()
 	ackedLate, closed := 0, false // acknowledged from measure on
@@ -457,11 +449,7 @@ func TestAdmissionGrowsWithLargeEntries(t *testing.T) {
 		loadSecs   = 120
 	)
 	clk, opts := clockedOptions(t)
-	q := openQueue(t, t.TempDir(), opts)
-	sender := &clockedSender{clk: clk, at: map[string]int64{}}
-	fopts := fastForwarder()
-	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
-	f := NewForwarder(q, sender, fopts)
+	q, sender, f := simForwarder(t, clk, opts, capacity)
 	load := newSimLoad(t, q, clk, maxDelay, 5)
 	load.size = 1000
 	start := clk.ns.Load()
@@ -496,6 +484,17 @@ func TestAdmissionGrowsWithLargeEntries(t *testing.T) {
 	}
 	t.Logf("acknowledged %d of %d rows offered in the last %d s; worst visibility since the stall %s; %+v",
 		ackedLate, offered, loadSecs-measure, worst, q.Admission())
+}
+
+// simForwarder opens a queue with opts and a forwarder that delivers at
+// most capacity rows a pass (one call slot, capacity/2 rows a call) to a
+// clockedSender on clk.
+func simForwarder(t *testing.T, clk *clock, opts Options, capacity int) (*Queue, *clockedSender, *Forwarder) {
+	q := openQueue(t, t.TempDir(), opts)
+	sender := &clockedSender{clk: clk, at: map[string]int64{}}
+	fopts := fastForwarder()
+	fopts.MaxInFlight, fopts.MaxRowsPerCall, fopts.MaxBytesPerCall = 1, capacity/2, 1<<30
+	return q, sender, NewForwarder(q, sender, fopts)
 }
 
 // simLoad offers inserts to a queue on a synthetic clock as a front end
