@@ -33,6 +33,17 @@ const (
 	// a server's smeared inserts fall due (the forwarder's recent
 	// lateness).
 	MetricSmearDueLead = "tsdb_smear_due_lead_seconds"
+	// MetricSmearCapacity is the gauge of a server's estimated smear
+	// forward capacity, rows/s (what admission lets fall due per second).
+	MetricSmearCapacity = "tsdb_smear_forward_capacity_rows_per_second"
+	// MetricSmearAcceptRate and MetricSmearForwardRate are the gauges of
+	// the rows a server's smear queue takes in and forwards per second
+	// (moving averages).
+	MetricSmearAcceptRate  = "tsdb_smear_accept_rows_per_second"
+	MetricSmearForwardRate = "tsdb_smear_forward_rows_per_second"
+	// MetricSmearRefusals counts the smeared inserts a server's admission
+	// control refused (503 queue_full).
+	MetricSmearRefusals = "tsdb_smear_behind_rejections_total"
 	// MetricReplicationMaxLag is the gauge of a server's largest
 	// replication lag, in sequences, from a replica to one of its targets.
 	MetricReplicationMaxLag = "tsdb_replication_max_lag_seqs"
@@ -42,6 +53,7 @@ const (
 var scrapedMetrics = []string{
 	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows, MetricSmearLateInFlightRows,
 	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag, MetricSmearDueLead,
+	MetricSmearCapacity, MetricSmearAcceptRate, MetricSmearForwardRate, MetricSmearRefusals,
 }
 
 // ParseMetrics reads the Prometheus text exposition format and returns,

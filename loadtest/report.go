@@ -160,6 +160,15 @@ type Point struct {
 	// smeared inserts fell due at its last one (its forwarder's recent
 	// lateness, docs/smearing.md "Due lead").
 	DueLeadSeconds float64 `json:"due_lead_seconds,omitempty"`
+	// CapacityRowsPerSec is the server's smear admission estimate of its
+	// forward capacity; AcceptRowsPerSec and ForwardRowsPerSec the rows
+	// its smear queue took in and forwarded per second (the server's
+	// moving averages); RefusalsPerSec the smeared inserts its admission
+	// refused per second.
+	CapacityRowsPerSec float64 `json:"capacity_rows_per_sec,omitempty"`
+	AcceptRowsPerSec   float64 `json:"accept_rows_per_sec,omitempty"`
+	ForwardRowsPerSec  float64 `json:"forward_rows_per_sec,omitempty"`
+	RefusalsPerSec     float64 `json:"refusals_per_sec,omitempty"`
 }
 
 // Comparison relates the smear-on run to the smear-off run.

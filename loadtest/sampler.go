@@ -19,6 +19,10 @@ type sample struct {
 	retried  float64 // MetricSmearRetriedRows (0 when absent)
 	lag      float64 // MetricReplicationMaxLag (0 when absent)
 	lead     float64 // MetricSmearDueLead (0 when absent)
+	capacity float64 // MetricSmearCapacity (0 when absent)
+	accept   float64 // MetricSmearAcceptRate (0 when absent)
+	forward  float64 // MetricSmearForwardRate (0 when absent)
+	refused  float64 // MetricSmearRefusals (0 when absent)
 }
 
 // sampler scrapes every server's /metrics each interval and keeps, per
@@ -54,6 +58,8 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 				at: time.Now(), ok: err == nil, hasWrite: hasWrite, write: w, queue: m[MetricSmearQueueRows],
 				overdue: m[MetricSmearOverdueRows], late: m[MetricSmearLateInFlightRows], closed: m[MetricSmearAdmissionClosed],
 				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag], lead: m[MetricSmearDueLead],
+				capacity: m[MetricSmearCapacity], accept: m[MetricSmearAcceptRate], forward: m[MetricSmearForwardRate],
+				refused: m[MetricSmearRefusals],
 			}
 		})
 	}
@@ -96,6 +102,10 @@ func (s *sampler) add(cur []sample) {
 				RetriedRowsPerSec:  counterRate(prev, c, func(x sample) float64 { return x.retried }),
 				ReplicationLagSeqs: c.lag,
 				DueLeadSeconds:     c.lead,
+				CapacityRowsPerSec: c.capacity,
+				AcceptRowsPerSec:   c.accept,
+				ForwardRowsPerSec:  c.forward,
+				RefusalsPerSec:     counterRate(prev, c, func(x sample) float64 { return x.refused }),
 			})
 		}
 		s.mu.last[i] = c
