@@ -319,6 +319,7 @@ type sealScratch struct {
 	outside bool
 	series  string
 	rows    []model.Row
+	dense   sealDense // the rows while they are columns (sealdense.go)
 	values  int
 	head    bool  // a row of the series is in the head
 	headLen int64 // the key and value bytes of its head rows
@@ -550,15 +551,14 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 				st.StoredRows++
 			}
 		}
-		row, err := sc.readRow(it, t)
+		nf, err := sc.read(it, t)
 		if err != nil {
 			return nil, fmt.Errorf("partition: replica %s: seal: row %x: %w", r.info.Placement, it.Key(), err)
 		}
-		if len(row.Fields) > 0 {
-			sc.rows = append(sc.rows, row)
-			sc.values += len(row.Fields)
+		if nf > 0 {
+			sc.values += nf
 			read++
-			if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues {
+			if sc.count() > block.MaxRows || sc.values > block.MaxValues {
 				// Too large for a block: not read further, left in the head.
 				if sc.outside {
 					return nil, errSealUnderLock
@@ -568,9 +568,7 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 				if err := sc.keep(r, b, batch); err != nil {
 					return nil, err
 				}
-				clear(sc.rows)
-				sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
-				sc.slab.reset()
+				sc.resetSeries()
 				ok = it.SeekGE(sc.delFrom)
 				continue
 			}
@@ -663,15 +661,13 @@ func (sc *sealScratch) shapeNames(sh *rowShape) []string {
 // The head rows are deleted by sealSome's range deletion, which leaves
 // out the series kept in the head here (sc.keep).
 func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st *SealStats) error {
-	defer func() {
-		clear(sc.rows)
-		sc.rows, sc.values, sc.head, sc.headLen = sc.rows[:0], 0, false, 0
-		sc.slab.reset() // the rows are encoded: reused
-	}()
+	defer sc.resetSeries() // the rows are encoded: their memory reused
 	if !sc.head {
 		return nil // sealed already, nothing written since
 	}
-	if len(sc.rows) > block.MaxRows || sc.values > block.MaxValues || tooManyNames(sc.rows, sc.values) {
+	// Columns hold one shape's fields, at most maxShapeFields: only rows
+	// can name too many.
+	if sc.count() > block.MaxRows || sc.values > block.MaxValues || tooManyNames(sc.rows, sc.values) {
 		if sc.outside {
 			return errSealUnderLock
 		}
@@ -684,13 +680,11 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 	if r.applyMu.mem != nil {
 		sc.memDone = append(sc.memDone, sc.series)
 	}
-	if len(sc.rows) == 0 {
+	if sc.count() == 0 {
 		// Rows without fields (none are written): nothing to keep.
 		return batch.Delete(sc.key, nil)
 	}
-	var err error
-	sc.buf, err = sc.enc.Encode(sc.buf[:0], sc.rows)
-	if err != nil {
+	if err := sc.encode(); err != nil {
 		if errors.Is(err, block.ErrInvalid) {
 			if sc.outside {
 				return errSealUnderLock
@@ -707,7 +701,7 @@ func (r *Replica) sealSeries(b uint32, sc *sealScratch, batch *pebble.Batch, st 
 		return err
 	}
 	st.Series++
-	st.Rows += len(sc.rows)
+	st.Rows += sc.count()
 	st.HeadBytes += sc.headLen
 	st.BlockBytes += int64(len(sc.key) + len(sc.buf))
 	return nil

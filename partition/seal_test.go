@@ -607,3 +607,64 @@ func TestTooManyNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSealColumnsThenRows: a series whose rows in memory are compact rows
+// of one shape is sealed from columns; one whose later row has another
+// shape (a field more, an int, a string, a tombstone) goes on as rows
+// from there; both blocks read back the rows written, and rows
+// written after the seal merge with the block as before.
+func TestSealColumnsThenRows(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	if !s.memoryHead {
+		t.Skip("no memory head (TSDB_TEST_MEMHEAD=0)")
+	}
+	r := createTestReplica(t, s)
+	b0 := bucketStart(timeBucket(0) + 1)
+	var want []model.Row
+	for i := range int64(100) {
+		want = append(want, row("cols", b0+i, fl("a", float64(i)/4, 10), fl("b", 100-float64(i)/4, 10)))
+	}
+	for i := range int64(100) {
+		want = append(want, row("mixed", b0+i, fl("a", float64(i), 10), fl("b", 1, 10)))
+	}
+	other := []model.Row{
+		row("mixed", b0+100, fl("a", 1, 11), fl("b", 2, 11), fl("c", 3, 11)),
+		{Series: "mixed", Time: b0 + 101, Fields: []model.Field{{Name: "a", Value: model.Int(-7), Version: ver(12)}}},
+		{Series: "mixed", Time: b0 + 102, Fields: []model.Field{{Name: "s", Value: model.String("x"), Version: ver(12)}}},
+		row("mixed", b0+103, fl("a", 5, 13), fl("b", 6, 13)),
+	}
+	want = append(want, other...)
+	mustApply(t, r, want...)
+	st, err := r.Seal(t.Context(), bucketStart(timeBucket(b0)+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Series != 2 || st.Rows != len(want) {
+		t.Fatalf("sealed %d series, %d rows; want 2, %d", st.Series, st.Rows, len(want))
+	}
+	if n := countHeadRows(t, r); n != 0 {
+		t.Fatalf("%d head rows after the seal, want 0", n)
+	}
+	got := scanAll(t, r)
+	sortRows(want)
+	if err := sameRows(got, want); err != nil {
+		t.Fatalf("rows read back from the blocks: %v", err)
+	}
+	// A tombstone and a newer value over the sealed columns.
+	late := []model.Row{
+		{Series: "cols", Time: b0 + 3, Fields: []model.Field{{Name: "a", Value: model.Deleted(), Version: ver(20)}}},
+		row("cols", b0+4, fl("b", -1, 20)),
+	}
+	mustApply(t, r, late...)
+	for i := range want {
+		switch {
+		case want[i].Series == "cols" && want[i].Time == b0+3:
+			want[i].Fields = want[i].Fields[1:] // a deleted
+		case want[i].Series == "cols" && want[i].Time == b0+4:
+			want[i].Fields = []model.Field{want[i].Fields[0], fl("b", -1, 20)}
+		}
+	}
+	if err := sameRows(scanAll(t, r), want); err != nil {
+		t.Fatalf("rows after late writes over the blocks: %v", err)
+	}
+}
