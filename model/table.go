@@ -67,6 +67,20 @@ type SmearConfig struct {
 	KeyrangeThreshold Duration `json:"keyrange_threshold"`
 }
 
+// Smears reports whether the table's settings smear inserts into a
+// partition of [begin, end) (nil: open): smearing is on, the max delay
+// positive, and the range narrower than the keyrange threshold, that is
+// end−begin < threshold. A partition of exactly the threshold's width is
+// not smeared, and an open-ended one is infinitely wide, so never. The
+// width is computed in uint64 so that a range spanning most of the int64
+// axis does not overflow; an empty or inverted range is not smeared.
+func (c SmearConfig) Smears(begin, end *int64) bool {
+	if !c.Enabled || c.MaxDelay <= 0 || begin == nil || end == nil || c.KeyrangeThreshold <= 0 || *end <= *begin {
+		return false
+	}
+	return uint64(*end)-uint64(*begin) < uint64(c.KeyrangeThreshold)
+}
+
 // DefaultSmear returns the default smear settings: on, 120 s, 60 s.
 func DefaultSmear() SmearConfig {
 	return SmearConfig{Enabled: true, MaxDelay: DefaultSmearMaxDelay, KeyrangeThreshold: DefaultSmearKeyrangeThreshold}

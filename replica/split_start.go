@@ -90,8 +90,37 @@ func (s *Server) RunSplits(ctx context.Context) {
 	}
 }
 
+// smearSplitMargin is how long past its last rows' max delay a smeared
+// partition is still taken to receive forwards (the visibility bound's
+// slack, docs/smearing.md).
+const smearSplitMargin = 5 * time.Second
+
+// splitThreshold is the size past which the size trigger splits partition
+// p of a table configured as cfg, at now: the table's target, or twice it
+// while p still receives smeared rows (the table smears inserts into it,
+// and its end is less than max_delay and smearSplitMargin ago). A split's
+// children must hold a row before an insert of it into the parent is
+// acknowledged (DESIGN.md section 6), so a split of a partition the smear
+// queues forward into holds up their forward calls, and the rows behind
+// them, for as long as it lasts: in the load test, once the rate took every
+// one-second partition at "now" over its target, the splits that followed
+// made rows late by up to 27 s and closed admission on every server
+// (docs/performance.md, "What admission's own series show in the load
+// test"). Such a partition is split once its forwards are over, unless it
+// grows past twice the target meanwhile.
+func splitThreshold(cfg metadata.TableConfig, p *metadata.Partition, now time.Time) uint64 {
+	target := uint64(cfg.PartitionSizeTarget)
+	if !cfg.Smear.Smears(p.Begin, p.End) {
+		return target
+	}
+	if forwarded := now.UnixNano() - int64(cfg.Smear.MaxDelay) - int64(smearSplitMargin); forwarded >= *p.End {
+		return target // its last rows were due long enough ago
+	}
+	return 2 * target
+}
+
 // maybeSplit starts a split of st's partition if its replica is above the
-// table's target.
+// table's target (splitThreshold).
 func (s *Server) maybeSplit(ctx context.Context, st Status) error {
 	if st.Discovery.Status != metadata.StatusServe {
 		return nil
@@ -114,7 +143,7 @@ func (s *Server) maybeSplit(ctx context.Context, st Status) error {
 	if blocked && (time.Since(u.at) < cannotSplitRetry || rep.HighSeq() == u.highSeq) {
 		return nil
 	}
-	over, size, err := rep.SizeOver(uint64(cfg.PartitionSizeTarget))
+	over, size, err := rep.SizeOver(splitThreshold(cfg, p, time.Now()))
 	if err != nil || !over {
 		return err
 	}

@@ -36,23 +36,7 @@ type PolicyInput struct {
 // nothing. A zero threshold smears nothing either, as no partition is
 // narrower than zero.
 func Decide(in PolicyInput) bool {
-	if !in.Enabled || !in.Table.Enabled || in.OptedOut || in.Table.MaxDelay <= 0 {
-		return false
-	}
-	return narrower(in.Begin, in.End, in.Table.KeyrangeThreshold.Std())
-}
-
-// narrower reports whether [begin, end) is narrower than threshold. The
-// width is computed in uint64 so that a range spanning most of the int64
-// axis does not overflow.
-func narrower(begin, end *int64, threshold time.Duration) bool {
-	if begin == nil || end == nil || threshold <= 0 || *end <= *begin {
-		// An empty or inverted range is invalid METADATA: do not smear
-		// what cannot be routed sensibly anyway.
-		return false
-	}
-	width := uint64(*end) - uint64(*begin)
-	return width < uint64(threshold)
+	return in.Enabled && !in.OptedOut && in.Table.Smears(in.Begin, in.End)
 }
 
 // DueTime draws a due time uniformly from [now, now+maxDelay], both ends
