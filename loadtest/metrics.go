@@ -44,6 +44,11 @@ const (
 	// MetricSmearRefusals counts the smeared inserts a server's admission
 	// control refused (503 queue_full).
 	MetricSmearRefusals = "tsdb_smear_behind_rejections_total"
+	// MetricSealRows counts the rows a server sealed into column blocks.
+	MetricSealRows = "tsdb_seal_rows_total"
+	// MetricSplitsStarted counts the splits a server began (SPLIT_BEGIN
+	// it committed).
+	MetricSplitsStarted = "tsdb_splits_started_total"
 	// MetricReplicationMaxLag is the gauge of a server's largest
 	// replication lag, in sequences, from a replica to one of its targets.
 	MetricReplicationMaxLag = "tsdb_replication_max_lag_seqs"
@@ -54,6 +59,7 @@ var scrapedMetrics = []string{
 	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows, MetricSmearLateInFlightRows,
 	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag, MetricSmearDueLead,
 	MetricSmearCapacity, MetricSmearAcceptRate, MetricSmearForwardRate, MetricSmearRefusals,
+	MetricSealRows, MetricSplitsStarted,
 }
 
 // ParseMetrics reads the Prometheus text exposition format and returns,

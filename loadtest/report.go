@@ -169,6 +169,10 @@ type Point struct {
 	AcceptRowsPerSec   float64 `json:"accept_rows_per_sec,omitempty"`
 	ForwardRowsPerSec  float64 `json:"forward_rows_per_sec,omitempty"`
 	RefusalsPerSec     float64 `json:"refusals_per_sec,omitempty"`
+	// SealedRowsPerSec is the rate of rows the server sealed into column
+	// blocks; SplitsStarted the splits it began in the interval.
+	SealedRowsPerSec float64 `json:"sealed_rows_per_sec,omitempty"`
+	SplitsStarted    float64 `json:"splits_started,omitempty"`
 }
 
 // Comparison relates the smear-on run to the smear-off run.

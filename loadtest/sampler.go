@@ -23,6 +23,8 @@ type sample struct {
 	accept   float64 // MetricSmearAcceptRate (0 when absent)
 	forward  float64 // MetricSmearForwardRate (0 when absent)
 	refused  float64 // MetricSmearRefusals (0 when absent)
+	sealed   float64 // MetricSealRows (0 when absent)
+	splits   float64 // MetricSplitsStarted (0 when absent)
 }
 
 // sampler scrapes every server's /metrics each interval and keeps, per
@@ -59,7 +61,7 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 				overdue: m[MetricSmearOverdueRows], late: m[MetricSmearLateInFlightRows], closed: m[MetricSmearAdmissionClosed],
 				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag], lead: m[MetricSmearDueLead],
 				capacity: m[MetricSmearCapacity], accept: m[MetricSmearAcceptRate], forward: m[MetricSmearForwardRate],
-				refused: m[MetricSmearRefusals],
+				refused: m[MetricSmearRefusals], sealed: m[MetricSealRows], splits: m[MetricSplitsStarted],
 			}
 		})
 	}
@@ -106,6 +108,8 @@ func (s *sampler) add(cur []sample) {
 				AcceptRowsPerSec:   c.accept,
 				ForwardRowsPerSec:  c.forward,
 				RefusalsPerSec:     counterRate(prev, c, func(x sample) float64 { return x.refused }),
+				SealedRowsPerSec:   counterRate(prev, c, func(x sample) float64 { return x.sealed }),
+				SplitsStarted:      counterDelta(prev.splits, c.splits),
 			})
 		}
 		s.mu.last[i] = c
