@@ -214,19 +214,11 @@ func (e *Encoder) EncodeDense(dst []byte, times []int64, fields []DenseField) ([
 	// order.
 	e.rowVers = grow(e.rowVers, len(times))
 	for i := range times {
-		cand, cnt := fields[0].Versions[i], 0
+		vote := majority{cand: fields[0].Versions[i]}
 		for j := range fields {
-			v := fields[j].Versions[i]
-			switch {
-			case v == cand:
-				cnt++
-			case cnt == 0:
-				cand, cnt = v, 1
-			default:
-				cnt--
-			}
+			vote.add(fields[j].Versions[i])
 		}
-		e.rowVers[i] = cand
+		e.rowVers[i] = vote.cand
 	}
 	return e.encode(dst, source{dense: fields})
 }
@@ -468,22 +460,32 @@ func (e *Encoder) collect(rows []model.Row) {
 	for i := range rows {
 		r := &rows[i]
 		e.times = append(e.times, r.Time)
-		cand, cnt := r.Fields[0].Version, 0
+		vote := majority{cand: r.Fields[0].Version}
 		for k := range r.Fields {
-			v := r.Fields[k].Version
-			switch {
-			case v == cand:
-				cnt++
-			case cnt == 0:
-				cand, cnt = v, 1
-			default:
-				cnt--
-			}
+			vote.add(r.Fields[k].Version)
 		}
-		e.rowVers = append(e.rowVers, cand)
+		e.rowVers = append(e.rowVers, vote.cand)
 		if !sameNames(e.names, r.Fields) {
 			e.mergeNames(r.Fields)
 		}
+	}
+}
+
+// majority is Boyer-Moore's majority vote over a row's field versions:
+// cand is the version most of them carry when one does.
+type majority struct {
+	cand model.Version
+	cnt  int
+}
+
+func (m *majority) add(v model.Version) {
+	switch {
+	case v == m.cand:
+		m.cnt++
+	case m.cnt == 0:
+		m.cand, m.cnt = v, 1
+	default:
+		m.cnt--
 	}
 }
 
