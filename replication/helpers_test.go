@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -119,10 +120,41 @@ type replicaLog struct {
 	store   *partition.Store
 	mu      sync.Mutex
 	cursors map[uuid.UUID]uint64
+	// chunkReads, when set, counts the chunk reads of the snapshots
+	// SnapshotLog gives, by whether they read more than one row's bytes.
+	chunkReads *chunkReads
 }
 
+// chunkReads counts a snapshot's chunk reads: looks (one row's bytes,
+// maxBytes 1) and whole reads.
+type chunkReads struct{ looks, whole atomic.Int64 }
+
 func (l *replicaLog) SnapshotLog() (LogSnapshot, error) {
-	return ReplicaLog(l.Replica).SnapshotLog()
+	s, err := ReplicaLog(l.Replica).SnapshotLog()
+	if err != nil || l.chunkReads == nil {
+		return s, err
+	}
+	cs, ok := s.(ChunkSnapshot)
+	if !ok {
+		s.Close()
+		return nil, fmt.Errorf("the replica's snapshot %T reads no chunks", s)
+	}
+	return &countingSnapshot{ChunkSnapshot: cs, reads: l.chunkReads}, nil
+}
+
+// countingSnapshot is a ChunkSnapshot whose chunk reads are counted.
+type countingSnapshot struct {
+	ChunkSnapshot
+	reads *chunkReads
+}
+
+func (s *countingSnapshot) ReadChunk(dst []byte, after *partition.RowPos, rr partition.RowRange, maxBytes int) (partition.Chunk, error) {
+	if maxBytes <= 1 {
+		s.reads.looks.Add(1)
+	} else {
+		s.reads.whole.Add(1)
+	}
+	return s.ChunkSnapshot.ReadChunk(dst, after, rr, maxBytes)
 }
 
 func (l *replicaLog) Confirmed(target uuid.UUID) uint64 {

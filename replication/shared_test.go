@@ -218,9 +218,12 @@ func TestRemoteChildConfirmedByAlias(t *testing.T) {
 // the mark (its pushes fail since) but above the truncation point: the
 // child's cursor moves there (alias), and the rest comes from the log,
 // the changes since in the child's range, instead of a row snapshot of
-// the child's whole range (50 rows more).
+// the child's whole range (50 rows more). The question is asked before a
+// whole chunk of the snapshot is read: one row's read tells that there is
+// something to ask about, and the answer makes the chunk unneeded.
 func TestAliasPassesRowSnapshotToTheLog(t *testing.T) {
 	f := newAliasFixture(t)
+	f.parent.chunkReads = &chunkReads{}
 	aliasTo := f.parent.HighSeq()
 	f.rec.setFail(func(tg metadata.Target, _ wire.PushRequest) error {
 		if tg.PlacementID == f.parentB.placement() {
@@ -245,6 +248,9 @@ func TestAliasPassesRowSnapshotToTheLog(t *testing.T) {
 	}
 	if f.p.Stats().AliasConfirms == 0 {
 		t.Fatal("no alias confirmation counted")
+	}
+	if looks, whole := f.parent.chunkReads.looks.Load(), f.parent.chunkReads.whole.Load(); looks == 0 || whole != 0 {
+		t.Fatalf("the row snapshot was read %d times one row at a time and %d times a whole chunk; want looks only (the answer to the question made the chunk unneeded)", looks, whole)
 	}
 }
 
