@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -120,6 +121,22 @@ func (r *Replica) splitPoint(mode splitMode) (int64, splitMode, error) {
 	if err != nil {
 		return 0, mode, r.splitErr(err)
 	}
+	if first == last {
+		// Every row in one storage bucket (a partition narrower than a
+		// bucket, as the pre-split makes at "now"): the median falls in
+		// the middle of that bucket's bytes, which cut weighs row by row
+		// itself, so no bucket is weighed first (bucketSizer's scan read
+		// every row once more: 44% of splitPoint's CPU in the smear load
+		// test; docs/performance.md, "A split point of one bucket").
+		t, ok, err := sr.cut(oneBucket{}, first, first, last, 1)
+		if err != nil {
+			return 0, mode, r.splitErr(err)
+		}
+		if !ok {
+			return 0, mode, fmt.Errorf("replica %s: every row is at one time: %w", r.info.Placement, ErrCannotSplit)
+		}
+		return t, mode, nil
+	}
 	sz, mode, err := r.bucketSizer(sr, mode, first, last)
 	if err != nil {
 		return 0, mode, r.splitErr(err)
@@ -169,6 +186,12 @@ type bucketSizer interface {
 	// from the first to the last bucket holding a row.
 	upTo(b uint32) (uint64, error)
 }
+
+// oneBucket is the sizer of a range whose rows all lie in one bucket: the
+// bucket weighs 1, so cut looks for the middle of its bytes.
+type oneBucket struct{}
+
+func (oneBucket) upTo(uint32) (uint64, error) { return 1, nil }
 
 // estimateSizer weighs buckets with pebble's EstimateDiskUsage (sstables
 // only, counting whole blocks at the edges).
@@ -392,6 +415,7 @@ type splitReader struct {
 	to     int64
 	toOpen bool   // to is +inf
 	lo, hi uint32 // buckets of from and of the range's last time
+	seek   []byte // skipOutside's key
 }
 
 func (r *Replica) newSplitReader() (*splitReader, error) {
@@ -419,6 +443,27 @@ func (sr *splitReader) bucketEnd(b uint32) []byte {
 
 func (sr *splitReader) inRange(t int64) bool { return t >= sr.from && (sr.toOpen || t < sr.to) }
 
+// skipOutside moves the iterator past its row, whose key is key and whose
+// time t is outside the range: to the range's first time in the row's
+// series when t is before it, else to the next series, and reports whether
+// it is still valid. A data space's storage bucket holds the rows of every
+// member, and a partition narrower than a bucket (the pre-split's at
+// "now", children of splits that copied nothing) has a small part of
+// them: read row by row, the rows of the other members were most of a
+// split point's reads (docs/performance.md, "A split point reads its own
+// rows").
+func (sr *splitReader) skipOutside(key []byte, t int64) bool {
+	if t < sr.from {
+		sr.seek = append(sr.seek[:0], key[:len(key)-timeLen]...)
+		sr.seek = binary.BigEndian.AppendUint64(sr.seek, orderedTime(sr.from))
+	} else {
+		// Keys of the series are series|0x00|time: series|0x01 sorts
+		// after them all and before the next series.
+		sr.seek = append(append(sr.seek[:0], key[:len(key)-timeLen-1]...), 1)
+	}
+	return sr.it.SeekGE(sr.seek)
+}
+
 // rowBytes is the key and value length of the current row.
 func (sr *splitReader) rowBytes() uint64 {
 	return sr.it.rowBytes()
@@ -426,14 +471,16 @@ func (sr *splitReader) rowBytes() uint64 {
 
 // nextRowBucket returns the first bucket >= b holding an in-range row.
 func (sr *splitReader) nextRowBucket(b uint32) (uint32, bool, error) {
-	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; valid = sr.it.Next() {
-		kb, _, t, err := rowKeyParts(sr.it.Key())
+	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; {
+		key := sr.it.Key()
+		kb, _, t, err := rowKeyParts(key)
 		if err != nil {
 			return 0, false, err
 		}
 		if sr.inRange(t) {
 			return kb, true, nil
 		}
+		valid = sr.skipOutside(key, t)
 	}
 	return 0, false, sr.it.Error()
 }
@@ -517,17 +564,21 @@ func (sr *splitReader) lastBlockBucket() (uint32, bool, error) {
 // forBucket calls fn with the time and bytes of every in-range row of
 // bucket b.
 func (sr *splitReader) forBucket(b uint32, fn func(t int64, n uint64)) error {
-	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; valid = sr.it.Next() {
-		kb, _, t, err := rowKeyParts(sr.it.Key())
+	for valid := sr.it.SeekGE(sr.bucketKey(b)); valid; {
+		key := sr.it.Key()
+		kb, _, t, err := rowKeyParts(key)
 		if err != nil {
 			return err
 		}
 		if kb != b {
 			break
 		}
-		if sr.inRange(t) {
-			fn(t, sr.rowBytes())
+		if !sr.inRange(t) {
+			valid = sr.skipOutside(key, t)
+			continue
 		}
+		fn(t, sr.rowBytes())
+		valid = sr.it.Next()
 	}
 	return sr.it.Error()
 }
@@ -535,15 +586,18 @@ func (sr *splitReader) forBucket(b uint32, fn func(t int64, n uint64)) error {
 // scanSizes weighs every bucket by one pass over the in-range rows.
 func (sr *splitReader) scanSizes() (*scanSizer, error) {
 	s := &scanSizer{}
-	for valid := sr.it.First(); valid; valid = sr.it.Next() {
-		kb, _, t, err := rowKeyParts(sr.it.Key())
+	for valid := sr.it.First(); valid; {
+		key := sr.it.Key()
+		kb, _, t, err := rowKeyParts(key)
 		if err != nil {
 			return nil, err
 		}
 		if !sr.inRange(t) {
+			valid = sr.skipOutside(key, t)
 			continue
 		}
 		n := sr.rowBytes()
+		valid = sr.it.Next()
 		if k := len(s.buckets); k > 0 && s.buckets[k-1] == kb {
 			s.cum[k-1] += n
 			continue

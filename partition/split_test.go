@@ -967,3 +967,86 @@ func TestSizeMemo(t *testing.T) {
 		t.Fatal("a memo of an empty range projected a size after a row was applied")
 	}
 }
+
+// TestSplitPointOneBucket: a partition whose rows all lie in one storage
+// bucket (a narrow partition at "now", rows 1 ms apart) splits in the
+// middle of that bucket in every mode without weighing buckets first
+// (splitPoint reports the mode it was given, where a weighing reports the
+// one it used): of its bytes while its rows are in pebble's head (their
+// sizes grow with their time, so the middle by bytes is not the middle by
+// count), of its rows once sealed, as before.
+func TestSplitPointOneBucket(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	base := bucketStart(timeBucket(splitBase)) + 1e9 // well inside one bucket
+	times := make([]int64, 400)
+	for i := range times {
+		times[i] = base + int64(i)*1e6
+	}
+	fillRows(t, r, 10, times, func(i int) int { return 16 + i })
+	if timeBucket(times[0]) != timeBucket(times[len(times)-1]) {
+		t.Fatal("setup: the rows span more than one bucket")
+	}
+	ws := weights(t, r, minTime, maxTime)
+	for _, sealed := range []bool{false, true} {
+		if sealed {
+			if st, err := r.Seal(t.Context(), maxTime); err != nil || st.Rows == 0 {
+				t.Fatalf("seal: %+v, %v", st, err)
+			}
+			flush(t, s)
+		}
+		for _, mode := range splitModes {
+			split, used, err := r.splitPoint(mode)
+			if err != nil {
+				t.Fatalf("sealed=%v splitPoint(%v): %v", sealed, mode, err)
+			}
+			if used != mode {
+				t.Errorf("sealed=%v splitPoint(%v) says it weighed by %v", sealed, mode, used)
+			}
+			rows, bytes := shares(ws, split)
+			// In pebble's head each row weighs its bytes; a sealed
+			// block's rows weigh alike (cut reads no row's size there).
+			share, of := bytes, "bytes"
+			if sealed {
+				share, of = rows, "rows"
+			}
+			if share < 0.45 || share > 0.55 {
+				t.Errorf("sealed=%v mode %v: split leaves %.3f of the bytes and %.3f of the rows on the left, want the middle of the %s",
+					sealed, mode, bytes, rows, of)
+			}
+		}
+	}
+}
+
+// BenchmarkSplitPointNarrow: the split point of a one-second partition in
+// memory whose data space holds a minute of rows in the same storage bucket
+// (the smear load test's shape: the pre-split's partitions at "now" and the
+// children of splits that copied nothing share their parent's space): 200
+// series of three floats, a row every 20 ms.
+func BenchmarkSplitPointNarrow(b *testing.B) {
+	s := openTestStore(b, "")
+	base := bucketStart(timeBucket(splitBase)) + 1e9
+	begin, end := base+30e9, base+31e9
+	wide := createSharingReplica(b, s, nil, nil)
+	r := createSharingReplica(b, s, &begin, &end)
+	v := model.Version{Wall: 1, Node: 1}
+	for i := range 3000 {
+		rows := make([]model.Row, 200)
+		for j := range rows {
+			rows[j] = model.Row{Time: base + int64(i)*20e6, Series: fmt.Sprintf("loadtest,s=%d", j), Fields: []model.Field{
+				{Name: "a", Value: model.Float(float64(i)), Version: v},
+				{Name: "b", Value: model.Float(float64(j)), Version: v},
+				{Name: "c", Value: model.Float(float64(i + j)), Version: v},
+			}}
+		}
+		if _, err := wide.Apply(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.SplitPoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
