@@ -127,7 +127,7 @@ func (r *Replica) splitPoint(mode splitMode) (int64, splitMode, error) {
 		// the middle of that bucket's bytes, which cut weighs row by row
 		// itself, so no bucket is weighed first (bucketSizer's scan read
 		// every row once more: 44% of splitPoint's CPU in the smear load
-		// test; docs/performance.md, "A split point of one bucket").
+		// test; docs/performance.md, "A split point reads its own rows").
 		t, ok, err := sr.cut(oneBucket{}, first, first, last, 1)
 		if err != nil {
 			return 0, mode, r.splitErr(err)
