@@ -3,7 +3,6 @@ package partition
 import (
 	"bytes"
 	"cmp"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -413,9 +412,10 @@ type splitReader struct {
 	it     *rowIter // the head and the sealed rows
 	from   int64
 	to     int64
-	toOpen bool   // to is +inf
-	lo, hi uint32 // buckets of from and of the range's last time
-	seek   []byte // skipOutside's key
+	toOpen bool     // to is +inf
+	lo, hi uint32   // buckets of from and of the range's last time
+	rng    RowRange // the range, for skipOutside's seeks
+	seek   []byte   // skipOutside's key
 }
 
 func (r *Replica) newSplitReader() (*splitReader, error) {
@@ -453,14 +453,7 @@ func (sr *splitReader) inRange(t int64) bool { return t >= sr.from && (sr.toOpen
 // split point's reads (docs/performance.md, "A split point reads its own
 // rows").
 func (sr *splitReader) skipOutside(key []byte, t int64) bool {
-	if t < sr.from {
-		sr.seek = append(sr.seek[:0], key[:len(key)-timeLen]...)
-		sr.seek = binary.BigEndian.AppendUint64(sr.seek, orderedTime(sr.from))
-	} else {
-		// Keys of the series are series|0x00|time: series|0x01 sorts
-		// after them all and before the next series.
-		sr.seek = append(append(sr.seek[:0], key[:len(key)-timeLen-1]...), 1)
-	}
+	sr.seek = sr.rng.skipKey(sr.seek[:0], key, t)
 	return sr.it.SeekGE(sr.seek)
 }
 
@@ -794,7 +787,8 @@ func (r *Replica) wholeBucketUsage() (uint64, error) {
 
 // rangeBounds returns r's range as a splitReader's bounds (no iterator).
 func (r *Replica) rangeBounds() splitReader {
-	sr := splitReader{ks: &r.ks, from: math.MinInt64, to: math.MaxInt64, toOpen: r.info.End == nil, hi: maxBucket}
+	sr := splitReader{ks: &r.ks, from: math.MinInt64, to: math.MaxInt64, toOpen: r.info.End == nil, hi: maxBucket,
+		rng: RowRange{Begin: r.info.Begin, End: r.info.End}}
 	if r.info.Begin != nil {
 		sr.from = *r.info.Begin
 	}
