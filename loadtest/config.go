@@ -32,6 +32,9 @@ const (
 	probeSlack = 30 * time.Second
 	// probePoll is how often a probe's query is repeated.
 	probePoll = 100 * time.Millisecond
+	// quorumPoll is how often a probe's quorum read is repeated (its
+	// delay is known to this resolution).
+	quorumPoll = time.Second
 )
 
 // Config holds every setting of a load test. Zero fields take the

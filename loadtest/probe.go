@@ -101,7 +101,14 @@ func (p *prober) probe(ctx context.Context) {
 	// which may lag by the replication delay) and at quorum (every row a
 	// quorum acknowledged): the first is what the report's delays are,
 	// the second tells a forward that came late from a replica that did.
+	// The quorum read is repeated only every quorumPoll: each one makes
+	// the partition's other replicas push to the one asked and wait for
+	// its confirmation (a catch-up request to each), and a smeared probe
+	// is polled for up to max_delay, so at probePoll the probes' quorum
+	// reads became a load of their own on the hot partition, one the
+	// smear-off phase, whose probes are seen within a second, hardly had.
 	one, quorum := time.Duration(-1), time.Duration(-1)
+	var quorumAsked time.Time
 	for {
 		for _, c := range []struct {
 			seen        *time.Duration
@@ -109,6 +116,12 @@ func (p *prober) probe(ctx context.Context) {
 		}{{&quorum, api.ConsistencyQuorum}, {&one, ""}} {
 			if *c.seen >= 0 {
 				continue
+			}
+			if c.consistency == api.ConsistencyQuorum {
+				if time.Since(quorumAsked) < quorumPoll {
+					continue
+				}
+				quorumAsked = time.Now()
 			}
 			n, err := p.cl.queryCount(ctx, query, p.table, series, t, t+1, c.consistency)
 			if ctx.Err() != nil {
