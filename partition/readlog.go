@@ -232,16 +232,34 @@ func (s *LogSnapshot) Close() {
 	st.snaps.Unlock()
 }
 
-// snapshot takes a DB snapshot and the high sequence it contains. Under
-// applyMu every assigned sequence is visible, so the snapshot holds exactly
-// the changes up to high.
+// snapshot takes a DB snapshot and a high sequence whose changes it all
+// contains.
+//
+// It takes no apply lock. An Apply stores its high sequence only once its
+// batch is visible, so a snapshot taken after reading high holds every
+// change up to high (and perhaps later ones, which the readers leave
+// out). A drop marks the replica dropped before it commits the deletion,
+// so a snapshot that holds the deletion is seen as dropped by the second
+// check. The apply lock is the data space's, shared by every local
+// replica of a split's lineage (every partition the pre-split cuts from a
+// table's tail: in the smear load test, every partition at "now" on the
+// server). Taken here, it made every pusher of every member queue behind
+// each Apply, seal and drop of the space; a parent's drop (its rows in
+// memory written to pebble, synced, under the lock) held up all
+// replication of the server, a lock convoy that stalled forward calls
+// past their ack timeout in the smear load test (docs/performance.md,
+// "Log reads without the apply lock").
 func (r *Replica) snapshot() (*pebble.Snapshot, uint64, error) {
-	r.applyMu.Lock()
-	defer r.applyMu.Unlock()
+	high := r.high.Load()
 	if r.dropped.Load() {
 		return nil, 0, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
 	}
-	return r.store.db.NewSnapshot(), r.high.Load(), nil
+	snap := r.store.db.NewSnapshot()
+	if r.dropped.Load() {
+		_ = snap.Close()
+		return nil, 0, fmt.Errorf("replica %s: %w", r.info.Placement, ErrDropped)
+	}
+	return snap, high, nil
 }
 
 // snapshotWithRows is snapshot with the memory head's rows, taken before

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -454,5 +455,69 @@ func TestDropCutsSealedBucketTwice(t *testing.T) {
 		if err := sameRows(scanAll(t, child), []model.Row{row("cpu", base+50, fl("a", 2, 1))}); err != nil {
 			t.Fatalf("sealed=%v: %v", sealed, err)
 		}
+	}
+}
+
+// TestLogReadsDuringADropOfASharer: a member's log is read while another
+// member of its data space holds the space's apply lock (a split parent's
+// drop, which writes its rows in memory to pebble under it). Its pushers
+// used to queue behind that lock, and with every partition at "now" in
+// one space, all replication of a server waited for each drop
+// (docs/performance.md, "Log reads without the apply lock"). The dropped
+// replica's own log answers ErrDropped at once.
+func TestLogReadsDuringADropOfASharer(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	base := int64(1) << 40
+	mid := base + 1000
+	parent := createSharingReplica(t, s, nil, nil)
+	spaceRows(t, parent, 3, []int64{base, mid + 1}, 1)
+	child := createSharingReplica(t, s, &mid, nil)
+	if child.DataSpace() != parent.DataSpace() {
+		t.Fatal("the child does not share its parent's data space")
+	}
+	spaceRows(t, child, 2, []int64{mid + 2, mid + 3}, 2)
+	want, err := child.ReadLog(child.LogStart(), 0)
+	if err != nil || len(want) != 4 {
+		t.Fatalf("the child's log before the drop: %d entries, %v; want 4", len(want), err)
+	}
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	parent.hookDropLocked = func() {
+		close(entered)
+		<-release
+	}
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropReplica(parent.Info().Placement) }()
+	<-entered
+	type read struct {
+		child, parent []LogEntry
+		childErr, err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		var r read
+		r.child, r.childErr = child.ReadLog(child.LogStart(), 0)
+		r.parent, r.err = parent.ReadLog(0, 0)
+		got <- r
+	}()
+	select {
+	case r := <-got:
+		if r.childErr != nil || len(r.child) != len(want) {
+			t.Errorf("the child's log during the drop: %d entries, %v; want %d", len(r.child), r.childErr, len(want))
+		}
+		if !errors.Is(r.err, ErrDropped) {
+			t.Errorf("the dropped parent's log during its drop: %d entries, %v; want ErrDropped", len(r.parent), r.err)
+		}
+	case <-time.After(30 * time.Second):
+		close(release)
+		<-got // the reads end with the drop: no t.Errorf after the test
+		t.Fatal("a log read of a sharer waited for the drop")
+	}
+	close(release)
+	if err := <-dropped; err != nil {
+		t.Fatal(err)
+	}
+	if after, err := child.ReadLog(child.LogStart(), 0); err != nil || len(after) != len(want) {
+		t.Errorf("the child's log after the drop: %d entries, %v; want %d", len(after), err, len(want))
 	}
 }
