@@ -79,6 +79,7 @@ func (s *Store) loadBirth() error {
 			return fmt.Errorf("%w: lost mark %x: %v", ErrCorrupt, k, err)
 		}
 		s.mu.lost[info.Placement] = info
+		s.anyLost.Store(true)
 		return nil
 	})
 }
@@ -221,6 +222,7 @@ func (s *Store) Settle(table string, lost []ReplicaInfo) error {
 	delete(s.mu.pending, table)
 	for _, info := range marked {
 		s.mu.lost[info.Placement] = info
+		s.anyLost.Store(true)
 		s.log.Warn("placement lost: listed for this server, whose store was created empty; never served here",
 			"placement", info.Placement, "table", info.Table, "partition", info.PartitionID)
 	}
@@ -229,6 +231,9 @@ func (s *Store) Settle(table string, lost []ReplicaInfo) error {
 
 // Lost reports whether placement is marked lost.
 func (s *Store) Lost(placement uuid.UUID) bool {
+	if !s.anyLost.Load() {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.mu.lost[placement]

@@ -76,3 +76,37 @@ func TestLostPlacements(t *testing.T) {
 		t.Fatal("a store holding a replica is fresh")
 	}
 }
+
+// TestLostAnswersWithoutTheStoreLock: in a store with no lost mark, Lost
+// (asked by every push and insert) does not wait for the store's lock,
+// which a replica's creation or drop holds through a synced commit; once a
+// placement is marked, it is found.
+func TestLostAnswersWithoutTheStoreLock(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	p := uuid.New()
+	s.mu.Lock()
+	answered := make(chan bool, 1)
+	go func() { answered <- s.Lost(p) }()
+	select {
+	case lost := <-answered:
+		s.mu.Unlock()
+		if lost {
+			t.Error("Lost is true in a store with no lost mark")
+		}
+	case <-time.After(30 * time.Second):
+		s.mu.Unlock()
+		<-answered
+		t.Fatal("Lost waited for the store's lock in a store with no lost mark")
+	}
+	if err := s.RecordBirth([]string{"t1"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	info := testInfo(p)
+	info.Table = "t1"
+	if err := s.Settle("t1", []ReplicaInfo{info}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Lost(p) || s.Lost(uuid.New()) {
+		t.Errorf("after the mark: Lost(marked) %v, Lost(other) %v; want true, false", s.Lost(p), s.Lost(uuid.New()))
+	}
+}

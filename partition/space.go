@@ -469,15 +469,18 @@ func (r *Replica) DataSpace() uuid.UUID { return r.applyMu.id }
 // SharesData reports whether the live local replica of placement p reads
 // the same rows as r (the same data space): every row r stores in p's
 // range is p's too, so a push from r to p has nothing to carry.
+//
+// It reads the store's published copy of the live replicas, not its lock:
+// a pusher asks at every step, and the lock is held through the synced
+// commit of every creation and drop (docs/performance.md, "Log reads
+// without the apply lock"). A replica's space is set when it is made; one
+// being dropped is marked so before its drop begins.
 func (r *Replica) SharesData(p uuid.UUID) bool {
 	if p == r.info.Placement {
 		return false
 	}
-	s := r.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o := s.mu.replicas[p]
-	return o != nil && o.applyMu == r.applyMu && !o.dropped.Load()
+	o, ok := r.store.Replica(p)
+	return ok && o.applyMu == r.applyMu && !o.dropped.Load()
 }
 
 // CoveringSharers returns the live local replicas other than r that share
@@ -502,15 +505,15 @@ func (r *Replica) CoveredSharers() []uuid.UUID {
 // sharers returns the live local replicas other than r in r's data space
 // for which match holds; nil when r's range is empty or r never shared.
 func (r *Replica) sharers(match func(o *Replica) bool) []uuid.UUID {
-	if _, ok := spanOf(r.info.Begin, r.info.End); !ok || !r.applyMu.shared.Load() { // never shared: no lock (every push asks)
+	if _, ok := spanOf(r.info.Begin, r.info.End); !ok || !r.applyMu.shared.Load() { // never shared: nothing to look at (every push asks)
 		return nil
 	}
-	s := r.store
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// The members are the live replicas of the space, read from the
+	// store's published copy as SharesData reads it, not under the
+	// store's lock.
 	var out []uuid.UUID
-	for p, o := range r.applyMu.members {
-		if o != r && !o.dropped.Load() && match(o) {
+	for p, o := range *r.store.live.Load() {
+		if o != r && o.applyMu == r.applyMu && !o.dropped.Load() && match(o) {
 			out = append(out, p)
 		}
 	}

@@ -174,6 +174,12 @@ type Store struct {
 		// lost are the placements marked lost, by placement.
 		lost map[uuid.UUID]ReplicaInfo
 	}
+	// anyLost is set, under mu, once lost holds a placement (marks are
+	// never removed), so that Lost, which every push and insert asks,
+	// answers without mu in a store with none: mu is held for synced
+	// commits (a replica's creation, a drop), and the pushes behind it
+	// waited for them.
+	anyLost atomic.Bool
 
 	// snaps are the open LogSnapshots; Close closes those still open
 	// before it closes pebble (which refuses to close with snapshots).

@@ -139,6 +139,30 @@ func TestTruncateLog(t *testing.T) {
 	}
 }
 
+// TestTryTruncateLog: TryTruncateLog does nothing and answers false while
+// the data space's apply lock is held (a pusher's truncation never queues
+// behind the space's writes), and truncates as TruncateLog once it is free.
+func TestTryTruncateLog(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	r := createTestReplica(t, s)
+	for i := int64(0); i < 20; i++ {
+		mustApply(t, r, row(fmt.Sprintf("s%d", i%5), i, fl("a", float64(i), 1)))
+	}
+	drainMem(t, s) // rows only in memory pin their records
+	r.applyMu.Lock()
+	done, err := r.TryTruncateLog(10)
+	r.applyMu.Unlock()
+	if done || err != nil || r.LogStart() == 10 {
+		t.Fatalf("TryTruncateLog under the apply lock: %v, %v, start %d; want false, nil and nothing truncated", done, err, r.LogStart())
+	}
+	if done, err := r.TryTruncateLog(10); !done || err != nil || r.LogStart() != 10 {
+		t.Fatalf("TryTruncateLog: %v, %v, start %d; want true, nil, 10", done, err, r.LogStart())
+	}
+	if _, err := r.ReadLog(9, 0); !errors.Is(err, ErrLogTruncated) {
+		t.Fatalf("ReadLog from below the truncation point: %v", err)
+	}
+}
+
 // TestReadRowsRange: ReadRows with a time range returns exactly the rows
 // in it, across storage buckets and at the range's edges (where it seeks
 // past a series' rows outside the range), paged.

@@ -66,9 +66,11 @@ type TruncatingLog interface {
 	// LogStart is the truncation point: ReadLog fails with
 	// partition.ErrLogTruncated for a read from below it.
 	LogStart() uint64
-	// TruncateLog deletes the entries at or below upTo (at most the
-	// synced watermark) and makes upTo the truncation point.
-	TruncateLog(upTo uint64) error
+	// TryTruncateLog deletes the entries at or below upTo (at most the
+	// synced watermark) and makes upTo the truncation point, or does
+	// nothing and returns false when that would wait for the log's writes
+	// (the pusher tries again at its next tick).
+	TryTruncateLog(upTo uint64) (bool, error)
 }
 
 // TargetLog is a Log that can leave out the values a target holds
@@ -2078,9 +2080,10 @@ func (p *Pusher) truncateTo(tl TruncatingLog, low uint64) {
 	if start := tl.LogStart(); low <= start || low-start < uint64(p.cfg.TruncateMin) {
 		return
 	}
-	// Not under p.mu: TruncateLog takes the replica's apply lock, under
-	// which DropReady takes p.mu.
-	if err := tl.TruncateLog(low); err != nil && !errors.Is(err, partition.ErrDropped) && !errors.Is(err, partition.ErrClosed) {
+	// Not under p.mu: TryTruncateLog takes the replica's apply lock, under
+	// which DropReady takes p.mu. When the lock is busy it truncates
+	// nothing, and the next tick tries again.
+	if _, err := tl.TryTruncateLog(low); err != nil && !errors.Is(err, partition.ErrDropped) && !errors.Is(err, partition.ErrClosed) {
 		p.log.Warn("log truncation failed", "up_to", low, "err", err)
 	}
 }
