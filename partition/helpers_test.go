@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,6 +107,29 @@ func createSharingReplica(t testing.TB, s *Store, begin, end *int64) *Replica {
 		t.Fatalf("CreateReplica: %v", err)
 	}
 	return r
+}
+
+// holdDrop starts the drop of r and returns once the drop holds the data
+// space's apply lock (in dropLocked, r marked dropped); finish lets it go
+// on and returns its error, and may be called more than once.
+func holdDrop(s *Store, r *Replica) (finish func() error) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	r.hookDropLocked = func() {
+		close(entered)
+		<-release
+	}
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropReplica(r.Info().Placement) }()
+	<-entered
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() {
+			close(release)
+			err = <-dropped
+		})
+		return err
+	}
 }
 
 func createTestReplica(t testing.TB, s *Store) *Replica {

@@ -481,14 +481,7 @@ func TestLogReadsDuringADropOfASharer(t *testing.T) {
 		t.Fatalf("the child's log before the drop: %d entries, %v; want 4", len(want), err)
 	}
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	parent.hookDropLocked = func() {
-		close(entered)
-		<-release
-	}
-	dropped := make(chan error, 1)
-	go func() { dropped <- s.DropReplica(parent.Info().Placement) }()
-	<-entered
+	finish := holdDrop(s, parent)
 	type read struct {
 		child, parent []LogEntry
 		childErr, err error
@@ -509,12 +502,11 @@ func TestLogReadsDuringADropOfASharer(t *testing.T) {
 			t.Errorf("the dropped parent's log during its drop: %d entries, %v; want ErrDropped", len(r.parent), r.err)
 		}
 	case <-time.After(30 * time.Second):
-		close(release)
+		_ = finish()
 		<-got // the reads end with the drop: no t.Errorf after the test
 		t.Fatal("a log read of a sharer waited for the drop")
 	}
-	close(release)
-	if err := <-dropped; err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	if after, err := child.ReadLog(child.LogStart(), 0); err != nil || len(after) != len(want) {

@@ -348,14 +348,7 @@ func TestLookupsDuringADrop(t *testing.T) {
 	s := openTestStore(t, t.TempDir())
 	gone := createTestReplica(t, s)
 	other := createTestReplica(t, s)
-	entered, release := make(chan struct{}), make(chan struct{})
-	gone.hookDropLocked = func() {
-		close(entered)
-		<-release
-	}
-	dropped := make(chan error, 1)
-	go func() { dropped <- s.DropReplica(gone.Info().Placement) }()
-	<-entered
+	finish := holdDrop(s, gone)
 	found := make(chan [2]bool, 1)
 	go func() {
 		_, a := s.Replica(other.Info().Placement)
@@ -381,12 +374,11 @@ func TestLookupsDuringADrop(t *testing.T) {
 			t.Errorf("during the drop: %d replicas listed, want 2", n)
 		}
 	case <-time.After(30 * time.Second):
-		close(release)
+		_ = finish()
 		<-found // the lookups end with the drop: no t.Errorf after the test
 		t.Fatal("a lookup waited for the drop")
 	}
-	close(release)
-	if err := <-dropped; err != nil {
+	if err := finish(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-late; !errors.Is(err, ErrDropped) {
