@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -512,4 +513,58 @@ func TestLogReadsDuringADropOfASharer(t *testing.T) {
 	if after, err := child.ReadLog(child.LogStart(), 0); err != nil || len(after) != len(want) {
 		t.Errorf("the child's log after the drop: %d entries, %v; want %d", len(after), err, len(want))
 	}
+}
+
+// TestLogReadHoldsItsHigh: a log read without the apply lock pairs a high
+// sequence with a snapshot that holds every change up to it, while Applies
+// run: every read of a log nobody truncates returns exactly the entries 1
+// to its high. It fails when an Apply stores its high sequence before its
+// batch is visible (a read then misses changes it claims, and a push would
+// confirm rows its target never got).
+func TestLogReadHoldsItsHigh(t *testing.T) {
+	s := openTestStore(t, t.TempDir())
+	r := createTestReplica(t, s)
+	const writers, batches = 4, 40
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Go(func() {
+			for b := 0; b < batches; b++ {
+				ts := int64(b*writers + w)
+				if _, err := r.Apply([]model.Row{row(fmt.Sprintf("w%d", w), ts, fl("v", 1, 1)), row(fmt.Sprintf("x%d", w), ts, fl("v", 2, 1))}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	reads := 0
+	for done := false; !done; {
+		select {
+		case <-finished:
+			done = true // one more read, of everything
+		default:
+		}
+		snap, high, err := r.snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := r.readLog(snap, 0, high, 0, logRead{})
+		_ = snap.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint64(len(entries)) != high || (high > 0 && entries[len(entries)-1].Seq != high) {
+			t.Fatalf("a read at high %d returned %d entries", high, len(entries))
+		}
+		reads++
+	}
+	if high := r.HighSeq(); high != writers*batches*2 {
+		t.Errorf("high sequence %d after the writes, want %d", high, writers*batches*2)
+	}
+	t.Logf("%d reads", reads)
 }
