@@ -147,7 +147,8 @@ func (s *Store) spaceLocked(id uuid.UUID) *dataSpace {
 // chooseSpaceLocked returns the data space a new replica joins: the one
 // space of the live replicas of the same table (same creation time) whose
 // ranges overlap info's, or uuid.Nil to start its own (none overlaps,
-// several spaces do, or the table's creation time is unknown). The caller
+// several spaces do, the space holds no row at or after info's begin, or
+// the table's creation time is unknown). The caller
 // holds s.mu, which every creation and drop holds: the members it sees
 // stay live until the new replica is registered.
 func (s *Store) chooseSpaceLocked(info ReplicaInfo) uuid.UUID {
@@ -166,6 +167,18 @@ func (s *Store) chooseSpaceLocked(info ReplicaInfo) uuid.UUID {
 		found = o.applyMu
 	}
 	if found == nil {
+		return uuid.Nil
+	}
+	// A range the space holds no row of (a pre-split child of a table's
+	// tail, ahead of every stored time) starts its own space: sharing
+	// would save no copy, and would put the child's Applies, seals and
+	// drops behind the same lock as every other partition of the lineage
+	// (in the smear load test, every partition at "now" of a server:
+	// docs/performance.md, "Own spaces for empty ranges"). A row the
+	// parent takes in the range after this check reaches the child as it
+	// reaches a child on another server, by the parent's pushes, which the
+	// split's end waits for.
+	if own, ok := spanOf(info.Begin, info.End); ok && found.maxTime.Load() < own.lo {
 		return uuid.Nil
 	}
 	return found.id

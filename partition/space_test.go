@@ -327,8 +327,9 @@ func TestApplyRefusesRowsOutsideRange(t *testing.T) {
 }
 
 // TestSpaceChoice: a replica shares only with live replicas of the same
-// table incarnation whose ranges overlap, all in one space; otherwise (or
-// with NoShare) it starts its own.
+// table incarnation whose ranges overlap, all in one space, which holds a
+// row at or after its begin; otherwise (or with NoShare) it starts its
+// own.
 func TestSpaceChoice(t *testing.T) {
 	s := openTestStore(t, "")
 	a0, a1, b1 := int64(0), int64(10), int64(20)
@@ -337,9 +338,25 @@ func TestSpaceChoice(t *testing.T) {
 	if a.DataSpace() == b.DataSpace() {
 		t.Fatal("disjoint replicas share a space")
 	}
+	if empty := createSharingReplica(t, s, &a0, &a1); empty.DataSpace() == a.DataSpace() {
+		t.Fatal("a replica shared a space that holds no row")
+	} else if err := s.DropReplica(empty.Info().Placement); err != nil { // two spaces would overlap [a0, a1)
+		t.Fatal(err)
+	}
+	mustApply(t, a, row("cpu", 5, fl("v", 1, 1)))
+	mustApply(t, b, row("cpu", 15, fl("v", 1, 1)))
 	sameA := createSharingReplica(t, s, &a0, &a1)
 	if sameA.DataSpace() != a.DataSpace() {
 		t.Fatal("a replica of the same range did not share")
+	}
+	for _, begin := range []int64{a0, 5} {
+		if c := createSharingReplica(t, s, &begin, &a1); c.DataSpace() != a.DataSpace() {
+			t.Fatalf("a child from %d, at or before the space's newest row, did not share", begin)
+		}
+	}
+	ahead := int64(6)
+	if c := createSharingReplica(t, s, &ahead, &a1); c.DataSpace() != c.Info().Placement {
+		t.Fatal("a child past the space's newest row (a pre-split child of a tail) shared it")
 	}
 	c0, c1 := int64(5), int64(15)
 	if c := createSharingReplica(t, s, &c0, &c1); c.DataSpace() != c.Info().Placement {

@@ -398,13 +398,15 @@ func TestSplitPointBoundedRange(t *testing.T) {
 			// The rows are written through a replica of the whole table,
 			// and r shares its data space (space.go): the strays are
 			// rows of that space outside r's range.
+			// r is created once they are stored: a range the space holds
+			// no row of would start a space of its own.
 			wide := createSharingReplica(t, s, nil, nil)
-			r := createSharingReplica(t, s, &begin, &end)
 			fillRows(t, wide, 10, inside, func(int) int { return 30 })
 			// Strays: just before begin and at end (the edge buckets), and
 			// heavy ones far outside.
 			fillRows(t, wide, 10, []int64{begin - 1, end, end + 1}, func(int) int { return 30 })
 			fillRows(t, wide, 10, []int64{begin - 1000*splitStep, end + 1000*splitStep}, func(int) int { return 20000 })
+			r := createSharingReplica(t, s, &begin, &end)
 			if flushed {
 				flush(t, s)
 			}
@@ -768,14 +770,11 @@ func TestSizeOfSiblingsInOneBucket(t *testing.T) {
 	base := int64(1) << 40 // a bucket's start
 	parent := createSharingReplica(t, s, nil, nil)
 	const children = 10
-	var kids []*Replica
-	for i := range int64(children) {
-		begin, end := base+i*1e9, base+(i+1)*1e9
-		kids = append(kids, createSharingReplica(t, s, &begin, &end))
-	}
 	// 50 series x 20 rows in each child's second; child 0 three times as
-	// many times.
-	for i, k := range kids {
+	// many times. They are written through the parent before the children
+	// are created (a range the space holds no row of would start a space
+	// of its own).
+	for i := range children {
 		n := 20
 		if i == 0 {
 			n = 60
@@ -784,9 +783,17 @@ func TestSizeOfSiblingsInOneBucket(t *testing.T) {
 		for j := range int64(n) {
 			times = append(times, base+int64(i)*1e9+j*1e9/int64(n))
 		}
-		spaceRows(t, k, 50, times, 1)
+		spaceRows(t, parent, 50, times, 1)
 	}
-	_ = parent // the space the children share
+	var kids []*Replica
+	for i := range int64(children) {
+		begin, end := base+i*1e9, base+(i+1)*1e9
+		k := createSharingReplica(t, s, &begin, &end)
+		if k.DataSpace() != parent.DataSpace() {
+			t.Fatalf("child %d did not share its parent's rows", i)
+		}
+		kids = append(kids, k)
+	}
 	one, err := kids[1].Size(1 << 30)
 	if err != nil || one == 0 {
 		t.Fatalf("Size of a child = %d, %v", one, err)

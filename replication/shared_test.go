@@ -114,6 +114,41 @@ func TestLocalChildConfirmedWithoutPush(t *testing.T) {
 	}
 }
 
+// TestLocalChildAheadOfRowsGetsThemPushed: a split child created beside
+// its parent over a range the parent holds no row of (a pre-split child of
+// a table's tail) starts a data space of its own, so rows the parent takes
+// in that range afterwards (an insert routed by the old map) reach it as
+// they reach a child on another server: by the parent's pushes, which the
+// split's end waits for. Nothing the parent acknowledged is missing from
+// the child once its target is confirmed.
+func TestLocalChildAheadOfRowsGetsThemPushed(t *testing.T) {
+	local := openStore(t)
+	pid, child := uuid.New(), uuid.New()
+	parent := parentOf100(t, local, pid)
+	lo := int64(200)
+	localChild := createIn(t, local, child, &lo, nil)
+	if localChild.DataSpace() == parent.DataSpace() || parent.SharesData(localChild.placement()) {
+		t.Fatal("a child ahead of every row of its parent shares the parent's space")
+	}
+	late := mustApply(t, parent, row("s1", "cpu", 250, 1, "v", 250), row("s1", "cpu", 150, 1, "v", 150)).LastSeq
+	rec := &recorder{apply: map[uuid.UUID]Applier{localChild.placement(): localChild.Replica}}
+	p := newTestPusher(parent, rec, func(c *Config) { c.Placement = parent.placement() })
+	p.SetView(1, view(metadata.Target{ServerID: "s1", PlacementID: localChild.placement(), PartitionID: child, Begin: &lo, Kind: metadata.TargetSplit}))
+	runPusher(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitConfirmedChild(ctx, late, child, []string{"s1"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	rows := scanAll(t, localChild)
+	if len(rows) != 1 || rows[0].Time != 250 {
+		t.Fatalf("the child reads %v; want the one row at 250 the parent took after the child was made", rows)
+	}
+	if p.Stats().SharedConfirms != 0 {
+		t.Fatal("a child in its own space was confirmed as sharing")
+	}
+}
+
 // aliasFixture is a parent replica of 100 rows (times 0 to 99) whose
 // Pusher has brought its peer on s2 (parentB) up to date, and the store
 // of s2, where a split child will share parentB's rows.
@@ -459,8 +494,12 @@ func TestEmptyCatchUpNeedsNoSlot(t *testing.T) {
 	runPusher(t, bulk)
 	pollUntil(t, "the bulk copy holding the slot", func() bool { return blocking.Load() && len(slots) == 1 })
 
-	lo := int64(200)
-	tail := createIn(t, store, uuid.New(), &lo, nil) // shares the parent's rows: log truncated at 1, none in its range
+	// A row past the range keeps the range's replica in the parent's
+	// space (a range the space holds no row at or after would start its
+	// own: TestLocalChildAheadOfRowsGetsThemPushed).
+	mustApply(t, parent, row("s1", "cpu", 400, 1, "v", 400))
+	lo, hi := int64(200), int64(300)
+	tail := createIn(t, store, uuid.New(), &lo, &hi) // shares the parent's rows: log truncated at 1, none in its range
 	if tail.LogStart() != 1 {
 		t.Fatalf("the sharing replica's log starts at %d, want 1", tail.LogStart())
 	}
