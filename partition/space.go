@@ -18,10 +18,10 @@ import (
 
 // A data space is the row keyspace (rows and tag index) that a group of
 // local replicas share: a replica created while live local replicas of the
-// same table hold an overlapping range joins their space instead of
-// starting an empty one, so a split child on a server that holds the
-// parent (or a placement re-added beside its own UNLOAD predecessor) has
-// the parent's rows at once and copies nothing (issue 16, item 3;
+// same table hold an overlapping range, and rows at or after its begin,
+// joins their space instead of starting an empty one, so a split child on
+// a server that holds the parent (or a placement re-added beside its own
+// UNLOAD predecessor) has the parent's rows at once and copies nothing (issue 16, item 3;
 // docs/storage-format.md, "Data spaces"; docs/safety.md, rule 4).
 //
 // Each replica keeps its own log, cursors and truncation point under its

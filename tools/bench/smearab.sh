@@ -2,7 +2,8 @@
 # smearab.sh BASE_BIN NEW_BIN ROUND... : the smear load test of two tsdb builds,
 # alternated (odd rounds base first, even rounds new first), each run
 #   BIN loadtest --cluster 3 --rf 3 --compare --presplit-horizon 45s
-# with its report in $OUT/lt-{base,new}-ROUND.json (data directories removed).
+# with its report in $OUT/lt-{base,new}-ROUND.json (data directories removed);
+# $EXTRA adds loadtest flags (EXTRA="--warmup 60s": the steady state).
 # Summarize with smearsum.py. Run it alone on the machine.
 set -u
 base=$1 new=$2
@@ -16,7 +17,8 @@ for r in "$@"; do
 		d=$OUT/lt-$b-$r
 		rm -rf "$d"
 		echo "== round $r $b $(date +%T)"
-		timeout 900 "$bin" loadtest --cluster 3 --rf 3 --compare --presplit-horizon 45s \
+		# shellcheck disable=SC2086 # EXTRA is a list of flags
+		timeout 900 "$bin" loadtest --cluster 3 --rf 3 --compare --presplit-horizon 45s ${EXTRA:-} \
 			--chart "" --dir "$d" --keep --report "$d.json" >"$d.out" 2>"$d.err"
 		echo "rc=$? $(date +%T)"
 		rm -rf "$d"
