@@ -21,8 +21,9 @@ import (
 // same table hold an overlapping range, and rows at or after its begin,
 // joins their space instead of starting an empty one, so a split child on
 // a server that holds the parent (or a placement re-added beside its own
-// UNLOAD predecessor) has the parent's rows at once and copies nothing (issue 16, item 3;
-// docs/storage-format.md, "Data spaces"; docs/safety.md, rule 4).
+// UNLOAD predecessor) has the parent's rows at once and copies nothing
+// (issue 16, item 3; docs/storage-format.md, "Data spaces";
+// docs/safety.md, rule 4).
 //
 // Each replica keeps its own log, cursors and truncation point under its
 // placement's prefix, and reads only the rows of its range. A space's id
@@ -148,9 +149,9 @@ func (s *Store) spaceLocked(id uuid.UUID) *dataSpace {
 // space of the live replicas of the same table (same creation time) whose
 // ranges overlap info's, or uuid.Nil to start its own (none overlaps,
 // several spaces do, the space holds no row at or after info's begin, or
-// the table's creation time is unknown). The caller
-// holds s.mu, which every creation and drop holds: the members it sees
-// stay live until the new replica is registered.
+// the table's creation time is unknown). The caller holds s.mu, which
+// every creation and drop holds: the members it sees stay live until the
+// new replica is registered.
 func (s *Store) chooseSpaceLocked(info ReplicaInfo) uuid.UUID {
 	if info.TableCreatedAt.IsZero() || s.noShare {
 		return uuid.Nil
