@@ -183,7 +183,7 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 		return err
 	}
 	if fe.queue == nil || opts.NoSmear || fe.cfg.NoSmear || !cfg.Smear.Enabled {
-		return fe.router.Insert(ctx, table, rows, wopts)
+		return fe.writeDirect(ctx, table, rows, wopts)
 	}
 	smeared, direct := splitSmeared(cfg.Smear, file, rows)
 	if len(smeared) > 0 {
@@ -209,7 +209,21 @@ func (fe *Frontend) insert(ctx context.Context, table string, rows []model.Row, 
 	if len(direct) == 0 {
 		return nil
 	}
-	return fe.router.Insert(ctx, table, direct, wopts)
+	return fe.writeDirect(ctx, table, direct, wopts)
+}
+
+// writeDirect writes rows straight to their partitions and, once they are
+// written, counts them for the smear queue's admission control: the rate
+// at which this server writes rows itself is the least it assumes its
+// forwarder can write (smear.Queue.NoteDirect).
+func (fe *Frontend) writeDirect(ctx context.Context, table string, rows []model.Row, wopts model.InsertOptions) error {
+	if err := fe.router.Insert(ctx, table, rows, wopts); err != nil {
+		return err
+	}
+	if fe.queue != nil {
+		fe.queue.NoteDirect(len(rows))
+	}
+	return nil
 }
 
 // dueDraws is how many due times a smeared insert tries before it is

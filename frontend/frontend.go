@@ -103,6 +103,9 @@ type Queue interface {
 	// RefusedDueFull counts an insert refused after every due time it
 	// drew was full (smear.ErrDueFull).
 	RefusedDueFull()
+	// NoteDirect counts rows written straight to their partitions
+	// (smear.Queue.NoteDirect).
+	NoteDirect(rows int)
 }
 
 // Config configures the front end of one server. Every dependency is

@@ -18,6 +18,7 @@ type dueQueue struct {
 	dues    []time.Time
 	refused int
 	lead    time.Duration // what DueLead answers
+	direct  int           // rows counted by NoteDirect
 }
 
 func (q *dueQueue) Enqueue(_ context.Context, _ string, _ []model.Row, due time.Time) error {
@@ -33,6 +34,8 @@ func (q *dueQueue) RetryAfter() time.Duration { return time.Second }
 func (q *dueQueue) RefusedDueFull() { q.refused++ }
 
 func (q *dueQueue) DueLead(time.Duration) time.Duration { return q.lead }
+
+func (q *dueQueue) NoteDirect(n int) { q.direct += n }
 
 // TestEnqueueDrawsWithinLead: with a due lead, due times are drawn from
 // [now, now+max delay−lead], and still spread over that window.
@@ -87,5 +90,55 @@ func TestEnqueueRedrawsDueTime(t *testing.T) {
 	}
 	if q.refused != 1 {
 		t.Fatalf("%d refusals counted for one refused insert, want 1", q.refused)
+	}
+}
+
+// insertRouter is a Router that answers Table with a table config (smear
+// off) and records the rows of its Inserts, failing them with err.
+type insertRouter struct {
+	Router
+	cfg  metadata.TableConfig
+	rows int
+	err  error
+}
+
+func (r *insertRouter) Table(context.Context, string) (metadata.TableConfig, *metadata.File, error) {
+	return r.cfg, &metadata.File{}, nil
+}
+
+func (r *insertRouter) Insert(_ context.Context, _ string, rows []model.Row, _ model.InsertOptions) error {
+	if r.err != nil {
+		return r.err
+	}
+	r.rows += len(rows)
+	return nil
+}
+
+// TestDirectRowsCounted: rows an insert writes straight to their
+// partitions (the table does not smear, or the insert opts out) are
+// counted for the smear queue's admission once written, and not when the
+// write fails.
+func TestDirectRowsCounted(t *testing.T) {
+	rows := []model.Row{{Time: 1, Series: "m"}, {Time: 2, Series: "m"}, {Time: 3, Series: "m"}}
+	q := &dueQueue{}
+	r := &insertRouter{cfg: metadata.TableConfig{Name: "t", Smear: metadata.SmearConfig{Enabled: true, MaxDelay: model.Duration(time.Minute)}}}
+	fe := &Frontend{queue: q, router: r}
+	ctx := context.Background()
+	if err := fe.insert(ctx, "t", rows, model.InsertOptions{NoSmear: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg.Smear.Enabled = false
+	if err := fe.insert(ctx, "t", rows[:2], model.InsertOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.rows != 5 || q.direct != 5 {
+		t.Fatalf("router wrote %d rows, %d counted as direct; want 5 and 5", r.rows, q.direct)
+	}
+	r.err = errors.New("replica set unavailable")
+	if err := fe.insert(ctx, "t", rows, model.InsertOptions{}); err == nil {
+		t.Fatal("a failed write answered nil")
+	}
+	if q.direct != 5 {
+		t.Fatalf("%d rows counted as direct after a failed write, want still 5", q.direct)
 	}
 }

@@ -41,6 +41,10 @@ const (
 	// (moving averages).
 	MetricSmearAcceptRate  = "tsdb_smear_accept_rows_per_second"
 	MetricSmearForwardRate = "tsdb_smear_forward_rows_per_second"
+	// MetricSmearDirectRate is the gauge of the rows a server wrote
+	// straight to their partitions per second (a moving average; its
+	// recent peak is admission's direct prior).
+	MetricSmearDirectRate = "tsdb_smear_direct_rows_per_second"
 	// MetricSmearRefusals counts the smeared inserts a server's admission
 	// control refused (503 queue_full).
 	MetricSmearRefusals = "tsdb_smear_behind_rejections_total"
@@ -58,7 +62,7 @@ const (
 var scrapedMetrics = []string{
 	MetricStoreWriteBytes, MetricSmearQueueRows, MetricSmearOverdueRows, MetricSmearLateInFlightRows,
 	MetricSmearAdmissionClosed, MetricSmearRetriedRows, MetricReplicationMaxLag, MetricSmearDueLead,
-	MetricSmearCapacity, MetricSmearAcceptRate, MetricSmearForwardRate, MetricSmearRefusals,
+	MetricSmearCapacity, MetricSmearAcceptRate, MetricSmearForwardRate, MetricSmearDirectRate, MetricSmearRefusals,
 	MetricSealRows, MetricSplitsStarted,
 }
 

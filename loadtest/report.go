@@ -163,11 +163,13 @@ type Point struct {
 	// CapacityRowsPerSec is the server's smear admission estimate of its
 	// forward capacity; AcceptRowsPerSec and ForwardRowsPerSec the rows
 	// its smear queue took in and forwarded per second (the server's
-	// moving averages); RefusalsPerSec the smeared inserts its admission
-	// refused per second.
+	// moving averages); DirectRowsPerSec the rows it wrote straight to
+	// their partitions per second (its moving average); RefusalsPerSec
+	// the smeared inserts its admission refused per second.
 	CapacityRowsPerSec float64 `json:"capacity_rows_per_sec,omitempty"`
 	AcceptRowsPerSec   float64 `json:"accept_rows_per_sec,omitempty"`
 	ForwardRowsPerSec  float64 `json:"forward_rows_per_sec,omitempty"`
+	DirectRowsPerSec   float64 `json:"direct_rows_per_sec,omitempty"`
 	RefusalsPerSec     float64 `json:"refusals_per_sec,omitempty"`
 	// SealedRowsPerSec is the rate of rows the server sealed into column
 	// blocks; SplitsStarted the splits it began in the interval.

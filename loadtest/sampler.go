@@ -22,6 +22,7 @@ type sample struct {
 	capacity float64 // MetricSmearCapacity (0 when absent)
 	accept   float64 // MetricSmearAcceptRate (0 when absent)
 	forward  float64 // MetricSmearForwardRate (0 when absent)
+	direct   float64 // MetricSmearDirectRate (0 when absent)
 	refused  float64 // MetricSmearRefusals (0 when absent)
 	sealed   float64 // MetricSealRows (0 when absent)
 	splits   float64 // MetricSplitsStarted (0 when absent)
@@ -61,7 +62,7 @@ func (s *sampler) scrapeAll(ctx context.Context) []sample {
 				overdue: m[MetricSmearOverdueRows], late: m[MetricSmearLateInFlightRows], closed: m[MetricSmearAdmissionClosed],
 				retried: m[MetricSmearRetriedRows], lag: m[MetricReplicationMaxLag], lead: m[MetricSmearDueLead],
 				capacity: m[MetricSmearCapacity], accept: m[MetricSmearAcceptRate], forward: m[MetricSmearForwardRate],
-				refused: m[MetricSmearRefusals], sealed: m[MetricSealRows], splits: m[MetricSplitsStarted],
+				direct: m[MetricSmearDirectRate], refused: m[MetricSmearRefusals], sealed: m[MetricSealRows], splits: m[MetricSplitsStarted],
 			}
 		})
 	}
@@ -107,6 +108,7 @@ func (s *sampler) add(cur []sample) {
 				CapacityRowsPerSec: c.capacity,
 				AcceptRowsPerSec:   c.accept,
 				ForwardRowsPerSec:  c.forward,
+				DirectRowsPerSec:   c.direct,
 				RefusalsPerSec:     counterRate(prev, c, func(x sample) float64 { return x.refused }),
 				SealedRowsPerSec:   counterRate(prev, c, func(x sample) float64 { return x.sealed }),
 				SplitsStarted:      counterDelta(prev.splits, c.splits),

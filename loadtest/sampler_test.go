@@ -17,7 +17,7 @@ func TestSamplerPoints(t *testing.T) {
 		t.Fatalf("points after the baseline scrape: %+v, want none", got)
 	}
 	next := sample{at: origin.Add(2 * time.Second), ok: true, hasWrite: true, write: 5000, refused: 16, retried: 4000,
-		queue: 7, capacity: 12000, accept: 9000, forward: 8000, lead: 1.5, lag: 300, sealed: 20500, splits: 5}
+		queue: 7, capacity: 12000, accept: 9000, forward: 8000, direct: 6000, lead: 1.5, lag: 300, sealed: 20500, splits: 5}
 	s.add([]sample{next})
 	pts := s.series()[0].Points
 	if len(pts) != 1 {
@@ -25,7 +25,7 @@ func TestSamplerPoints(t *testing.T) {
 	}
 	p := pts[0]
 	want := Point{T: 2, WriteBytesPerSec: 2000, QueueRows: 7, RetriedRowsPerSec: 2000, ReplicationLagSeqs: 300,
-		DueLeadSeconds: 1.5, CapacityRowsPerSec: 12000, AcceptRowsPerSec: 9000, ForwardRowsPerSec: 8000, RefusalsPerSec: 3,
+		DueLeadSeconds: 1.5, CapacityRowsPerSec: 12000, AcceptRowsPerSec: 9000, ForwardRowsPerSec: 8000, DirectRowsPerSec: 6000, RefusalsPerSec: 3,
 		SealedRowsPerSec: 10000, SplitsStarted: 3}
 	if p != want {
 		t.Fatalf("point %+v, want %+v", p, want)

@@ -87,6 +87,14 @@ const (
 	// forward calls late in the forwarder's hands count as behind (see
 	// admission.calls).
 	widespreadLate = 2
+	// directWindow is the time constant of the direct rate's EWMA
+	// (admission.directRate): long enough that the rate a burst of
+	// direct inserts reaches is not taken for one the server sustains (a
+	// fresh table's first seconds were measured at up to three times its
+	// later rate: docs/performance.md, "Persisted once, and the cut-over
+	// to smearing"); a 10 s burst at twice a steady rate lifts it by a
+	// quarter.
+	directWindow = 30 * time.Second
 )
 
 // trackedCall is admission's record of one planned forward call, from its
@@ -178,6 +186,28 @@ type admission struct {
 	// itself, or an older peak decaying with capacityDecay. An estimate
 	// below it is recovering (a stall lowered it; see recovering).
 	peak float64
+	// direct counts the rows the server wrote straight to their
+	// partitions since lastTick (Queue.NoteDirect: inserts not smeared);
+	// directRate is its EWMA (time constant directWindow), directPeak
+	// the highest directRate of the last minutes, decaying with
+	// capacityDecay. The forwarder writes through the same path (the
+	// router's insert, at the same consistency), so a rate the server
+	// wrote directly is one it has proven it writes: until the forwarder
+	// is seen saturated, the estimate is at least directPeak (the
+	// direct prior). Without it a queue that starts smearing under a
+	// load its server took directly a moment before (the present's
+	// partition became narrow) starts from InitialForwardRate, and the
+	// slow start takes a minute to find the rate (about 1,600 to 24,000
+	// rows/s per server in the load test; docs/smearing.md).
+	direct                 int64
+	directRate, directPeak float64
+	// primed says the direct prior raised the estimate while the
+	// forwarder had not been seen saturated (cleared once it is, or once
+	// the estimate decays to floor): a rate proven by the write path,
+	// probed above by probe and bounded in accepts by acceptProbe as a
+	// measured one is (measured), not doubled as in a slow start from a
+	// guess.
+	primed bool
 }
 
 func newAdmission(o *Options) admission {
@@ -208,14 +238,20 @@ func (a *admission) probing(near bool) bool {
 }
 
 // probeFactor is the near buckets' multiple of the estimate while they
-// probe: slowStartProbe until the forwarder was first seen saturated,
-// probe afterwards.
+// probe: slowStartProbe until the estimate is measured, probe
+// afterwards.
 func (a *admission) probeFactor() float64 {
-	if a.saturated {
+	if a.measured() {
 		return probe
 	}
 	return slowStartProbe
 }
+
+// measured reports whether the estimate stands on a measure: the
+// forwarder was seen saturated, or the direct prior raised it (primed).
+// Before that it is a guess (InitialForwardRate) or what a slow start
+// proved so far.
+func (a *admission) measured() bool { return a.saturated || a.primed }
 
 // tickRows is the estimate's worth of rows over one tick.
 func (a *admission) tickRows() int64 {
@@ -253,11 +289,11 @@ func (a *admission) recovering() bool { return a.capacity < a.peak }
 // acceptFull reports whether n more rows would take the rows accepted in
 // the current tick over acceptFactor times the capacity estimate, or over
 // one whole entry of n rows beyond the estimate when that is more
-// (withEntry), once the forwarder was seen saturated (before, the
-// estimate is below the truth and the due budget's slow start finds it).
-// The first entry of a tick is always taken, however large.
+// (withEntry), once the estimate is measured (before, it is below the
+// truth and the due budget's slow start finds it). The first entry of a
+// tick is always taken, however large.
 func (a *admission) acceptFull(n int64) bool {
-	if !a.saturated || a.accepted == 0 {
+	if !a.measured() || a.accepted == 0 {
 		return false
 	}
 	return a.accepted+n > a.withEntry(a.acceptLimit(), n)
@@ -374,8 +410,9 @@ func (a *admission) reset() bool {
 		// not the forwarder, so probe as from the start (the due budget's
 		// slow start, without the accept bound). Without this an estimate
 		// lowered to a fraction of the truth grew back by a quarter every
-		// few seconds, for minutes.
-		a.saturated = false
+		// few seconds, for minutes. The direct prior, if any, primes the
+		// estimate again at the next tick.
+		a.saturated, a.primed = false, false
 	}
 	return wasClosed
 }
@@ -426,7 +463,9 @@ func (a *admission) update(now int64, closing bool) transition {
 	a.acceptRate += alpha * (float64(a.accepted)/secs - a.acceptRate)
 	a.forwardRate += alpha * (float64(a.forwarded)/secs - a.forwardRate)
 	a.handleRate += alpha * (float64(a.handled)/secs - a.handleRate)
-	a.accepted, a.forwarded, a.handled = 0, 0, 0
+	a.directRate += (1 - math.Exp(-float64(dt)/float64(directWindow))) * (float64(a.direct)/secs - a.directRate)
+	a.directPeak = max(a.directRate, a.directPeak*math.Exp(-float64(dt)/float64(capacityDecay)))
+	a.accepted, a.forwarded, a.handled, a.direct = 0, 0, 0, 0
 	a.lastTick = now
 	a.advance(now - a.overdueAfter)
 	a.lateInFlight = a.countLateCalls()
@@ -450,7 +489,7 @@ func (a *admission) update(now int64, closing bool) transition {
 		// most half per tick, so that one stalled call does not
 		// collapse the estimate at once).
 		a.capacity = max(proven, a.capacity/2, minSlotRows)
-		a.saturated = true
+		a.saturated, a.primed = true, false
 	default:
 		// Not saturated: the forwarder proved at least its forward
 		// rate; an older, higher estimate decays slowly towards
@@ -460,9 +499,15 @@ func (a *admission) update(now int64, closing bool) transition {
 		a.capacity = max(proven, min(a.capacity, max(decayed, idleMargin*a.forwardRate, a.floor)))
 		if a.capacity <= a.floor {
 			// Decayed to where it started (idle): slow start again,
-			// without the accept bound, as before any measure.
-			a.saturated = false
+			// without the accept bound, as before any measure (or
+			// primed again by the direct prior, below).
+			a.saturated, a.primed = false, false
 		}
+	}
+	if !a.saturated && a.directPeak > a.capacity {
+		// The direct prior: the server wrote this many rows per
+		// second itself through the path the forwarder takes.
+		a.capacity, a.primed = a.directPeak, true
 	}
 	a.peak = max(a.capacity, a.peak*math.Exp(-float64(dt)/float64(capacityDecay)))
 	// Rows retrying count as behind (with failures widespread) only while
@@ -600,6 +645,12 @@ type AdmissionState struct {
 	// than two ticks ahead.
 	Capacity float64
 	SlotRows int64
+	// DirectRate is the EWMA of rows written straight to their
+	// partitions per second (NoteDirect), and Primed reports that its
+	// recent peak set the estimate before the forwarder was seen
+	// saturated (the direct prior).
+	DirectRate float64
+	Primed     bool
 }
 
 // Admission returns the queue's admission state, after a tick if one is
@@ -611,7 +662,18 @@ func (q *Queue) Admission() AdmissionState {
 	a := &q.mu.adm
 	return AdmissionState{Closed: a.closed, OverdueRows: a.overdue, InFlightRows: a.inflight, RetryingRows: a.retrying,
 		LateInFlightRows: a.lateInFlight, AcceptRate: a.acceptRate, ForwardRate: a.forwardRate, HandleRate: a.handleRate,
-		Capacity: a.capacity, SlotRows: a.slotBudget(false)}
+		Capacity: a.capacity, SlotRows: a.slotBudget(false), DirectRate: a.directRate, Primed: a.primed}
+}
+
+// NoteDirect counts rows this server wrote straight to their partitions
+// (an insert, or its part, not smeared, once written): the direct rate,
+// whose recent peak is the capacity estimate's least value until the
+// forwarder is seen saturated (see admission.direct).
+func (q *Queue) NoteDirect(rows int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tickLocked()
+	q.mu.adm.direct += int64(rows)
 }
 
 // noteFailing counts a call to a failing partition starting (+1) or
@@ -685,6 +747,7 @@ func (q *Queue) noteTransition(tr transition) {
 	q.metrics.capacity.Set(a.capacity)
 	q.metrics.acceptRate.Set(a.acceptRate)
 	q.metrics.forwardRate.Set(a.forwardRate)
+	q.metrics.directRate.Set(a.directRate)
 	q.metrics.overdueRows.Set(float64(a.overdue))
 	q.metrics.lateInFlightRows.Set(float64(a.lateInFlight))
 	closed := 0.0

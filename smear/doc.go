@@ -181,7 +181,10 @@
 // the forward rate proves no more than the queue accepted meanwhile, so a
 // drain without the load of accepting may lower the estimate but never
 // raise it; an estimate decayed back to InitialForwardRate starts its
-// slow start over).
+// slow start over; until the forwarder is seen saturated, the estimate is
+// at least the recent peak of the rows the server wrote straight to their
+// partitions per second, NoteDirect, and an estimate that prior set
+// counts as measured).
 // It is advanced on ticks taken lazily by Enqueue, settles
 // and Run: no goroutine of its own, and Options.Now drives it in tests. A
 // clock stepped backwards re-bases it (the rows counted overdue go back
@@ -192,11 +195,11 @@
 //   - with ErrDueFull when the bucket of its due time already holds
 //     rows and would exceed 80% of the capacity over a tick (headroom to
 //     work off a backlog; while nothing is overdue, the next two ticks'
-//     buckets may take twice the capacity until the forwarder was first
-//     seen saturated, 1.25 times afterwards, and at least one whole
+//     buckets may take twice the capacity until the estimate is
+//     measured, 1.25 times afterwards, and at least one whole
 //     entry beyond the capacity over a tick: the estimate grows as the
 //     forwarder proves it, and only the near buckets can overshoot);
-//   - with ErrBehind when, once the forwarder was seen saturated, the
+//   - with ErrBehind when, once the estimate is measured, the
 //     rows accepted in the current tick would exceed 1.25 times the
 //     capacity over a tick, or one whole entry beyond it if that is more
 //     (a queue with room in every due second would otherwise take
@@ -237,7 +240,8 @@
 // _retried_rows_total, _full_rejections_total, _forward_failures_total and
 // _quarantined_entries_total; for forwarding and admission,
 // tsdb_smear_forward_calls_in_flight, _accept_rows_per_second,
-// _forward_rows_per_second, _forward_capacity_rows_per_second,
+// _forward_rows_per_second, _direct_rows_per_second,
+// _forward_capacity_rows_per_second,
 // _overdue_rows, _late_in_flight_rows, _admission_closed (gauges), _admission_closings_total and
 // _behind_rejections_total.
 //

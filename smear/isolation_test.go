@@ -515,6 +515,77 @@ func TestAcceptBound(t *testing.T) {
 	}
 }
 
+// TestDirectPrior: rows the server wrote straight to their partitions
+// (NoteDirect) raise the capacity estimate of a queue that has not seen
+// its forwarder saturated to their recent rate, the due budget with it;
+// the estimate then counts as measured (the accept bound holds, the near
+// seconds probe by a quarter, not twice). A forwarder seen saturated keeps
+// its measured estimate whatever the direct rate, and once the direct load
+// is gone the prior decays back to the initial rate.
+func TestDirectPrior(t *testing.T) {
+	// newPrimed opens a queue that wrote 20,000 direct rows/s for two
+	// minutes, after setup.
+	newPrimed := func(setup func(a *admission)) (*Queue, func()) {
+		clk, opts := clockedOptions(t)
+		opts.InitialForwardRate = 1000
+		q := openQueue(t, t.TempDir(), opts)
+		second := func() { clk.ns.Add(int64(time.Second)) }
+		q.Admission()
+		q.mu.Lock()
+		setup(&q.mu.adm)
+		q.mu.Unlock()
+		for range 120 {
+			second()
+			q.NoteDirect(20_000)
+		}
+		second()
+		return q, second
+	}
+	q, _ := newPrimed(func(*admission) {})
+	st := q.Admission()
+	if !st.Primed || st.Capacity < 19_000 || st.Capacity > 20_000 || st.DirectRate < 19_000 {
+		t.Fatalf("after 2 min of 20000 direct rows/s: %+v, want primed, capacity and direct rate about 19600", st)
+	}
+	if want := int64(headroom * st.Capacity); st.SlotRows < want-1 || st.SlotRows > want+1 {
+		t.Fatalf("slot budget %d, want %d (the headroom of the primed estimate)", st.SlotRows, want)
+	}
+	q.mu.Lock()
+	factor, measured := q.mu.adm.probeFactor(), q.mu.adm.measured()
+	q.mu.Unlock()
+	if factor != probe || !measured {
+		t.Fatalf("primed estimate: probe factor %.2f, measured %v; want %.2f, true", factor, measured, probe)
+	}
+	// The accept bound holds as for a measured estimate.
+	ctx := context.Background()
+	accepted := 0
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		due := q.now().Add(time.Duration(3+i%15) * time.Second)
+		if err = q.Enqueue(ctx, "cpu", makeRows(i, 1000), due); err == nil {
+			accepted += 1000
+		}
+	}
+	if !errors.Is(err, ErrBehind) || float64(accepted) > acceptProbe*st.Capacity+2000 {
+		t.Fatalf("primed: %d rows accepted in a second, then %v; want ErrBehind after about %.0f", accepted, err, acceptProbe*st.Capacity)
+	}
+
+	// Seen saturated, the measure wins over the prior.
+	q, _ = newPrimed(func(a *admission) { a.saturated, a.capacity = true, 5000 })
+	if st := q.Admission(); st.Primed || st.Capacity > 5000 {
+		t.Fatalf("saturated at 5000 rows/s, direct 20000: %+v, want the measure kept, not primed", st)
+	}
+
+	// Without direct rows the prior decays back to the initial rate.
+	q, second := newPrimed(func(*admission) {})
+	for range 30 * 60 {
+		second()
+		q.Admission()
+	}
+	if st := q.Admission(); st.Primed || st.Capacity > 1000 {
+		t.Fatalf("30 min without direct rows: %+v, want the initial 1000 rows/s, not primed", st)
+	}
+}
+
 // TestWidespreadFailuresCloseAdmission: rows written back after failed
 // forwards do not close admission while one partition fails, but do once
 // forwards fail in two partitions or more and the rows retrying keep

@@ -25,6 +25,7 @@ type Metrics struct {
 	inFlight          prometheus.Gauge   // Sender calls in flight
 	acceptRate        prometheus.Gauge   // EWMA of rows enqueued per second
 	forwardRate       prometheus.Gauge   // EWMA of rows forwarded per second
+	directRate        prometheus.Gauge   // EWMA of rows written straight to their partitions per second
 	capacity          prometheus.Gauge   // estimated forward capacity, rows/s
 	overdueRows       prometheus.Gauge   // rows due more than OverdueAfter ago, still queued
 	lateInFlightRows  prometheus.Gauge   // rows of late forward calls, counted as behind
@@ -111,9 +112,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tsdb_smear_forward_rows_per_second",
 			Help: "Rows forwarded out of the smear queue per second (moving average over 1 s ticks).",
 		}),
+		directRate: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tsdb_smear_direct_rows_per_second",
+			Help: "Rows this server wrote straight to their partitions (inserts not smeared) per second (moving average, 30 s); its recent peak is the least forward capacity estimate until the forwarder is seen saturated.",
+		}),
 		capacity: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_forward_capacity_rows_per_second",
-			Help: "Estimated rows/s the forwarder can forward (its rate while saturated; else at least its rate, an older higher estimate decaying over minutes); admission lets at most this much (with some headroom) fall due per second.",
+			Help: "Estimated rows/s the forwarder can forward (its rate while saturated; else at least its rate, an older higher estimate decaying over minutes, and until first saturated at least the recent peak of the direct rate); admission lets at most this much (with some headroom) fall due per second.",
 		}),
 		overdueRows: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tsdb_smear_overdue_rows",
@@ -139,7 +144,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.queueRows, m.queueBytes, m.enqueuedRows, m.fullRejects, m.delay, m.lateness, m.dueLead,
 			m.forwarded, m.retried, m.callFailures, m.quarantined, m.callSeconds, m.callRows, m.settleSecs,
-			m.inFlight, m.acceptRate, m.forwardRate, m.capacity, m.overdueRows, m.lateInFlightRows, m.admissionClosed,
+			m.inFlight, m.acceptRate, m.forwardRate, m.directRate, m.capacity, m.overdueRows, m.lateInFlightRows, m.admissionClosed,
 			m.admissionClosings, m.behindRejects)
 	}
 	return m

@@ -48,8 +48,8 @@ func TestMetricsRegistration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fams) != 23 { // 21, and the due lead's lateness and lead
-		t.Fatalf("%d metric families registered, want 23", len(fams))
+	if len(fams) != 24 { // 21, the due lead's lateness and lead, and the direct rate
+		t.Fatalf("%d metric families registered, want 24", len(fams))
 	}
 	for _, f := range fams {
 		if !strings.HasPrefix(f.GetName(), "tsdb_smear_") {
