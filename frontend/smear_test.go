@@ -93,8 +93,8 @@ func TestEnqueueRedrawsDueTime(t *testing.T) {
 	}
 }
 
-// insertRouter is a Router that answers Table with a table config (smear
-// off) and records the rows of its Inserts, failing them with err.
+// insertRouter is a Router that answers Table with cfg and records the
+// rows of its Inserts, failing them with err.
 type insertRouter struct {
 	Router
 	cfg  metadata.TableConfig

@@ -668,13 +668,10 @@ func (q *Queue) Admission() AdmissionState {
 // NoteDirect counts rows this server wrote straight to their partitions
 // (an insert, or its part, not smeared, once written): the direct rate,
 // whose recent peak is the capacity estimate's least value until the
-// forwarder is seen saturated (see admission.direct).
-func (q *Queue) NoteDirect(rows int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.tickLocked()
-	q.mu.adm.direct += int64(rows)
-}
+// forwarder is seen saturated (see admission.direct). It is one atomic
+// add, on the insert path; the next tick (the forwarder's Run takes one
+// every poll) counts the rows.
+func (q *Queue) NoteDirect(rows int) { q.direct.Add(int64(rows)) }
 
 // noteFailing counts a call to a failing partition starting (+1) or
 // ending (-1); 0 records that a call failed.
@@ -719,12 +716,14 @@ func (q *Queue) tick() {
 	q.tickLocked()
 }
 
-// tickLocked advances the admission state if a tick is due and updates
+// tickLocked takes the rows NoteDirect counted, advances the admission
+// state if a tick is due and updates
 // the metrics. With admission off (Options.NoAdmission) the rates, the
 // counts and the estimate are still kept (and exported); only the closing
 // rule is skipped.
 func (q *Queue) tickLocked() {
 	a := &q.mu.adm
+	a.direct += q.direct.Swap(0)
 	q.noteTransition(a.update(q.now().UnixNano(), !q.opts.NoAdmission))
 }
 

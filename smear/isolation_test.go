@@ -536,6 +536,7 @@ func TestDirectPrior(t *testing.T) {
 		q.mu.Unlock()
 		for range 120 {
 			second()
+			q.tick() // as the forwarder's Run does every poll
 			q.NoteDirect(20_000)
 		}
 		second()

@@ -193,6 +193,10 @@ type Queue struct {
 
 	// late is the forwarder's recent lateness, for DueLead.
 	late lateness
+	// direct counts the rows NoteDirect reported since the last
+	// tickLocked, which moves them into admission's count: a direct
+	// insert takes no lock of the queue.
+	direct atomic.Int64
 
 	mu struct {
 		sync.Mutex
