@@ -55,6 +55,9 @@ type applyScratch struct {
 	seqKey  []byte
 	seqVal  []byte
 	rec     recordWriter // addSeqIndex's record
+	// memSeries is insertMem's scratch: each written row's series in the
+	// memory head (nil: new).
+	memSeries []*memSeries
 	// written are the input rows written, in key order (their sequences
 	// are prev+1, prev+2, ...).
 	written []int32
