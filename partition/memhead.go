@@ -62,9 +62,6 @@ type memHead struct {
 	// touched keeps the sum of insertMem's reads ahead of its inserts,
 	// so that the compiler does not drop them.
 	touched int64
-	// stagger is the cache line the last staggered series' slices
-	// started at.
-	stagger int
 }
 
 // memBucket holds one storage bucket's rows, per series.
@@ -112,11 +109,6 @@ type memSeries struct {
 	// shape is the layout of the rows marked memRowShaped (memshape.go):
 	// nil until a row has one, then never changed.
 	shape *rowShape
-	// pad is the bytes skipped at the start of the allocations of rows
-	// and arena (memHead.staggered), counted in footprint for the
-	// series' life: once a slice grew out of its allocation, an
-	// overcount of at most a sixteenth of what it had.
-	pad uint32
 }
 
 // memRow is one row: its time and its value in the series' arena.
@@ -222,7 +214,8 @@ func (h *memHead) seriesForInsert(series string, t int64) (s *memSeries, hint *r
 			// once a bucket, under the apply lock: growslice was 8% of
 			// the server's CPU.)
 			if p := prev.series[series]; p != nil {
-				s.rows, s.arena = h.staggered(withHeadroom(len(p.rows)), withHeadroom(len(p.arena)), &s.pad)
+				s.rows = make([]memRow, 0, withHeadroom(len(p.rows)))
+				s.arena = make([]byte, 0, withHeadroom(len(p.arena)))
 				hint = p.shape
 			}
 		}
@@ -236,37 +229,6 @@ func (h *memHead) seriesForInsert(series string, t int64) (s *memSeries, hint *r
 // slices take from its rows in the bucket before.
 func withHeadroom(n int) int { return n + n/8 }
 
-// staggered returns a series' empty rows and arena with room for the
-// given numbers of rows and bytes, each starting a number of cache lines
-// into its allocation that differs from series to series (at most a
-// sixteenth of it), and adds the bytes skipped to *pad.
-//
-// The series of a bucket fill their slices in step: each batch appends
-// one row of the same length to each. Slices of one size start on the
-// same page offset (a large allocation is page aligned, a small one is
-// one of a span's objects of that size), so without the stagger every
-// series' next row was at the same offset within its page and all of
-// them fell in the same few sets of the core's caches, each insert a
-// miss. With the start moved by a different multiple of 64 bytes they
-// spread over the cache (BenchmarkMemHeadInsert).
-func (h *memHead) staggered(rows, arena int, pad *uint32) ([]memRow, []byte) {
-	h.stagger = (h.stagger + staggerStep) % staggerLines
-	skipRows := min(h.stagger*(64/memRowOverhead), rows/16)
-	skipBytes := min(h.stagger*64, arena/16) &^ 63
-	r := make([]memRow, skipRows+rows)
-	a := make([]byte, skipBytes+arena)
-	*pad += uint32(skipRows*memRowOverhead + skipBytes)
-	return r[skipRows:skipRows:len(r)], a[skipBytes:skipBytes:len(a)]
-}
-
-// staggerLines is how many cache lines a series' slices may start into
-// their allocation (staggered): 64, a page of 4 KiB. staggerStep, odd,
-// steps through all of them before it repeats.
-const (
-	staggerLines = 64
-	staggerStep  = 23
-)
-
 // memSeriesOverhead is what a series of a bucket costs in memory besides
 // its rows, values and name: the struct, its map entry, its place in the
 // sorted list and its sequences (measured with a heap profile at 100,000
@@ -277,7 +239,7 @@ const memSeriesOverhead = 200
 // length, and its overhead (memHead.bytes counts it, so that the budget
 // bounds what the process holds).
 func (s *memSeries) footprint() int64 {
-	return int64(cap(s.rows))*memRowOverhead + int64(cap(s.arena)) + int64(s.pad) + memSeriesOverhead + int64(len(s.name))
+	return int64(cap(s.rows))*memRowOverhead + int64(cap(s.arena)) + memSeriesOverhead + int64(len(s.name))
 }
 
 // add stores val as row t's change and returns how much it changed the
@@ -512,9 +474,9 @@ func (h *memHead) bytesIn(rowLo []byte, lo, hi uint32) uint64 {
 // touched a batch before, so it is out of the core's nearer caches; in
 // one loop per row the insert waited for each miss in turn, while the
 // loads of the first two passes do not depend on each other and the
-// core overlaps their misses (BenchmarkMemHeadInsert: with the stagger
-// of the series' slices, 0.47 of the time a row with 8 MiB of other
-// memory written between batches, 0.57 without).
+// core overlaps their misses (BenchmarkMemHeadInsert: 0.53 of the time
+// a row with 8 MiB of other memory written between batches, 0.67
+// without).
 func (r *Replica) insertMem(h *memHead, sc *applyScratch, rows []model.Row, prev uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

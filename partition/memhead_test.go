@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -1149,50 +1148,6 @@ func TestMemSeriesSizedFromBucketBefore(t *testing.T) {
 	if &s.rows[0] != rows || &s.arena[0] != arena {
 		t.Errorf("%d rows after %d in the bucket before: rows or arena grew (capacities %d, %d)",
 			len(s.rows), before, cap(s.rows), cap(s.arena))
-	}
-	if got := h.bytes.Load(); got != h.footprintWalk() {
-		t.Errorf("bytes = %d, the series' footprints sum to %d", got, h.footprintWalk())
-	}
-}
-
-// TestMemSeriesStaggered checks that the series of a bucket sized from
-// the bucket before start their rows and arenas at different offsets
-// within a page (memHead.staggered: in step they would share the same
-// few cache sets), with the capacity asked for, and that the head's byte
-// count holds the bytes skipped.
-func TestMemSeriesStaggered(t *testing.T) {
-	h := newMemHead()
-	p := uuid.New()
-	b0, b1 := int64(4<<bucketShift), int64(5<<bucketShift)
-	const series, before = 64, 1200
-	val := make([]byte, 40)
-	seq := uint64(0)
-	insert := func(name string, tm int64) {
-		seq++
-		h.mu.Lock()
-		h.bytes.Add(h.insertLocked(name, tm, val, p, seq))
-		h.mu.Unlock()
-	}
-	for i := range int64(before) {
-		for k := range series {
-			insert(fmt.Sprint("s", k), b0+i)
-		}
-	}
-	rowOffsets, arenaOffsets := map[uintptr]bool{}, map[uintptr]bool{}
-	for k := range series {
-		name := fmt.Sprint("s", k)
-		insert(name, b1)
-		s := h.buckets[timeBucket(b1)].series[name]
-		if cap(s.rows) != withHeadroom(before) || cap(s.arena) != withHeadroom(before*len(val)) {
-			t.Fatalf("%s: capacities %d, %d; want %d, %d", name, cap(s.rows), cap(s.arena), withHeadroom(before), withHeadroom(before*len(val)))
-		}
-		rowOffsets[uintptr(unsafe.Pointer(&s.rows[0]))%4096] = true
-		arenaOffsets[uintptr(unsafe.Pointer(&s.arena[0]))%4096] = true
-	}
-	// The pads are capped at a sixteenth: 75 rows (18 lines of rows) and
-	// 3,000 bytes (46 lines of arena) here.
-	if len(rowOffsets) < 16 || len(arenaOffsets) < 32 {
-		t.Errorf("%d series start at %d row offsets and %d arena offsets within a page", series, len(rowOffsets), len(arenaOffsets))
 	}
 	if got := h.bytes.Load(); got != h.footprintWalk() {
 		t.Errorf("bytes = %d, the series' footprints sum to %d", got, h.footprintWalk())
