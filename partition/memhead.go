@@ -505,14 +505,18 @@ func (r *Replica) insertMem(h *memHead, sc *applyScratch, rows []model.Row, prev
 		if n := len(s.rows); n > 0 {
 			touched += s.rows[n-1].t
 		}
+		// The room past the slices' ends is written, not read: no view
+		// sees past the length it took, and the first touch of a page
+		// by a read would map the zero page, to be faulted again by the
+		// insert's write.
 		if n := len(s.rows); n < cap(s.rows) {
-			touched += s.rows[:n+1][n].t
+			s.rows[:n+1][n].t = 0
 		}
 		if n := len(s.arena); n > 0 {
 			touched += int64(s.arena[n-1])
 		}
 		if n, c := len(s.arena), cap(s.arena); n+63 < c {
-			touched += int64(s.arena[:n+64][n+63])
+			s.arena[:n+64][n+63] = 0
 		}
 	}
 	h.touched = touched
