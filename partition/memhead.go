@@ -474,8 +474,8 @@ func (h *memHead) bytesIn(rowLo []byte, lo, hi uint32) uint64 {
 // touched a batch before, so it is out of the core's nearer caches; in
 // one loop per row the insert waited for each miss in turn, while the
 // loads of the first two passes do not depend on each other and the
-// core overlaps their misses (BenchmarkMemHeadInsert: 0.53 of the time
-// a row with 8 MiB of other memory written between batches, 0.67
+// core overlaps their misses (BenchmarkMemHeadInsert: 0.49 of the time
+// a row with 8 MiB of other memory written between batches, 0.63
 // without).
 func (r *Replica) insertMem(h *memHead, sc *applyScratch, rows []model.Row, prev uint64) {
 	h.mu.Lock()
