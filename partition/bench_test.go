@@ -871,7 +871,10 @@ func BenchmarkMemHeadInsert(b *testing.B) {
 			r := createTestReplica(b, s)
 			rows := benchRows()
 			if n := os.Getenv("TSDB_BENCH_SERIES"); n != "" {
-				k, _ := strconv.Atoi(n)
+				k, err := strconv.Atoi(n)
+				if err != nil || k < 1 || k > len(rows) {
+					b.Fatalf("TSDB_BENCH_SERIES=%q: want 1 to %d", n, len(rows))
+				}
 				rows = rows[:k]
 			}
 			walk := newBenchWalk(len(rows))

@@ -1231,3 +1231,52 @@ func TestOpsBytesBoundsTheBatch(t *testing.T) {
 		return err
 	})
 }
+
+// TestInsertMemBatchOfNewAndKnownSeries checks insertMem's lookup ahead
+// of its inserts with the batches it must not get wrong: a series new to
+// its bucket that the batch writes twice (looked up as absent for both
+// rows, made by the first), a batch across two storage buckets, a series
+// known in one bucket and new in the next, and a row older than its
+// series' last. Every row is in its time's bucket and reads back as
+// written.
+func TestInsertMemBatchOfNewAndKnownSeries(t *testing.T) {
+	s := openMemStore(t, nil, t.TempDir(), 0)
+	r := createTestReplica(t, s)
+	b0, b1 := bucketStart(timeBucket(0)+3), bucketStart(timeBucket(0)+4)
+	mustApply(t, r, row("known", b0+10, fl("v", 1, 1)))
+	mustApply(t, r,
+		row("known", b0+5, fl("v", 2, 2)), // older than its series' last
+		row("known", b0+20, fl("v", 3, 2)),
+		row("known", b1+1, fl("v", 4, 2)), // known in b0, new in b1
+		row("new", b0+1, fl("v", 5, 2)),
+		row("new", b0+2, fl("v", 6, 2)), // new, written twice in the batch
+		row("new", b1+2, fl("v", 7, 2)),
+	)
+	if memRows(r) != 7 {
+		t.Fatalf("%d rows in memory, want 7", memRows(r))
+	}
+	h := r.applyMu.mem
+	h.mu.RLock()
+	for b, bk := range h.buckets {
+		for name, ms := range bk.series {
+			for _, mr := range ms.rows {
+				if timeBucket(mr.t) != b {
+					t.Errorf("series %s: row at %d is in bucket %d, its time's is %d", name, mr.t, b, timeBucket(mr.t))
+				}
+			}
+		}
+	}
+	h.mu.RUnlock()
+	want := []model.Row{
+		row("known", b0+5, fl("v", 2, 2)), row("known", b0+10, fl("v", 1, 1)),
+		row("known", b0+20, fl("v", 3, 2)), row("known", b1+1, fl("v", 4, 2)),
+		row("new", b0+1, fl("v", 5, 2)), row("new", b0+2, fl("v", 6, 2)),
+		row("new", b1+2, fl("v", 7, 2)),
+	}
+	got := scanAll(t, r)
+	sortRows(got)
+	sortRows(want)
+	if err := sameRows(got, want); err != nil {
+		t.Fatal(err)
+	}
+}
