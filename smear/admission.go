@@ -717,9 +717,9 @@ func (q *Queue) tick() {
 }
 
 // tickLocked takes the rows NoteDirect counted, advances the admission
-// state if a tick is due and updates the metrics. With admission off (Options.NoAdmission) the rates, the
-// counts and the estimate are still kept (and exported); only the closing
-// rule is skipped.
+// state if a tick is due and updates the metrics. With admission off
+// (Options.NoAdmission) the rates, the counts and the estimate are still
+// kept (and exported); only the closing rule is skipped.
 func (q *Queue) tickLocked() {
 	a := &q.mu.adm
 	a.direct += q.direct.Swap(0)
