@@ -618,6 +618,12 @@ func (a *aggregator) setSeries(series []byte) {
 // endBucket ends a storage bucket of the walk: its series are the ones
 // setSeries looks for first in the next.
 func (a *aggregator) endBucket() bool {
+	// The entries dropped are cleared here, where they were used, so that
+	// a list's entries past its length are always zero and putSeriesList
+	// clears only its length: a one-series aggregate after one over
+	// 100,000 series cleared the pooled lists' whole capacity, more than
+	// half of its time (the peer harness's series_count, 0.2 to 0.45 ms).
+	clear(a.prevSeries)
 	a.prevSeries, a.thisSeries = a.thisSeries, a.prevSeries[:0]
 	a.prevPos = 0
 	return true
@@ -645,13 +651,15 @@ func takeSeriesList() []seriesEntry {
 }
 
 // putSeriesList keeps l's array for a later query, its entries cleared
-// (they hold the answer's series).
+// (they hold the answer's series). Only l's length is cleared: the
+// aggregator clears the entries it drops (endBucket), so none past the
+// length holds anything.
 func putSeriesList(l []seriesEntry) {
 	if cap(l) == 0 || cap(l) > maxPooledSeriesList {
 		return
 	}
-	l = l[:cap(l)]
 	clear(l)
+	l = l[:0]
 	seriesLists.Put(&l)
 }
 

@@ -640,3 +640,28 @@ func sameSums(a, b []model.SeriesAgg, exact bool) bool {
 			(!exact || math.Float64bits(sa.Sum) == math.Float64bits(sb.Sum))
 	})
 }
+
+// TestSeriesListsZeroPastLength walks storage buckets of 5, 5, 1 and 1
+// series through an aggregator and checks, after each, that no entry of
+// its series lists past their length holds a series: putSeriesList clears
+// only the length, so a stale entry there would keep an answer's series
+// alive in the pool.
+func TestSeriesListsZeroPastLength(t *testing.T) {
+	a := aggregator{series: map[string]*aggSeries{}}
+	for b, n := range []int{5, 5, 1, 1} {
+		for i := range n {
+			a.setSeries(fmt.Appendf(nil, "s%02d", i))
+		}
+		a.endBucket()
+		for _, l := range [][]seriesEntry{a.prevSeries, a.thisSeries} {
+			for i, e := range l[len(l):cap(l)] {
+				if e != (seriesEntry{}) {
+					t.Fatalf("after bucket %d: entry %d past the length %d holds %q", b, len(l)+i, len(l), e.name)
+				}
+			}
+		}
+	}
+	if len(a.series) != 5 {
+		t.Fatalf("%d series, want 5", len(a.series))
+	}
+}
