@@ -1,5 +1,5 @@
-# rotsum.py DIR [BASE]: rotab.sh's results: each build's medians, and each build ÷
-# BASE (default "base") in the same round, per round and the median.
+# rotsum.py DIR [BASE]: the results of `NOVM=1 mat.sh`: each build's medians, and each
+# build ÷ BASE (default "base") in the same round, per round and the median.
 import glob, os, re, statistics as st, sys
 
 d = sys.argv[1]
