@@ -477,6 +477,9 @@ func BenchmarkAggregateDense(b *testing.B) {
 				{"group_all_step_60s_one_field_no_variance", model.Query{From: 0, To: to, Step: 60e9, GroupAll: true,
 					Fields: []string{"usage_user"}, NoVariance: true}, n},
 				{"per_series_step_60s", model.Query{From: 0, To: to, Step: 60e9}, n},
+				// The harness's series_count: one series, one bucket.
+				{"one_series_count", model.Query{From: 0, To: to, Step: to, Series: benchSeries(42),
+					Fields: []string{"usage_user"}, NoVariance: true}, denseTicks},
 			})
 		})
 	}

@@ -277,4 +277,28 @@ func TestStringSlab(t *testing.T) {
 			t.Fatalf("string %d: %q, want %q", i, made[i], want[i])
 		}
 	}
+	if c := cap(s.buf); c != stringSlabSize {
+		t.Errorf("after 5,000 names the chunks are %d bytes, want %d", c, stringSlabSize)
+	}
+}
+
+// TestStringSlabStartsSmall checks that a slab making one name allocates
+// a chunk of its first size, not of its largest (a one-series aggregate
+// makes one name), and that a name longer than the first size gets a
+// chunk that holds it.
+func TestStringSlabStartsSmall(t *testing.T) {
+	var s stringSlab
+	if got := s.make([]byte("cpu,host=host042,region=r2")); got != "cpu,host=host042,region=r2" {
+		t.Fatalf("made %q", got)
+	}
+	if c := cap(s.buf); c != stringSlabFirst {
+		t.Errorf("first chunk of %d bytes, want %d", c, stringSlabFirst)
+	}
+	long := strings.Repeat("y", 3*stringSlabFirst)
+	if got := s.make([]byte(long)); got != long {
+		t.Fatalf("made a string of %d bytes, want %d", len(got), len(long))
+	}
+	if c := cap(s.buf); c != 4*stringSlabFirst {
+		t.Errorf("chunk for a %d-byte name: %d bytes, want %d", len(long), c, 4*stringSlabFirst)
+	}
 }
