@@ -144,3 +144,56 @@ func TestCacheSizeFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSealNiceFlags: --seal-nice reaches the node's configuration in
+// server and dev (0: the process's priority, -1 for the node; the default
+// the node's), and a value outside 0 to 19 is refused.
+func TestSealNiceFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, node.DefaultSealNice},
+		{[]string{"--seal-nice", "15"}, 15},
+		{[]string{"--seal-nice", "0"}, -1},
+	} {
+		var s serverFlags
+		cmd := s.command()
+		if err := cmd.ParseFlags(append([]string{"--id", "s1", "--data", t.TempDir()}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := s.config()
+		if err != nil || cfg.SealNice != tc.want {
+			t.Errorf("server %v: seal nice %d, %v; want %d", tc.args, cfg.SealNice, err, tc.want)
+		}
+		dev := newDevCmd()
+		if err := dev.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		n, err := dev.Flags().GetInt("seal-nice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nice, err := sealNiceFlag(n).config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg := (devConfig{port: 18080, data: t.TempDir(), sealNice: nice}).nodeConfig(0, "http://127.0.0.1:2379"); cfg.SealNice != tc.want {
+			t.Errorf("dev %v: seal nice %d, want %d", tc.args, cfg.SealNice, tc.want)
+		}
+	}
+	for _, bad := range []string{"-1", "20"} {
+		var s serverFlags
+		cmd := s.command()
+		if err := cmd.ParseFlags([]string{"--id", "s1", "--data", t.TempDir(), "--seal-nice", bad}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.config(); err == nil || !strings.Contains(err.Error(), "--seal-nice") {
+			t.Errorf("server --seal-nice %s: %v, want an error naming the flag", bad, err)
+		}
+		out, err := run("dev", "--seal-nice", bad, "--data", t.TempDir())
+		if err == nil || !strings.Contains(out+err.Error(), "--seal-nice") {
+			t.Errorf("dev --seal-nice %s: %v %s, want an error naming the flag", bad, err, out)
+		}
+	}
+}
