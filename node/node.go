@@ -25,7 +25,6 @@ import (
 	"github.com/tsdb/tsdb/frontend"
 	"github.com/tsdb/tsdb/http/api"
 	"github.com/tsdb/tsdb/internal/etcdclient"
-	"github.com/tsdb/tsdb/internal/threadprio"
 	"github.com/tsdb/tsdb/internal/tlsconfig"
 	"github.com/tsdb/tsdb/internal/writelimit"
 	"github.com/tsdb/tsdb/metadata"
@@ -121,13 +120,6 @@ type Config struct {
 	// names; default 2s. Between, it wakes when a bucket goes quiet
 	// (within 100 ms of it).
 	SealInterval time.Duration
-	// SealNice is the nice value the sealer's thread runs at (Linux; 1 to
-	// 19, internal/threadprio): a seal is a server's longest CPU-bound
-	// loop, and at the process's own priority it took processors from
-	// the threads answering queries and from the clients reading their
-	// answers (docs/performance.md, "The sealer at a lower priority").
-	// Default DefaultSealNice; negative: the process's priority.
-	SealNice int
 	// CatchUpConcurrency bounds the catch-up pushes (a split's backfill of
 	// the parent's rows, a joining server's initial copy) this server has
 	// in flight at once, so bulk copies leave CPU and disk to inserts.
@@ -266,9 +258,6 @@ func (c *Config) ensureDefaults() {
 		c.SealQuiet = DefaultSealQuiet
 	}
 	orDefault(&c.SealInterval, 2*time.Second)
-	if c.SealNice == 0 {
-		c.SealNice = DefaultSealNice
-	}
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
 	orDefault(&c.MaxQueryBuckets, api.DefaultMaxQueryBuckets)
 	orDefault(&c.MaxSubQueryBytes, replica.DefaultMaxSubQueryBytes)
@@ -729,10 +718,6 @@ const DefaultSealAfter = 10 * time.Minute
 // DefaultSealQuiet is Config.SealQuiet's default.
 const DefaultSealQuiet = 5 * time.Second
 
-// DefaultSealNice is Config.SealNice's default: a thread at nice 10 gets
-// about a tenth of the CPU a thread at 0 gets while both want it.
-const DefaultSealNice = 10
-
 // minSealWait is the least time between two passes of the sealer, and
 // sealRecheck how often it looks for buckets going quiet (new writes
 // move them) while it waits.
@@ -750,18 +735,6 @@ const (
 // sealed again no more often than every SealInterval (docs/performance.md,
 // "Aggregates over the memory head").
 func (n *Node) sealLoop(ctx context.Context) {
-	if n.cfg.SealNice > 0 {
-		// This goroutine keeps its thread, at the lower priority, until
-		// it ends (the thread with it). The seal's passes under a
-		// replica's apply lock run on goroutines of their own, at the
-		// process's priority (partition.Replica.sealSome).
-		switch err := threadprio.Lower(n.cfg.SealNice); {
-		case errors.Is(err, threadprio.ErrUnsupported):
-			n.log.Debug("sealer runs at the process's priority", "err", err)
-		case err != nil:
-			n.log.Warn("sealer runs at the process's priority", "nice", n.cfg.SealNice, "err", err)
-		}
-	}
 	full := time.Now().Add(n.cfg.SealInterval) // the next pass with SealAfter's rule
 	for {
 		wait := time.Until(full)

@@ -93,10 +93,6 @@ type Replica struct {
 	// seal's pass outside the apply lock after it read and encoded its
 	// batch, before it takes the lock to commit it.
 	hookSealOutside func()
-	// hookSealLocked, when set (tests only, before any seal), runs in a
-	// seal under the apply lock: the commit of a pass outside it, and a
-	// pass under it.
-	hookSealLocked func()
 	// lookUpAlways, when set (tests only, before any Apply), makes Apply
 	// read every row before writing it, as before blind writes: the tests
 	// of what the read decides (a tie or a loss gets no sequence, the log

@@ -382,30 +382,9 @@ func (r *Replica) sealSome(b uint32, from []byte, since int64, st *SealStats) ([
 	if done || err != nil {
 		return next, err
 	}
-	atProcessPriority(func() {
-		r.applyMu.Lock()
-		defer r.applyMu.Unlock()
-		if r.hookSealLocked != nil {
-			r.hookSealLocked()
-		}
-		next, err = r.sealPass(b, from, since, st, nil)
-	})
-	return next, err
-}
-
-// atProcessPriority runs f on a goroutine of its own and waits for it. The
-// sealer may run at a lowered OS priority, on a thread of its own (node's
-// --seal-nice, internal/threadprio); what it does under a replica's apply
-// lock runs at the process's priority instead, so that the inserts
-// waiting for the lock do not wait for a thread the OS puts behind every
-// other.
-func atProcessPriority(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	return r.sealPass(b, from, since, st, nil)
 }
 
 // sealStamp is what a seal outside the apply lock compares before it
@@ -455,21 +434,13 @@ func (r *Replica) sealSomeOutside(b uint32, from []byte, st *SealStats) (next []
 	if r.hookSealOutside != nil {
 		r.hookSealOutside()
 	}
-	atProcessPriority(func() {
-		r.applyMu.Lock()
-		defer r.applyMu.Unlock()
-		if r.hookSealLocked != nil {
-			r.hookSealLocked()
-		}
-		if r.applyMu.stampLocked(b) != out.stamp || r.dropped.Load() || r.unloading.Load() {
-			r.store.sealRetries.Add(1)
-			return
-		}
-		if err = r.commitSeal(b, out.batch, out.done); err == nil {
-			done = true
-		}
-	})
-	if !done {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if r.applyMu.stampLocked(b) != out.stamp || r.dropped.Load() || r.unloading.Load() {
+		r.store.sealRetries.Add(1)
+		return nil, false, nil
+	}
+	if err := r.commitSeal(b, out.batch, out.done); err != nil {
 		return nil, false, err
 	}
 	st.Add(out.st)

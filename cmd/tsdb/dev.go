@@ -27,7 +27,6 @@ func newDevCmd() *cobra.Command {
 		sealQuiet, sealAfter        time.Duration
 		cacheSize                   int64
 		mem                         memHeadFlags
-		sealNice                    sealNiceFlag
 		logs                        logFlags
 	)
 	cmd := &cobra.Command{
@@ -52,10 +51,6 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			}
 			if etcdPort >= port && etcdPort < port+servers {
 				return fmt.Errorf("--etcd-port %d collides with the servers' ports %d-%d", etcdPort, port, port+servers-1)
-			}
-			nice, err := sealNice.config()
-			if err != nil {
-				return err
 			}
 			log, err := logs.logger()
 			if err != nil {
@@ -83,7 +78,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
-				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, sealNice: nice, cacheSize: cacheSize, mem: mem,
+				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, cacheSize: cacheSize, mem: mem,
 			})
 		},
 	}
@@ -98,7 +93,6 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.Var(bytesize.Var(&cacheSize), "cache-size", "block cache of each server's partition store, such as 256MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB, shared by the servers)")
 	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
-	sealNice.register(f)
 	mem.register(f)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
 	logs.register(f)
@@ -115,9 +109,6 @@ type devConfig struct {
 	// sealQuiet and sealAfter are --seal-quiet and --seal-after (0 or
 	// less: never).
 	sealQuiet, sealAfter time.Duration
-	// sealNice is node.Config.SealNice (--seal-nice; -1: the process's
-	// priority).
-	sealNice int
 	// cacheSize is --cache-size, each server's block cache (0: shared
 	// out of node.AutoCacheSize's eighth of the memory).
 	cacheSize int64
@@ -142,7 +133,6 @@ func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
 		NoPresplit:      c.noPresplit,
 		SealQuiet:       orNever(c.sealQuiet),
 		SealAfter:       orNever(c.sealAfter),
-		SealNice:        c.sealNice,
 		CacheSize:       c.cacheSize,
 		NoMemoryHead:    !c.mem.on,
 		MemoryHeadBytes: c.mem.bytes,

@@ -26,7 +26,6 @@ type serverFlags struct {
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
 	mem                                                              memHeadFlags
-	sealNice                                                         sealNiceFlag
 	writeLimit, smearMaxBytes, cacheSize                             int64
 	logs                                                             logFlags
 	limits                                                           limitFlags
@@ -83,7 +82,6 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
 	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
-	s.sealNice.register(f)
 	s.mem.register(f)
 	f.IntVar(&s.replicationQuota, "replication-quota", 0, "rows a partition's slowest copy that keeps up may lag behind the replica that coordinates its inserts before new inserts there wait for it (up to half the ack timeout, then 503 unavailable with nothing written), e.g. 32768; a copy that is down, stalled or catching up is not waited for (0: no quota; docs/replication.md)")
 	f.Var(bytesize.Var(&s.writeLimit), "write-limit", "bytes per second this server may write to its stores, smear queue included, standing in for a disk's bandwidth, e.g. 250MB (0: no limit)")
@@ -161,10 +159,6 @@ func (s *serverFlags) config() (node.Config, error) {
 	if err := s.validate(); err != nil {
 		return node.Config{}, err
 	}
-	sealNice, err := s.sealNice.config()
-	if err != nil {
-		return node.Config{}, err
-	}
 	endpoints := splitList(s.etcd)
 	if len(endpoints) == 0 {
 		return node.Config{}, fmt.Errorf("--etcd: at least one URL is required")
@@ -192,7 +186,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
-		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), SealNice: sealNice, CacheSize: s.cacheSize,
+		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), CacheSize: s.cacheSize,
 		ReplicationQuota: s.replicationQuota,
 		NoMemoryHead:     !s.mem.on, MemoryHeadBytes: s.mem.bytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
@@ -222,25 +216,6 @@ func (m *memHeadFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&m.on, "memory-head", true, "keep the rows of storage buckets not sealed yet in memory, their inserts' log records being their durable form (replayed at start-up), instead of one pebble key per row (false: as before; a store is converted at its next start either way)")
 	m.bytes = partition.DefaultMemoryHeadBytes
 	f.Var(bytesize.Var(&m.bytes), "memory-head-bytes", "memory the memory head of this server's store may hold; past it the oldest bucket in memory is sealed into blocks early (written to pebble as rows when it has not ended yet)")
-}
-
-// sealNiceFlag is --seal-nice, shared by tsdb server and tsdb dev.
-type sealNiceFlag int
-
-func (n *sealNiceFlag) register(f *pflag.FlagSet) {
-	f.IntVar((*int)(n), "seal-nice", node.DefaultSealNice, "nice value (1 to 19) of the thread that seals storage buckets into blocks, so that sealing gives way to queries and to other processes while they want the processors and takes what they leave (Linux; 0: the process's priority)")
-}
-
-// config returns node.Config.SealNice for the flag: 0 is the process's
-// priority (-1), since the node reads 0 as its default.
-func (n sealNiceFlag) config() (int, error) {
-	switch {
-	case n < 0 || n > 19:
-		return 0, fmt.Errorf("--seal-nice %d: want 0 to 19", n)
-	case n == 0:
-		return -1, nil
-	}
-	return int(n), nil
 }
 
 // orNever maps --seal-after and --seal-quiet to node.Config: 0 or less is
