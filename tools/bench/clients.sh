@@ -3,7 +3,7 @@
 # the harness's series_select from four clients in turn, 3 s each: qs GETting back
 # to back, qs decoding each answer as the harness does, qs pausing 10 ms between
 # GETs, and a fresh loadgen's read phase. Prints each one's p50 and the server's
-# CPU per query (qs: from /proc, over its GETs).
+# CPU per query (qs: from /proc, over its GETs), and the answer's bytes.
 # LGFLAGS adds loadgen flags (e.g. -points 10000000), EXTRA tsdb dev flags.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -25,5 +25,6 @@ for mode in back-to-back decode pause; do
 	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
 	echo "$NAME $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
 done
+echo "$NAME answer: $(curl -s "$URL" | wc -c) bytes"
 echo "$NAME loadgen read: $("$LG" -url $BASE -api tsdb -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | grep -E 'read: series_select' | grep -oE 'p50 [0-9.]+ms')"
 stop_server

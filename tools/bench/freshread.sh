@@ -2,11 +2,12 @@
 # freshread.sh ROUNDS BIN: tsdb (BIN) and VictoriaMetrics in turn, each fresh:
 # the harness's write and read phase from one loadgen process, as run.sh runs
 # it, then the read phase from two new loadgen processes against the same data;
-# series_select p50s. CLIENT_GOGC sets GOGC for the writing loadgen alone (the
+# series_select and series_count p50s. CLIENT_GOGC sets GOGC for the writing loadgen alone (the
 # servers keep their own). LGFLAGS adds loadgen flags.
 set -u
 . "$(dirname "$0")/lib.sh"
-sel() { grep -E 'RESULT.*query=series_select' | grep -o 'p50_ms=[0-9.]*' | cut -d= -f2; }
+# p50 QUERY: the p50 of one query in loadgen's output.
+p50() { grep -E "RESULT.*query=$1 " | grep -o 'p50_ms=[0-9.]*' | cut -d= -f2; }
 D=${OUT:-/tmp/tsdb-bench}/freshread
 for r in $(seq 1 "$1"); do
 	for peer in tsdb vm; do
@@ -20,10 +21,12 @@ for r in $(seq 1 "$1"); do
 			sleep 2
 			END=$(($(date +%s) / 60 * 60 - 60)) U=$VMBASE API=prom
 		fi
-		a=$(GOGC=${CLIENT_GOGC:-100} "$LG" -url $U -api $API -mode write,read -end $END -pid $PID -c 4 ${LGFLAGS:-} 2>&1 | sel)
-		b=$("$LG" -url $U -api $API -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | sel)
-		c=$("$LG" -url $U -api $API -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | sel)
-		echo "r$r $peer series_select p50 ms: the writing client $a, new clients $b $c"
+		GOGC=${CLIENT_GOGC:-100} "$LG" -url $U -api $API -mode write,read -end $END -pid $PID -c 4 ${LGFLAGS:-} >"$D/$peer.r$r.a" 2>&1
+		"$LG" -url $U -api $API -mode read -end $END -pid $PID ${LGFLAGS:-} >"$D/$peer.r$r.b" 2>&1
+		"$LG" -url $U -api $API -mode read -end $END -pid $PID ${LGFLAGS:-} >"$D/$peer.r$r.c" 2>&1
+		for q in series_select series_count; do
+			echo "r$r $peer $q p50 ms: the writing client $(p50 $q <"$D/$peer.r$r.a"), new clients $(p50 $q <"$D/$peer.r$r.b") $(p50 $q <"$D/$peer.r$r.c")"
+		done
 		stop_server
 	done
 done

@@ -1,0 +1,27 @@
+#!/bin/bash
+# vmcpu.sh: clients.sh's measure for VictoriaMetrics: the harness's write
+# (LGFLAGS adds loadgen flags, e.g. -points 10000000), WAIT s (default 20),
+# then the harness's series_select GETted by qs for 3 s back to back and 3 s
+# with the harness's decode between GETs: each one's p50 and the server's CPU
+# per query (from /proc, over its GETs), and the answer's bytes.
+set -u
+. "$(dirname "$0")/lib.sh"
+D=${OUT:-/tmp/tsdb-bench}/vmcpu
+QS=${OUT:-/tmp/tsdb-bench}/qs
+(cd "$(dirname "$0")/.." && go build -o "$QS" ./bench/qs) || exit 1
+start_vm "$D" ${LGFLAGS:-}
+sleep "${WAIT:-20}"
+T=$(python3 -c "print('%.3f' % ($END - 0.001))")
+URL="$VMBASE/api/v1/query?nocache=1&time=$T&query=cpu_usage_user%7Bhost%3D%22host042%22%7D%5B660s%5D"
+ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
+for mode in back-to-back decode; do
+	flags=
+	[ $mode = decode ] && flags=-decode
+	c0=$(ticks)
+	out=$("$QS" -url "$URL" -seconds 3 $flags)
+	c1=$(ticks)
+	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
+	echo "vm $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
+done
+echo "vm answer: $(curl -s "$URL" | wc -c) bytes"
+stop_server
