@@ -60,6 +60,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLineProtocol$$' -fuzztime $(FUZZTIME) ./http/ingest/
 	$(GO) test -run '^$$' -fuzz '^FuzzJSON$$' -fuzztime $(FUZZTIME) ./http/ingest/
 	$(GO) test -run '^$$' -fuzz '^FuzzNDJSON$$' -fuzztime $(FUZZTIME) ./http/ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./http/
+	$(GO) test -run '^$$' -fuzz '^FuzzExecute$$' -fuzztime $(FUZZTIME) ./influx/
 
 # etcdctl cannot be `go install`ed (its go.mod has replace directives), so it
 # is built from a separate tools module that keeps its dependencies out of ours.

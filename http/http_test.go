@@ -269,3 +269,34 @@ func TestAppendRawAnswerTimes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseQuery feeds parseQuery arbitrary query strings: it never
+// panics, refuses what it refuses with an error of this package's kinds
+// (a 4xx), and what it accepts is a query the readers can take: from not
+// after to, a limit from 1 to MaxQueryLimit, a step only with an
+// aggregate and then positive, over at most the cap's buckets. Run it
+// beyond its seeds with go test ./http -run '^$' -fuzz FuzzParseQuery.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{
+		"from=2026-01-01T00:00:00Z&to=1767225660000000000&series=cpu,region=eu,host=a&fields=a,,b&agg=avg&step=10s&group=none&limit=5",
+		"series=cpu*", "from=10&to=5", "agg=sum&step=1ns&from=0&to=1001", "agg=sum&step=1ns&from=-9223372036854775808&to=9223372036854775807",
+		"agg=first&step=9223372036854775807&from=-9223372036854775808&to=9223372036854775807&group=series",
+		"series=cpu,host=a\\ b,region=x&fields=%20,x", "limit=1000000&from=1970-01-01T00:00:00.000000001Z",
+	} {
+		f.Add(s)
+	}
+	const maxBuckets = 1000
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := parseQuery(args(s), maxBuckets)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidQuery) && !errors.Is(err, partition.ErrTooManyBuckets) {
+				t.Fatalf("%q: %v, want ErrInvalidQuery or ErrTooManyBuckets", s, err)
+			}
+			return
+		}
+		if q.From > q.To || q.Limit < 1 || q.Limit > MaxQueryLimit || q.Step < 0 ||
+			(q.Step > 0 && (q.agg == 0 || bucketCount(q.From, q.To, q.Step) > maxBuckets)) {
+			t.Fatalf("%q accepted as %+v", s, q)
+		}
+	})
+}
