@@ -14,16 +14,8 @@ start_server "$BIN" "$D" ${EXTRA:-}
 write_harness "$NAME" ${LGFLAGS:-} | grep "points/s ("
 sleep "${WAIT:-20}"
 URL="$BASE/api/v1/tables/bench/query?from=$(((END - 600) * 1000000000))&to=$((END * 1000000000))&fields=usage_user&limit=1000000&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
-ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
 for mode in back-to-back decode pause; do
-	flags=
-	[ $mode = decode ] && flags=-decode
-	[ $mode = pause ] && flags="-pause 10ms"
-	c0=$(ticks)
-	out=$("$QS" -url "$URL" -seconds 3 $flags)
-	c1=$(ticks)
-	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
-	echo "$NAME $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
+	qs_cpu "$NAME" $mode "$URL"
 done
 echo "$NAME answer: $(curl -s "$URL" | wc -c) bytes"
 echo "$NAME loadgen read: $("$LG" -url $BASE -api tsdb -mode read -end $END -pid $PID ${LGFLAGS:-} 2>&1 | grep -E 'read: series_select' | grep -oE 'p50 [0-9.]+ms')"

@@ -5,6 +5,9 @@
 #   start_vm DIR [loadgen flags...]           fresh DIR, VictoriaMetrics on 8428 with the
 #                                             harness's write in it, flushed; sets PID, END
 #   stop_server                               stops it (either)
+#   qs_cpu NAME MODE URL                      qs ($QS) GETs URL for 3 s, MODE back-to-back,
+#                                             decode or pause; prints its p50 and the
+#                                             server's (PID) CPU per query, from /proc
 LG=${LG:-$HOME/.cache/tsdb-peers/bin/loadgen}
 BASE=http://127.0.0.1:18085
 
@@ -42,4 +45,15 @@ start_vm() {
 	END=$(($(date +%s) / 60 * 60 - 60))
 	"$LG" -url $VMBASE -api prom -mode write -end $END -pid $PID -c 4 "$@" 2>&1 | grep "points/s ("
 	curl -s $VMBASE/internal/force_flush
+}
+
+qs_cpu() {
+	local name=$1 mode=$2 url=$3 flags= c0 c1 out n
+	[ "$mode" = decode ] && flags=-decode
+	[ "$mode" = pause ] && flags="-pause 10ms"
+	c0=$(awk '{print $14 + $15}' /proc/$PID/stat)
+	out=$("$QS" -url "$url" -seconds 3 $flags)
+	c1=$(awk '{print $14 + $15}' /proc/$PID/stat)
+	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
+	echo "$name $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
 }

@@ -13,15 +13,8 @@ start_vm "$D" ${LGFLAGS:-}
 sleep "${WAIT:-20}"
 T=$(python3 -c "print('%.3f' % ($END - 0.001))")
 URL="$VMBASE/api/v1/query?nocache=1&time=$T&query=cpu_usage_user%7Bhost%3D%22host042%22%7D%5B660s%5D"
-ticks() { awk '{print $14 + $15}' /proc/$PID/stat; }
 for mode in back-to-back decode; do
-	flags=
-	[ $mode = decode ] && flags=-decode
-	c0=$(ticks)
-	out=$("$QS" -url "$URL" -seconds 3 $flags)
-	c1=$(ticks)
-	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
-	echo "vm $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
+	qs_cpu vm $mode "$URL"
 done
 echo "vm answer: $(curl -s "$URL" | wc -c) bytes"
 stop_server
