@@ -8,10 +8,10 @@ set -u
 . "$(dirname "$0")/lib.sh"
 start_server "$1" "${OUT:-/tmp/tsdb-bench}/aftercpu"
 write_harness aftercpu -c 4 ${LGFLAGS:-} | grep "points/s ("
-prev=$(awk '{print $14 + $15}' /proc/$PID/stat)
+prev=$(server_ticks)
 for i in $(seq 1 $((${SECS:-8} * 10))); do
 	sleep 0.1
-	c=$(awk '{print $14 + $15}' /proc/$PID/stat)
+	c=$(server_ticks)
 	printf "%d " $((c - prev))
 	prev=$c
 	[ $((i % 10)) = 0 ] && echo " <- $((i / 10)) s"

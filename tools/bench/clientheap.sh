@@ -24,8 +24,7 @@ for r in $(seq 1 "$ROUNDS"); do
 			U="$BASE/api/v1/tables/bench/query?from=$START&to=$ENDN&fields=usage_user&limit=1000000&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
 		else
 			start_vm "$D/vm" ${LGFLAGS:-}
-			T=$(python3 -c "print('%.3f' % ($END - 0.001))")
-			U="$VMBASE/api/v1/query?nocache=1&time=$T&query=cpu_usage_user%7Bhost%3D%22host042%22%7D%5B660s%5D"
+			U=$(vm_select_url)
 		fi
 		sleep "${WAIT:-10}"
 		echo "r$r $peer: a new client"

@@ -2,8 +2,8 @@
 # freshread.sh ROUNDS BIN: tsdb (BIN) and VictoriaMetrics in turn, each fresh:
 # the harness's write and read phase from one loadgen process, as run.sh runs
 # it, then the read phase from two new loadgen processes against the same data;
-# series_select and series_count p50s. CLIENT_GOGC sets GOGC for the writing loadgen alone (the
-# servers keep their own). LGFLAGS adds loadgen flags.
+# series_select and series_count p50s. CLIENT_GOGC sets GOGC for the writing
+# loadgen alone (the servers keep their own). LGFLAGS adds loadgen flags.
 set -u
 . "$(dirname "$0")/lib.sh"
 # p50 QUERY: the p50 of one query in loadgen's output.
@@ -15,11 +15,8 @@ for r in $(seq 1 "$1"); do
 			start_server "$2" "$D/tsdb"
 			U=$BASE API=tsdb
 		else
-			rm -rf "$D/vm" && mkdir -p "$D/vm"
-			"$VM" -httpListenAddr=127.0.0.1:8428 -storageDataPath="$D/vm" -loggerLevel=WARN >"$D/vm/log" 2>&1 &
-			PID=$!
-			sleep 2
-			END=$(($(date +%s) / 60 * 60 - 60)) U=$VMBASE API=prom
+			launch_vm "$D/vm"
+			U=$VMBASE API=prom
 		fi
 		GOGC=${CLIENT_GOGC:-100} "$LG" -url $U -api $API -mode write,read -end $END -pid $PID -c 4 ${LGFLAGS:-} >"$D/$peer.r$r.a" 2>&1
 		"$LG" -url $U -api $API -mode read -end $END -pid $PID ${LGFLAGS:-} >"$D/$peer.r$r.b" 2>&1

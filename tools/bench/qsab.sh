@@ -20,9 +20,9 @@ for r in $(seq 1 "$ROUNDS"); do
 		sleep "${WAIT:-15}"
 		URL="$BASE/api/v1/tables/bench/query?from=$(((END - 600) * 1000000000))&to=$((END * 1000000000))&fields=usage_user&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
 		if [ "${QUERY:-count}" = select ]; then URL="$URL&limit=1000000"; else URL="$URL&agg=count&step=10m0s"; fi
-		c0=$(awk '{print $14 + $15}' /proc/$PID/stat)
+		c0=$(server_ticks)
 		out=$("$QS" -url "$URL" -seconds "${SECS:-6}")
-		c1=$(awk '{print $14 + $15}' /proc/$PID/stat)
+		c1=$(server_ticks)
 		n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
 		p50s=$(echo "$out" | grep -oE 'p50=[0-9.]+' | cut -d= -f2 | paste -sd' ')
 		rd=$("$LG" -url $BASE -api tsdb -mode read -end $END -pid $PID $LGF 2>&1 | grep -E 'read: series_(count|select)' | grep -oE 'p50 [0-9.]+ms' | paste -sd' ')

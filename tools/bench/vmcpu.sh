@@ -11,8 +11,7 @@ QS=${OUT:-/tmp/tsdb-bench}/qs
 (cd "$(dirname "$0")/.." && go build -o "$QS" ./bench/qs) || exit 1
 start_vm "$D" ${LGFLAGS:-}
 sleep "${WAIT:-20}"
-T=$(python3 -c "print('%.3f' % ($END - 0.001))")
-URL="$VMBASE/api/v1/query?nocache=1&time=$T&query=cpu_usage_user%7Bhost%3D%22host042%22%7D%5B660s%5D"
+URL=$(vm_select_url)
 for mode in back-to-back decode; do
 	qs_cpu vm $mode "$URL"
 done
