@@ -707,6 +707,19 @@ func BenchmarkAggregateSparse(b *testing.B) {
 			b.ReportMetric(float64(b.N)*series*perSeries/time.Since(start).Seconds(), "rows/s")
 		})
 	}
+	// The harness's series_count: one series' count over the whole range
+	// in one step, its rows in a block of each of about ten storage buckets.
+	one := model.Query{From: 0, To: perSeries * interval, Step: perSeries * interval, Series: benchSeries(42),
+		Fields: []string{"usage_user"}, NoVariance: true, SumsOnly: true}
+	b.Run("one_series_count", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := r.Aggregate(one)
+			if err != nil || len(res) != 1 {
+				b.Fatalf("%d series, %v", len(res), err)
+			}
+		}
+	})
 }
 
 // BenchmarkReadChunkNarrow reads a chunk of a range as narrow as a

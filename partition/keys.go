@@ -185,7 +185,15 @@ func (ks *keyspace) blockBound(rowBound []byte) []byte {
 	if bytes.Equal(rowBound, ks.rowHi) {
 		return ks.blkHi
 	}
-	return append(append([]byte(nil), ks.blkLo...), rowBound[len(ks.rowLo):]...)
+	return ks.appendBlockBound(nil, rowBound)
+}
+
+// appendBlockBound appends blockBound(rowBound) to dst.
+func (ks *keyspace) appendBlockBound(dst, rowBound []byte) []byte {
+	if bytes.Equal(rowBound, ks.rowHi) {
+		return append(dst, ks.blkHi...)
+	}
+	return append(append(dst, ks.blkLo...), rowBound[len(ks.rowLo):]...)
 }
 
 // appendSeqKey appends the sequence index key of seq to dst.

@@ -57,6 +57,7 @@ type rowIter struct {
 	bVal    []byte
 	reader  block.Reader
 	scratch []byte // positionIn's keys
+	bound   []byte // seekBlock's block bound of the key it seeks
 	// sought is the block bound of the last seek that ended with a
 	// pebble SeekGE (the key's own block absent), and soughtOK that the
 	// block side still stands where that seek left it: on the first row
@@ -268,7 +269,8 @@ func (it *rowIter) seekBlock(key []byte) {
 		it.bValid = false
 		return
 	}
-	bk := it.ks.blockBound(key)
+	it.bound = it.ks.appendBlockBound(it.bound[:0], key)
+	bk := it.bound
 	if it.soughtOK && bytes.Compare(it.sought, bk) <= 0 &&
 		(!it.bValid || it.bPos == 0 && bytes.Compare(bk, it.bKey) < 0) {
 		// No block from sought to the loaded one (or to the end): the

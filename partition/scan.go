@@ -738,6 +738,12 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 			if more, err := w.visitBlock(series, br, times, lo, hi); err != nil || !more {
 				return false, err
 			}
+			if w.exact() {
+				// The series' last row of the bucket in range: its next
+				// rows are in the next bucket, where walk seeks. Loading
+				// the block of the series after it would be wasted.
+				return true, nil
+			}
 			valid = w.it.SkipBlock() // the rows from hi on are past the range
 			continue
 		}
@@ -749,6 +755,9 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 			}
 			if more, err := w.visitMem(series, s, lo, hi); err != nil || !more {
 				return false, err
+			}
+			if w.exact() {
+				return true, nil // as after a block
 			}
 			valid = w.it.skipMemSeries() // the rows from hi on are past the range
 			continue
@@ -773,6 +782,15 @@ func (w *walker) matches(series []byte) bool {
 	w.lastMatch = append(w.lastMatch[:0], series...)
 	w.lastOK = w.match.Match(string(series))
 	return w.lastOK
+}
+
+// exact reports whether the walk visits one series, named exactly: once
+// a visitBlock or visitMem call has taken its rows of a bucket, the bucket
+// holds no more of them (blockRun and memRun: no other row of the series
+// and bucket lies after them, and the rows past the run are past the
+// range).
+func (w *walker) exact() bool {
+	return w.series != "" && !w.prefix && w.list == nil && w.match == nil
 }
 
 func (w *walker) seriesMatches(series []byte) bool {
