@@ -220,6 +220,23 @@ func scaleOf(v []int64, o uint8) uint8 {
 	return 0
 }
 
+// decimalZeros returns the largest s ≤ limit such that 10^s divides r:
+// one remainder when limit itself does (a scale that has settled, as on
+// timestamps), and otherwise the powers counted up from 0, one remainder
+// for a value that is no multiple of 10, where trying the scales from
+// limit down took up to limit of them.
+func decimalZeros(r int64, limit uint8) uint8 {
+	if divisible(r, limit) {
+		return limit
+	}
+	var s uint8
+	for s < limit && r%10 == 0 {
+		r /= 10
+		s++
+	}
+	return s
+}
+
 // scales returns scaleOf for orders 1 and 2 in one pass, which ends as
 // soon as both are 0 (at once on most data but timestamps).
 func scales(v []int64) (s1, s2 uint8) {
@@ -231,23 +248,17 @@ func scales(v []int64) (s1, s2 uint8) {
 	prev := v[1] - v[0]
 	if prev != 0 {
 		nz1 = true
-		for s1 > 0 && !divisible(prev, s1) {
-			s1--
-		}
+		s1 = decimalZeros(prev, s1)
 	}
 	for i := 2; i < len(v) && (s1 > 0 || s2 > 0); i++ {
 		d := v[i] - v[i-1]
 		if d != 0 && s1 > 0 {
 			nz1 = true
-			for s1 > 0 && !divisible(d, s1) {
-				s1--
-			}
+			s1 = decimalZeros(d, s1)
 		}
 		if dd := d - prev; dd != 0 && s2 > 0 {
 			nz2 = true
-			for s2 > 0 && !divisible(dd, s2) {
-				s2--
-			}
+			s2 = decimalZeros(dd, s2)
 		}
 		prev = d
 	}

@@ -515,3 +515,39 @@ func TestEncodeDecimals(t *testing.T) {
 		t.Fatal("Mantissas after an XOR column: ok")
 	}
 }
+
+// TestDecimalZeros checks decimalZeros against its definition (the
+// largest s ≤ limit with r % 10^s == 0, tried from limit down) on
+// multiples of every power of ten, at every limit, both signs.
+func TestDecimalZeros(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	pow := int64(1)
+	for e := 0; e <= maxScale; e++ {
+		for range 200 {
+			r := (rng.Int64N(1<<62/pow) + 1) * pow
+			if rng.IntN(2) == 0 {
+				r = -r
+			}
+			for limit := uint8(0); limit <= maxScale; limit++ {
+				want := limit
+				for want > 0 && r%tenPow(want) != 0 {
+					want--
+				}
+				if got := decimalZeros(r, limit); got != want {
+					t.Fatalf("decimalZeros(%d, %d) = %d, want %d", r, limit, got, want)
+				}
+			}
+		}
+		if e < maxScale {
+			pow *= 10
+		}
+	}
+}
+
+func tenPow(s uint8) int64 {
+	p := int64(1)
+	for range s {
+		p *= 10
+	}
+	return p
+}
