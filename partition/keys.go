@@ -182,9 +182,6 @@ func blockKeyParts(key []byte) (bucket uint32, series []byte, err error) {
 // are at or above the row bound; one below it may still hold some when
 // its key is a prefix of the result (readers filter rows by key).
 func (ks *keyspace) blockBound(rowBound []byte) []byte {
-	if bytes.Equal(rowBound, ks.rowHi) {
-		return ks.blkHi
-	}
 	return ks.appendBlockBound(nil, rowBound)
 }
 
