@@ -10,6 +10,8 @@
 #                                             (after END is set)
 #   stop_server                               stops it (either)
 #   server_ticks                              the server's (PID) CPU so far, in 1/100 s
+#   series_query_url QUERY                    the harness's series_count (QUERY count) or
+#                                             series_select (select) on tsdb (after END is set)
 #   qs_cpu NAME MODE URL                      qs ($QS) GETs URL for 3 s, MODE back-to-back,
 #                                             decode or pause; prints its p50 and the
 #                                             server's (PID) CPU per query, from /proc
@@ -73,4 +75,9 @@ qs_cpu() {
 	c1=$(server_ticks)
 	n=$(echo "$out" | grep -oE 'n=[0-9]+' | cut -d= -f2 | paste -sd+ | bc)
 	echo "$name $mode: $(echo "$out" | tail -1 | grep -oE 'p50=[0-9.]+ms') server CPU $(((c1 - c0) * 10000000 / n / 1000)) µs a query over $n"
+}
+
+series_query_url() {
+	local u="$BASE/api/v1/tables/bench/query?from=$(((END - 600) * 1000000000))&to=$((END * 1000000000))&fields=usage_user&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
+	if [ "$1" = select ]; then echo "$u&limit=1000000"; else echo "$u&agg=count&step=10m0s"; fi
 }

@@ -18,8 +18,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		start_server "$BIN" "$D"
 		write_harness "$NAME" $LGF >/dev/null
 		sleep "${WAIT:-15}"
-		URL="$BASE/api/v1/tables/bench/query?from=$(((END - 600) * 1000000000))&to=$((END * 1000000000))&fields=usage_user&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
-		if [ "${QUERY:-count}" = select ]; then URL="$URL&limit=1000000"; else URL="$URL&agg=count&step=10m0s"; fi
+		URL=$(series_query_url "${QUERY:-count}")
 		c0=$(server_ticks)
 		out=$("$QS" -url "$URL" -seconds "${SECS:-6}")
 		c1=$(server_ticks)

@@ -13,8 +13,7 @@ Q=${QUERY:-count}
 start_server "$1" "$D"
 write_harness queryprof $LGF | grep "points/s ("
 sleep "${WAIT:-15}"
-URL="$BASE/api/v1/tables/bench/query?from=$(((END - 600) * 1000000000))&to=$((END * 1000000000))&fields=usage_user&series=cpu%2Chost%3Dhost042%2Cregion%3Dr2"
-if [ "$Q" = select ]; then URL="$URL&limit=1000000"; else URL="$URL&agg=count&step=10m0s"; fi
+URL=$(series_query_url "$Q")
 curl -s -o "$D/$Q.prof" "http://127.0.0.1:6065/debug/pprof/profile?seconds=8" &
 prof=$!
 c0=$(server_ticks)
