@@ -256,10 +256,20 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 // The states are those the rows would give (the summaries are built as
 // AggState.Add would in time order, and merged with AggState.Merge: equal
 // up to float rounding in Sum, Mean and M2, as merges of partitions are).
-func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+func (a *aggregator) visitBlock(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error) {
 	a.setSeries(series)
-	whole := lo == 0 && hi == len(times) && br.HasSummaries() &&
-		a.bucketStart(times[0]) == a.bucketStart(times[hi-1])
+	// A whole block inside one bucket of the answer is read from its
+	// summaries, and its first and last times from its header: its
+	// timestamps stay encoded.
+	whole := lo == 0 && hi == br.Len() && br.HasSummaries() &&
+		a.bucketStart(br.MinTime()) == a.bucketStart(br.MaxTime())
+	var times []int64
+	if !whole {
+		var err error
+		if times, err = bt.get(); err != nil {
+			return false, err
+		}
+	}
 	for i := range br.NumFields() {
 		fi := br.Field(i)
 		a.name = append(a.name[:0], fi.Name...)
@@ -271,7 +281,7 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 			if !ok {
 				continue // tombstones only: no state, no bucket
 			}
-			b, err := a.bucket(times[0])
+			b, err := a.bucket(br.MinTime())
 			if err != nil {
 				return false, err
 			}
@@ -279,7 +289,7 @@ func (a *aggregator) visitBlock(series []byte, br *block.Reader, times []int64, 
 			a.summarized++
 			continue
 		}
-		if a.q.SumsOnly && lo == 0 && hi == len(times) {
+		if a.q.SumsOnly && lo == 0 && hi == br.Len() {
 			done, err := a.sumsByTail(br, fi.Name, times, i)
 			if err != nil {
 				return false, fmt.Errorf("%w: block of %s: %w", ErrCorrupt, series, err)

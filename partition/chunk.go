@@ -121,13 +121,13 @@ func (s *LogSnapshot) ReadChunk(dst []byte, after *RowPos, rr RowRange, maxBytes
 			ok = it.SeekGE(seek)
 			continue
 		}
-		if bkey, block, times, whole := it.wholeBlock(); whole && rr.contains(times[len(times)-1]) {
+		if bkey, block, br, whole := it.wholeBlock(); whole && rr.contains(br.MaxTime()) {
 			// Every row of a sealed block, none overlaid: the block as
-			// it is stored.
+			// it is stored (its times not decoded).
 			c.Data = appendChunkEntry(c.Data, chunkKindBlock, bkey[prefixLen+1:], block)
-			c.Rows += len(times)
+			c.Rows += br.Len()
 			c.Blocks++
-			lastKey = it.blockRowKey(lastKey[:0], len(times)-1)
+			lastKey = it.blockRowKey(lastKey[:0], br.Len()-1)
 			ok = it.SkipBlock()
 			continue
 		}

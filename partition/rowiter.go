@@ -37,13 +37,15 @@ type rowIter struct {
 
 	hValid bool
 
-	// The loaded block: its key, times, rows (decoded when a value is
-	// first asked for) and position.
+	// The loaded block: its key, times (decoded at their first use,
+	// blockTimes), rows (decoded when a value is first asked for) and
+	// position.
 	bKey     []byte
 	bSeries  []byte // the loaded block's series (its string is made by Value only)
 	bBucket  uint32
 	bPrefix  []byte // rowLo|bucket|series|0x00: its rows' keys without the time
 	bTimes   []int64
+	bTimesOK bool // bTimes holds the loaded block's times
 	bRows    []model.Row
 	bDecoded bool
 	bPos     int
@@ -175,7 +177,7 @@ func (it *rowIter) Next() bool {
 	}
 	if it.inBlock {
 		it.bPos++
-		if it.bPos == len(it.bTimes) {
+		if it.bPos == it.reader.Len() {
 			it.loadBlock(it.blk.Next(), nil)
 		}
 	}
@@ -196,17 +198,71 @@ func (it *rowIter) blockRun() bool {
 	return !bytes.HasPrefix(hk, it.bPrefix) && bytes.Compare(hk, it.bPrefix) > 0
 }
 
-// Block returns the loaded block's reader, its times and the current
-// row's position in it. Valid while blockRun holds, until the next move.
-func (it *rowIter) Block() (r *block.Reader, times []int64, pos int) {
-	return &it.reader, it.bTimes, it.bPos
+// Block returns the loaded block's reader and the current row's position
+// in it (its times: blockTimes). Valid while blockRun holds, until the
+// next move.
+func (it *rowIter) Block() (r *block.Reader, pos int) {
+	return &it.reader, it.bPos
+}
+
+// blockTimes returns the loaded block's row times, decoding them at the
+// first call for the block: a block read whole from its header and
+// summaries (an aggregate's bucket wider than a storage bucket, a
+// snapshot chunk's block shipped as stored) needs only the header's first
+// and last time (docs/performance.md, "Blocks read without their
+// times"). After a decoding error it returns nil, and the iterator holds
+// the error (Error) and stands on no row at its next move.
+func (it *rowIter) blockTimes() []int64 {
+	if !it.bTimesOK {
+		t, err := it.reader.Times(it.bTimes[:0])
+		it.bTimes = t
+		if err != nil {
+			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, it.bKey, err))
+			return nil
+		}
+		it.bTimesOK = true
+	}
+	return it.bTimes
+}
+
+// blockTimes gives a walker's visitBlock the times of the block it
+// visits, decoded at the first call (rowIter.blockTimes): a visit that
+// reads the block from its header and summaries alone leaves them
+// encoded.
+type blockTimes struct{ it *rowIter }
+
+// get returns the time of every row of the block, or the error that kept
+// them from decoding.
+func (bt blockTimes) get() ([]int64, error) {
+	if t := bt.it.blockTimes(); t != nil {
+		return t, nil
+	}
+	return nil, bt.it.Error()
+}
+
+// blockTime returns the time of the loaded block's row i (0 <= i < its
+// Len), from the header for its first and last rows (the header's
+// times are the column's first and last, block.Reader.Times). After a
+// decoding error it returns the block's last time, and the iterator
+// holds the error.
+func (it *rowIter) blockTime(i int) int64 {
+	switch i {
+	case 0:
+		return it.reader.MinTime()
+	case it.reader.Len() - 1:
+		return it.reader.MaxTime()
+	}
+	if t := it.blockTimes(); t != nil {
+		return t[i]
+	}
+	return it.reader.MaxTime()
 }
 
 // wholeBlock reports whether the current row is the first of a sealed
 // block that no head row overlays (blockRun at the block's first row),
 // and returns the block's key, its stored bytes (both valid until the
-// next move) and its rows' times.
-func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool) {
+// next move) and its reader (its Len rows, the last at MaxTime).
+func (it *rowIter) wholeBlock() (key, value []byte, r *block.Reader, whole bool) {
 	if !it.blockRun() || it.bPos != 0 {
 		return nil, nil, nil, false
 	}
@@ -215,7 +271,7 @@ func (it *rowIter) wholeBlock() (key, value []byte, times []int64, whole bool) {
 	}
 	// The bytes loadBlock fetched, not a second fetch: that could reuse
 	// the memory the reader reads from (bVal).
-	return it.bKey, it.bVal, it.bTimes, true
+	return it.bKey, it.bVal, &it.reader, true
 }
 
 // SkipBlock moves past the rest of the loaded block. Only while blockRun
@@ -282,7 +338,7 @@ func (it *rowIter) seekBlock(key []byte) {
 		it.soughtOK = false
 		switch {
 		case it.positionIn(key):
-		case it.bPos < len(it.bTimes):
+		case it.bPos < it.reader.Len():
 			it.bValid = false // past upper
 		default:
 			it.loadBlock(it.blk.Next(), nil)
@@ -323,6 +379,7 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 			return
 		}
 		it.bVal = v
+		it.bTimesOK = false
 		if err := it.reader.ResetStored(v); err != nil {
 			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
 			return
@@ -334,10 +391,6 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 		it.bPrefix = binary.BigEndian.AppendUint32(it.bPrefix, b)
 		it.bPrefix = append(append(it.bPrefix, series...), 0)
 		it.bBytes = len(k) + len(v)
-		if it.bTimes, err = it.reader.Times(it.bTimes[:0]); err != nil {
-			it.fail(fmt.Errorf("%w: block %x: %w", ErrCorrupt, k, err))
-			return
-		}
 		it.bDecoded = false
 		it.bValid = true
 		start := it.lower
@@ -347,8 +400,11 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 		if it.positionIn(start) {
 			return
 		}
+		if it.err != nil {
+			return // the times did not decode (positionIn failed the iterator)
+		}
 		from = nil
-		if it.bPos < len(it.bTimes) {
+		if it.bPos < it.reader.Len() {
 			break // a row at or past upper: every later block is past it too
 		}
 	}
@@ -358,17 +414,23 @@ func (it *rowIter) loadBlock(valid bool, from []byte) {
 // positionIn positions on the loaded block's first row at or above key
 // and reports whether there is one below upper.
 func (it *rowIter) positionIn(key []byte) bool {
+	n := it.reader.Len()
 	if bytes.Compare(key, it.bPrefix) < 0 {
 		// Below every row key of the block (each is bPrefix|time): its
 		// first row, as a walk over many series finds most blocks.
 		it.bPos = 0
 	} else {
-		it.bPos = sort.Search(len(it.bTimes), func(i int) bool {
+		times := it.blockTimes()
+		if times == nil {
+			it.bPos = n
+			return false // failed
+		}
+		it.bPos = sort.Search(n, func(i int) bool {
 			it.scratch = it.blockRowKey(it.scratch[:0], i)
 			return bytes.Compare(it.scratch, key) >= 0
 		})
 	}
-	if it.bPos == len(it.bTimes) {
+	if it.bPos == n {
 		return false
 	}
 	it.scratch = it.blockRowKey(it.scratch[:0], it.bPos)
@@ -378,7 +440,7 @@ func (it *rowIter) positionIn(key []byte) bool {
 // blockRowKey appends the row key of the loaded block's row i to dst.
 func (it *rowIter) blockRowKey(dst []byte, i int) []byte {
 	dst = append(dst, it.bPrefix...)
-	return binary.BigEndian.AppendUint64(dst, orderedTime(it.bTimes[i]))
+	return binary.BigEndian.AppendUint64(dst, orderedTime(it.blockTime(i)))
 }
 
 func (it *rowIter) fail(err error) {
@@ -486,8 +548,8 @@ func (it *rowIter) rowBytesHead() int {
 // value bytes, a sealed row an equal share of its block's bytes.
 func (it *rowIter) rowBytes() uint64 {
 	n := uint64(it.rowBytesHead())
-	if it.inBlock && len(it.bTimes) > 0 {
-		n += uint64(max(1, it.bBytes/len(it.bTimes)))
+	if it.inBlock && it.reader.Len() > 0 {
+		n += uint64(max(1, it.bBytes/it.reader.Len()))
 	}
 	return n
 }

@@ -2,8 +2,13 @@ package partition
 
 import (
 	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
 	"sort"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/tsdb/tsdb/model"
 )
@@ -131,5 +136,77 @@ func TestRowIterSeekAgainAfterUpper(t *testing.T) {
 		if it.Next() {
 			t.Fatalf("pass %d: Next past upper: %x", pass, it.Key())
 		}
+	}
+}
+
+// TestBlockTimesDecodedOnlyWhenRead seals one series' block, breaks the
+// codec byte of its timestamps column in the store, and reads it: an
+// aggregate whose bucket holds the whole block answers from its header
+// and summaries without decoding the times (rowIter.blockTimes), and
+// every read that needs a row's time fails with ErrCorrupt, never a
+// panic.
+func TestBlockTimesDecodedOnlyWhenRead(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	const width = int64(1) << bucketShift
+	t0 := 25_000_000 * width // a storage bucket's start, in 2009
+	const n = 300
+	for i := range int64(n) {
+		mustApply(t, r, row("cpu,host=a", t0+i*100e6, fl("v", float64(i%7), 1)))
+	}
+	if _, err := r.Seal(t.Context(), maxTime); err != nil {
+		t.Fatal(err)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: r.ks.blkLo, UpperBound: r.ks.blkHi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.First() {
+		t.Fatal("no block after the seal")
+	}
+	key, val := slices.Clone(it.Key()), slices.Clone(it.Value())
+	if it.Next() {
+		t.Fatalf("a second block %x", it.Key())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// version, flags, rows, first and last time, fields, then the
+	// timestamps column (its length, its codec byte).
+	off := 2
+	_, k := binary.Uvarint(val[off:])
+	off += k + 16
+	_, k = binary.Uvarint(val[off:])
+	off += k
+	_, k = binary.Uvarint(val[off:])
+	off += k
+	val[off] ^= 0xff
+	if err := s.db.Set(key, val, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+
+	whole := model.Query{From: t0, To: t0 + width, Step: width, Fields: []string{"v"}}
+	got, err := r.Aggregate(whole)
+	if err != nil {
+		t.Fatalf("aggregate of the whole block in one bucket: %v", err)
+	}
+	if len(got) != 1 || len(got[0].Buckets) != 1 || got[0].Buckets[0].Fields[0].State.Count != n {
+		t.Fatalf("aggregate of the whole block: %+v, want one bucket of %d rows", got, n)
+	}
+	for name, q := range map[string]model.Query{
+		"buckets of 10 s":        {From: t0, To: t0 + width, Step: 10e9},
+		"from inside the block":  {From: t0 + 5e9, To: t0 + width, Step: width},
+		"to inside the block":    {From: t0, To: t0 + 5e9, Step: width},
+		"a whole bucket, 2 of 3": {From: t0, To: t0 + width, Step: width, GroupAll: true, Offset: 7e9},
+	} {
+		if _, err := r.Aggregate(q); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("aggregate, %s: %v, want ErrCorrupt", name, err)
+		}
+	}
+	if _, _, err := r.Scan(model.Query{From: t0, To: t0 + width}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("scan: %v, want ErrCorrupt", err)
+	}
+	if _, _, err := r.Scan(model.Query{From: t0 + 5e9, To: t0 + width, Fields: []string{"v"}}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("scan from inside the block: %v, want ErrCorrupt", err)
 	}
 }

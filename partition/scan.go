@@ -247,7 +247,11 @@ func (s *scanner) grow(t int64) {
 // visitBlock adds the rows lo to hi-1 of a sealed block that no head row
 // overlays (walker.visitBlock) as visit would, decoded from the block
 // straight into rows: no row value is built and decoded again.
-func (s *scanner) visitBlock(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error) {
+func (s *scanner) visitBlock(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error) {
+	times, err := bt.get()
+	if err != nil {
+		return false, err
+	}
 	if s.keep != nil {
 		return s.visitBlockColumns(series, br, times, lo, hi)
 	}
@@ -544,9 +548,9 @@ type walker struct {
 	snap *pebble.Snapshot
 	// visitBlock, when set, is given the rest of a sealed block that no
 	// head row overlays, instead of visit for each of its rows: the rows
-	// lo to hi-1 of br (times holds every row's time), all in the
-	// walk's range. It returns false to stop.
-	visitBlock func(series []byte, br *block.Reader, times []int64, lo, hi int) (bool, error)
+	// lo to hi-1 of br (bt gives every row's time), all in the walk's
+	// range. It returns false to stop.
+	visitBlock func(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error)
 	// visitMem, when set, is given the rest of a memory head's series
 	// that no other row of its bucket overlays (rowIter.memRun), instead
 	// of visit for each of its rows: the rows lo to hi-1 of s, all in
@@ -730,12 +734,16 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 			continue
 		}
 		if w.visitBlock != nil && w.it.blockRun() {
-			br, times, lo := w.it.Block()
-			hi := len(times)
-			if !w.toOpen {
+			br, lo := w.it.Block()
+			hi := br.Len()
+			if !w.toOpen && br.MaxTime() >= w.to {
+				times := w.it.blockTimes()
+				if times == nil {
+					return false, w.it.Error()
+				}
 				hi = lo + sort.Search(hi-lo, func(i int) bool { return times[lo+i] >= w.to })
 			}
-			if more, err := w.visitBlock(series, br, times, lo, hi); err != nil || !more {
+			if more, err := w.visitBlock(series, br, blockTimes{w.it}, lo, hi); err != nil || !more {
 				return false, err
 			}
 			if w.exact() {

@@ -544,8 +544,8 @@ func (r *Replica) sealPass(b uint32, from []byte, since int64, st *SealStats, ou
 			}
 		}
 		if !it.inHead && !sc.head && it.blockRun() {
-			read += len(it.bTimes) - it.bPos // loaded under the lock: counts
-			ok = it.SkipBlock()              // sealed already, nothing written since
+			read += it.reader.Len() - it.bPos // loaded under the lock: counts
+			ok = it.SkipBlock()               // sealed already, nothing written since
 			continue
 		}
 		if it.inHead {
