@@ -149,7 +149,7 @@ func TestBlockTimesDecodedOnlyWhenRead(t *testing.T) {
 	s := openTestStore(t, "")
 	r := createTestReplica(t, s)
 	const width = int64(1) << bucketShift
-	t0 := 25_000_000 * width // a storage bucket's start, in 2009
+	t0 := 25_000_000 * width // a storage bucket's start, in 2024
 	const n = 300
 	for i := range int64(n) {
 		mustApply(t, r, row("cpu,host=a", t0+i*100e6, fl("v", float64(i%7), 1)))
@@ -194,10 +194,10 @@ func TestBlockTimesDecodedOnlyWhenRead(t *testing.T) {
 		t.Fatalf("aggregate of the whole block: %+v, want one bucket of %d rows", got, n)
 	}
 	for name, q := range map[string]model.Query{
-		"buckets of 10 s":        {From: t0, To: t0 + width, Step: 10e9},
-		"from inside the block":  {From: t0 + 5e9, To: t0 + width, Step: width},
-		"to inside the block":    {From: t0, To: t0 + 5e9, Step: width},
-		"a whole bucket, 2 of 3": {From: t0, To: t0 + width, Step: width, GroupAll: true, Offset: 7e9},
+		"buckets of 10 s":       {From: t0, To: t0 + width, Step: 10e9},
+		"from inside the block": {From: t0 + 5e9, To: t0 + width, Step: width},
+		"to inside the block":   {From: t0, To: t0 + 5e9, Step: width},
+		"buckets offset by 7 s": {From: t0, To: t0 + width, Step: width, GroupAll: true, Offset: 7e9},
 	} {
 		if _, err := r.Aggregate(q); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("aggregate, %s: %v, want ErrCorrupt", name, err)
