@@ -256,7 +256,7 @@ func (a *aggregator) visit(series []byte, t int64, value []byte) (bool, error) {
 // The states are those the rows would give (the summaries are built as
 // AggState.Add would in time order, and merged with AggState.Merge: equal
 // up to float rounding in Sum, Mean and M2, as merges of partitions are).
-func (a *aggregator) visitBlock(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error) {
+func (a *aggregator) visitBlock(series []byte, br *block.Reader, bt lazyTimes, lo, hi int) (bool, error) {
 	a.setSeries(series)
 	// A whole block inside one bucket of the answer is read from its
 	// summaries, and its first and last times from its header: its

@@ -225,15 +225,15 @@ func (it *rowIter) blockTimes() []int64 {
 	return it.bTimes
 }
 
-// blockTimes gives a walker's visitBlock the times of the block it
+// lazyTimes gives a walker's visitBlock the times of the block it
 // visits, decoded at the first call (rowIter.blockTimes): a visit that
 // reads the block from its header and summaries alone leaves them
 // encoded.
-type blockTimes struct{ it *rowIter }
+type lazyTimes struct{ it *rowIter }
 
 // get returns the time of every row of the block, or the error that kept
 // them from decoding.
-func (bt blockTimes) get() ([]int64, error) {
+func (bt lazyTimes) get() ([]int64, error) {
 	if t := bt.it.blockTimes(); t != nil {
 		return t, nil
 	}

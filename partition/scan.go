@@ -247,7 +247,7 @@ func (s *scanner) grow(t int64) {
 // visitBlock adds the rows lo to hi-1 of a sealed block that no head row
 // overlays (walker.visitBlock) as visit would, decoded from the block
 // straight into rows: no row value is built and decoded again.
-func (s *scanner) visitBlock(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error) {
+func (s *scanner) visitBlock(series []byte, br *block.Reader, bt lazyTimes, lo, hi int) (bool, error) {
 	times, err := bt.get()
 	if err != nil {
 		return false, err
@@ -550,7 +550,7 @@ type walker struct {
 	// head row overlays, instead of visit for each of its rows: the rows
 	// lo to hi-1 of br (bt gives every row's time), all in the walk's
 	// range. It returns false to stop.
-	visitBlock func(series []byte, br *block.Reader, bt blockTimes, lo, hi int) (bool, error)
+	visitBlock func(series []byte, br *block.Reader, bt lazyTimes, lo, hi int) (bool, error)
 	// visitMem, when set, is given the rest of a memory head's series
 	// that no other row of its bucket overlays (rowIter.memRun), instead
 	// of visit for each of its rows: the rows lo to hi-1 of s, all in
@@ -743,7 +743,7 @@ func (w *walker) walkBucket(b uint32, visit func([]byte, int64, []byte) (bool, e
 				}
 				hi = lo + sort.Search(hi-lo, func(i int) bool { return times[lo+i] >= w.to })
 			}
-			if more, err := w.visitBlock(series, br, blockTimes{w.it}, lo, hi); err != nil || !more {
+			if more, err := w.visitBlock(series, br, lazyTimes{w.it}, lo, hi); err != nil || !more {
 				return false, err
 			}
 			if w.exact() {
