@@ -113,6 +113,12 @@ type Config struct {
 	// apart later is sealed again after each (exact, at the cost of
 	// rewriting its blocks). Default 5s; negative: only SealAfter.
 	SealQuiet time.Duration
+	// SealIdle seals an ended bucket sooner than SealQuiet once its
+	// partition has taken no write at all on this server for this long:
+	// the buckets a burst of writes left are sealed right after it, before
+	// the reads that follow it (partition.SealPolicy.Idle). Default 1s;
+	// negative: SealQuiet alone.
+	SealIdle time.Duration
 	// SealAfter seals a bucket this long after its end even if it never
 	// goes quiet. Default 10m; negative: never seal at all.
 	SealAfter time.Duration
@@ -256,6 +262,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.SealQuiet == 0 {
 		c.SealQuiet = DefaultSealQuiet
+	}
+	if c.SealIdle == 0 {
+		c.SealIdle = DefaultSealIdle
 	}
 	orDefault(&c.SealInterval, 2*time.Second)
 	orDefault(&c.MaxConcurrentRequests, api.DefaultMaxConcurrentRequests)
@@ -718,6 +727,9 @@ const DefaultSealAfter = 10 * time.Minute
 // DefaultSealQuiet is Config.SealQuiet's default.
 const DefaultSealQuiet = 5 * time.Second
 
+// DefaultSealIdle is Config.SealIdle's default.
+const DefaultSealIdle = time.Second
+
 // minSealWait is the least time between two passes of the sealer, and
 // sealRecheck how often it looks for buckets going quiet (new writes
 // move them) while it waits.
@@ -739,7 +751,7 @@ func (n *Node) sealLoop(ctx context.Context) {
 	for {
 		wait := time.Until(full)
 		now := n.now()
-		if at, ok := n.store.NextQuietSeal(partition.SealPolicy{Now: now.UnixNano(), Quiet: n.cfg.SealQuiet}); ok {
+		if at, ok := n.store.NextQuietSeal(partition.SealPolicy{Now: now.UnixNano(), Quiet: n.cfg.SealQuiet, Idle: n.cfg.SealIdle}); ok {
 			wait = min(wait, max(time.Duration(at-now.UnixNano()), minSealWait))
 		}
 		seal := wait <= sealRecheck
@@ -764,12 +776,13 @@ func (n *Node) sealLoop(ctx context.Context) {
 }
 
 // sealOnce seals the storage buckets that ended and took no write for
-// SealQuiet; with after, also those that ended SealAfter ago or earlier,
-// and fits the memory head's budget (partition.SealPolicy.QuietOnly).
+// SealQuiet, or for SealIdle when their partition took none at all; with
+// after, also those that ended SealAfter ago or earlier, and fits the
+// memory head's budget (partition.SealPolicy.QuietOnly).
 func (n *Node) sealOnce(ctx context.Context, after bool) error {
 	start := time.Now()
 	now := n.now()
-	p := partition.SealPolicy{Before: math.MinInt64, Now: now.UnixNano(), Quiet: n.cfg.SealQuiet, QuietOnly: !after}
+	p := partition.SealPolicy{Before: math.MinInt64, Now: now.UnixNano(), Quiet: n.cfg.SealQuiet, Idle: n.cfg.SealIdle, QuietOnly: !after}
 	if after {
 		p.Before = now.Add(-n.cfg.SealAfter).UnixNano()
 	}

@@ -27,6 +27,23 @@ func TestSealerWakesForQuietBucket(t *testing.T) {
 	waitFor(t, "2 rows sealed", func() bool { return sealedRows(c) >= 2 })
 }
 
+// TestSealerSealsIdleStore: with SealQuiet and full passes an hour away,
+// rows of a bucket that ended a few minutes ago are sealed once their
+// partition has taken no write for SealIdle: the sealer wakes for it.
+func TestSealerSealsIdleStore(t *testing.T) {
+	e := testEtcd(t)
+	n := startNode(t, e, "s1", t.TempDir(), func(c *Config) {
+		c.SealInterval, c.SealQuiet, c.SealIdle = time.Hour, time.Hour, 200*time.Millisecond
+	})
+	c := &client{t: t, base: n.URL()}
+	createTable(c, "idle")
+	ts := time.Now().Add(-3 * time.Minute).UnixNano()
+	if r := c.do("POST", "/write?db=idle", fmt.Appendf(nil, "m v=1 %d\nm v=2 %d\n", ts, ts+1)); r.status != 204 {
+		t.Fatalf("write: %d %s", r.status, r.body)
+	}
+	waitFor(t, "2 rows sealed", func() bool { return sealedRows(c) >= 2 })
+}
+
 // sealedRows returns the server's tsdb_seal_rows_total.
 func sealedRows(c *client) float64 {
 	r := c.do("GET", "/metrics", nil)

@@ -86,12 +86,24 @@ func (s *SealStats) Add(o SealStats) {
 // or before Before, and, with Quiet > 0, those that ended at or before Now
 // and took no write in the Quiet before it (a bucket filled with older
 // data, by a backfill say, need not wait Before's margin for late rows).
-// Times are wall clock ns. The writes are known since the store opened; a
-// bucket not written since is taken as written at the opening.
+// With Idle > 0 (and Quiet > 0), an ended bucket is also sealed once its
+// data space took no write at all, into any bucket, in the Idle before
+// Now: a burst of writes that ended leaves nothing to wait for. Times are
+// wall clock ns. The writes are known since the store opened; a bucket
+// not written since is taken as written at the opening.
 type SealPolicy struct {
 	Before int64
 	Now    int64
 	Quiet  time.Duration
+	// Idle, shorter than Quiet to be of use, is how long a whole data
+	// space must have taken no write for its ended buckets to be sealed
+	// without waiting for Quiet. While a space takes writes anywhere (a
+	// backfill moving from one bucket to the next, smeared rows arriving
+	// late), Quiet alone decides; once they stop, the buckets they left
+	// are sealed Idle after the last one rather than Quiet after, so the
+	// seal's work is done before the reads that follow a write, not among
+	// them (docs/performance.md, "A seal when the writes stop").
+	Idle time.Duration
 	// QuietOnly marks a pass a sealer makes between its regular ones for
 	// the buckets that just went quiet (Before being then of no use): it
 	// leaves the memory budget and the compaction of truncated logs to the
@@ -105,7 +117,7 @@ type SealPolicy struct {
 // sealable reports whether bucket b is to be sealed now, and stop when no
 // later bucket is (b has not ended by Before or Now). The caller holds
 // applyMu.
-func (p SealPolicy) sealable(b uint32, lastWrite map[uint32]int64, opened int64) (seal, stop bool) {
+func (p SealPolicy) sealable(b uint32, sp *dataSpace, opened int64) (seal, stop bool) {
 	if b == maxBucket {
 		return false, true
 	}
@@ -116,11 +128,21 @@ func (p SealPolicy) sealable(b uint32, lastWrite map[uint32]int64, opened int64)
 	case p.Quiet <= 0 || end > p.Now:
 		return false, end > max(p.Before, p.Now)
 	}
-	last, ok := lastWrite[b]
+	last, ok := sp.lastWrite[b]
 	if !ok {
 		last = opened
 	}
-	return p.Now-last >= int64(p.Quiet), false
+	return p.quiet(last, sp.lastAny), false
+}
+
+// quiet reports whether a bucket whose last write was at last, in a space
+// whose last write was at spaceLast, has gone quiet by p.Now: Quiet since
+// its own last write, or Idle since the space's.
+func (p SealPolicy) quiet(last, spaceLast int64) bool {
+	if p.Now-last >= int64(p.Quiet) {
+		return true
+	}
+	return p.Idle > 0 && p.Now-max(last, spaceLast) >= int64(p.Idle)
 }
 
 // Seal seals the head rows of every storage bucket of the replica's data
@@ -171,7 +193,7 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 			return st, lo, hi, nil
 		}
 		r.applyMu.Lock()
-		seal, stop := p.sealable(b, r.applyMu.lastWrite, r.store.opened)
+		seal, stop := p.sealable(b, r.applyMu, r.store.opened)
 		if at, ok := r.applyMu.settled[b]; ok && seal {
 			last, written := r.applyMu.lastWrite[b]
 			seal = written && last > at // written since its oversized series were left
@@ -215,8 +237,10 @@ func (r *Replica) sealWith(ctx context.Context, p SealPolicy) (st SealStats, lo,
 // NextQuietSeal returns when (wall clock ns) the next storage bucket goes
 // quiet under p: the earliest, over the buckets whose writes the store
 // noted and no seal has forgotten since, of the later of its end and its
-// last write plus p.Quiet (at or before p.Now: quiet already, to seal
-// now). False when there is none (or p.Quiet is off). A sealer sleeping
+// last write plus p.Quiet, or its space's last write plus p.Idle if that
+// is sooner (at or before p.Now: quiet already, to seal now; a write
+// meanwhile moves the idle time, so a sleeper looks again). False when
+// there is none (or p.Quiet is off). A sealer sleeping
 // until then seals a bucket as soon as it went quiet; a seal forgets the
 // notes of quiet buckets (forgetQuietWrites), so it is not woken for them
 // again.
@@ -236,11 +260,16 @@ func (s *Store) NextQuietSeal(p SealPolicy) (int64, bool) {
 		}
 		done[space] = true
 		r.applyMu.Lock()
+		spaceLast := r.applyMu.lastAny
 		for b, last := range r.applyMu.lastWrite {
-			if b >= maxBucket || last > math.MaxInt64-int64(p.Quiet) {
+			if b >= maxBucket || max(last, spaceLast) > math.MaxInt64-int64(max(p.Quiet, p.Idle)) {
 				continue
 			}
-			at := max(bucketStart(b+1), last+int64(p.Quiet))
+			quiet := last + int64(p.Quiet)
+			if p.Idle > 0 {
+				quiet = min(quiet, max(last, spaceLast)+int64(p.Idle))
+			}
+			at := max(bucketStart(b+1), quiet)
 			if !found || at < next {
 				next, found = at, true
 			}
@@ -250,7 +279,7 @@ func (s *Store) NextQuietSeal(p SealPolicy) (int64, bool) {
 	return next, found
 }
 
-// forgetQuietWrites drops the notes of writes older than p.Quiet (all of
+// forgetQuietWrites drops the notes of the buckets quiet under p (all of
 // them when p.Quiet is off): a bucket without one counts as written at the
 // opening, which is older still, so it is as quiet. Settled buckets whose
 // note is gone stay settled.
@@ -258,7 +287,7 @@ func (r *Replica) forgetQuietWrites(p SealPolicy) {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	for b, last := range r.applyMu.lastWrite {
-		if p.Quiet <= 0 || p.Now-last >= int64(p.Quiet) {
+		if p.Quiet <= 0 || p.quiet(last, r.applyMu.lastAny) {
 			r.applyMu.forgetWrite(b)
 		}
 	}

@@ -368,6 +368,57 @@ func TestSealQuietBuckets(t *testing.T) {
 	}
 }
 
+// TestSealIdleSpace: with SealPolicy.Idle, an ended bucket is sealed
+// before Quiet once its whole data space has taken no write for Idle, not
+// while the space still takes writes elsewhere (into a bucket not ended),
+// nor with Idle off; the seal forgets the notes it made quiet, so
+// NextQuietSeal does not wake the sealer for them again.
+func TestSealIdleSpace(t *testing.T) {
+	s := openTestStore(t, "")
+	r := createTestReplica(t, s)
+	old := int64(5) << bucketShift                      // ended in 1970
+	future := time.Now().Add(24 * time.Hour).UnixNano() // not ended at any Now below
+	mustApply(t, r, row("cpu", old, fl("a", 1, 1)))
+	notes := func() (oldLast, spaceLast int64) {
+		r.applyMu.Lock()
+		defer r.applyMu.Unlock()
+		return r.applyMu.lastWrite[timeBucket(old)], r.applyMu.lastAny
+	}
+	oldLast, _ := notes()
+	for time.Now().UnixNano() <= oldLast+int64(time.Millisecond) {
+		time.Sleep(time.Millisecond) // the space's next write strictly later
+	}
+	mustApply(t, r, row("cpu", future, fl("a", 1, 1)))
+	oldLast, spaceLast := notes()
+	if spaceLast <= oldLast {
+		t.Fatalf("space's last write %d, old bucket's %d; want the space's later", spaceLast, oldLast)
+	}
+	heads := func() int { return countHeadRows(t, r) }
+	idle := time.Duration(spaceLast-oldLast) / 2 // the old bucket quiet for Idle, the space not
+	p := SealPolicy{Before: math.MinInt64, Now: spaceLast + int64(idle) - 1, Quiet: time.Hour, Idle: idle}
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 0 || heads() != 2 {
+		t.Fatalf("space written within Idle: %+v, %v, %d head rows; want nothing sealed", st, err, heads())
+	}
+	if at, ok := s.NextQuietSeal(p); !ok || at != spaceLast+int64(idle) {
+		t.Fatalf("next quiet seal at %d, %v; want %d (the space's last write plus Idle)", at, ok, spaceLast+int64(idle))
+	}
+	p.Now++
+	off := p
+	off.Idle = 0
+	if st, err := r.SealWith(t.Context(), off); err != nil || st.Rows != 0 || heads() != 2 {
+		t.Fatalf("Idle off: %+v, %v, %d head rows; want nothing sealed before Quiet", st, err, heads())
+	}
+	if st, err := r.SealWith(t.Context(), p); err != nil || st.Rows != 1 || heads() != 1 {
+		t.Fatalf("space idle: %+v, %v, %d head rows; want the old bucket sealed, the future one not (not ended)", st, err, heads())
+	}
+	if at, ok := s.NextQuietSeal(p); ok {
+		t.Fatalf("next quiet seal at %d after the seal; want none (the notes made quiet forgotten)", at)
+	}
+	if err := sameRows(scanAll(t, r), []model.Row{row("cpu", old, fl("a", 1, 1)), row("cpu", future, fl("a", 1, 1))}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSealStopsReadingOversizedSeries: a series with more rows in one
 // bucket than a block holds is left in the head as soon as the seal has
 // read one row too many, and the series after it are sealed.

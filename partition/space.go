@@ -65,6 +65,10 @@ type dataSpace struct {
 	// which is older still), and the whole map past maxLastWrite entries
 	// (buckets then look quiet sooner: a re-seal at worst). Under the lock.
 	lastWrite map[uint32]int64
+	// lastAny is the wall clock (ns) of the space's latest write into any
+	// bucket since the store opened (0: none), for the sealer's idle
+	// spaces (SealPolicy.Idle). Under the lock.
+	lastAny int64
 	// writes counts the writes noteWrite noted, and writeN holds, per
 	// bucket in lastWrite, the count at its last one; gen counts every
 	// other change of the space's rows (a seal's commit, a drain, a
@@ -110,6 +114,7 @@ func (sp *dataSpace) noteWrite(b uint32, now int64) {
 		sp.gen++
 	}
 	sp.lastWrite[b] = now
+	sp.lastAny = max(sp.lastAny, now)
 	sp.writes++
 	sp.writeN[b] = sp.writes
 }

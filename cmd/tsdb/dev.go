@@ -20,14 +20,14 @@ import (
 
 func newDevCmd() *cobra.Command {
 	var (
-		servers, port, etcdPort     int
-		data, tokenFile, secretFile string
-		pprofAddr                   string
-		presplitOn                  bool
-		sealQuiet, sealAfter        time.Duration
-		cacheSize                   int64
-		mem                         memHeadFlags
-		logs                        logFlags
+		servers, port, etcdPort        int
+		data, tokenFile, secretFile    string
+		pprofAddr                      string
+		presplitOn                     bool
+		sealQuiet, sealIdle, sealAfter time.Duration
+		cacheSize                      int64
+		mem                            memHeadFlags
+		logs                           logFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -78,7 +78,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 			defer stopPprof()
 			return runDev(cmd.Context(), cmd.OutOrStdout(), devConfig{
 				servers: servers, port: port, etcdPort: etcdPort, data: data, token: token, secret: secret, log: log,
-				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealAfter: sealAfter, cacheSize: cacheSize, mem: mem,
+				noPresplit: !presplitOn, sealQuiet: sealQuiet, sealIdle: sealIdle, sealAfter: sealAfter, cacheSize: cacheSize, mem: mem,
 			})
 		},
 	}
@@ -92,6 +92,7 @@ curl examples, and stops cleanly on Ctrl-C or SIGTERM. Data survives a restart.`
 	f.StringVar(&pprofAddr, "pprof-addr", "", pprofUsage)
 	f.Var(bytesize.Var(&cacheSize), "cache-size", "block cache of each server's partition store, such as 256MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB, shared by the servers)")
 	f.DurationVar(&sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
+	f.DurationVar(&sealIdle, "seal-idle", node.DefaultSealIdle, sealIdleUsage)
 	f.DurationVar(&sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	mem.register(f)
 	f.BoolVar(&presplitOn, "presplit", true, "let the master pre-split every table's future, and create new tables already pre-split (false: one partition, only size splits)")
@@ -106,9 +107,9 @@ type devConfig struct {
 	// noPresplit turns the master's pre-split off (and new tables are
 	// born with one partition).
 	noPresplit bool
-	// sealQuiet and sealAfter are --seal-quiet and --seal-after (0 or
-	// less: never).
-	sealQuiet, sealAfter time.Duration
+	// sealQuiet, sealIdle and sealAfter are --seal-quiet, --seal-idle
+	// and --seal-after (0 or less: never).
+	sealQuiet, sealIdle, sealAfter time.Duration
 	// cacheSize is --cache-size, each server's block cache (0: shared
 	// out of node.AutoCacheSize's eighth of the memory).
 	cacheSize int64
@@ -132,6 +133,7 @@ func (c devConfig) nodeConfig(i int, etcdEndpoint string) node.Config {
 		HTTP:            newHTTPServer,
 		NoPresplit:      c.noPresplit,
 		SealQuiet:       orNever(c.sealQuiet),
+		SealIdle:        orNever(c.sealIdle),
 		SealAfter:       orNever(c.sealAfter),
 		CacheSize:       c.cacheSize,
 		NoMemoryHead:    !c.mem.on,

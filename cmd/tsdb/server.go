@@ -22,7 +22,7 @@ type serverFlags struct {
 	id, listen, advertise, data, etcd, prefix, tokenFile, secretFile string
 	pprofAddr                                                        string
 	maxBody, minServers, rebalanceMoves, replicationQuota            int
-	deadAfter, presplitEvery, sealAfter, sealQuiet                   time.Duration
+	deadAfter, presplitEvery, sealAfter, sealQuiet, sealIdle         time.Duration
 	ps                                                               presplit.Config
 	presplitOn, rebalanceOn, smearOn, smearAdmission, checkIndex     bool
 	mem                                                              memHeadFlags
@@ -81,6 +81,7 @@ func (s *serverFlags) registerServer(f *pflag.FlagSet) {
 	f.StringVar(&s.pprofAddr, "pprof-addr", "", pprofUsage)
 	f.BoolVar(&s.checkIndex, "check-index", false, "at start-up, compare every local replica's tag index (InfluxQL's SHOW statements and tag filters) with its rows and repair what differs")
 	f.DurationVar(&s.sealQuiet, "seal-quiet", node.DefaultSealQuiet, sealQuietUsage)
+	f.DurationVar(&s.sealIdle, "seal-idle", node.DefaultSealIdle, sealIdleUsage)
 	f.DurationVar(&s.sealAfter, "seal-after", node.DefaultSealAfter, sealAfterUsage)
 	s.mem.register(f)
 	f.IntVar(&s.replicationQuota, "replication-quota", 0, "rows a partition's slowest copy that keeps up may lag behind the replica that coordinates its inserts before new inserts there wait for it (up to half the ack timeout, then 503 unavailable with nothing written), e.g. 32768; a copy that is down, stalled or catching up is not waited for (0: no quota; docs/replication.md)")
@@ -186,7 +187,7 @@ func (s *serverFlags) config() (node.Config, error) {
 		DeadAfter: s.deadAfter, MinServers: s.minServers, RebalanceMoves: s.rebalanceMoves,
 		PresplitInterval: s.presplitEvery, Presplit: s.ps, NoPresplit: !s.presplitOn, NoRebalance: !s.rebalanceOn,
 		NoSmear: !s.smearOn, NoSmearAdmission: !s.smearAdmission, WriteLimit: s.writeLimit, CheckIndex: s.checkIndex, SmearMaxBytes: s.smearMaxBytes,
-		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), CacheSize: s.cacheSize,
+		SealAfter: orNever(s.sealAfter), SealQuiet: orNever(s.sealQuiet), SealIdle: orNever(s.sealIdle), CacheSize: s.cacheSize,
 		ReplicationQuota: s.replicationQuota,
 		NoMemoryHead:     !s.mem.on, MemoryHeadBytes: s.mem.bytes,
 		MaxConcurrentRequests: s.limits.concurrent, MaxQueryBuckets: s.limits.buckets, MaxSubQueryBytes: s.limits.subQueryBytes,
@@ -202,6 +203,7 @@ func (s *serverFlags) config() (node.Config, error) {
 const (
 	cacheSizeUsage = "block cache of the partition store, such as 512MiB; it takes memory as it fills (0: an eighth of the memory available, the machine's or its control group's, within 128MiB-4GiB)"
 	sealQuietUsage = "seal the rows of a storage bucket (68.7 s of row time) into compressed column blocks once it has ended and taken no write for this long (0 or less: only --seal-after)"
+	sealIdleUsage  = "seal an ended storage bucket sooner than --seal-quiet once its partition has taken no write at all for this long, so that the seal after a burst of writes is done before the reads that follow it (0 or less: --seal-quiet alone)"
 	sealAfterUsage = "seal a storage bucket this long after its end even if it never goes quiet; keep it above your tables' smear max_delay (0 or less: never seal)"
 )
 

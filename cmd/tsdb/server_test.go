@@ -48,45 +48,46 @@ func TestServerSizeFlags(t *testing.T) {
 	}
 }
 
-// TestDevSealFlags: dev's --seal-quiet and --seal-after reach every
-// server's configuration as server's do.
+// TestDevSealFlags: dev's --seal-quiet, --seal-idle and --seal-after
+// reach every server's configuration as server's do.
 func TestDevSealFlags(t *testing.T) {
 	for _, tc := range []struct {
-		args         []string
-		quiet, after time.Duration
+		args               []string
+		quiet, idle, after time.Duration
 	}{
-		{nil, node.DefaultSealQuiet, node.DefaultSealAfter},
-		{[]string{"--seal-quiet", "2s", "--seal-after", "1h"}, 2 * time.Second, time.Hour},
-		{[]string{"--seal-quiet", "0", "--seal-after", "-1s"}, -1, -1},
+		{nil, node.DefaultSealQuiet, node.DefaultSealIdle, node.DefaultSealAfter},
+		{[]string{"--seal-quiet", "2s", "--seal-idle", "300ms", "--seal-after", "1h"}, 2 * time.Second, 300 * time.Millisecond, time.Hour},
+		{[]string{"--seal-quiet", "0", "--seal-idle", "0", "--seal-after", "-1s"}, -1, -1, -1},
 	} {
 		cmd := newDevCmd()
 		if err := cmd.ParseFlags(tc.args); err != nil {
 			t.Fatal(err)
 		}
 		quiet, errQ := cmd.Flags().GetDuration("seal-quiet")
+		idle, errI := cmd.Flags().GetDuration("seal-idle")
 		after, errA := cmd.Flags().GetDuration("seal-after")
-		if errQ != nil || errA != nil {
-			t.Fatal(errQ, errA)
+		if errQ != nil || errI != nil || errA != nil {
+			t.Fatal(errQ, errI, errA)
 		}
-		cfg := devConfig{port: 18080, data: t.TempDir(), sealQuiet: quiet, sealAfter: after}.nodeConfig(1, "http://127.0.0.1:2379")
-		if cfg.ID != "s2" || cfg.Listen != "127.0.0.1:18081" || cfg.SealQuiet != tc.quiet || cfg.SealAfter != tc.after {
-			t.Errorf("%v: %s on %s, seal quiet %v, after %v; want s2 on 127.0.0.1:18081, %v, %v",
-				tc.args, cfg.ID, cfg.Listen, cfg.SealQuiet, cfg.SealAfter, tc.quiet, tc.after)
+		cfg := devConfig{port: 18080, data: t.TempDir(), sealQuiet: quiet, sealIdle: idle, sealAfter: after}.nodeConfig(1, "http://127.0.0.1:2379")
+		if cfg.ID != "s2" || cfg.Listen != "127.0.0.1:18081" || cfg.SealQuiet != tc.quiet || cfg.SealIdle != tc.idle || cfg.SealAfter != tc.after {
+			t.Errorf("%v: %s on %s, seal quiet %v, idle %v, after %v; want s2 on 127.0.0.1:18081, %v, %v, %v",
+				tc.args, cfg.ID, cfg.Listen, cfg.SealQuiet, cfg.SealIdle, cfg.SealAfter, tc.quiet, tc.idle, tc.after)
 		}
 	}
 }
 
-// TestServerSealFlags: --seal-quiet and --seal-after reach the node's
-// configuration, 0 meaning never (-1: the node reads 0 as its default),
-// and their defaults are the node's.
+// TestServerSealFlags: --seal-quiet, --seal-idle and --seal-after reach
+// the node's configuration, 0 meaning never (-1: the node reads 0 as its
+// default), and their defaults are the node's.
 func TestServerSealFlags(t *testing.T) {
 	for _, tc := range []struct {
-		args         []string
-		quiet, after time.Duration
+		args               []string
+		quiet, idle, after time.Duration
 	}{
-		{nil, node.DefaultSealQuiet, node.DefaultSealAfter},
-		{[]string{"--seal-quiet", "2s", "--seal-after", "1h"}, 2 * time.Second, time.Hour},
-		{[]string{"--seal-quiet", "0", "--seal-after", "0"}, -1, -1},
+		{nil, node.DefaultSealQuiet, node.DefaultSealIdle, node.DefaultSealAfter},
+		{[]string{"--seal-quiet", "2s", "--seal-idle", "300ms", "--seal-after", "1h"}, 2 * time.Second, 300 * time.Millisecond, time.Hour},
+		{[]string{"--seal-quiet", "0", "--seal-idle", "0", "--seal-after", "0"}, -1, -1, -1},
 	} {
 		var s serverFlags
 		cmd := s.command()
@@ -97,8 +98,8 @@ func TestServerSealFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.SealQuiet != tc.quiet || cfg.SealAfter != tc.after {
-			t.Errorf("%v: seal quiet %v, after %v; want %v, %v", tc.args, cfg.SealQuiet, cfg.SealAfter, tc.quiet, tc.after)
+		if cfg.SealQuiet != tc.quiet || cfg.SealIdle != tc.idle || cfg.SealAfter != tc.after {
+			t.Errorf("%v: seal quiet %v, idle %v, after %v; want %v, %v, %v", tc.args, cfg.SealQuiet, cfg.SealIdle, cfg.SealAfter, tc.quiet, tc.idle, tc.after)
 		}
 	}
 }
