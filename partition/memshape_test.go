@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand"
 	"slices"
@@ -133,39 +134,65 @@ func fieldSectionLen(v []byte) int {
 }
 
 // sameLayout reports whether the fields of value v (decoded as fs) and of
-// value a (as as) have the same names, kinds, version indexes and (for
-// ints) payload lengths.
+// value a (as as) have the same names, kinds, version indexes and payload
+// lengths as stored (an int's varint as written, canonical or not: a
+// mutated value may hold an overlong one, which decodes all the same).
 func sameLayout(fs, as []rawField, v, a []byte) bool {
-	if len(fs) != len(as) {
+	vl, al := payloadLens(v), payloadLens(a)
+	if len(fs) != len(as) || vl == nil || al == nil || len(vl) != len(fs) || len(al) != len(as) {
 		return false
 	}
 	for i := range fs {
 		f, g := fs[i], as[i]
-		if string(f.name) != string(g.name) || f.kind != g.kind || f.ver != g.ver || f.kind == model.KindString {
-			return false
-		}
-		if f.kind == model.KindInt && varintLen(int64(f.num)) != varintLen(int64(g.num)) {
+		if string(f.name) != string(g.name) || f.kind != g.kind || f.ver != g.ver || vl[i] != al[i] {
 			return false
 		}
 	}
 	return true
 }
 
-func varintLen(x int64) int {
-	var b [10]byte
-	return len(appendVarint(b[:0], x))
-}
-
-func appendVarint(b []byte, x int64) []byte {
-	ux := uint64(x) << 1
-	if x < 0 {
-		ux = ^ux
+// payloadLens returns the stored length of each field's payload in v's
+// field section, walked independently of rowShape.parse; nil when v has a
+// string field (no shape has one) or does not walk.
+func payloadLens(v []byte) []int {
+	p, _, ok := fieldSection(v)
+	if !ok {
+		return nil
 	}
-	for ux >= 0x80 {
-		b = append(b, byte(ux)|0x80)
-		ux >>= 7
+	sect := v[p:]
+	nf, i := uvarintAt(sect, 0)
+	var lens []int
+	for ; nf > 0 && i >= 0; nf-- {
+		l, j := uvarintAt(sect, i) // the name's length
+		if j < 0 || l > uint64(len(sect)-j) {
+			return nil
+		}
+		if _, j = uvarintAt(sect, j+int(l)); j < 0 || j >= len(sect) { // the version index
+			return nil
+		}
+		kind := model.Kind(sect[j])
+		j++
+		n := 0
+		switch kind {
+		case model.KindFloat:
+			n = 8
+		case model.KindInt:
+			if _, n = binary.Varint(sect[j:]); n <= 0 {
+				return nil
+			}
+		case model.KindBool:
+			n = 1
+		case model.KindDeleted:
+		default:
+			return nil
+		}
+		lens = append(lens, n)
+		i = j + n
 	}
-	return append(b, byte(ux))
+	if i != len(sect) {
+		return nil
+	}
+	return lens
 }
 
 // sameValue compares two values bit for bit (NaN payloads too).
