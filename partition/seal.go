@@ -136,13 +136,30 @@ func (p SealPolicy) sealable(b uint32, sp *dataSpace, opened int64) (seal, stop 
 }
 
 // quiet reports whether a bucket whose last write was at last, in a space
-// whose last write was at spaceLast, has gone quiet by p.Now: Quiet since
-// its own last write, or Idle since the space's.
+// whose last write was at spaceLast, has gone quiet by p.Now (quietAt).
 func (p SealPolicy) quiet(last, spaceLast int64) bool {
-	if p.Now-last >= int64(p.Quiet) {
-		return true
+	return p.Now >= p.quietAt(last, spaceLast)
+}
+
+// quietAt returns when (wall clock ns) a bucket whose last write was at
+// last, in a space whose last write was at spaceLast, goes quiet: Quiet
+// after its own last write, or Idle after the space's if that is sooner;
+// math.MaxInt64 when neither falls within an int64. The caller checked
+// that p.Quiet is on.
+func (p SealPolicy) quietAt(last, spaceLast int64) int64 {
+	at := addClamped(last, p.Quiet)
+	if p.Idle > 0 {
+		at = min(at, addClamped(max(last, spaceLast), p.Idle))
 	}
-	return p.Idle > 0 && p.Now-max(last, spaceLast) >= int64(p.Idle)
+	return at
+}
+
+// addClamped returns t+d, or math.MaxInt64 where that would overflow.
+func addClamped(t int64, d time.Duration) int64 {
+	if d > 0 && t > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return t + int64(d)
 }
 
 // Seal seals the head rows of every storage bucket of the replica's data
@@ -260,14 +277,10 @@ func (s *Store) NextQuietSeal(p SealPolicy) (int64, bool) {
 		}
 		done[space] = true
 		r.applyMu.Lock()
-		spaceLast := r.applyMu.lastAny
 		for b, last := range r.applyMu.lastWrite {
-			if b >= maxBucket || max(last, spaceLast) > math.MaxInt64-int64(max(p.Quiet, p.Idle)) {
+			quiet := p.quietAt(last, r.applyMu.lastAny)
+			if b >= maxBucket || quiet == math.MaxInt64 {
 				continue
-			}
-			quiet := last + int64(p.Quiet)
-			if p.Idle > 0 {
-				quiet = min(quiet, max(last, spaceLast)+int64(p.Idle))
 			}
 			at := max(bucketStart(b+1), quiet)
 			if !found || at < next {
